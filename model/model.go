@@ -1,0 +1,211 @@
+// Package model holds tine's domain types and the pure rules over them:
+// runs, messages, boundaries, steps, checkpoints, tree assembly and usage sums.
+// It does no I/O and imports nothing of ours.
+package model
+
+import (
+	"strings"
+	"time"
+)
+
+// Role is who wrote a message.
+type Role string
+
+const (
+	System    Role = "system"
+	User      Role = "user"
+	Assistant Role = "assistant"
+	Tool      Role = "tool"
+)
+
+// PartKind says what a part of a message holds.
+type PartKind string
+
+const (
+	Text       PartKind = "text"
+	Thinking   PartKind = "thinking"
+	ToolCall   PartKind = "tool_call"
+	ToolResult PartKind = "tool_result"
+	Image      PartKind = "image"
+	Other      PartKind = "other"
+)
+
+// Part is one ordered piece of a message.
+type Part struct {
+	Kind PartKind
+	// Text is the text of a text or thinking part and the output of a tool result.
+	Text string
+	// ToolCallID is the call's id on a tool_call, the answered call's id on a tool_result.
+	ToolCallID string
+	// ToolName names the tool of a tool_call (and, when known, of its result).
+	ToolName string
+	// ToolInput is the JSON input of a tool_call.
+	ToolInput string
+	IsError   bool
+	// Raw keeps the original JSON of image and other parts.
+	Raw string
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + o.InputTokens,
+		OutputTokens:     u.OutputTokens + o.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + o.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens,
+	}
+}
+
+// Total is every token counted once.
+func (u Usage) Total() int64 {
+	return u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens
+}
+
+// IsZero reports whether nothing was counted.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Message is one message of a run.
+type Message struct {
+	// ID is the store's id; 0 before the message is stored.
+	ID       int64
+	Role     Role
+	Parts    []Part
+	Model    string
+	Usage    Usage
+	Time     time.Time
+	NativeID string
+}
+
+// ToolCalls returns the tool_call parts of m.
+func (m Message) ToolCalls() []Part {
+	var calls []Part
+	for _, p := range m.Parts {
+		if p.Kind == ToolCall {
+			calls = append(calls, p)
+		}
+	}
+	return calls
+}
+
+// IsPrompt reports whether a person typed m: a user message that carries
+// text and is not just a carrier of tool results.
+func (m Message) IsPrompt() bool {
+	if m.Role != User {
+		return false
+	}
+	hasText := false
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case ToolResult:
+			return false
+		case Text, Image:
+			hasText = true
+		}
+	}
+	return hasText
+}
+
+// PlainText joins the text-like parts of m (text, thinking, tool input and
+// output) with newlines: what search indexes and snippets show.
+func (m Message) PlainText() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		var s string
+		switch p.Kind {
+		case Text, Thinking, ToolResult:
+			s = p.Text
+		case ToolCall:
+			s = p.ToolName + " " + p.ToolInput
+		}
+		if s == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// Status is where a run is in its life.
+type Status string
+
+const (
+	// Pending: created (a lazy fork) and not yet used.
+	Pending   Status = "pending"
+	Running   Status = "running"
+	Completed Status = "completed"
+	Failed    Status = "failed"
+	Cancelled Status = "cancelled"
+)
+
+// Run is one linear transcript: an agent session, an API chat, or a fork.
+// A fork keeps its parent's first ForkAt messages and stores only its own.
+type Run struct {
+	ID       string
+	TreeID   string // the root run of the tree this run belongs to
+	ParentID string // "" for a root
+	ForkAt   int    // boundary K in the parent: messages[:ForkAt] are inherited
+	ForkStep int    // the step the fork was made at, 0 when not made at a step
+	// Asked is the boundary the user asked for, before snapping; SnapReason
+	// says why ForkAt differs from it ("" when it does not).
+	Asked      string
+	SnapReason string
+	// ParentLen is the parent's length when the fork was made (rule 5).
+	ParentLen int
+	Name      string
+	Harness   string
+	NativeID  string
+	Model     string
+	Cwd       string
+	Title     string
+	Status    Status
+	Error     string
+	CreatedAt time.Time
+	// FinishedAt is zero while the run has not finished.
+	FinishedAt time.Time
+	// Usage and CostUSD are the run's own spending, never its inherited prefix's.
+	Usage   Usage
+	CostUSD float64
+	Hidden  bool
+	// OwnMessages counts the messages stored on this run itself.
+	OwnMessages int
+}
+
+// Len is the run's full length: its inherited prefix plus its own messages.
+func (r Run) Len() int { return r.ForkAt + r.OwnMessages }
+
+// Label is what a person calls the run: its name, else its short id.
+func (r Run) Label() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return ShortID(r.ID)
+}
+
+// ShortID cuts an id to the prefix people read and type.
+func ShortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// OwnUsage sums the usage of the messages a run owns, skipping the first
+// inherited ones: inherited messages carry no usage into a fork (rule 6).
+func OwnUsage(msgs []Message, inherited int) Usage {
+	var u Usage
+	for i := inherited; i < len(msgs); i++ {
+		u = u.Add(msgs[i].Usage)
+	}
+	return u
+}
