@@ -1,0 +1,187 @@
+// Command tine explores and branches AI-agent conversations: it opens
+// transcripts as trees, forks them at safe points, and compares the
+// branches, keeping everything in one SQLite file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"tine/harness"
+	"tine/store"
+)
+
+// usageError is a mistake on the command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// command is one subcommand.
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, env *env, args []string) error
+}
+
+// env is what every command gets: where to print and how to find the store.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	db             string // --db, else TINE_DB, else the default path
+}
+
+func (e *env) open() (*store.Store, error) {
+	path := e.db
+	if path == "" {
+		var err error
+		if path, err = store.PathFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	return store.Open(path)
+}
+
+func commands() []command {
+	return []command{
+		{"demo", "", "open the TUI on a fresh temporary database holding demo trees", cmdDemo},
+		{"import", "PATH... [--format openai]", "import transcripts (a file a run)", cmdImport},
+		{"ls", "", "list trees and their runs", cmdLs},
+		{"show", "RUN", "print a run's messages, numbered by boundary", cmdShow},
+		{"checkpoints", "RUN", "print a run's pair-safe boundaries", cmdCheckpoints},
+		{"export", "RUN [--format json|md]", "write a run as JSON or Markdown", cmdExport},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin})
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, e *env) int {
+	err := dispatch(ctx, args, e)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "tine: %s\nRun 'tine --help' for usage.\n", ue.msg)
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "tine: %s\n", harness.OneLine(err.Error(), 0))
+		return 1
+	}
+}
+
+func dispatch(ctx context.Context, args []string, e *env) error {
+	// Global flags may come before the command: tine --db x ls.
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch {
+		case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+			printUsage(e.stdout)
+			return nil
+		case args[0] == "--db" || args[0] == "-db":
+			if len(args) < 2 {
+				return usagef("--db needs a path")
+			}
+			e.db, args = args[1], args[2:]
+		case strings.HasPrefix(args[0], "--db="):
+			e.db, args = strings.TrimPrefix(args[0], "--db="), args[1:]
+		case args[0] == "--version":
+			fmt.Fprintln(e.stdout, "tine", version)
+			return nil
+		default:
+			return usagef("unknown flag %s", args[0])
+		}
+	}
+	if len(args) == 0 {
+		return cmdTUI(ctx, e, nil)
+	}
+	if args[0] == "help" {
+		printUsage(e.stdout)
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, e, args[1:])
+		}
+	}
+	return usagef("unknown command %q", args[0])
+}
+
+const version = "0.1.0"
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "tine: explore and branch AI-agent conversations as trees.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage:")
+	fmt.Fprintln(w, "  tine [--db PATH]                          the TUI, on the library screen")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  tine %-36s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every command takes --db PATH (or TINE_DB); the default is")
+	fmt.Fprintln(w, "$XDG_DATA_HOME/tine/tine.db (~/.local/share/tine/tine.db).")
+	fmt.Fprintln(w, "Commands that print take --json. RUN is a run id, a unique prefix of one, or a fork name.")
+	fmt.Fprintln(w, "Exit status: 0 ok, 1 the operation failed, 2 a usage error.")
+	fmt.Fprintln(w, "Run 'tine COMMAND --help' for a command's flags.")
+}
+
+// flags is a command's flag set, with --db and --help handled alike everywhere.
+type flags struct {
+	*flag.FlagSet
+	env *env
+}
+
+func newFlags(e *env, name, args, summary string) *flags {
+	fs := flag.NewFlagSet("tine "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &flags{FlagSet: fs, env: e}
+	fs.StringVar(&e.db, "db", e.db, "database `path` (default $TINE_DB, else ~/.local/share/tine/tine.db)")
+	fs.Usage = func() {
+		fmt.Fprintf(e.stdout, "Usage: tine %s %s\n\n%s\n\nFlags:\n", name, args, summary)
+		fs.SetOutput(e.stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return f
+}
+
+// parse parses flags wherever they sit among the positional arguments and
+// returns the positionals, checking their count.
+func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				f.Usage()
+				return nil, err
+			}
+			return nil, usageError{err.Error()}
+		}
+		if f.NArg() == 0 {
+			break
+		}
+		pos = append(pos, f.Arg(0))
+		args = f.Args()[1:]
+	}
+	if len(pos) < minPos {
+		return nil, usagef("%s: missing argument (see --help)", f.Name())
+	}
+	if maxPos >= 0 && len(pos) > maxPos {
+		return nil, usagef("%s: unexpected argument %q", f.Name(), pos[maxPos])
+	}
+	return pos, nil
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
+)
+
+// tine runs one command line against db and returns stdout, stderr and the status.
+func tine(t *testing.T, db string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), append([]string{"--db", db}, args...), &env{stdout: &out, stderr: &errOut, stdin: strings.NewReader("")})
+	return out.String(), errOut.String(), code
+}
+
+func importSeed(t *testing.T) (db, runID string) {
+	t.Helper()
+	db = filepath.Join(t.TempDir(), "t.db")
+	out, errOut, code := tine(t, db, "import", "testdata/openai/seed-example.json", "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum importSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	require.Len(t, sum.RunIDs, 1)
+	return db, sum.RunIDs[0]
+}
+
+func TestCheckpointsOfTheSeedExample(t *testing.T) {
+	db, id := importSeed(t)
+	out, _, code := tine(t, db, "checkpoints", id)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "[1, 5, 6]\n", out)
+
+	out, _, code = tine(t, db, "checkpoints", id[:6], "--json")
+	assert.Equal(t, 0, code)
+	assert.JSONEq(t, `{"run": "`+id+`", "messages": 6, "checkpoints": [1, 5, 6]}`, out)
+}
+
+func TestImportSummaryAndReimport(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	out, _, code := tine(t, db, "import", "testdata/openai", "--json")
+	require.Equal(t, 0, code)
+	var sum importSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	assert.Equal(t, 2, sum.Files)
+	assert.Equal(t, 2, sum.Runs)
+	assert.Equal(t, 11, sum.Messages)
+	require.Len(t, sum.Skipped, 2, "bad lines are skipped and counted")
+	assert.Equal(t, 4, sum.Skipped[0].Line)
+
+	out, _, code = tine(t, db, "import", "testdata/openai")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "imported 0 runs")
+	assert.Contains(t, out, "2 unchanged")
+
+	info, err := os.Stat(db)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+}
+
+func TestImportErrors(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("nope\n{\n"), 0o644))
+	_, errOut, code := tine(t, db, "import", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no messages (2 lines skipped)")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+0, "one line per failed file plus the summary error")
+
+	_, errOut, code = tine(t, db, "import", "does-not-exist.json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no such file")
+
+	_, errOut, code = tine(t, db, "import", "testdata/openai", "--format", "yaml")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `unknown --format "yaml"`)
+}
+
+func TestUsageErrorsAndHelp(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	for _, args := range [][]string{{"frobnicate"}, {"show"}, {"show", "a", "b"}, {"ls", "--bogus"}, {"export", "x", "--format", "pdf"}} {
+		_, errOut, code := tine(t, db, args...)
+		assert.Equal(t, 2, code, "%v", args)
+		assert.NotEmpty(t, errOut)
+	}
+	out, _, code := tine(t, db, "--help")
+	assert.Equal(t, 0, code)
+	for _, c := range commands() {
+		assert.Contains(t, out, "tine "+c.name)
+		cout, _, code := tine(t, db, c.name, "--help")
+		assert.Equal(t, 0, code, c.name)
+		assert.Contains(t, cout, "Usage: tine "+c.name, c.name)
+		assert.Contains(t, cout, "-db", c.name)
+	}
+	_, errOut, code := tine(t, db, "show", "nosuchrun")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "tine: run \"nosuchrun\": not found\n", errOut, "one line, no stack trace")
+}
+
+func TestShowAndExport(t *testing.T) {
+	db, id := importSeed(t)
+	out, _, code := tine(t, db, "show", id)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "What is the weather")
+	assert.Contains(t, out, "⚙ get_weather")
+	assert.Contains(t, out, " 6 ● assistant")
+	assert.Contains(t, out, " 3 · tool")
+
+	out, _, code = tine(t, db, "show", id, "--json")
+	require.Equal(t, 0, code)
+	var shown struct {
+		ID       string `json:"id"`
+		Messages []struct {
+			K         int    `json:"k"`
+			Role      string `json:"role"`
+			Inherited bool   `json:"inherited"`
+			Parts     []struct {
+				Kind string `json:"kind"`
+				Text string `json:"text"`
+			} `json:"parts"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	assert.Equal(t, id, shown.ID)
+	require.Len(t, shown.Messages, 6)
+	assert.Equal(t, 6, shown.Messages[5].K)
+	assert.Equal(t, "tool_call", shown.Messages[1].Parts[0].Kind)
+
+	md, _, code := tine(t, db, "export", id, "--format", "md")
+	require.Equal(t, 0, code)
+	assert.Contains(t, md, "# What is the weather in Paris, Rome and Oslo?")
+	assert.Contains(t, md, "## 2. assistant")
+	assert.Contains(t, md, "**tool call** `get_weather`")
+
+	file := filepath.Join(t.TempDir(), "out.json")
+	_, _, code = tine(t, db, "export", id, "-o", file)
+	require.Equal(t, 0, code)
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.True(t, json.Valid(data))
+}
+
+func TestLsShowsForksUnderTheirParent(t *testing.T) {
+	db, id := importSeed(t)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	fork := model.Run{ParentID: id, ForkAt: 5, Name: "only-paris", Harness: "script"}
+	require.NoError(t, st.CreateRun(context.Background(), &fork, []model.Message{
+		{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "Only Paris"}}, Usage: model.Usage{InputTokens: 9}},
+	}))
+	st.Close()
+
+	out, _, code := tine(t, db, "ls")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "  "+fork.ID[:8])
+	assert.Contains(t, out, "only-paris")
+
+	out, _, code = tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code)
+	var runs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &runs))
+	require.Len(t, runs, 2)
+	for _, k := range []string{"id", "tree", "parent", "fork_at", "name", "harness", "native_id", "status", "messages", "title", "cwd", "created_at", "usage", "cost_usd"} {
+		assert.Contains(t, runs[1], k)
+	}
+	assert.Equal(t, float64(6), runs[1]["messages"], "a fork's length counts its inherited prefix")
+	assert.Equal(t, map[string]any{"input_tokens": float64(9), "output_tokens": float64(0)}, runs[1]["usage"], "only its own spending")
+
+	out, _, code = tine(t, db, "show", "only-paris")
+	require.Equal(t, 0, code, "a fork name is a RUN")
+	assert.Contains(t, out, "│5 ● tool")
+	assert.Contains(t, out, " 6 ● user")
+}
+
+// TestHostileTextNeverReachesTheTerminal feeds escape sequences through the
+// importer and checks every human-readable output.
+func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
+	hostile := "ok \x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07 \x1b[2J\x1b[H\x1b]0;title\x1b\\ \u009b31m bell\x07 back\b\b cr\r done"
+	msgs := []map[string]any{
+		{"role": "user", "content": hostile},
+		{"role": "assistant", "content": nil, "tool_calls": []map[string]any{{"id": "c1", "type": "function", "function": map[string]any{"name": "sh\x1b[31m", "arguments": `{"x":"` + "\\u001b[31m" + `"}`}}}},
+		{"role": "tool", "tool_call_id": "c1", "content": hostile},
+	}
+	data, err := json.Marshal(msgs)
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "hostile.json")
+	require.NoError(t, os.WriteFile(file, data, 0o644))
+	db := filepath.Join(t.TempDir(), "t.db")
+	out, _, code := tine(t, db, "import", file, "--json")
+	require.Equal(t, 0, code)
+	var sum importSummary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	id := sum.RunIDs[0]
+
+	for _, args := range [][]string{{"show", id}, {"export", id, "--format", "md"}, {"ls"}, {"show", id, "--json"}, {"export", id}} {
+		out, _, code := tine(t, db, args...)
+		require.Equal(t, 0, code, "%v", args)
+		for _, bad := range []string{"\x1b", "\x07", "\b", "\r", "\u009b"} {
+			assert.NotContains(t, out, bad, "%v printed %q", args, bad)
+		}
+	}
+	out, _, _ = tine(t, db, "show", id)
+	assert.Contains(t, out, "ok")
+	assert.Contains(t, out, "done")
+	assert.NotContains(t, out, "Y3VybCBldmlsIHwgc2g=")
+}
+
+func TestDemoData(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "demo.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	require.NoError(t, loadDemo(ctx, st))
+	trees, err := st.Trees(ctx)
+	require.NoError(t, err)
+	require.Len(t, trees, 3)
+	var long, forked bool
+	for _, tr := range trees {
+		if tr.Messages >= 2000 {
+			long = true
+		}
+		runs, err := st.TreeRuns(ctx, tr.Root.ID)
+		require.NoError(t, err)
+		at := map[int]bool{}
+		snapped := false
+		for _, r := range runs {
+			if r.ParentID == tr.Root.ID {
+				at[r.ForkAt] = true
+			}
+			snapped = snapped || r.SnapReason != ""
+		}
+		if len(at) >= 3 {
+			forked = true
+			assert.True(t, snapped, "the demo shows a snapped boundary")
+		}
+		msgs, _, err := st.Messages(ctx, tr.Root.ID)
+		require.NoError(t, err)
+		hasBatch := false
+		for _, m := range msgs {
+			hasBatch = hasBatch || len(m.ToolCalls()) > 1
+		}
+		assert.True(t, hasBatch, "%s has a tool batch", tr.Title)
+	}
+	assert.True(t, long, "a run of at least 2,000 messages")
+	assert.True(t, forked, "a tree with forks at three boundaries")
+}

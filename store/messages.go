@@ -1,0 +1,231 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"tine/model"
+)
+
+// insertMessages stores msgs as run's own messages at seq start, start+1...,
+// with their parts and search text, and returns their ids.
+func insertMessages(ctx context.Context, tx *sql.Tx, runID string, start int, msgs []model.Message) ([]int64, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	msgStmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (
+		run_id, seq, role, native_id, model,
+		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer msgStmt.Close()
+	partStmt, err := tx.PrepareContext(ctx, `INSERT INTO parts (
+		message_id, idx, kind, text, tool_call_id, tool_name, tool_input, is_error, raw
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer partStmt.Close()
+	ftsStmt, err := tx.PrepareContext(ctx, `INSERT INTO message_fts (rowid, body) VALUES (?, ?)`)
+	if err != nil {
+		return nil, err
+	}
+	defer ftsStmt.Close()
+
+	ids := make([]int64, len(msgs))
+	for i, m := range msgs {
+		if m.Role == "" {
+			return nil, fmt.Errorf("message %d has no role", start+i)
+		}
+		res, err := msgStmt.ExecContext(ctx, runID, start+i, string(m.Role), m.NativeID, m.Model,
+			m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadTokens, m.Usage.CacheWriteTokens,
+			nanos(m.Time))
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", start+i, err)
+		}
+		id, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+		for j, p := range m.Parts {
+			if _, err := partStmt.ExecContext(ctx, id, j, string(p.Kind), p.Text,
+				p.ToolCallID, p.ToolName, p.ToolInput, p.IsError, p.Raw); err != nil {
+				return nil, fmt.Errorf("message %d part %d: %w", start+i, j, err)
+			}
+		}
+		if text := m.PlainText(); text != "" {
+			if _, err := ftsStmt.ExecContext(ctx, id, text); err != nil {
+				return nil, fmt.Errorf("index message %d: %w", start+i, err)
+			}
+		}
+	}
+	return ids, nil
+}
+
+// AppendMessages adds msgs to the end of run runID's own messages, adds
+// their usage to the run's and sets each msgs[i].ID.
+func (s *Store) AppendMessages(ctx context.Context, runID string, msgs []model.Message) error {
+	var ids []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var forkAt, own int
+		err := tx.QueryRowContext(ctx, `SELECT fork_at, own_messages FROM runs WHERE id = ?`, runID).
+			Scan(&forkAt, &own)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if ids, err = insertMessages(ctx, tx, runID, forkAt+own, msgs); err != nil {
+			return err
+		}
+		u := model.OwnUsage(msgs, 0)
+		// Messages without a time count as happening now.
+		last := lastActivity(time.Time{}, msgs)
+		if last.IsZero() {
+			last = time.Now()
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET
+			own_messages = own_messages + ?,
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+			last_at = max(last_at, ?)
+		WHERE id = ?`, len(msgs), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+			last.UnixNano(), runID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append messages: %w", err)
+	}
+	for i := range msgs {
+		msgs[i].ID = ids[i]
+	}
+	return nil
+}
+
+// level is one run on the path from a root down to the run being read, and
+// the messages it contributes: its own with seq below bound.
+type level struct {
+	id     string
+	forkAt int
+	bound  int
+}
+
+// Messages returns run runID's full transcript, parts included: the
+// prefix inherited from its ancestors, then its own messages. inherited is
+// how many came from ancestors (the run's ForkAt).
+func (s *Store) Messages(ctx context.Context, runID string) (msgs []model.Message, inherited int, err error) {
+	err = s.read(ctx, func(tx *sql.Tx) error {
+		chain, err := ancestry(ctx, tx, runID)
+		if err != nil {
+			return err
+		}
+		leaf := chain[len(chain)-1]
+		inherited = leaf.forkAt
+		msgs = make([]model.Message, 0, leaf.bound)
+		for _, l := range chain {
+			if l.bound <= l.forkAt {
+				continue // a descendant forked before this run's own messages
+			}
+			if msgs, err = readOwn(ctx, tx, l, msgs); err != nil {
+				return err
+			}
+		}
+		if len(msgs) != leaf.bound {
+			return fmt.Errorf("run %s: read %d messages, expected %d", runID, len(msgs), leaf.bound)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("messages: %w", err)
+	}
+	return msgs, inherited, nil
+}
+
+// ancestry returns the runs from runID's root down to runID itself, each
+// bounded to the messages the next one inherits.
+func ancestry(ctx context.Context, tx *sql.Tx, runID string) ([]level, error) {
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE chain (id, parent_id, fork_at, bound, depth) AS (
+		SELECT id, parent_id, fork_at, fork_at + own_messages, 0 FROM runs WHERE id = ?
+		UNION ALL
+		SELECT r.id, r.parent_id, r.fork_at, min(c.bound, c.fork_at), c.depth + 1
+		FROM runs r JOIN chain c ON r.id = c.parent_id
+		WHERE c.depth < 100000
+	) SELECT id, fork_at, bound FROM chain ORDER BY depth DESC`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var chain []level
+	for rows.Next() {
+		var l level
+		if err := rows.Scan(&l.id, &l.forkAt, &l.bound); err != nil {
+			return nil, err
+		}
+		chain = append(chain, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(chain) == 0 {
+		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	return chain, nil
+}
+
+// readOwn appends l's own messages below l.bound to msgs, in one query.
+func readOwn(ctx context.Context, tx *sql.Tx, l level, msgs []model.Message) ([]model.Message, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.seq, m.role, m.native_id, m.model,
+		m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_write_tokens, m.created_at,
+		coalesce(p.idx, -1), coalesce(p.kind, ''), coalesce(p.text, ''), coalesce(p.tool_call_id, ''),
+		coalesce(p.tool_name, ''), coalesce(p.tool_input, ''), coalesce(p.is_error, 0), coalesce(p.raw, '')
+	FROM messages m LEFT JOIN parts p ON p.message_id = m.id
+	WHERE m.run_id = ? AND m.seq < ?
+	ORDER BY m.seq, p.idx`, l.id, l.bound)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	// msgs may hold the inherited prefix (reading a whole transcript) or
+	// nothing (reading own messages only); either way seq counts from forkAt.
+	start := len(msgs)
+	var (
+		m       model.Message
+		seq     int
+		role    string
+		created sql.NullInt64
+		p       model.Part
+		idx     int
+		kind    string
+	)
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id, &seq, &role, &m.NativeID, &m.Model,
+			&m.Usage.InputTokens, &m.Usage.OutputTokens, &m.Usage.CacheReadTokens, &m.Usage.CacheWriteTokens,
+			&created, &idx, &kind, &p.Text, &p.ToolCallID, &p.ToolName, &p.ToolInput, &p.IsError, &p.Raw); err != nil {
+			return nil, err
+		}
+		if n := len(msgs); n == 0 || msgs[n-1].ID != id {
+			if want := l.forkAt + n - start; seq != want {
+				return nil, fmt.Errorf("run %s: message %d found at position %d", l.id, seq, want)
+			}
+			msgs = append(msgs, model.Message{ID: id, Role: model.Role(role), Model: m.Model,
+				Usage: m.Usage, Time: fromNanos(created), NativeID: m.NativeID})
+		}
+		if idx >= 0 {
+			p.Kind = model.PartKind(kind)
+			last := &msgs[len(msgs)-1]
+			last.Parts = append(last.Parts, p)
+		}
+	}
+	return msgs, rows.Err()
+}

@@ -1,0 +1,433 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"tine/model"
+)
+
+// runCols are the columns scanRun reads, for a query over "runs r".
+const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_step,
+	r.asked, r.snapped_reason, r.parent_len, r.name, r.harness, r.native_id, r.model,
+	r.cwd, r.title, r.status, r.error, r.created_at, r.finished_at,
+	r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
+	r.cost_usd, r.hidden, r.own_messages`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRun(sc scanner, extra ...any) (model.Run, error) {
+	var (
+		r        model.Run
+		status   string
+		created  int64
+		finished sql.NullInt64
+	)
+	dest := []any{&r.ID, &r.TreeID, &r.ParentID, &r.ForkAt, &r.ForkStep,
+		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
+		&r.Cwd, &r.Title, &status, &r.Error, &created, &finished,
+		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens,
+		&r.CostUSD, &r.Hidden, &r.OwnMessages}
+	if err := sc.Scan(append(dest, extra...)...); err != nil {
+		return model.Run{}, err
+	}
+	r.Status = model.Status(status)
+	r.CreatedAt = time.Unix(0, created)
+	r.FinishedAt = fromNanos(finished)
+	return r, nil
+}
+
+// CreateRun stores r with msgs as its own messages. It fills in what r
+// leaves empty: the ID (random), the TreeID (r's own for a root, the
+// parent's for a fork), CreatedAt (now), Status (completed when r has
+// messages, else pending), ParentLen (the parent's current length) and
+// Usage (the sum of msgs' usage; an import may pass the agent's total
+// instead). It sets OwnMessages and each msgs[i].ID. A fork's ForkAt must
+// not exceed its parent's length.
+func (s *Store) CreateRun(ctx context.Context, r *model.Run, msgs []model.Message) error {
+	run := *r
+	var ids []int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		ids, err = createRun(ctx, tx, &run, msgs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create run: %w", err)
+	}
+	*r = run
+	for i := range msgs {
+		msgs[i].ID = ids[i]
+	}
+	return nil
+}
+
+// createRun is CreateRun inside a transaction.
+func createRun(ctx context.Context, tx *sql.Tx, run *model.Run, msgs []model.Message) ([]int64, error) {
+	if err := prepareRun(ctx, tx, run, len(msgs) > 0); err != nil {
+		return nil, err
+	}
+	if run.Usage.IsZero() {
+		run.Usage = model.OwnUsage(msgs, 0)
+	}
+	run.OwnMessages = len(msgs)
+	if err := insertRun(ctx, tx, run, lastActivity(run.CreatedAt, msgs)); err != nil {
+		return nil, err
+	}
+	return insertMessages(ctx, tx, run.ID, run.ForkAt, msgs)
+}
+
+// CreateForks stores forks, each one runs row and no messages, in one
+// transaction: forking costs a row, whatever the parent's length. Every fork
+// needs a ParentID (which may be a fork created earlier in the same call);
+// the rest defaults as in CreateRun, with status pending.
+func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
+	runs := make([]model.Run, len(forks))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for i, f := range forks {
+			run := *f
+			if run.ParentID == "" {
+				return fmt.Errorf("fork %d has no parent", i+1)
+			}
+			if err := prepareRun(ctx, tx, &run, false); err != nil {
+				return err
+			}
+			run.OwnMessages = 0
+			if err := insertRun(ctx, tx, &run, run.CreatedAt); err != nil {
+				return err
+			}
+			runs[i] = run
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create forks: %w", err)
+	}
+	for i, f := range forks {
+		*f = runs[i]
+	}
+	return nil
+}
+
+// prepareRun fills r's defaults and checks it against its parent.
+func prepareRun(ctx context.Context, tx *sql.Tx, r *model.Run, hasMessages bool) error {
+	if r.ID == "" {
+		r.ID = newID()
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
+	}
+	if r.Status == "" {
+		r.Status = model.Pending
+		if hasMessages {
+			r.Status = model.Completed
+		}
+	}
+	if r.ParentID == "" {
+		if r.ForkAt != 0 {
+			return fmt.Errorf("run %s has no parent but fork_at %d", r.ID, r.ForkAt)
+		}
+		r.TreeID = r.ID
+		return nil
+	}
+	var treeID string
+	var parentLen int
+	err := tx.QueryRowContext(ctx,
+		`SELECT tree_id, fork_at + own_messages FROM runs WHERE id = ?`, r.ParentID).
+		Scan(&treeID, &parentLen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("parent run %s: %w", r.ParentID, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	if r.ForkAt < 0 || r.ForkAt > parentLen {
+		return fmt.Errorf("fork at %d: parent run %s has %d messages", r.ForkAt, r.ParentID, parentLen)
+	}
+	r.TreeID = treeID
+	if r.ParentLen == 0 {
+		r.ParentLen = parentLen
+	}
+	return nil
+}
+
+func insertRun(ctx context.Context, tx *sql.Tx, r *model.Run, last time.Time) error {
+	var parent sql.NullString
+	if r.ParentID != "" {
+		parent = sql.NullString{String: r.ParentID, Valid: true}
+	}
+	finished := nanos(r.FinishedAt)
+	lastAt := max(last.UnixNano(), finished.Int64)
+	_, err := tx.ExecContext(ctx, `INSERT INTO runs (
+		id, tree_id, parent_id, fork_at, fork_step, asked, snapped_reason, parent_len,
+		name, harness, native_id, model, cwd, title, status, error,
+		created_at, finished_at, last_at,
+		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+		cost_usd, hidden, own_messages
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.TreeID, parent, r.ForkAt, r.ForkStep, r.Asked, r.SnapReason, r.ParentLen,
+		r.Name, r.Harness, r.NativeID, r.Model, r.Cwd, r.Title, string(r.Status), r.Error,
+		r.CreatedAt.UnixNano(), finished, lastAt,
+		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
+		r.CostUSD, r.Hidden, r.OwnMessages)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// lastActivity is the latest of since and the messages' times.
+func lastActivity(since time.Time, msgs []model.Message) time.Time {
+	last := since
+	for _, m := range msgs {
+		if m.Time.After(last) {
+			last = m.Time
+		}
+	}
+	return last
+}
+
+// update runs one UPDATE of a single run, reporting ErrNotFound when id
+// names no run.
+func (s *Store) update(ctx context.Context, what, id, query string, args ...any) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("run %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// finished reports whether st ends a run.
+func finished(st model.Status) bool {
+	switch st {
+	case model.Completed, model.Failed, model.Cancelled:
+		return true
+	}
+	return false
+}
+
+// SetStatus records where run id is and the error that ended it, if any.
+// A completed, failed or cancelled run gets its finish time; any other status
+// clears it.
+func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errText string) error {
+	var fin sql.NullInt64
+	if finished(st) {
+		fin = nanos(time.Now())
+	}
+	return s.update(ctx, "set status", id,
+		`UPDATE runs SET status = ?, error = ?, finished_at = ?, last_at = max(last_at, coalesce(?, 0))
+		WHERE id = ?`, string(st), errText, fin, fin, id)
+}
+
+// SetHidden hides run id from views, or shows it again; it stays stored.
+func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
+	return s.update(ctx, "set hidden", id, `UPDATE runs SET hidden = ? WHERE id = ?`, hidden, id)
+}
+
+// SetName names run id ("" removes the name).
+func (s *Store) SetName(ctx context.Context, id, name string) error {
+	return s.update(ctx, "set name", id, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
+}
+
+// SetTitle sets run id's title.
+func (s *Store) SetTitle(ctx context.Context, id, title string) error {
+	return s.update(ctx, "set title", id, `UPDATE runs SET title = ? WHERE id = ?`, title, id)
+}
+
+// SetNativeID records the agent CLI's own id for run id, once it is known.
+func (s *Store) SetNativeID(ctx context.Context, id, nativeID string) error {
+	return s.update(ctx, "set native id", id, `UPDATE runs SET native_id = ? WHERE id = ?`, nativeID, id)
+}
+
+// SetWorktree records the git worktree and branch run id works in.
+func (s *Store) SetWorktree(ctx context.Context, id, worktree, branch string) error {
+	return s.update(ctx, "set worktree", id,
+		`UPDATE runs SET worktree = ?, branch = ? WHERE id = ?`, worktree, branch, id)
+}
+
+// Worktree returns the git worktree and branch of run id ("" when none).
+func (s *Store) Worktree(ctx context.Context, id string) (worktree, branch string, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT worktree, branch FROM runs WHERE id = ?`, id).
+		Scan(&worktree, &branch)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return worktree, branch, err
+}
+
+// AddCost adds usd to run id's own cost.
+func (s *Store) AddCost(ctx context.Context, id string, usd float64) error {
+	return s.update(ctx, "add cost", id, `UPDATE runs SET cost_usd = cost_usd + ? WHERE id = ?`, usd, id)
+}
+
+// Run returns run id.
+func (s *Store) Run(ctx context.Context, id string) (model.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return model.Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return model.Run{}, fmt.Errorf("run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Resolve finds the run ref names: a full id, a run name, the agent's
+// native id, or a unique prefix of an id, tried in that order. A ref that
+// fits several runs at the first level it matches is ErrAmbiguous, and the
+// error lists them.
+func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return model.Run{}, fmt.Errorf("empty run reference: %w", ErrNotFound)
+	}
+	if r, err := s.Run(ctx, ref); !errors.Is(err, ErrNotFound) {
+		return r, err
+	}
+	// Names come before prefixes: a fork named "a" must not lose to every id
+	// that starts with "a".
+	type lookup struct{ what, where, arg string }
+	levels := []lookup{
+		{"name", `r.name = ?`, ref},
+		{"native id", `r.native_id = ?`, ref},
+	}
+	if !strings.ContainsAny(ref, "*?[") { // GLOB's own syntax: never part of an id
+		levels = append(levels, lookup{"id prefix", `r.id GLOB ?`, ref + "*"})
+	}
+	for _, l := range levels {
+		runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE `+l.where+
+			` ORDER BY r.created_at, r.id LIMIT 11`, l.arg)
+		if err != nil {
+			return model.Run{}, fmt.Errorf("resolve %q: %w", ref, err)
+		}
+		switch len(runs) {
+		case 0:
+			continue
+		case 1:
+			return runs[0], nil
+		}
+		var b strings.Builder
+		for i, r := range runs {
+			if i == 10 {
+				b.WriteString(", ...")
+				break
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.ID)
+			if r.Name != "" {
+				fmt.Fprintf(&b, " (%s)", r.Name)
+			}
+		}
+		return model.Run{}, fmt.Errorf("run %q is %w: it matches the %s of %s", ref, ErrAmbiguous, l.what, b.String())
+	}
+	return model.Run{}, fmt.Errorf("run %q: %w", ref, ErrNotFound)
+}
+
+// Runs returns every run, hidden ones included, oldest first.
+func (s *Store) Runs(ctx context.Context) ([]model.Run, error) {
+	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r ORDER BY r.created_at, r.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// TreeRuns returns the runs of the tree rooted at treeID, oldest first.
+func (s *Store) TreeRuns(ctx context.Context, treeID string) ([]model.Run, error) {
+	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.tree_id = ?
+		ORDER BY r.created_at, r.id`, treeID)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", treeID, err)
+	}
+	return runs, nil
+}
+
+func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []model.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+// TreeSummary describes one fork tree for the library.
+type TreeSummary struct {
+	Root  model.Run
+	Title string // the root's title
+	Runs  int    // the root and every fork under it
+	Forks int    // Runs - 1
+	// Messages counts distinct messages: each run adds only its own.
+	Messages int
+	// Usage and CostUSD sum each run's own spending, so a shared prefix is
+	// counted once.
+	Usage        model.Usage
+	CostUSD      float64
+	LastActivity time.Time
+	Harness      string // the root's
+	Cwd          string // the root's
+}
+
+// Trees returns one summary per tree, newest activity first.
+func (s *Store) Trees(ctx context.Context) ([]TreeSummary, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+`,
+		t.runs, t.messages, t.input, t.output, t.cache_read, t.cache_write, t.cost, t.last
+	FROM (
+		SELECT tree_id, count(*) AS runs, sum(own_messages) AS messages,
+			sum(input_tokens) AS input, sum(output_tokens) AS output,
+			sum(cache_read_tokens) AS cache_read, sum(cache_write_tokens) AS cache_write,
+			total(cost_usd) AS cost, max(last_at) AS last
+		FROM runs GROUP BY tree_id
+	) t JOIN runs r ON r.id = t.tree_id
+	ORDER BY t.last DESC, r.id`)
+	if err != nil {
+		return nil, fmt.Errorf("list trees: %w", err)
+	}
+	defer rows.Close()
+	var trees []TreeSummary
+	for rows.Next() {
+		var t TreeSummary
+		var last int64
+		t.Root, err = scanRun(rows, &t.Runs, &t.Messages,
+			&t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens,
+			&t.CostUSD, &last)
+		if err != nil {
+			return nil, fmt.Errorf("list trees: %w", err)
+		}
+		t.Title, t.Harness, t.Cwd = t.Root.Title, t.Root.Harness, t.Root.Cwd
+		t.Forks = t.Runs - 1
+		t.LastActivity = time.Unix(0, last)
+		trees = append(trees, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list trees: %w", err)
+	}
+	return trees, nil
+}

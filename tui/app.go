@@ -1,0 +1,602 @@
+// Package tui is tine's terminal interface: a Bubble Tea program with a
+// library screen (every tree) and a tree screen (one conversation as a tree,
+// with a detail pane). One root model routes every message; screens are
+// plain structs; store work runs in commands, never in Update.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness"
+	"tine/model"
+	"tine/store"
+)
+
+// Options configure the program.
+type Options struct {
+	// Title names the database in the header (e.g. "demo").
+	Title string
+	// OpenTree opens this tree on start instead of the library.
+	OpenTree string
+}
+
+type screenID int
+
+const (
+	screenLibrary screenID = iota
+	screenTree
+)
+
+// level orders status messages.
+type level int
+
+const (
+	levelInfo level = iota
+	levelWarn
+	levelError
+)
+
+// statusClearAfter is how long a status message stays.
+const statusClearAfter = 5 * time.Second
+
+// App is the root model.
+type App struct {
+	st     *store.Store
+	opts   Options
+	keys   KeyMap
+	styles Styles
+	help   help.Model
+	now    func() time.Time
+	// tick schedules a message later (tea.Tick); tests replace it.
+	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+
+	width, height int
+	screen        screenID
+	showHelp      bool
+
+	lib       libraryScreen
+	tree      *treeScreen
+	treeTitle string
+	loading   string
+
+	status      string
+	statusLevel level
+	statusID    int
+
+	// shortHelp caches the footer's key hints, which cost a lot to lay out
+	// for what they are, by what they depend on.
+	shortHelp    string
+	shortHelpKey [3]int
+}
+
+// New returns the root model over st.
+func New(st *store.Store, opts Options) *App {
+	a := &App{
+		st:     st,
+		opts:   opts,
+		keys:   DefaultKeyMap(),
+		styles: NewStyles(true),
+		help:   help.New(),
+		now:    time.Now,
+		tick:   tea.Tick,
+		lib:    newLibraryScreen(),
+	}
+	a.help.Styles = help.DefaultStyles(true)
+	return a
+}
+
+// Run starts the program on the terminal and blocks until it quits.
+func Run(ctx context.Context, st *store.Store, opts Options) error {
+	p := tea.NewProgram(New(st, opts), tea.WithContext(ctx))
+	_, err := p.Run()
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Messages that carry the results of commands back to Update.
+type (
+	treesLoadedMsg struct {
+		trees []store.TreeSummary
+		err   error
+	}
+	treeLoadedMsg struct {
+		id       string
+		data     *treeData
+		focusRun string
+		focusSeq int
+		err      error
+	}
+	searchDoneMsg struct {
+		query string
+		hits  []store.Hit
+		err   error
+	}
+	clearStatusMsg struct{ id int }
+)
+
+// Init loads the library and asks the terminal for its background.
+func (a *App) Init() tea.Cmd {
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees()}
+	if a.opts.OpenTree != "" {
+		cmds = append(cmds, a.loadTree(a.opts.OpenTree, "", 0))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (a *App) loadTrees() tea.Cmd {
+	st := a.st
+	return func() tea.Msg {
+		trees, err := st.Trees(context.Background())
+		return treesLoadedMsg{trees: trees, err: err}
+	}
+}
+
+// loadTree reads a tree's runs and each run's own messages.
+func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
+	st := a.st
+	return func() tea.Msg {
+		ctx := context.Background()
+		data, err := LoadTree(ctx, st, treeID)
+		return treeLoadedMsg{id: treeID, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
+	}
+}
+
+// LoadTree reads one tree from the store: its runs and their own messages.
+func LoadTree(ctx context.Context, st *store.Store, treeID string) (*treeData, error) {
+	runs, err := st.TreeRuns(ctx, treeID)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("tree %s: %w", model.ShortID(treeID), store.ErrNotFound)
+	}
+	own := make(map[string][]model.Message, len(runs))
+	for _, r := range runs {
+		msgs, err := st.OwnMessages(ctx, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		own[r.ID] = msgs
+	}
+	return newTreeData(runs, own), nil
+}
+
+func (a *App) search(q string) tea.Cmd {
+	st := a.st
+	return func() tea.Msg {
+		hits, err := st.Search(context.Background(), q, 200)
+		return searchDoneMsg{query: q, hits: hits, err: err}
+	}
+}
+
+// setStatus shows text in the status line until it is cleared.
+func (a *App) setStatus(text string, lvl level) tea.Cmd {
+	if text == "" {
+		return nil
+	}
+	a.statusID++
+	a.status, a.statusLevel = text, lvl
+	id := a.statusID
+	return a.tick(statusClearAfter, func(time.Time) tea.Msg { return clearStatusMsg{id: id} })
+}
+
+func (a *App) errorStatus(err error) tea.Cmd { return a.setStatus(errorText(err), levelError) }
+
+// errorText is an error on one line, safe for the terminal.
+func errorText(err error) string { return harness.OneLine(err.Error(), 300) }
+
+// Update routes every message.
+func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		a.width, a.height = msg.Width, msg.Height
+		return a, a.relayout()
+	case tea.BackgroundColorMsg:
+		a.styles = NewStyles(msg.IsDark())
+		a.help.Styles = help.DefaultStyles(msg.IsDark())
+		if a.tree != nil {
+			a.tree.invalidate()
+			return a, a.syncDetail()
+		}
+		return a, nil
+	case treesLoadedMsg:
+		if msg.err != nil {
+			a.lib.loaded = true
+			return a, a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
+		}
+		a.lib.setTrees(msg.trees)
+		return a, nil
+	case treeLoadedMsg:
+		a.loading = ""
+		if msg.err != nil {
+			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
+		}
+		return a, a.openTree(msg)
+	case searchDoneMsg:
+		if msg.err != nil {
+			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
+		}
+		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
+		a.status = ""
+		return a, nil
+	case markdownMsg:
+		if msg.err != nil || a.tree == nil {
+			return a, nil
+		}
+		a.tree.detail.markdown[msg.key] = msg.out
+		if msg.key.width == a.tree.detail.width && msg.key.dark == a.styles.IsDark {
+			return a, a.syncDetail()
+		}
+		return a, nil
+	case clearStatusMsg:
+		if msg.id == a.statusID {
+			a.status = ""
+		}
+		return a, nil
+	case tea.KeyPressMsg:
+		return a, a.key(msg)
+	case tea.MouseWheelMsg:
+		return a, a.wheel(msg)
+	}
+	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
+		var cmd tea.Cmd
+		a.lib.filter, cmd = a.lib.filter.Update(msg)
+		return a, cmd
+	}
+	return a, nil
+}
+
+func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
+	t := newTreeScreen(msg.data)
+	a.tree = &t
+	a.screen = screenTree
+	a.treeTitle = ""
+	if msg.data.root != nil {
+		a.treeTitle = msg.data.root.Run.Title
+		if a.treeTitle == "" {
+			a.treeTitle = msg.data.root.Run.Label()
+		}
+	}
+	if msg.focusRun != "" {
+		if ri, ok := msg.data.index[msg.focusRun]; ok {
+			a.tree.moveTo(rowKey{run: int32(ri), msg: int32(msg.focusSeq), kind: rowMessage})
+		}
+	}
+	return tea.Batch(a.relayout(), a.syncDetail())
+}
+
+// typing reports whether keys go to a text input now.
+func (a *App) typing() bool {
+	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
+}
+
+func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
+	g := a.keys.Global
+	if key.Matches(msg, g.ForceQuit) {
+		return tea.Quit
+	}
+	if a.showHelp {
+		a.showHelp = false
+		return nil
+	}
+	if !a.typing() {
+		switch {
+		case key.Matches(msg, g.Help):
+			a.showHelp = true
+			return nil
+		case key.Matches(msg, g.Quit):
+			return tea.Quit
+		}
+	}
+	switch a.screen {
+	case screenTree:
+		t := a.tree
+		if key.Matches(msg, g.Back) {
+			switch {
+			case t.detailOnly:
+				t.detailOnly = false
+			case t.detailFocus:
+				t.detailFocus = false
+			default:
+				a.screen, a.tree = screenLibrary, nil
+				return a.loadTrees()
+			}
+			return nil
+		}
+		tk := a.keys.Tree
+		if key.Matches(msg, tk.Focus) {
+			if a.layout().detail.w == 0 {
+				t.detailOnly = !t.detailOnly
+			} else {
+				t.detailFocus = !t.detailFocus
+			}
+			return a.syncDetail()
+		}
+		if key.Matches(msg, tk.Detail) && !t.detailOnly {
+			if a.layout().detail.w == 0 {
+				t.detailOnly = true
+			} else {
+				t.detailFocus = true
+			}
+			return a.syncDetail()
+		}
+		before := t.cursor
+		status := t.update(msg, tk)
+		cmd := a.setStatus(status, levelWarn)
+		if t.cursor != before {
+			return tea.Batch(cmd, a.syncDetail())
+		}
+		return cmd
+	default:
+		act := a.lib.update(msg, a.keys.Library)
+		var cmds []tea.Cmd
+		if act.cmd != nil {
+			cmds = append(cmds, act.cmd)
+		}
+		if act.status != "" {
+			cmds = append(cmds, a.setStatus(act.status, levelInfo))
+		}
+		if act.search != "" {
+			cmds = append(cmds, a.search(act.search))
+		}
+		if act.open != "" {
+			a.loading = "opening…"
+			cmds = append(cmds, a.loadTree(act.open, act.focusRun, act.focusSeq))
+		}
+		if key.Matches(msg, a.keys.Library.Refresh) && a.lib.mode == libBrowse {
+			cmds = append(cmds, a.loadTrees())
+		}
+		return tea.Batch(cmds...)
+	}
+}
+
+func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
+	k := tea.KeyPressMsg{Code: tea.KeyDown}
+	if msg.Mouse().Button == tea.MouseWheelUp {
+		k = tea.KeyPressMsg{Code: tea.KeyUp}
+	}
+	if a.screen == screenTree && a.tree != nil {
+		before := a.tree.cursor
+		a.tree.update(k, a.keys.Tree)
+		if a.tree.cursor != before {
+			return a.syncDetail()
+		}
+		return nil
+	}
+	a.lib.update(k, a.keys.Library)
+	return nil
+}
+
+// rect is a region of the screen.
+type rect struct{ x, y, w, h int }
+
+// screenLayout is where everything goes for one terminal size.
+type screenLayout struct {
+	header, body, footer rect
+	list, detail         rect // on the tree screen
+}
+
+// minDetailWidth is the narrowest terminal that gets a side detail pane.
+const minDetailWidth = 100
+
+// computeLayout splits a w x h terminal: one header line, the body, one
+// status line. The tree screen puts the detail pane beside the list when
+// there is room; otherwise the detail is read full-screen.
+func computeLayout(w, h int) screenLayout {
+	w, h = max(w, 1), max(h, 3)
+	l := screenLayout{
+		header: rect{0, 0, w, 1},
+		body:   rect{0, 1, w, h - 2},
+		footer: rect{0, h - 1, w, 1},
+	}
+	l.list = l.body
+	if w >= minDetailWidth {
+		lw := w * 11 / 20
+		l.list = rect{0, 1, lw, l.body.h}
+		l.detail = rect{lw, 1, w - lw, l.body.h}
+	}
+	return l
+}
+
+func (a *App) layout() screenLayout { return computeLayout(a.width, a.height) }
+
+// relayout hands each screen its size.
+func (a *App) relayout() tea.Cmd {
+	l := a.layout()
+	a.lib.width, a.lib.height = l.body.w, l.body.h
+	a.lib.clamp()
+	a.help.SetWidth(l.body.w)
+	if a.tree == nil {
+		return nil
+	}
+	a.tree.setSize(l.list.w, l.list.h)
+	return a.syncDetail()
+}
+
+// syncDetail lays out the selected message in the detail pane.
+func (a *App) syncDetail() tea.Cmd {
+	t := a.tree
+	if t == nil {
+		return nil
+	}
+	l := a.layout()
+	d := &t.detail
+	if l.detail.w > 0 && !t.detailOnly {
+		d.width, d.height = max(l.detail.w-2, 1), l.detail.h
+	} else {
+		d.width, d.height = max(l.body.w, 1), l.body.h
+		if !t.detailOnly {
+			return nil
+		}
+	}
+	r, ok := t.selected()
+	if !ok {
+		d.lines = nil
+		return nil
+	}
+	return d.set(r.key(), t.data.runs[r.run], &a.styles)
+}
+
+// View renders the whole screen; every region is cut to its exact size.
+func (a *App) View() tea.View {
+	v := tea.NewView(a.render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "tine"
+	return v
+}
+
+func (a *App) render() string {
+	if a.width <= 0 || a.height <= 0 {
+		return ""
+	}
+	l := a.layout()
+	if a.height < 3 || a.width < 10 {
+		return block("tine: window too small", a.width, a.height)
+	}
+	st := &a.styles
+	header := block(a.headerLine(), l.header.w, 1)
+	footer := block(a.footerLine(), l.footer.w, 1)
+	var body string
+	switch {
+	case a.showHelp:
+		body = block(a.helpView(), l.body.w, l.body.h)
+	case a.screen == screenTree && a.tree != nil:
+		body = a.treeBody(l)
+	default:
+		in := a.lib.inputLine(st, l.body.w)
+		if in != "" {
+			a.lib.height = l.body.h - 1
+			a.lib.clamp()
+			body = block(in, l.body.w, 1) + "\n" + block(a.lib.view(st, a.now()), l.body.w, l.body.h-1)
+		} else {
+			a.lib.height = l.body.h
+			body = block(a.lib.view(st, a.now()), l.body.w, l.body.h)
+		}
+	}
+	return header + "\n" + body + "\n" + footer
+}
+
+func (a *App) treeBody(l screenLayout) string {
+	t := a.tree
+	st := &a.styles
+	if len(t.rows) == 0 {
+		return block(st.Subtle.Render("this tree has no messages"), l.body.w, l.body.h)
+	}
+	if t.detailOnly {
+		return block(t.detail.view(), l.body.w, l.body.h)
+	}
+	list := block(t.view(st), l.list.w, l.list.h)
+	if l.detail.w == 0 {
+		return list
+	}
+	sep := st.PaneBorder.Render("│") + " "
+	if t.detailFocus {
+		sep = st.PaneFocused.Render("┃") + " "
+	}
+	return sideBySide(list, sep, block(t.detail.view(), l.detail.w-2, l.detail.h))
+}
+
+func (a *App) headerLine() string {
+	st := &a.styles
+	name := "tine"
+	if a.opts.Title != "" {
+		name += " · " + a.opts.Title
+	}
+	s := st.Title.Render(name)
+	switch {
+	case a.loading != "":
+		s += st.Subtle.Render("  " + a.loading)
+	case a.screen == screenTree && a.tree != nil:
+		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 80)
+		if rd := a.tree.currentRun(); rd != nil {
+			var path []string
+			for _, n := range rd.node.Ancestors()[1:] {
+				path = append(path, n.Run.Label())
+			}
+			if len(path) > 0 {
+				s += st.Fork.Render(" ⑂ " + harness.OneLine(strings.Join(path, " › "), 60))
+			}
+		}
+		if r, ok := a.tree.selected(); ok && r.kind == rowMessage {
+			s += st.Subtle.Render(fmt.Sprintf("  K=%d/%d", r.msg+1, a.tree.data.runs[r.run].run().Len()))
+		}
+	default:
+		if a.lib.loaded {
+			s += st.Subtle.Render(fmt.Sprintf("  %d trees", len(a.lib.trees)))
+		}
+	}
+	return s
+}
+
+func (a *App) footerLine() string {
+	st := &a.styles
+	if a.status != "" {
+		switch a.statusLevel {
+		case levelError:
+			return st.Error.Render("error: ") + a.status
+		case levelWarn:
+			return st.Warn.Render(a.status)
+		default:
+			return st.Info.Render(a.status)
+		}
+	}
+	if a.showHelp {
+		return st.Subtle.Render("any key closes help")
+	}
+	if t := a.tree; a.screen == screenTree && t != nil && (t.detailOnly || t.detailFocus) {
+		return a.help.ShortHelpView([]key.Binding{a.keys.Tree.Up, a.keys.Tree.Down, a.keys.Tree.PageDown, a.keys.Tree.Focus, a.keys.Global.Back})
+	}
+	k := [3]int{int(a.screen), a.width, 0}
+	if a.styles.IsDark {
+		k[2] = 1
+	}
+	if k != a.shortHelpKey || a.shortHelp == "" {
+		a.shortHelp, a.shortHelpKey = a.help.ShortHelpView(a.helpKeys().ShortHelp()), k
+	}
+	return a.shortHelp
+}
+
+func (a *App) helpKeys() help.KeyMap {
+	if a.screen == screenTree {
+		return treeHelp{a.keys}
+	}
+	return libraryHelp{a.keys}
+}
+
+func (a *App) helpView() string {
+	st := &a.styles
+	var intro string
+	if a.screen == screenTree {
+		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks: → goes in, ← comes out, [ ] move between siblings, space folds."
+	} else {
+		intro = "Library: every conversation tree, newest first. / filters by title, project or harness; s searches the text of every message."
+	}
+	a.help.ShowAll = true
+	full := a.help.FullHelpView(a.helpKeys().FullHelp())
+	a.help.ShowAll = false
+	return st.Title.Render("Keys") + "\n" + wrap(intro, max(a.width-2, 10)) + "\n\n" + full +
+		"\n\n" + st.Subtle.Render("Data: "+dbPath(a.st))
+}
+
+func dbPath(st *store.Store) string {
+	if st == nil {
+		return ""
+	}
+	p := st.Path()
+	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home) {
+		p = "~" + strings.TrimPrefix(p, home)
+	}
+	return p
+}

@@ -1,0 +1,280 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
+)
+
+// seedStore writes sampleTree and a long run into a fresh store.
+func seedStore(t testing.TB, long int) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	data := sampleTree()
+	ids := map[string]string{}
+	for _, rd := range data.runs {
+		r := rd.run()
+		old := r.ID
+		r.ID, r.TreeID = "", ""
+		if r.ParentID != "" {
+			r.ParentID = ids[r.ParentID]
+		}
+		msgs := append([]model.Message(nil), rd.own...)
+		require.NoError(t, st.CreateRun(ctx, &r, msgs))
+		ids[old] = r.ID
+	}
+	if long > 0 {
+		lt := longTree(long)
+		r := lt.runs[0].run()
+		r.ID, r.TreeID, r.CreatedAt = "", "", t0.Add(-time.Hour)
+		require.NoError(t, st.CreateRun(ctx, &r, lt.runs[0].own))
+	}
+	return st
+}
+
+// driver feeds messages to an App the way the program would, running the
+// commands they return (ticks that wait are dropped).
+type driver struct {
+	t *testing.T
+	a *App
+}
+
+func newDriver(t *testing.T, st *store.Store, w, h int) *driver {
+	a := New(st, Options{Title: "test"})
+	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	d := &driver{t: t, a: a}
+	d.send(tea.WindowSizeMsg{Width: w, Height: h})
+	d.run(a.Init())
+	return d
+}
+
+func (d *driver) send(msg tea.Msg) {
+	_, cmd := d.a.Update(msg)
+	d.run(cmd)
+}
+
+func (d *driver) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		switch msg := msg.(type) {
+		case tea.BatchMsg:
+			for _, c := range msg {
+				d.run(c)
+			}
+		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg:
+			d.send(msg)
+		default:
+			// the terminal's replies and cursor blinks: not needed here
+		}
+	case <-time.After(10 * time.Second):
+		d.t.Fatal("a command did not finish")
+	}
+}
+
+func (d *driver) keys(ks ...string) {
+	for _, k := range ks {
+		d.send(press(k))
+	}
+}
+
+func (d *driver) screen() string { return d.a.View().Content }
+
+func (d *driver) plain() string { return ansi.Strip(d.screen()) }
+
+// requireFits checks a frame is exactly h lines of at most w cells.
+func requireFits(t *testing.T, frame string, w, h int) {
+	t.Helper()
+	lines := strings.Split(frame, "\n")
+	require.Len(t, lines, h, "frame height at %dx%d", w, h)
+	for i, l := range lines {
+		require.LessOrEqual(t, ansi.StringWidth(l), w, "line %d too wide at %dx%d: %q", i, w, h, ansi.Strip(l))
+	}
+}
+
+func TestLibraryOpenTreeAndBack(t *testing.T) {
+	d := newDriver(t, seedStore(t, 50), 120, 35)
+	s := d.plain()
+	assert.Contains(t, s, "2 trees")
+	assert.Contains(t, s, "weather")
+	assert.Contains(t, s, "⑂3", "the weather tree has three forks")
+	d.keys("enter")
+	s = d.plain()
+	assert.Contains(t, s, "weather")
+	assert.Contains(t, s, "ask-again")
+	assert.Contains(t, s, "(asked 3")
+	assert.Contains(t, s, "K=1/6")
+	d.keys("l")
+	assert.Contains(t, d.plain(), "⑂ ask-again", "the header shows the fork path")
+	d.keys("esc")
+	assert.Contains(t, d.plain(), "2 trees", "esc goes back to the library")
+	requireFits(t, d.screen(), 120, 35)
+}
+
+func TestEmptyLibraryTellsHowToImport(t *testing.T) {
+	st, err := store.Open(filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	d := newDriver(t, st, 80, 24)
+	s := d.plain()
+	assert.Contains(t, s, "No conversations yet")
+	assert.Contains(t, s, "tine import")
+	assert.Contains(t, s, "tine demo")
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "nothing to open")
+}
+
+func TestFilterAndSearch(t *testing.T) {
+	d := newDriver(t, seedStore(t, 50), 100, 20)
+	d.keys("/", "w", "e", "a")
+	s := d.plain()
+	assert.Contains(t, s, "filter: wea")
+	assert.Contains(t, s, "weather")
+	assert.NotContains(t, s, "long")
+	d.keys("esc")
+	assert.Contains(t, d.plain(), "long", "esc clears the filter")
+
+	d.keys("s")
+	for _, r := range "Oslo" {
+		d.keys(string(r))
+	}
+	d.keys("enter")
+	s = d.plain()
+	assert.Contains(t, s, "messages found")
+	assert.Contains(t, s, "Oslo")
+	d.keys("enter")
+	s = d.plain()
+	assert.Contains(t, s, "K=", "a hit opens its tree")
+	r, ok := d.a.tree.selected()
+	require.True(t, ok)
+	assert.Contains(t, messageSnippet(d.a.tree.data.runs[r.run].message(int(r.msg))), "Oslo", "with the cursor on the hit")
+}
+
+func TestHelpOnEveryScreen(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 100, 30)
+	d.keys("?")
+	assert.Contains(t, d.plain(), "filters by title")
+	d.keys("x")
+	assert.NotContains(t, d.plain(), "filters by title", "any key closes help")
+	d.keys("enter", "?")
+	s := d.plain()
+	assert.Contains(t, s, "checkpoint")
+	assert.Contains(t, s, "fold")
+	requireFits(t, d.screen(), 100, 30)
+}
+
+func TestEveryFrameFitsTheTerminal(t *testing.T) {
+	st := seedStore(t, 300)
+	sizes := [][2]int{{1, 1}, {5, 2}, {10, 3}, {20, 5}, {40, 10}, {60, 15}, {80, 24}, {99, 30}, {100, 30}, {120, 35}, {200, 50}, {300, 80}}
+	for _, sz := range sizes {
+		w, h := sz[0], sz[1]
+		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
+			d := newDriver(t, st, w, h)
+			requireFits(t, d.screen(), w, h)
+			d.keys("?")
+			requireFits(t, d.screen(), w, h)
+			d.keys("x", "enter")
+			requireFits(t, d.screen(), w, h)
+			d.keys("G", "k", "l", "enter")
+			requireFits(t, d.screen(), w, h)
+			d.keys("tab", "j", "esc", "esc")
+			requireFits(t, d.screen(), w, h)
+		})
+	}
+}
+
+func TestResizeSweepNeverPanics(t *testing.T) {
+	d := newDriver(t, seedStore(t, 100), 200, 50)
+	d.keys("enter", "j", "l")
+	for w, h := 200, 50; w > 0 && h > 0; w, h = w-7, h-2 {
+		d.send(tea.WindowSizeMsg{Width: w, Height: h})
+		requireFits(t, d.screen(), w, h)
+	}
+	d.send(tea.WindowSizeMsg{Width: 0, Height: 0})
+	assert.Empty(t, d.screen())
+}
+
+func TestLightAndDarkThemes(t *testing.T) {
+	st := seedStore(t, 0)
+	dark := newDriver(t, st, 120, 35)
+	dark.send(tea.BackgroundColorMsg{Color: lipglossBlack})
+	dark.keys("enter")
+	light := newDriver(t, st, 120, 35)
+	light.send(tea.BackgroundColorMsg{Color: lipglossWhite})
+	light.keys("enter")
+	assert.Equal(t, dark.plain(), light.plain(), "the same text on either background")
+	assert.NotEqual(t, dark.screen(), light.screen(), "with colours picked for the background")
+	assert.False(t, light.a.styles.IsDark)
+}
+
+func TestStatusClearsItself(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 100, 20)
+	d.keys("enter", "h")
+	assert.Contains(t, d.plain(), "already at the root run")
+	d.send(clearStatusMsg{id: d.a.statusID})
+	assert.NotContains(t, d.plain(), "already at the root run")
+}
+
+func TestGoldenScreens(t *testing.T) {
+	st := seedStore(t, 0)
+	for _, sz := range [][2]int{{40, 10}, {120, 35}} {
+		w, h := sz[0], sz[1]
+		t.Run(fmt.Sprintf("library_%dx%d", w, h), func(t *testing.T) {
+			d := newDriver(t, st, w, h)
+			golden.RequireEqual(t, trimRight(d.plain()))
+		})
+		t.Run(fmt.Sprintf("tree_%dx%d", w, h), func(t *testing.T) {
+			d := newDriver(t, st, w, h)
+			d.keys("enter", "j", "j")
+			golden.RequireEqual(t, trimRight(d.plain()))
+		})
+	}
+}
+
+func trimRight(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// TestProgramEndToEnd runs the real program: open a tree, move, fold, ask
+// for help, quit; the program ends and leaves the alternate screen.
+func TestProgramEndToEnd(t *testing.T) {
+	st := seedStore(t, 0)
+	tm := teatest.NewTestModel(t, New(st, Options{}), teatest.WithInitialTermSize(100, 30))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("weather")) },
+		teatest.WithDuration(5*time.Second))
+	tm.Send(press("enter"))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("ask-again")) },
+		teatest.WithDuration(5*time.Second))
+	for _, k := range []string{"j", "space", "?", "x", "l", "h"} {
+		tm.Send(press(k))
+	}
+	tm.Send(press("q"))
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*App)
+	assert.Equal(t, screenTree, final.screen)
+}

@@ -1,0 +1,262 @@
+package tui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/glamour/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"tine/model"
+)
+
+// Limits on what the detail pane lays out, so one huge tool output cannot
+// stall a frame; the rest is one keypress away in `tine show`.
+const (
+	maxDetailBytes = 64 << 10
+	maxOutputLines = 400
+)
+
+// mdKey names one markdown rendering: which text, how wide, which theme.
+type mdKey struct {
+	text  string
+	width int
+	dark  bool
+}
+
+// markdownMsg carries a finished markdown rendering back to Update.
+type markdownMsg struct {
+	key mdKey
+	out string
+	err error
+}
+
+// renderMarkdown renders text as markdown off the UI goroutine.
+func renderMarkdown(k mdKey) tea.Cmd {
+	return func() tea.Msg {
+		style := "light"
+		if k.dark {
+			style = "dark"
+		}
+		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(k.width))
+		if err != nil {
+			return markdownMsg{key: k, err: err}
+		}
+		out, err := r.Render(k.text)
+		return markdownMsg{key: k, out: strings.Trim(out, "\n"), err: err}
+	}
+}
+
+// detailPane shows the selected message in full and scrolls.
+type detailPane struct {
+	shown         rowKey
+	shownWidth    int
+	lines         []string
+	offset        int
+	width, height int
+	markdown      map[mdKey]string
+}
+
+// update scrolls the pane; it reports whether the key was for it.
+func (d *detailPane) update(msg tea.KeyPressMsg, keys TreeKeys) bool {
+	page := max(d.height-1, 1)
+	switch {
+	case key.Matches(msg, keys.Up):
+		d.offset--
+	case key.Matches(msg, keys.Down):
+		d.offset++
+	case key.Matches(msg, keys.PageUp):
+		d.offset -= page
+	case key.Matches(msg, keys.PageDown):
+		d.offset += page
+	case key.Matches(msg, keys.Top):
+		d.offset = 0
+	case key.Matches(msg, keys.Bottom):
+		d.offset = len(d.lines)
+	default:
+		return false
+	}
+	d.offset = min(max(d.offset, 0), max(len(d.lines)-d.height, 0))
+	return true
+}
+
+// view renders the visible part of the pane.
+func (d *detailPane) view() string {
+	if d.offset >= len(d.lines) {
+		return ""
+	}
+	end := min(d.offset+d.height, len(d.lines))
+	return strings.Join(d.lines[d.offset:end], "\n")
+}
+
+// set lays out message idx of run rd at the pane's width, using finished
+// markdown renderings, and returns commands rendering what is missing.
+func (d *detailPane) set(k rowKey, rd *runData, st *Styles) tea.Cmd {
+	if d.markdown == nil {
+		d.markdown = map[mdKey]string{}
+	}
+	if k != d.shown || d.width != d.shownWidth {
+		d.offset = 0
+	}
+	d.shown, d.shownWidth = k, d.width
+	var missing []tea.Cmd
+	md := func(text string) string {
+		mk := mdKey{text: text, width: d.width, dark: st.IsDark}
+		if out, ok := d.markdown[mk]; ok {
+			return out
+		}
+		missing = append(missing, renderMarkdown(mk))
+		return ansi.Wrap(text, d.width, " -")
+	}
+	var text string
+	if k.kind == rowFork {
+		text = forkDetail(rd, d.width, st)
+	} else {
+		text = messageDetail(rd, int(k.msg), d.width, st, md)
+	}
+	d.lines = strings.Split(text, "\n")
+	d.offset = min(d.offset, max(len(d.lines)-d.height, 0))
+	return tea.Batch(missing...)
+}
+
+// forkDetail describes a fork: where it branched and what it spent.
+func forkDetail(rd *runData, width int, st *Styles) string {
+	r := rd.run()
+	var b strings.Builder
+	b.WriteString(st.ForkName.Render("⑂ "+model.SafeText(r.Label())) + "\n")
+	row := func(k, v string) {
+		if v == "" {
+			return
+		}
+		lines := strings.Split(wrap(model.SafeText(v), max(width-10, 10)), "\n")
+		for i, l := range lines {
+			if i > 0 {
+				k = ""
+			}
+			fmt.Fprintf(&b, "%s %s\n", st.Subtle.Render(fmt.Sprintf("%-9s", k)), l)
+		}
+	}
+	row("id", r.ID)
+	row("status", statusGlyph(r.Status)+" "+string(r.Status))
+	row("error", r.Error)
+	row("harness", r.Harness)
+	row("model", r.Model)
+	row("native", r.NativeID)
+	row("branched", fmt.Sprintf("after message %d (K=%d)", r.ForkAt, r.ForkAt))
+	if r.SnapReason != "" {
+		row("snapped", fmt.Sprintf("asked %s, snapped to %d: %s", r.Asked, r.ForkAt, r.SnapReason))
+	}
+	row("messages", fmt.Sprintf("%d own, %d inherited", len(rd.own), r.ForkAt))
+	row("tokens", usageLine(r.Usage))
+	row("cost", cost(r.CostUSD))
+	if !r.CreatedAt.IsZero() {
+		row("created", r.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	if !r.FinishedAt.IsZero() {
+		row("finished", r.FinishedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func usageLine(u model.Usage) string {
+	if u.IsZero() {
+		return ""
+	}
+	s := fmt.Sprintf("in %s · out %s", tokens(u.InputTokens), tokens(u.OutputTokens))
+	if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+		s += fmt.Sprintf(" · cache read %s · write %s", tokens(u.CacheReadTokens), tokens(u.CacheWriteTokens))
+	}
+	return s
+}
+
+// messageDetail lays out one message in full: a header, then every part.
+// Text goes through md (markdown); everything is made terminal-safe first.
+func messageDetail(rd *runData, idx, width int, st *Styles, md func(string) string) string {
+	m := rd.message(idx)
+	k := idx + 1
+	var b strings.Builder
+	head := []string{st.role(m.Role).Render(roleLabel(m.Role)), fmt.Sprintf("K=%d", k)}
+	if m.Model != "" {
+		head = append(head, model.SafeText(m.Model))
+	}
+	if !m.Time.IsZero() {
+		head = append(head, m.Time.Local().Format("2006-01-02 15:04:05"))
+	}
+	b.WriteString(strings.Join(head, st.Subtle.Render(" · ")) + "\n")
+	if u := usageLine(m.Usage); u != "" {
+		b.WriteString(st.Tokens.Render("tokens "+u) + "\n")
+	}
+	if rd.bounds.Safe(k) {
+		b.WriteString(st.Checkpoint.Render("● checkpoint: a fork can start after this message") + "\n")
+	} else {
+		b.WriteString(st.Unsafe.Render("· not a checkpoint: "+rd.bounds.Reason(k)) + "\n")
+	}
+	b.WriteString(st.Subtle.Render(strings.Repeat("─", max(width, 1))) + "\n")
+	for i, p := range m.Parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch p.Kind {
+		case model.Text:
+			b.WriteString(md(clipBytes(model.SafeText(p.Text))))
+		case model.Thinking:
+			b.WriteString(st.Thinking.Render(wrap("thinking: "+clipBytes(model.SafeText(p.Text)), width)))
+		case model.ToolCall:
+			b.WriteString(st.ToolName.Render("⚙ "+model.SafeText(p.ToolName)) + st.Subtle.Render("  "+model.SafeText(p.ToolCallID)) + "\n")
+			b.WriteString(wrap(prettyJSON(p.ToolInput), width))
+		case model.ToolResult:
+			label := "↳ result"
+			if p.ToolName != "" {
+				label += " of " + model.SafeText(p.ToolName)
+			}
+			if p.IsError {
+				label = st.Error.Render(label + " (error)")
+			} else {
+				label = st.ToolName.Render(label)
+			}
+			b.WriteString(label + st.Subtle.Render("  "+model.SafeText(p.ToolCallID)) + "\n")
+			b.WriteString(st.ToolOutput.Render(clipLines(wrap(clipBytes(model.SafeText(p.Text)), width))))
+		case model.Image:
+			b.WriteString(st.Subtle.Render(fmt.Sprintf("[image, %d bytes of JSON]", len(p.Raw))))
+		default:
+			b.WriteString(st.Subtle.Render(wrap("["+string(p.Kind)+"] "+clipBytes(model.SafeText(p.Raw)), width)))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func wrap(s string, width int) string { return ansi.Wrap(s, max(width, 1), " -") }
+
+// prettyJSON indents JSON input for reading; other text passes through.
+func prettyJSON(s string) string {
+	var out bytes.Buffer
+	if json.Indent(&out, []byte(s), "", "  ") == nil {
+		return model.SafeText(clipBytes(out.String()))
+	}
+	return model.SafeText(clipBytes(s))
+}
+
+func clipBytes(s string) string {
+	if len(s) <= maxDetailBytes {
+		return s
+	}
+	cut := maxDetailBytes
+	for cut > 0 && s[cut]&0xc0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n… %d more bytes (tine show prints all)", len(s)-cut)
+}
+
+func clipLines(s string) string {
+	lines := strings.SplitN(s, "\n", maxOutputLines+1)
+	if len(lines) <= maxOutputLines {
+		return s
+	}
+	rest := strings.Count(lines[maxOutputLines], "\n") + 1
+	return strings.Join(lines[:maxOutputLines], "\n") + fmt.Sprintf("\n… %d more lines (tine show prints all)", rest)
+}

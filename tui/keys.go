@@ -1,0 +1,110 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every key tine answers, grouped by screen.
+type KeyMap struct {
+	Global  GlobalKeys
+	Library LibraryKeys
+	Tree    TreeKeys
+}
+
+// GlobalKeys work on every screen.
+type GlobalKeys struct {
+	Help, Quit, ForceQuit, Back key.Binding
+}
+
+// LibraryKeys are the library screen's.
+type LibraryKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Open, Filter, Search, ClearFilter       key.Binding
+	Refresh                                 key.Binding
+}
+
+// TreeKeys are the tree screen's.
+type TreeKeys struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Into, Out, NextSibling, PrevSibling     key.Binding
+	Fold, FoldAll, Focus, Detail            key.Binding
+	NextCheckpoint, PrevCheckpoint          key.Binding
+}
+
+// DefaultKeyMap returns tine's keys.
+func DefaultKeyMap() KeyMap {
+	b := func(help, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return KeyMap{
+		Global: GlobalKeys{
+			Help:      b("?", "help", "?"),
+			Quit:      b("q", "quit", "q"),
+			ForceQuit: b("ctrl+c", "quit", "ctrl+c"),
+			Back:      b("esc", "back", "esc", "backspace"),
+		},
+		Library: LibraryKeys{
+			Up:          b("↑/k", "up", "up", "k"),
+			Down:        b("↓/j", "down", "down", "j"),
+			PageUp:      b("pgup", "page up", "pgup", "ctrl+b", "ctrl+u"),
+			PageDown:    b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d", "space"),
+			Top:         b("g", "top", "g", "home"),
+			Bottom:      b("G", "bottom", "G", "end"),
+			Open:        b("enter", "open tree", "enter", "l", "right"),
+			Filter:      b("/", "filter", "/"),
+			Search:      b("s", "search messages", "s"),
+			ClearFilter: b("esc", "clear", "esc"),
+			Refresh:     b("r", "refresh", "r"),
+		},
+		Tree: TreeKeys{
+			Up:             b("↑/k", "up", "up", "k"),
+			Down:           b("↓/j", "down", "down", "j"),
+			PageUp:         b("pgup", "page up", "pgup", "ctrl+b", "ctrl+u"),
+			PageDown:       b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d"),
+			Top:            b("g", "top", "g", "home"),
+			Bottom:         b("G", "bottom", "G", "end"),
+			Into:           b("→/l", "into fork", "right", "l"),
+			Out:            b("←/h", "out of fork", "left", "h"),
+			NextSibling:    b("]", "next sibling fork", "]"),
+			PrevSibling:    b("[", "prev sibling fork", "["),
+			Fold:           b("space", "fold fork", "space", "z"),
+			FoldAll:        b("Z", "fold all forks", "Z"),
+			Focus:          b("tab", "focus detail", "tab"),
+			Detail:         b("enter", "read message", "enter"),
+			NextCheckpoint: b("}", "next checkpoint", "}"),
+			PrevCheckpoint: b("{", "prev checkpoint", "{"),
+		},
+	}
+}
+
+// libraryHelp is the library's help: a short line and the full table.
+type libraryHelp struct{ k KeyMap }
+
+func (h libraryHelp) ShortHelp() []key.Binding {
+	l := h.k.Library
+	return []key.Binding{l.Open, l.Filter, l.Search, h.k.Global.Help, h.k.Global.Quit}
+}
+
+func (h libraryHelp) FullHelp() [][]key.Binding {
+	l, g := h.k.Library, h.k.Global
+	return [][]key.Binding{
+		{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom},
+		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh},
+		{g.Help, g.Back, g.Quit, g.ForceQuit},
+	}
+}
+
+// treeHelp is the tree screen's help.
+type treeHelp struct{ k KeyMap }
+
+func (h treeHelp) ShortHelp() []key.Binding {
+	t := h.k.Tree
+	return []key.Binding{t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
+}
+
+func (h treeHelp) FullHelp() [][]key.Binding {
+	t, g := h.k.Tree, h.k.Global
+	return [][]key.Binding{
+		{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
+		{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
+		{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit},
+	}
+}

@@ -1,0 +1,380 @@
+package tui
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness"
+	"tine/model"
+	"tine/store"
+)
+
+// libraryScreen lists every tree, newest first, with a filter and a
+// full-text search over message text.
+type libraryScreen struct {
+	trees   []store.TreeSummary
+	loaded  bool
+	visible []int // indexes of trees that pass the filter
+
+	cursor, offset int
+	width, height  int
+
+	filter textinput.Model
+	// mode is what the input line is for: browsing, filtering titles, or
+	// searching message text.
+	mode libMode
+
+	hits      []store.Hit
+	hitsFor   string
+	hitCursor int
+}
+
+type libMode int
+
+const (
+	libBrowse libMode = iota
+	libFilter
+	libSearch
+	libHits
+)
+
+func newLibraryScreen() libraryScreen {
+	in := textinput.New()
+	in.Prompt = ""
+	in.Placeholder = "type to filter"
+	return libraryScreen{filter: in}
+}
+
+// setTrees replaces the list, keeping the cursor on the same tree.
+func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
+	var keep string
+	if t, ok := l.selected(); ok {
+		keep = t.Root.ID
+	}
+	l.trees, l.loaded = trees, true
+	l.refilter()
+	for i, ti := range l.visible {
+		if l.trees[ti].Root.ID == keep {
+			l.cursor = i
+		}
+	}
+	l.clamp()
+}
+
+func (l *libraryScreen) selected() (store.TreeSummary, bool) {
+	if l.cursor < 0 || l.cursor >= len(l.visible) {
+		return store.TreeSummary{}, false
+	}
+	return l.trees[l.visible[l.cursor]], true
+}
+
+// refilter keeps the trees whose title, project, harness or id hold every
+// word of the filter, case-insensitively.
+func (l *libraryScreen) refilter() {
+	words := strings.Fields(strings.ToLower(l.filter.Value()))
+	l.visible = l.visible[:0]
+	for i, t := range l.trees {
+		hay := strings.ToLower(strings.Join([]string{t.Title, t.Cwd, t.Harness, t.Root.ID, t.Root.Name}, " "))
+		ok := true
+		for _, w := range words {
+			if !strings.Contains(hay, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			l.visible = append(l.visible, i)
+		}
+	}
+	l.clamp()
+}
+
+func (l *libraryScreen) clamp() {
+	n := len(l.visible)
+	if l.mode == libHits {
+		n = len(l.hits)
+		l.hitCursor = min(max(l.hitCursor, 0), max(n-1, 0))
+		return
+	}
+	l.cursor = min(max(l.cursor, 0), max(n-1, 0))
+	h := max(l.height, 1)
+	if l.cursor < l.offset {
+		l.offset = l.cursor
+	}
+	if l.cursor >= l.offset+h {
+		l.offset = l.cursor - h + 1
+	}
+	l.offset = min(max(l.offset, 0), max(n-h, 0))
+}
+
+// libAction is what a library key asks the app to do.
+type libAction struct {
+	open     string // tree to open
+	focusRun string // run to put the cursor in, with focusSeq
+	focusSeq int
+	search   string // message-text query to run
+	status   string
+	cmd      tea.Cmd
+}
+
+func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction {
+	switch l.mode {
+	case libFilter, libSearch:
+		switch msg.String() {
+		case "esc":
+			if l.mode == libFilter {
+				l.filter.SetValue("")
+				l.refilter()
+			}
+			l.mode = libBrowse
+			l.filter.Blur()
+			return libAction{}
+		case "enter":
+			l.filter.Blur()
+			if l.mode == libSearch {
+				q := strings.TrimSpace(l.filter.Value())
+				l.mode = libBrowse
+				l.filter.SetValue("")
+				if q == "" {
+					return libAction{}
+				}
+				return libAction{search: q, status: "searching…"}
+			}
+			l.mode = libBrowse
+			return libAction{}
+		case "up", "down", "pgup", "pgdown":
+			// Let the list move while typing a filter.
+		default:
+			var cmd tea.Cmd
+			l.filter, cmd = l.filter.Update(msg)
+			if l.mode == libFilter {
+				l.refilter()
+			}
+			return libAction{cmd: cmd}
+		}
+	case libHits:
+		switch {
+		case key.Matches(msg, keys.ClearFilter):
+			l.mode = libBrowse
+			return libAction{}
+		case key.Matches(msg, keys.Up):
+			l.hitCursor--
+		case key.Matches(msg, keys.Down):
+			l.hitCursor++
+		case key.Matches(msg, keys.Top):
+			l.hitCursor = 0
+		case key.Matches(msg, keys.Bottom):
+			l.hitCursor = len(l.hits) - 1
+		case key.Matches(msg, keys.Open):
+			if l.hitCursor < len(l.hits) {
+				h := l.hits[l.hitCursor]
+				return libAction{open: h.TreeID, focusRun: h.RunID, focusSeq: h.Seq}
+			}
+		case key.Matches(msg, keys.Search):
+			return l.startInput(libSearch)
+		}
+		l.clamp()
+		return libAction{}
+	}
+	switch {
+	case key.Matches(msg, keys.Up):
+		l.cursor--
+	case key.Matches(msg, keys.Down):
+		l.cursor++
+	case key.Matches(msg, keys.PageUp):
+		l.cursor -= max(l.height-1, 1)
+	case key.Matches(msg, keys.PageDown):
+		l.cursor += max(l.height-1, 1)
+	case key.Matches(msg, keys.Top):
+		l.cursor = 0
+	case key.Matches(msg, keys.Bottom):
+		l.cursor = len(l.visible) - 1
+	case key.Matches(msg, keys.Open):
+		if t, ok := l.selected(); ok {
+			return libAction{open: t.Root.ID}
+		}
+		return libAction{status: "nothing to open: the list is empty"}
+	case key.Matches(msg, keys.Filter):
+		return l.startInput(libFilter)
+	case key.Matches(msg, keys.Search):
+		return l.startInput(libSearch)
+	case key.Matches(msg, keys.ClearFilter):
+		if l.filter.Value() != "" {
+			l.filter.SetValue("")
+			l.refilter()
+		}
+	}
+	l.clamp()
+	return libAction{}
+}
+
+func (l *libraryScreen) startInput(m libMode) libAction {
+	l.mode = m
+	if m == libSearch {
+		l.filter.SetValue("")
+		l.filter.Placeholder = "words to find in messages, enter to search"
+	} else {
+		l.filter.Placeholder = "type to filter by title, project, harness"
+	}
+	return libAction{cmd: l.filter.Focus()}
+}
+
+// inputLine is the filter or search prompt, or the active filter.
+func (l *libraryScreen) inputLine(st *Styles, width int) string {
+	switch l.mode {
+	case libFilter:
+		l.filter.SetWidth(max(width-10, 1))
+		return st.Key.Render("filter: ") + l.filter.View()
+	case libSearch:
+		l.filter.SetWidth(max(width-10, 1))
+		return st.Key.Render("search: ") + l.filter.View()
+	case libHits:
+		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render(fmt.Sprintf("  %d messages found · esc back", len(l.hits)))
+	}
+	if v := l.filter.Value(); v != "" {
+		return st.Key.Render("filter: ") + model.SafeText(v) + st.Subtle.Render(fmt.Sprintf("  %d of %d · esc clears", len(l.visible), len(l.trees)))
+	}
+	return ""
+}
+
+// view renders the list (or the search hits) into width x height.
+func (l *libraryScreen) view(st *Styles, now time.Time) string {
+	if !l.loaded {
+		return st.Subtle.Render("loading…")
+	}
+	if len(l.trees) == 0 {
+		return emptyLibrary(st)
+	}
+	if l.mode == libHits {
+		return l.hitsView(st)
+	}
+	cols := libraryColumns(l.width)
+	var b strings.Builder
+	b.WriteString(st.Header.Render(cols.header()))
+	if len(l.visible) == 0 {
+		b.WriteString("\n" + st.Subtle.Render("no tree matches the filter; esc clears it"))
+		return b.String()
+	}
+	end := min(l.offset+l.height-1, len(l.visible))
+	for i := l.offset; i < end; i++ {
+		t := l.trees[l.visible[i]]
+		line := cols.row(t, now)
+		b.WriteByte('\n')
+		if i == l.cursor {
+			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(line, l.width-1)))
+		} else {
+			b.WriteString(" " + line)
+		}
+	}
+	return b.String()
+}
+
+func (l *libraryScreen) hitsView(st *Styles) string {
+	if len(l.hits) == 0 {
+		return st.Subtle.Render("no message matches; s searches again, esc goes back")
+	}
+	var b strings.Builder
+	h := max(l.height, 1)
+	start := min(max(l.hitCursor-h+1, 0), max(len(l.hits)-h, 0))
+	for i := start; i < min(start+h, len(l.hits)); i++ {
+		hit := l.hits[i]
+		title := ""
+		for _, t := range l.trees {
+			if t.Root.ID == hit.TreeID {
+				title = t.Title
+			}
+		}
+		line := fmt.Sprintf("%-9s %s  %s", hit.Role, harness.OneLine(hit.Snippet, 200), "— "+harness.OneLine(title, 40))
+		if i > start {
+			b.WriteByte('\n')
+		}
+		if i == l.hitCursor {
+			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(line, l.width-1)))
+		} else {
+			b.WriteString(" " + line)
+		}
+	}
+	return b.String()
+}
+
+func emptyLibrary(st *Styles) string {
+	return strings.Join([]string{
+		st.Title.Render("No conversations yet."),
+		"",
+		"Import a transcript to see it as a tree:",
+		"  " + st.Key.Render("tine import chat.json --format openai"),
+		"",
+		"Or look around with demo data first:",
+		"  " + st.Key.Render("tine demo"),
+		"",
+		st.Subtle.Render("Press ? for keys, q to quit."),
+	}, "\n")
+}
+
+// libColumns decides which columns fit a width.
+type libColumns struct {
+	title                                     int
+	harness, project, age, msgs, forks, spent int
+}
+
+func libraryColumns(width int) libColumns {
+	w := width - 1
+	c := libColumns{harness: 8, project: 16, age: 5, msgs: 7, forks: 6, spent: 8}
+	if w < 100 {
+		c.project = 12
+	}
+	if w < 80 {
+		c.harness, c.spent = 0, 0
+	}
+	if w < 60 {
+		c.project, c.forks = 0, 0
+	}
+	c.title = max(w-c.harness-c.project-c.age-c.msgs-c.forks-c.spent, 1)
+	return c
+}
+
+func (c libColumns) header() string {
+	return " " + c.cells("TREE", "HARNESS", "PROJECT", "AGE", "MSGS", "FORKS", "COST")
+}
+
+func (c libColumns) row(t store.TreeSummary, now time.Time) string {
+	project := ""
+	if t.Cwd != "" {
+		project = filepath.Base(t.Cwd)
+	}
+	title := t.Title
+	if title == "" {
+		title = "(untitled " + model.ShortID(t.Root.ID) + ")"
+	}
+	forks := ""
+	if t.Forks > 0 {
+		forks = fmt.Sprintf("⑂%d", t.Forks)
+	}
+	return c.cells(harness.OneLine(title, 0), harness.OneLine(t.Harness, 20), harness.OneLine(project, 40),
+		age(t.LastActivity, now), fmt.Sprint(t.Messages), forks, cost(t.CostUSD))
+}
+
+func (c libColumns) cells(title, h, project, ago, msgs, forks, spent string) string {
+	s := fit(title, c.title)
+	if c.harness > 0 {
+		s += fit(" "+h, c.harness)
+	}
+	if c.project > 0 {
+		s += fit(" "+project, c.project)
+	}
+	s += fitRight(ago, c.age)
+	s += fitRight(msgs, c.msgs)
+	if c.forks > 0 {
+		s += fitRight(forks, c.forks)
+	}
+	if c.spent > 0 {
+		s += fitRight(spent, c.spent)
+	}
+	return s
+}

@@ -1,0 +1,463 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// treeScreen shows one fork tree, one line a message, with a detail pane.
+type treeScreen struct {
+	data   *treeData
+	rows   []row
+	folded map[string]bool
+
+	cursor, offset int
+	width, height  int // of the list region
+
+	// rowCache holds rendered unselected rows for the current width and
+	// theme; renders counts row renders, so tests can prove that moving the
+	// cursor renders no off-screen row.
+	rowCache map[rowKey]string
+	renders  int
+
+	detail       detailPane
+	detailFocus  bool
+	detailOnly   bool // narrow terminals read a message full-screen
+	cacheVersion int
+}
+
+func newTreeScreen(data *treeData) treeScreen {
+	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}}
+	t.rows = data.flatten(t.folded)
+	return t
+}
+
+// selected returns the row under the cursor.
+func (t *treeScreen) selected() (row, bool) {
+	if t.cursor < 0 || t.cursor >= len(t.rows) {
+		return row{}, false
+	}
+	return t.rows[t.cursor], true
+}
+
+// setSize sets the list region and drops cached rows when the width changed.
+func (t *treeScreen) setSize(w, h int) {
+	if w != t.width {
+		clear(t.rowCache)
+	}
+	t.width, t.height = w, h
+	t.clamp()
+}
+
+func (t *treeScreen) invalidate() { clear(t.rowCache) }
+
+// refold rebuilds the rows after folding, keeping the cursor on its row.
+func (t *treeScreen) refold() {
+	var keep rowKey
+	if r, ok := t.selected(); ok {
+		keep = r.key()
+	}
+	t.rows = t.data.flatten(t.folded)
+	t.moveTo(keep)
+}
+
+func (t *treeScreen) moveTo(k rowKey) {
+	for i, r := range t.rows {
+		if r.key() == k {
+			t.cursor = i
+			break
+		}
+	}
+	t.clamp()
+}
+
+// clamp keeps the cursor on a row and in view.
+func (t *treeScreen) clamp() {
+	t.cursor = min(max(t.cursor, 0), max(len(t.rows)-1, 0))
+	h := max(t.height, 1)
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+h {
+		t.offset = t.cursor - h + 1
+	}
+	t.offset = min(max(t.offset, 0), max(len(t.rows)-h, 0))
+}
+
+// currentRun is the run the cursor is in.
+func (t *treeScreen) currentRun() *runData {
+	r, ok := t.selected()
+	if !ok {
+		return nil
+	}
+	return t.data.runs[r.run]
+}
+
+// forkRow returns the row index of run ri's fork header, or -1.
+func (t *treeScreen) forkRow(ri int32) int {
+	for i, r := range t.rows {
+		if r.kind == rowFork && r.run == ri {
+			return i
+		}
+	}
+	return -1
+}
+
+// update handles a key on the tree screen and returns a status to show.
+func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) {
+	if t.detailFocus || t.detailOnly {
+		if t.detail.update(msg, keys) {
+			return ""
+		}
+	}
+	switch {
+	case key.Matches(msg, keys.Up):
+		t.cursor--
+	case key.Matches(msg, keys.Down):
+		t.cursor++
+	case key.Matches(msg, keys.PageUp):
+		t.cursor -= max(t.height-1, 1)
+	case key.Matches(msg, keys.PageDown):
+		t.cursor += max(t.height-1, 1)
+	case key.Matches(msg, keys.Top):
+		t.cursor = 0
+	case key.Matches(msg, keys.Bottom):
+		t.cursor = len(t.rows) - 1
+	case key.Matches(msg, keys.Into):
+		return t.into()
+	case key.Matches(msg, keys.Out):
+		return t.out()
+	case key.Matches(msg, keys.NextSibling):
+		return t.sibling(+1)
+	case key.Matches(msg, keys.PrevSibling):
+		return t.sibling(-1)
+	case key.Matches(msg, keys.Fold):
+		return t.fold()
+	case key.Matches(msg, keys.FoldAll):
+		t.foldAll()
+	case key.Matches(msg, keys.NextCheckpoint):
+		return t.checkpoint(+1)
+	case key.Matches(msg, keys.PrevCheckpoint):
+		return t.checkpoint(-1)
+	}
+	t.clamp()
+	return ""
+}
+
+// into enters the fork under the cursor, or the first fork made right
+// after the message under it.
+func (t *treeScreen) into() string {
+	r, ok := t.selected()
+	if !ok {
+		return ""
+	}
+	target := -1
+	switch {
+	case r.kind == rowFork:
+		target = int(r.run)
+	case t.cursor+1 < len(t.rows) && t.rows[t.cursor+1].kind == rowFork:
+		target = int(t.rows[t.cursor+1].run)
+	default:
+		return "no fork here: forks branch off below the message they start after (marked ⑂)"
+	}
+	id := t.data.runs[target].run().ID
+	if t.folded[id] {
+		t.folded[id] = false
+		t.refold()
+	}
+	h := t.forkRow(int32(target))
+	t.cursor = h
+	if h+1 < len(t.rows) && t.rows[h+1].kind == rowMessage && t.rows[h+1].run == int32(target) {
+		t.cursor = h + 1
+	}
+	t.clamp()
+	if len(t.data.runs[target].own) == 0 {
+		return fmt.Sprintf("%s has no messages of its own yet", t.data.runs[target].run().Label())
+	}
+	return ""
+}
+
+// out leaves the fork the cursor is in, landing on its header; on a header,
+// on the parent's message at the boundary.
+func (t *treeScreen) out() string {
+	r, ok := t.selected()
+	if !ok {
+		return ""
+	}
+	rd := t.data.runs[r.run]
+	if rd.parent < 0 {
+		return "already at the root run"
+	}
+	if r.kind == rowMessage {
+		t.cursor = t.forkRow(r.run)
+		t.clamp()
+		return ""
+	}
+	// On a header: go to the parent's message the fork starts after.
+	k := rd.run().ForkAt
+	for i, x := range t.rows {
+		if x.kind == rowMessage && x.run == int32(rd.parent) && int(x.msg) == k-1 {
+			t.cursor = i
+			t.clamp()
+			return ""
+		}
+	}
+	// The boundary lies in the parent's own inherited prefix: go to the
+	// parent's header instead.
+	if h := t.forkRow(int32(rd.parent)); h >= 0 {
+		t.cursor = h
+	}
+	t.clamp()
+	return ""
+}
+
+// sibling jumps to the next or previous fork of the same parent.
+func (t *treeScreen) sibling(dir int) string {
+	r, ok := t.selected()
+	if !ok {
+		return ""
+	}
+	rd := t.data.runs[r.run]
+	if rd.parent < 0 {
+		return "the root run has no siblings; use → on a ⑂ line to go into a fork"
+	}
+	sibs := t.data.runs[rd.parent].children
+	at := 0
+	for i, s := range sibs {
+		if s == int(r.run) {
+			at = i
+		}
+	}
+	next := at + dir
+	if next < 0 || next >= len(sibs) {
+		return fmt.Sprintf("no %s sibling: %d forks share this parent", map[int]string{1: "next", -1: "previous"}[dir], len(sibs))
+	}
+	if h := t.forkRow(int32(sibs[next])); h >= 0 {
+		t.cursor = h
+	}
+	t.clamp()
+	return ""
+}
+
+// fold folds or unfolds the fork under the cursor (or the one it is in).
+func (t *treeScreen) fold() string {
+	r, ok := t.selected()
+	if !ok {
+		return ""
+	}
+	if r.kind == rowMessage && t.data.runs[r.run].parent < 0 {
+		if t.cursor+1 < len(t.rows) && t.rows[t.cursor+1].kind == rowFork {
+			r = t.rows[t.cursor+1]
+		} else {
+			return "nothing to fold here: folding works on forks (⑂ lines)"
+		}
+	}
+	id := t.data.runs[r.run].run().ID
+	t.folded[id] = !t.folded[id]
+	t.rows = t.data.flatten(t.folded)
+	t.cursor = t.forkRow(r.run)
+	t.clamp()
+	return ""
+}
+
+// foldAll folds every fork, or unfolds them all when all are folded.
+func (t *treeScreen) foldAll() {
+	all := true
+	for _, r := range t.data.runs[1:] {
+		all = all && t.folded[r.run().ID]
+	}
+	for _, r := range t.data.runs[1:] {
+		t.folded[r.run().ID] = !all
+	}
+	t.refold()
+}
+
+// checkpoint moves to the next or previous pair-safe message in view order.
+func (t *treeScreen) checkpoint(dir int) string {
+	for i := t.cursor + dir; i >= 0 && i < len(t.rows); i += dir {
+		r := t.rows[i]
+		if r.kind == rowMessage && t.data.runs[r.run].bounds.Safe(int(r.msg)+1) {
+			t.cursor = i
+			t.clamp()
+			return ""
+		}
+	}
+	return "no more checkpoints that way"
+}
+
+// view renders the visible rows of the list region.
+func (t *treeScreen) view(st *Styles) string {
+	var b strings.Builder
+	end := min(t.offset+t.height, len(t.rows))
+	for i := t.offset; i < end; i++ {
+		if i > t.offset {
+			b.WriteByte('\n')
+		}
+		b.WriteString(t.renderRow(i, st))
+	}
+	return b.String()
+}
+
+func (t *treeScreen) renderRow(i int, st *Styles) string {
+	r := t.rows[i]
+	if i == t.cursor {
+		t.renders++
+		return st.CursorMark.Render("▌") + st.Selected.Render(fit(t.rowText(r, nil), t.width-1))
+	}
+	if s, ok := t.rowCache[r.key()]; ok {
+		return s
+	}
+	t.renders++
+	s := " " + t.rowText(r, st)
+	t.rowCache[r.key()] = s
+	return s
+}
+
+// rowText renders a row without the cursor column; st nil renders it plain.
+func (t *treeScreen) rowText(r row, st *Styles) string {
+	w := t.width - 1
+	paint := func(s string, pick func(*Styles) string) string {
+		if st == nil {
+			return s
+		}
+		return pick(st)
+	}
+	rd := t.data.runs[r.run]
+	if r.kind == rowFork {
+		return fit(t.forkText(rd, int(r.depth), st), w)
+	}
+	m := rd.message(int(r.msg))
+	k := int(r.msg) + 1
+	guides := strings.Repeat("│ ", min(int(r.depth), 8))
+	kw := len(fmt.Sprint(rd.run().Len()))
+	safe := rd.bounds.Safe(k)
+	mark := "●"
+	if !safe {
+		mark = "·"
+	}
+	role := roleLabel(m.Role)
+	tok := ""
+	if u := m.Usage.Total(); u > 0 {
+		tok = tokens(u)
+	}
+	snippet := messageSnippet(m)
+	fixed := ansi.StringWidth(guides) + kw + 3 + 10 + 6
+	snipW := max(w-fixed, 0)
+	left := fmt.Sprintf("%s%*d %s ", guides, kw, k, mark)
+	if st == nil {
+		return fit(left+fit(role, 10)+fit(snippet, snipW)+fitRight(tok, 6), w)
+	}
+	body := st.role(m.Role).Render(fit(role, 10)) + fit(snippet, snipW)
+	if !safe {
+		body = st.Unsafe.Render(fit(role, 10) + fit(snippet, snipW))
+	}
+	markStyled := paint(mark, func(s *Styles) string {
+		if safe {
+			return s.Checkpoint.Render(mark)
+		}
+		return s.Unsafe.Render(mark)
+	})
+	return fit(st.Fork.Render(guides)+st.Subtle.Render(fmt.Sprintf("%*d", kw, k))+" "+markStyled+" "+body+st.Tokens.Render(fitRight(tok, 6)), w)
+}
+
+// forkText is a fork header: fold state, name, status, size, cost, boundary.
+func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
+	run := rd.run()
+	fold := "▾"
+	if t.folded[run.ID] {
+		fold = "▸"
+	}
+	guides := strings.Repeat("│ ", min(max(depth-1, 0), 8))
+	parts := []string{plural(len(rd.own), "msg")}
+	if u := run.Usage.Total(); u > 0 {
+		parts = append(parts, tokens(u)+" tok")
+	}
+	if c := cost(run.CostUSD); c != "" {
+		parts = append(parts, c)
+	}
+	at := fmt.Sprintf("at K=%d", run.ForkAt)
+	if run.SnapReason != "" {
+		at += fmt.Sprintf(" (asked %s: %s)", run.Asked, run.SnapReason)
+	}
+	parts = append(parts, at)
+	status := statusGlyph(run.Status) + " " + string(run.Status)
+	if run.Status == model.Failed && run.Error != "" {
+		status += ": " + harness.OneLine(run.Error, 60)
+	}
+	if st == nil {
+		return fmt.Sprintf("%s%s⑂ %s  %s · %s", guides, fold, run.Label(), status, strings.Join(parts, " · "))
+	}
+	return st.Fork.Render(guides+fold+"⑂ ") + st.ForkName.Render(model.SafeText(run.Label())) + "  " +
+		st.status(run.Status).Render(status) + st.Subtle.Render(" · "+strings.Join(parts, " · "))
+}
+
+// messageSnippet is the one-line summary of a message in the tree.
+func messageSnippet(m *model.Message) string {
+	var text, thinking string
+	var calls []model.Part
+	var result *model.Part
+	for i := range m.Parts {
+		p := &m.Parts[i]
+		switch p.Kind {
+		case model.Text:
+			if text == "" {
+				text = p.Text
+			}
+		case model.Thinking:
+			if thinking == "" {
+				thinking = p.Text
+			}
+		case model.ToolCall:
+			calls = append(calls, *p)
+		case model.ToolResult:
+			if result == nil {
+				result = p
+			}
+		}
+	}
+	switch {
+	case len(calls) > 0:
+		var names []string
+		for _, c := range calls {
+			if n := harness.OneLine(c.ToolName, 30); !slices.Contains(names, n) && len(names) < 3 {
+				names = append(names, n)
+			}
+		}
+		s := "⚙ " + strings.Join(names, ", ")
+		if len(calls) > 1 {
+			s += fmt.Sprintf(" ×%d", len(calls))
+		}
+		switch {
+		case text != "":
+			s += " · " + harness.OneLine(text, 160)
+		case len(calls) == 1 && calls[0].ToolInput != "":
+			s += " " + harness.OneLine(calls[0].ToolInput, 160)
+		}
+		return s
+	case result != nil:
+		s := "↳ "
+		if result.ToolName != "" {
+			s += harness.OneLine(result.ToolName, 30) + ": "
+		}
+		if result.IsError {
+			s += "error: "
+		}
+		return s + harness.OneLine(result.Text, 200)
+	case text != "":
+		return harness.OneLine(text, 200)
+	case thinking != "":
+		return "(thinking) " + harness.OneLine(thinking, 200)
+	}
+	for _, p := range m.Parts {
+		return "[" + string(p.Kind) + "]"
+	}
+	return "(empty)"
+}

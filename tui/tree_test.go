@@ -1,0 +1,192 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func press(k string) tea.KeyPressMsg {
+	switch k {
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "left":
+		return tea.KeyPressMsg{Code: tea.KeyLeft}
+	case "right":
+		return tea.KeyPressMsg{Code: tea.KeyRight}
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// describe names the row under the cursor: "run:K" or "fork:name".
+func describe(t *treeScreen) string {
+	r, _ := t.selected()
+	rd := t.data.runs[r.run]
+	if r.kind == rowFork {
+		return "fork:" + rd.run().Name
+	}
+	return fmt.Sprintf("%s:%d", rd.run().Label(), r.msg+1)
+}
+
+func TestFlattenPlacesForksAtTheirBoundary(t *testing.T) {
+	ts := newTreeScreen(sampleTree())
+	var got []string
+	for _, r := range ts.rows {
+		rd := ts.data.runs[r.run]
+		if r.kind == rowFork {
+			got = append(got, strings.Repeat(" ", int(r.depth))+"⑂"+rd.run().Name)
+		} else {
+			got = append(got, strings.Repeat(" ", int(r.depth))+rd.run().Label()+"#"+string(rune('0'+r.msg+1)))
+		}
+	}
+	assert.Equal(t, []string{
+		"root0000#1",
+		" ⑂ask-again",
+		" ask-again#2",
+		"  ⑂nested",
+		" ask-again#3",
+		"root0000#2", "root0000#3", "root0000#4", "root0000#5",
+		" ⑂terse",
+		" terse#6",
+		"root0000#6",
+	}, got)
+}
+
+func TestTreeKeys(t *testing.T) {
+	ts := newTreeScreen(sampleTree())
+	ts.setSize(80, 20)
+	keys := DefaultKeyMap().Tree
+	do := func(k string) string { return ts.update(press(k), keys) }
+
+	assert.Equal(t, "root0000:1", describe(&ts))
+	assert.Empty(t, do("l"), "into the fork that starts after message 1")
+	assert.Equal(t, "ask-again:2", describe(&ts))
+	do("h")
+	assert.Equal(t, "fork:ask-again", describe(&ts), "out lands on the fork's header")
+	do("h")
+	assert.Equal(t, "root0000:1", describe(&ts), "out of a header lands on the message it branches after")
+
+	do("l")
+	do("h")
+	do("]")
+	assert.Equal(t, "fork:terse", describe(&ts), "next sibling")
+	assert.Contains(t, do("]"), "no next sibling")
+	do("[")
+	assert.Equal(t, "fork:ask-again", describe(&ts))
+
+	do("space")
+	assert.Equal(t, "fork:ask-again", describe(&ts))
+	assert.Len(t, ts.rows, 9, "folding hides the fork's messages and its own forks")
+	do("j")
+	assert.Equal(t, "root0000:2", describe(&ts))
+	do("k")
+	do("l")
+	assert.Equal(t, "ask-again:2", describe(&ts), "going into a folded fork unfolds it")
+	assert.Len(t, ts.rows, 12)
+
+	do("Z")
+	assert.Len(t, ts.rows, 8, "Z folds every fork")
+	do("Z")
+	assert.Len(t, ts.rows, 12, "and again unfolds them")
+
+	do("g")
+	do("}")
+	assert.Equal(t, "ask-again:2", describe(&ts), "next checkpoint in view order")
+	do("G")
+	assert.Equal(t, "root0000:6", describe(&ts))
+	do("{")
+	assert.Equal(t, "terse:6", describe(&ts))
+	do("g")
+	assert.Contains(t, do("h"), "already at the root")
+	assert.Contains(t, do("["), "root run has no siblings")
+	do("j")
+	do("j")
+	assert.Equal(t, "ask-again:2", describe(&ts))
+	assert.Contains(t, do("l"), "has no messages of its own yet", "a message followed by a fork goes into it")
+	assert.Equal(t, "fork:nested", describe(&ts))
+}
+
+func TestMovingTheCursorRendersNoOffscreenRow(t *testing.T) {
+	ts := newTreeScreen(longTree(10_000))
+	ts.setSize(120, 48)
+	st := NewStyles(true)
+	ts.view(&st)
+	assert.Equal(t, 48, ts.renders, "the first frame renders exactly the visible rows")
+	keys := DefaultKeyMap().Tree
+	for i := 0; i < 10; i++ {
+		ts.renders = 0
+		ts.update(press("j"), keys)
+		ts.view(&st)
+		assert.LessOrEqual(t, ts.renders, 2, "a cursor move renders the old and new cursor rows only")
+	}
+	ts.renders = 0
+	ts.update(press("pgdown"), keys)
+	ts.view(&st)
+	assert.LessOrEqual(t, ts.renders, 48, "a page renders at most one screen")
+	assert.Less(t, len(ts.rowCache), 200, "nothing off-screen was cached")
+}
+
+func TestRowsFitTheirWidth(t *testing.T) {
+	for _, w := range []int{1, 2, 10, 40, 77, 200} {
+		ts := newTreeScreen(sampleTree())
+		ts.setSize(w, 30)
+		st := NewStyles(false)
+		for i, line := range strings.Split(ts.view(&st), "\n") {
+			assert.LessOrEqual(t, ansi.StringWidth(line), max(w, 1), "width %d row %d: %q", w, i, line)
+		}
+	}
+}
+
+func TestMessageSnippet(t *testing.T) {
+	data := sampleTree()
+	root := data.runs[0]
+	assert.Equal(t, "⚙ bash ×3", messageSnippet(root.message(1)))
+	assert.Equal(t, "↳ bash: Paris: 18C", messageSnippet(root.message(2)))
+	s := messageSnippet(root.message(3))
+	assert.NotContains(t, s, "\x1b")
+	assert.NotContains(t, s, "\x07")
+}
+
+func TestDetailIsTerminalSafe(t *testing.T) {
+	data := sampleTree()
+	st := NewStyles(true)
+	out := messageDetail(data.runs[0], 3, 60, &st, func(s string) string { return s })
+	plain := ansi.Strip(out)
+	assert.Contains(t, plain, "Rome: 24C")
+	assert.NotContains(t, plain, "\x1b")
+	assert.NotContains(t, plain, "\x07")
+	assert.NotContains(t, plain, "ZXZpbA==", "the OSC 52 payload is dropped with its sequence")
+	assert.Contains(t, plain, "not a checkpoint: mid tool batch")
+}
+
+func TestNewTreeDataBoundariesSpanTheInheritedPrefix(t *testing.T) {
+	data := sampleTree()
+	terse := data.runs[data.index["forkbbbb2222"]]
+	require.NotNil(t, terse)
+	assert.True(t, terse.bounds.Safe(5))
+	assert.True(t, terse.bounds.Safe(6))
+	assert.False(t, terse.bounds.Safe(3), "the fork knows its inherited prefix's tool batch")
+	nested := data.runs[data.index["forkcccc3333"]]
+	assert.Empty(t, nested.own)
+	assert.Equal(t, 2, nested.run().Len())
+}

@@ -1,0 +1,152 @@
+package tui
+
+import (
+	"slices"
+
+	"tine/model"
+)
+
+// treeData is one loaded fork tree: every run with its own messages and the
+// boundaries of its full transcript. A fork's inherited prefix is not
+// copied: full transcripts are only assembled to find pair-safe cuts.
+type treeData struct {
+	root  *model.Node
+	runs  []*runData // parents before children
+	index map[string]int
+}
+
+// runData is one run of a loaded tree.
+type runData struct {
+	node   *model.Node
+	own    []model.Message // messages ForkAt.. of the run
+	bounds model.Boundaries
+	parent int // index in treeData.runs, -1 for the root
+	// children are indexes of the forks made from this run, by boundary.
+	children []int
+}
+
+func (r *runData) run() model.Run { return r.node.Run }
+
+// message returns the message at absolute index i, which must be own.
+func (r *runData) message(i int) *model.Message { return &r.own[i-r.node.Run.ForkAt] }
+
+// newTreeData builds a tree from its runs and each run's own messages.
+func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
+	roots := model.BuildTrees(runs)
+	t := &treeData{index: map[string]int{}}
+	if len(roots) == 0 {
+		return t
+	}
+	// The tree's root is the run without a parent; stray roots (forks whose
+	// parent is missing) hang under it so nothing is dropped.
+	t.root = roots[0]
+	for _, r := range roots {
+		if r.Run.ParentID == "" {
+			t.root = r
+			break
+		}
+	}
+	full := map[string][]model.Message{}
+	var add func(n *model.Node, parent int)
+	add = func(n *model.Node, parent int) {
+		rd := &runData{node: n, own: own[n.Run.ID], parent: parent}
+		// The fork's own message count is what was loaded, whatever the row says.
+		rd.node.Run.OwnMessages = len(rd.own)
+		var transcript []model.Message
+		if parent >= 0 {
+			p := t.runs[parent].run().ID
+			k := min(n.Run.ForkAt, len(full[p]))
+			transcript = append(slices.Clip(full[p][:k]), rd.own...)
+		} else {
+			transcript = rd.own
+		}
+		if len(n.Children) > 0 {
+			full[n.Run.ID] = transcript
+		}
+		rd.bounds = model.NewBoundaries(transcript)
+		idx := len(t.runs)
+		t.index[n.Run.ID] = idx
+		t.runs = append(t.runs, rd)
+		if parent >= 0 {
+			t.runs[parent].children = append(t.runs[parent].children, idx)
+		}
+		for _, c := range n.Children {
+			add(c, idx)
+		}
+	}
+	add(t.root, -1)
+	for _, r := range roots {
+		if r != t.root {
+			r.Parent = t.root
+			add(r, 0)
+		}
+	}
+	return t
+}
+
+// rowKind tells a message row from a fork header.
+type rowKind uint8
+
+const (
+	rowMessage rowKind = iota
+	rowFork
+)
+
+// row is one line of the tree screen.
+type row struct {
+	kind  rowKind
+	depth int16
+	run   int32 // index in treeData.runs
+	msg   int32 // absolute message index, for message rows
+}
+
+// rowKey identifies a row across rebuilds, for caches and the cursor.
+type rowKey struct {
+	run, msg int32
+	kind     rowKind
+}
+
+func (r row) key() rowKey { return rowKey{run: r.run, msg: r.msg, kind: r.kind} }
+
+// flatten lays the tree out as rows: a run's own messages, with each fork's
+// header after the message at its boundary and, unless folded, the fork's
+// own messages under it, one level deeper.
+func (t *treeData) flatten(folded map[string]bool) []row {
+	if len(t.runs) == 0 {
+		return nil
+	}
+	n := 0
+	for _, r := range t.runs {
+		n += len(r.own) + 1
+	}
+	rows := make([]row, 0, n)
+	var emitRun func(ri int, depth int16)
+	emitFork := func(ci int, depth int16) {
+		rows = append(rows, row{kind: rowFork, depth: depth, run: int32(ci), msg: -1})
+		if !folded[t.runs[ci].run().ID] {
+			emitRun(ci, depth)
+		}
+	}
+	emitRun = func(ri int, depth int16) {
+		r := t.runs[ri]
+		start := r.run().ForkAt
+		ci := 0
+		// Forks made inside the inherited prefix come first.
+		for ci < len(r.children) && t.runs[r.children[ci]].run().ForkAt <= start {
+			emitFork(r.children[ci], depth+1)
+			ci++
+		}
+		for i := start; i < start+len(r.own); i++ {
+			rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
+			for ci < len(r.children) && t.runs[r.children[ci]].run().ForkAt <= i+1 {
+				emitFork(r.children[ci], depth+1)
+				ci++
+			}
+		}
+		for ; ci < len(r.children); ci++ {
+			emitFork(r.children[ci], depth+1)
+		}
+	}
+	emitRun(0, 0)
+	return rows
+}
