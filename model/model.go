@@ -167,6 +167,10 @@ type Run struct {
 	NativeID  string
 	Model     string
 	Cwd       string
+	// Branch is the git branch the run worked on; Worktree, when set, is
+	// the run's own git worktree (a fork of a coding agent, rule 10).
+	Branch    string
+	Worktree  string
 	Title     string
 	Status    Status
 	Error     string
