@@ -414,8 +414,7 @@ func (a *App) layout() screenLayout { return computeLayout(a.width, a.height) }
 // relayout hands each screen its size.
 func (a *App) relayout() tea.Cmd {
 	l := a.layout()
-	a.lib.width, a.lib.height = l.body.w, l.body.h
-	a.lib.clamp()
+	a.lib.setSize(l.body.w, l.body.h)
 	a.help.SetWidth(l.body.w)
 	if a.tree == nil {
 		return nil
@@ -477,11 +476,10 @@ func (a *App) render() string {
 	default:
 		in := a.lib.inputLine(st, l.body.w)
 		if in != "" {
-			a.lib.height = l.body.h - 1
-			a.lib.clamp()
+			a.lib.setSize(l.body.w, l.body.h-1)
 			body = block(in, l.body.w, 1) + "\n" + block(a.lib.view(st, a.now()), l.body.w, l.body.h-1)
 		} else {
-			a.lib.height = l.body.h
+			a.lib.setSize(l.body.w, l.body.h)
 			body = block(a.lib.view(st, a.now()), l.body.w, l.body.h)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
@@ -277,4 +278,34 @@ func TestProgramEndToEnd(t *testing.T) {
 	tm.Send(press("q"))
 	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*App)
 	assert.Equal(t, screenTree, final.screen)
+}
+
+// TestNoColor runs the program with NO_COLOR set: the terminal's colour
+// profile drops to one without colours, the screen carries no colour
+// codes, and the marks that carry meaning are still there.
+func TestNoColor(t *testing.T) {
+	env := []string{"TERM=xterm-256color", "COLORTERM=truecolor", "NO_COLOR=1"}
+	assert.LessOrEqual(t, colorprofile.Env(env), colorprofile.Ascii)
+	st := seedStore(t, 0)
+	tm := teatest.NewTestModel(t, New(st, Options{OpenTree: firstTree(t, st)}), teatest.WithInitialTermSize(100, 30),
+		teatest.WithProgramOptions(tea.WithEnvironment(env)))
+	var out bytes.Buffer
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		out.Write(b)
+		return bytes.Contains(out.Bytes(), []byte("ask-again"))
+	}, teatest.WithDuration(5*time.Second))
+	tm.Send(press("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	plain := out.String()
+	assert.NotContains(t, plain, "38;2;")
+	assert.NotContains(t, plain, "38;5;")
+	assert.Contains(t, plain, "●", "checkpoint marks read without colour")
+	assert.Contains(t, plain, "▌", "so does the cursor")
+}
+
+func firstTree(t *testing.T, st *store.Store) string {
+	trees, err := st.Trees(context.Background())
+	require.NoError(t, err)
+	require.NotEmpty(t, trees)
+	return trees[0].Root.ID
 }

@@ -63,24 +63,17 @@ type detailPane struct {
 
 // update scrolls the pane; it reports whether the key was for it.
 func (d *detailPane) update(msg tea.KeyPressMsg, keys TreeKeys) bool {
-	page := max(d.height-1, 1)
+	v := nav{cursor: d.offset, offset: d.offset, height: 1}
+	k := keys.NavKeys
 	switch {
-	case key.Matches(msg, keys.Up):
-		d.offset--
-	case key.Matches(msg, keys.Down):
-		d.offset++
-	case key.Matches(msg, keys.PageUp):
-		d.offset -= page
-	case key.Matches(msg, keys.PageDown):
-		d.offset += page
-	case key.Matches(msg, keys.Top):
-		d.offset = 0
-	case key.Matches(msg, keys.Bottom):
-		d.offset = len(d.lines)
-	default:
+	case key.Matches(msg, k.PageUp):
+		v.cursor -= max(d.height-1, 1)
+	case key.Matches(msg, k.PageDown):
+		v.cursor += max(d.height-1, 1)
+	case !v.move(msg, k, len(d.lines)):
 		return false
 	}
-	d.offset = min(max(d.offset, 0), max(len(d.lines)-d.height, 0))
+	d.offset = min(max(v.cursor, 0), max(len(d.lines)-d.height, 0))
 	return true
 }
 

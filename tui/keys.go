@@ -16,14 +16,14 @@ type GlobalKeys struct {
 
 // LibraryKeys are the library screen's.
 type LibraryKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	NavKeys
 	Open, Filter, Search, ClearFilter       key.Binding
 	Refresh                                 key.Binding
 }
 
 // TreeKeys are the tree screen's.
 type TreeKeys struct {
-	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	NavKeys
 	Into, Out, NextSibling, PrevSibling     key.Binding
 	Fold, FoldAll, Focus, Detail            key.Binding
 	NextCheckpoint, PrevCheckpoint          key.Binding
@@ -34,6 +34,16 @@ func DefaultKeyMap() KeyMap {
 	b := func(help, desc string, keys ...string) key.Binding {
 		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
 	}
+	navKeys := NavKeys{
+		Up:       b("↑/k", "up", "up", "k"),
+		Down:     b("↓/j", "down", "down", "j"),
+		PageUp:   b("pgup", "page up", "pgup", "ctrl+b", "ctrl+u"),
+		PageDown: b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d"),
+		Top:      b("g", "top", "g", "home"),
+		Bottom:   b("G", "bottom", "G", "end"),
+	}
+	libNav := navKeys
+	libNav.PageDown = b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d", "space")
 	return KeyMap{
 		Global: GlobalKeys{
 			Help:      b("?", "help", "?"),
@@ -42,12 +52,7 @@ func DefaultKeyMap() KeyMap {
 			Back:      b("esc", "back", "esc", "backspace"),
 		},
 		Library: LibraryKeys{
-			Up:          b("↑/k", "up", "up", "k"),
-			Down:        b("↓/j", "down", "down", "j"),
-			PageUp:      b("pgup", "page up", "pgup", "ctrl+b", "ctrl+u"),
-			PageDown:    b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d", "space"),
-			Top:         b("g", "top", "g", "home"),
-			Bottom:      b("G", "bottom", "G", "end"),
+			NavKeys:     libNav,
 			Open:        b("enter", "open tree", "enter", "l", "right"),
 			Filter:      b("/", "filter", "/"),
 			Search:      b("s", "search messages", "s"),
@@ -55,12 +60,7 @@ func DefaultKeyMap() KeyMap {
 			Refresh:     b("r", "refresh", "r"),
 		},
 		Tree: TreeKeys{
-			Up:             b("↑/k", "up", "up", "k"),
-			Down:           b("↓/j", "down", "down", "j"),
-			PageUp:         b("pgup", "page up", "pgup", "ctrl+b", "ctrl+u"),
-			PageDown:       b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d"),
-			Top:            b("g", "top", "g", "home"),
-			Bottom:         b("G", "bottom", "G", "end"),
+			NavKeys:        navKeys,
 			Into:           b("→/l", "into fork", "right", "l"),
 			Out:            b("←/h", "out of fork", "left", "h"),
 			NextSibling:    b("]", "next sibling fork", "]"),

@@ -22,8 +22,9 @@ type libraryScreen struct {
 	loaded  bool
 	visible []int // indexes of trees that pass the filter
 
-	cursor, offset int
-	width, height  int
+	// nav.height counts list rows, below the column header.
+	nav
+	width int
 
 	filter textinput.Model
 	// mode is what the input line is for: browsing, filtering titles, or
@@ -96,21 +97,17 @@ func (l *libraryScreen) refilter() {
 }
 
 func (l *libraryScreen) clamp() {
-	n := len(l.visible)
 	if l.mode == libHits {
-		n = len(l.hits)
-		l.hitCursor = min(max(l.hitCursor, 0), max(n-1, 0))
+		l.hitCursor = min(max(l.hitCursor, 0), max(len(l.hits)-1, 0))
 		return
 	}
-	l.cursor = min(max(l.cursor, 0), max(n-1, 0))
-	h := max(l.height, 1)
-	if l.cursor < l.offset {
-		l.offset = l.cursor
-	}
-	if l.cursor >= l.offset+h {
-		l.offset = l.cursor - h + 1
-	}
-	l.offset = min(max(l.offset, 0), max(n-h, 0))
+	l.nav.clamp(len(l.visible))
+}
+
+// setSize gives the screen its region: a column header, then rows.
+func (l *libraryScreen) setSize(w, h int) {
+	l.width, l.height = w, max(h-1, 1)
+	l.clamp()
 }
 
 // libAction is what a library key asks the app to do.
@@ -182,19 +179,10 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 		l.clamp()
 		return libAction{}
 	}
+	if l.move(msg, keys.NavKeys, len(l.visible)) {
+		return libAction{}
+	}
 	switch {
-	case key.Matches(msg, keys.Up):
-		l.cursor--
-	case key.Matches(msg, keys.Down):
-		l.cursor++
-	case key.Matches(msg, keys.PageUp):
-		l.cursor -= max(l.height-1, 1)
-	case key.Matches(msg, keys.PageDown):
-		l.cursor += max(l.height-1, 1)
-	case key.Matches(msg, keys.Top):
-		l.cursor = 0
-	case key.Matches(msg, keys.Bottom):
-		l.cursor = len(l.visible) - 1
 	case key.Matches(msg, keys.Open):
 		if t, ok := l.selected(); ok {
 			return libAction{open: t.Root.ID}
@@ -261,7 +249,7 @@ func (l *libraryScreen) view(st *Styles, now time.Time) string {
 		b.WriteString("\n" + st.Subtle.Render("no tree matches the filter; esc clears it"))
 		return b.String()
 	}
-	end := min(l.offset+l.height-1, len(l.visible))
+	end := min(l.offset+l.height, len(l.visible))
 	for i := l.offset; i < end; i++ {
 		t := l.trees[l.visible[i]]
 		line := cols.row(t, now)
@@ -280,7 +268,7 @@ func (l *libraryScreen) hitsView(st *Styles) string {
 		return st.Subtle.Render("no message matches; s searches again, esc goes back")
 	}
 	var b strings.Builder
-	h := max(l.height, 1)
+	h := max(l.height+1, 1) // hits have no column header
 	start := min(max(l.hitCursor-h+1, 0), max(len(l.hits)-h, 0))
 	for i := start; i < min(start+h, len(l.hits)); i++ {
 		hit := l.hits[i]

@@ -19,8 +19,8 @@ type treeScreen struct {
 	rows   []row
 	folded map[string]bool
 
-	cursor, offset int
-	width, height  int // of the list region
+	nav
+	width int // of the list region; nav.height is its height
 
 	// rowCache holds rendered unselected rows for the current width and
 	// theme; renders counts row renders, so tests can prove that moving the
@@ -80,17 +80,7 @@ func (t *treeScreen) moveTo(k rowKey) {
 }
 
 // clamp keeps the cursor on a row and in view.
-func (t *treeScreen) clamp() {
-	t.cursor = min(max(t.cursor, 0), max(len(t.rows)-1, 0))
-	h := max(t.height, 1)
-	if t.cursor < t.offset {
-		t.offset = t.cursor
-	}
-	if t.cursor >= t.offset+h {
-		t.offset = t.cursor - h + 1
-	}
-	t.offset = min(max(t.offset, 0), max(len(t.rows)-h, 0))
-}
+func (t *treeScreen) clamp() { t.nav.clamp(len(t.rows)) }
 
 // currentRun is the run the cursor is in.
 func (t *treeScreen) currentRun() *runData {
@@ -118,19 +108,10 @@ func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) 
 			return ""
 		}
 	}
+	if t.move(msg, keys.NavKeys, len(t.rows)) {
+		return ""
+	}
 	switch {
-	case key.Matches(msg, keys.Up):
-		t.cursor--
-	case key.Matches(msg, keys.Down):
-		t.cursor++
-	case key.Matches(msg, keys.PageUp):
-		t.cursor -= max(t.height-1, 1)
-	case key.Matches(msg, keys.PageDown):
-		t.cursor += max(t.height-1, 1)
-	case key.Matches(msg, keys.Top):
-		t.cursor = 0
-	case key.Matches(msg, keys.Bottom):
-		t.cursor = len(t.rows) - 1
 	case key.Matches(msg, keys.Into):
 		return t.into()
 	case key.Matches(msg, keys.Out):
