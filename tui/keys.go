@@ -17,16 +17,16 @@ type GlobalKeys struct {
 // LibraryKeys are the library screen's.
 type LibraryKeys struct {
 	NavKeys
-	Open, Filter, Search, ClearFilter       key.Binding
-	Refresh                                 key.Binding
+	Open, Filter, Search, ClearFilter key.Binding
+	Refresh                           key.Binding
 }
 
 // TreeKeys are the tree screen's.
 type TreeKeys struct {
 	NavKeys
-	Into, Out, NextSibling, PrevSibling     key.Binding
-	Fold, FoldAll, Focus, Detail            key.Binding
-	NextCheckpoint, PrevCheckpoint          key.Binding
+	Into, Out, NextSibling, PrevSibling key.Binding
+	Fold, FoldAll, Focus, Detail        key.Binding
+	NextCheckpoint, PrevCheckpoint      key.Binding
 }
 
 // DefaultKeyMap returns tine's keys.
