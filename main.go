@@ -57,6 +57,8 @@ func commands() []command {
 		{"show", "RUN", "print a run's messages, numbered by boundary", cmdShow},
 		{"checkpoints", "RUN", "print a run's pair-safe boundaries", cmdCheckpoints},
 		{"export", "RUN [--format json|md]", "write a run as JSON or Markdown", cmdExport},
+		{"fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at K] [--wait]", "fork a run at a safe boundary into N branches", cmdFork},
+		{"compare", "RUN RUN...", "compare runs side by side from where they part", cmdCompare},
 	}
 }
 
@@ -109,9 +111,12 @@ func dispatch(ctx context.Context, args []string, e *env) error {
 	if len(args) == 0 {
 		return cmdTUI(ctx, e, nil)
 	}
-	if args[0] == "help" {
+	switch args[0] {
+	case "help":
 		printUsage(e.stdout)
 		return nil
+	case "run-turns":
+		return cmdRunTurns(ctx, e, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -253,4 +254,90 @@ func TestDemoData(t *testing.T) {
 	}
 	assert.True(t, long, "a run of at least 2,000 messages")
 	assert.True(t, forked, "a tree with forks at three boundaries")
+}
+
+// TestMain lets the test binary stand in for tine when `tine fork` starts
+// its turns in a background process (it runs os.Executable()).
+func TestMain(m *testing.M) {
+	for _, a := range os.Args {
+		if a == "run-turns" {
+			os.Exit(run(context.Background(), os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}))
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func TestForkAndCompare(t *testing.T) {
+	db, id := importSeed(t)
+	out, errOut, code := tine(t, db, "fork", id, "-n", "3", "--name", "a", "--name", "b", "--name", "c",
+		"-m", "Only Paris", "-m", "Only Rome", "-m", "run the tests", "--at", "3", "--harness", "script", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Forks, 3)
+	for i, f := range res.Forks {
+		assert.Equal(t, []string{"a", "b", "c"}[i], f.Name)
+		assert.Equal(t, 1, f.ForkAt)
+		assert.Equal(t, "3", f.Asked)
+		assert.Equal(t, "mid tool batch", f.Snapped)
+		assert.Equal(t, "completed", f.Status)
+		assert.NotZero(t, f.Usage.OutputTokens)
+	}
+
+	out, _, code = tine(t, db, "compare", "a", "b", "c", "--json")
+	require.Equal(t, 0, code)
+	var c comparison
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	assert.Equal(t, 1, c.ForkPoint)
+	require.Len(t, c.Runs, 3)
+	assert.Equal(t, "Only Paris", c.Runs[0].Messages[0].Parts[0].Text)
+	assert.Equal(t, 2, c.Runs[2].Steps, "the tool-using fork took two model calls")
+
+	out, _, code = tine(t, db, "compare", "a", "b")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "parting after message 1")
+	assert.Contains(t, out, "━━ a")
+
+	// Lazy forks: no message, only rows.
+	out, _, code = tine(t, db, "fork", id, "-n", "2", "--name", "x", "--name", "y", "--harness", "script", "--json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, "pending", res.Forks[0].Status)
+
+	// Usage errors and refusals.
+	_, errOut, code = tine(t, db, "fork", id, "--at", "0", "--harness", "script")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "nothing to fork")
+	_, errOut, code = tine(t, db, "fork", id, "-m", "x")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "cannot run turns here; pick one with --harness")
+	_, _, code = tine(t, db, "fork", id, "--regenerate", "-m", "x")
+	assert.Equal(t, 2, code)
+}
+
+func TestForkInTheBackground(t *testing.T) {
+	db, id := importSeed(t)
+	out, errOut, code := tine(t, db, "fork", id, "-m", "hello there", "--harness", "script", "--name", "bg", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"status": "running"`)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	require.Eventually(t, func() bool {
+		r, err := st.Resolve(context.Background(), "bg")
+		return err == nil && r.Status == model.Completed && r.OwnMessages == 2
+	}, 20*time.Second, 50*time.Millisecond, "the detached process ran the turn")
+}
+
+func TestRegenerateReplacesOriginal(t *testing.T) {
+	db, id := importSeed(t)
+	out, errOut, code := tine(t, db, "fork", id, "--regenerate", "--replace-original", "--harness", "script", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"fork_at": 1`)
+	out, _, _ = tine(t, db, "ls", "--json")
+	assert.NotContains(t, out, `"id": "`+id+`"`, "the source is hidden")
+	out, _, _ = tine(t, db, "ls", "--json", "--all")
+	assert.Contains(t, out, `"id": "`+id+`"`, "and still stored")
 }

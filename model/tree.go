@@ -109,3 +109,26 @@ func Count(n *Node) (runs, messages int) {
 	})
 	return runs, messages
 }
+
+// SharedPrefix is how many leading messages runs a and b of one tree have
+// in common: the messages both read from the same stored rows. Runs of
+// different trees share nothing.
+func SharedPrefix(a, b *Node) int {
+	ca, cb := a.Ancestors(), b.Ancestors()
+	i := 0
+	for i < len(ca) && i < len(cb) && ca[i] == cb[i] {
+		i++
+	}
+	if i == 0 {
+		return 0
+	}
+	common := ca[i-1].Run.Len()
+	keep := func(chain []*Node) int {
+		k := common
+		for _, n := range chain[i:] {
+			k = min(k, n.Run.ForkAt)
+		}
+		return k
+	}
+	return min(keep(ca), keep(cb))
+}

@@ -47,3 +47,42 @@ func TestOwnUsageSkipsInherited(t *testing.T) {
 	assert.Equal(t, Usage{OutputTokens: 7}, OwnUsage(msgs, 2))
 	assert.Equal(t, Usage{InputTokens: 150, OutputTokens: 7}, OwnUsage(msgs, 0))
 }
+
+func TestSharedPrefix(t *testing.T) {
+	runs := []Run{
+		{ID: "r", OwnMessages: 10},
+		{ID: "a", ParentID: "r", ForkAt: 6, OwnMessages: 4},
+		{ID: "b", ParentID: "r", ForkAt: 4, OwnMessages: 2},
+		{ID: "a1", ParentID: "a", ForkAt: 8, OwnMessages: 1},
+		{ID: "a2", ParentID: "a", ForkAt: 3, OwnMessages: 1},
+		{ID: "x", OwnMessages: 3},
+	}
+	roots := BuildTrees(runs)
+	var r, x *Node
+	for _, n := range roots {
+		if n.Run.ID == "r" {
+			r = n
+		} else {
+			x = n
+		}
+	}
+	get := func(id string) *Node { return r.Find(id) }
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"r", "r", 10},
+		{"r", "a", 6},
+		{"a", "b", 4},
+		{"a", "a1", 8},
+		{"a1", "b", 4},
+		{"a1", "a2", 3},
+		{"a2", "b", 3},
+		{"a", "a2", 3},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, SharedPrefix(get(tt.a), get(tt.b)), "%s vs %s", tt.a, tt.b)
+		assert.Equal(t, tt.want, SharedPrefix(get(tt.b), get(tt.a)), "%s vs %s", tt.b, tt.a)
+	}
+	assert.Zero(t, SharedPrefix(r, x))
+}

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"tine/harness"
+	"tine/harness/script"
+	"tine/model"
+	"tine/store"
+)
+
+// harnesses builds the registry of backends that can run turns here.
+func harnesses() *harness.Registry {
+	return harness.NewRegistry(&script.Harness{})
+}
+
+// newDriver wires the fork driver to a store.
+func newDriver(st *store.Store) *harness.Driver {
+	return &harness.Driver{Store: st, Harnesses: harnesses()}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ", ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// forkJSON is one fork as `tine fork --json` prints it.
+type forkJSON struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Parent   string      `json:"parent"`
+	ForkAt   int         `json:"fork_at"`
+	Asked    string      `json:"asked"`
+	Snapped  string      `json:"snapped_reason"`
+	Status   string      `json:"status"`
+	Harness  string      `json:"harness"`
+	NativeID string      `json:"native_id"`
+	Messages int         `json:"messages"`
+	Usage    model.Usage `json:"usage"`
+	CostUSD  float64     `json:"cost_usd"`
+	Error    string      `json:"error"`
+}
+
+func toForkJSON(r model.Run) forkJSON {
+	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
+		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
+		CostUSD: r.CostUSD, Error: r.Error}
+}
+
+func cmdFork(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at end|last_user|K|step:N] [--harness NAME] [--wait] [--json]",
+		"Fork RUN at a boundary into N branches. The boundary snaps down to a pair-safe one\n"+
+			"(never between a tool call and its result) and the snapping is reported. Forks cost\n"+
+			"nothing until used: without -m they are only created. With -m each fork runs its first\n"+
+			"turn, in the background, or in the foreground with --wait (Ctrl+C cancels cleanly).")
+	n := f.Int("n", 0, "how many forks (1-10; default: one per --name or -m, else 1)")
+	var names, msgs stringList
+	f.Var(&names, "name", "a fork's `name` (repeat once per fork; default <parent>-fork-<i>)")
+	f.Var(&msgs, "m", "the `message` each fork continues with: once for all, or once per fork")
+	at := f.String("at", "end", "where to fork: end, last_user, a boundary K, or step:N")
+	hname := f.String("harness", "", "the `harness` that runs the turns (default: the run's own)")
+	modelName := f.String("model", "", "the `model` the harness asks for")
+	wait := f.Bool("wait", false, "run the turns in the foreground and wait for them")
+	regenerate := f.Bool("regenerate", false, "fork at last_user and let the model answer again (no -m)")
+	replace := f.Bool("replace-original", false, "with --regenerate: hide the source run in views (it stays stored)")
+	parallel := f.Int("parallel", 4, "how many turns run at once")
+	asJSON := f.Bool("json", false, "print JSON")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *regenerate {
+		if len(msgs) > 0 {
+			return usagef("fork: --regenerate lets the model answer again; it takes no -m")
+		}
+		*at = "last_user"
+	} else if *replace {
+		return usagef("fork: --replace-original goes with --regenerate")
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	parent, err := st.Resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	d := newDriver(st)
+	d.Parallel = *parallel
+	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
+		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace})
+	if err != nil {
+		return err
+	}
+	if cut.Reason != "" && !*asJSON {
+		fmt.Fprintf(e.stderr, "tine: %s\n", cut.Describe())
+	}
+	var turns []harness.Turn
+	if len(msgs) > 0 || *regenerate {
+		for i, fk := range forks {
+			input := ""
+			if len(msgs) == 1 {
+				input = msgs[0]
+			} else if len(msgs) > 1 {
+				input = msgs[i]
+			}
+			turns = append(turns, harness.Turn{RunID: fk.ID, Input: input})
+		}
+	}
+	switch {
+	case len(turns) == 0:
+	case *wait:
+		progress := forkProgress(e, forks)
+		forks = d.RunTurns(ctx, turns, progress)
+	default:
+		if err := startBackgroundTurns(st.Path(), *parallel, turns); err != nil {
+			return fmt.Errorf("forks created, but their turns could not start: %w", err)
+		}
+		for i := range forks {
+			forks[i].Status = model.Running
+		}
+	}
+	if *asJSON {
+		out := struct {
+			Forks []forkJSON `json:"forks"`
+		}{}
+		for _, fk := range forks {
+			out.Forks = append(out.Forks, toForkJSON(fk))
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printForks(e.stdout, forks)
+		if len(turns) > 0 && !*wait {
+			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.New("cancelled: the forks are recorded as cancelled")
+	}
+	for _, fk := range forks {
+		if fk.Status == model.Failed {
+			return fmt.Errorf("fork %s failed: %s", fk.Label(), fk.Error)
+		}
+	}
+	return nil
+}
+
+func printForks(w io.Writer, forks []model.Run) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FORK\tNAME\tK\tSTATUS\tHARNESS\tMSGS\tTOKENS\tERROR")
+	for _, r := range forks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", model.ShortID(r.ID), harness.OneLine(r.Name, 30), r.ForkAt,
+			r.Status, r.Harness, r.Len(), r.Usage.Total(), harness.OneLine(r.Error, 80))
+	}
+	tw.Flush()
+}
+
+// forkProgress reports each fork's status changes on stderr when it is a
+// terminal, one line each.
+func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
+	f, ok := e.stderr.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return nil
+	}
+	names := map[string]string{}
+	for _, fk := range forks {
+		names[fk.ID] = fk.Label()
+	}
+	start := time.Now()
+	return func(ev harness.RunEvent) {
+		if ev.Status == "" {
+			return
+		}
+		line := fmt.Sprintf("%6.1fs  %s: %s", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), ev.Status)
+		if ev.Err != nil && ev.Status != model.Completed {
+			line += ": " + harness.OneLine(ev.Err.Error(), 100)
+		}
+		fmt.Fprintln(e.stderr, line)
+	}
+}
+
+// startBackgroundTurns runs the turns in a detached tine process, so the
+// command returns at once and the forks go on; the child reads its work
+// from stdin.
+func startBackgroundTurns(db string, parallel int, turns []harness.Turn) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(exe, "--db", db, "run-turns", "--parallel", fmt.Sprint(parallel))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	data, err := json.Marshal(turns)
+	if err != nil {
+		return err
+	}
+	cmd.Stdin = strings.NewReader(string(data))
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
+
+// cmdRunTurns is the background half of `tine fork`: it reads turns as JSON
+// on stdin and runs them. Not for people; hidden from the help.
+func cmdRunTurns(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "run-turns", "", "Run the turns given as JSON on stdin (used by tine fork).")
+	parallel := f.Int("parallel", 4, "how many turns run at once")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	var turns []harness.Turn
+	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
+		return fmt.Errorf("run-turns: %w", err)
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d := newDriver(st)
+	d.Parallel = *parallel
+	d.RunTurns(ctx, turns, nil)
+	return nil
+}

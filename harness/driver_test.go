@@ -1,0 +1,278 @@
+package harness_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+	"tine/harness/script"
+	"tine/model"
+	"tine/store"
+)
+
+// fake is a scriptable harness that counts its calls.
+type fake struct {
+	name    string
+	caps    harness.Capabilities
+	calls   atomic.Int32
+	running atomic.Int32
+	peak    atomic.Int32
+	turn    func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error
+}
+
+func (f *fake) Name() string                        { return f.name }
+func (f *fake) Capabilities() harness.Capabilities { return f.caps }
+func (f *fake) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	f.calls.Add(1)
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if f.turn != nil {
+		return f.turn(ctx, req, emit)
+	}
+	if req.Input != "" {
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+	}
+	emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.Assistant, "reply to "+req.Input, model.Usage{InputTokens: 100, OutputTokens: 10})})
+	return nil
+}
+
+func msg(role model.Role, text string, u model.Usage) model.Message {
+	return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}, Usage: u}
+}
+
+func seed() []model.Message {
+	call := func(ids ...string) model.Message {
+		m := model.Message{Role: model.Assistant, Usage: model.Usage{InputTokens: 1000, OutputTokens: 50}}
+		for _, id := range ids {
+			m.Parts = append(m.Parts, model.Part{Kind: model.ToolCall, ToolCallID: id, ToolName: "w"})
+		}
+		return m
+	}
+	res := func(id string) model.Message {
+		return model.Message{Role: model.Tool, Parts: []model.Part{{Kind: model.ToolResult, ToolCallID: id, Text: "ok"}}}
+	}
+	return []model.Message{msg(model.User, "q", model.Usage{}), call("a", "b", "c"), res("a"), res("b"), res("c"),
+		msg(model.Assistant, "done", model.Usage{InputTokens: 2000, OutputTokens: 30})}
+}
+
+func setup(t *testing.T, hs ...harness.Harness) (*store.Store, *harness.Driver, model.Run) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "t.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	root := model.Run{Harness: "fake", Name: "root", Title: "seed"}
+	require.NoError(t, st.CreateRun(context.Background(), &root, seed()))
+	return st, &harness.Driver{Store: st, Harnesses: harness.NewRegistry(hs...)}, root
+}
+
+func TestForkIsLazyAndSnaps(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	st, d, root := setup(t, f)
+	ctx := context.Background()
+	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "3", N: 2})
+	require.NoError(t, err)
+	assert.Equal(t, model.Cut{Asked: "3", K: 1, Reason: "mid tool batch"}, cut)
+	require.Len(t, forks, 2)
+	assert.Equal(t, "root-fork-1", forks[0].Name)
+	assert.Equal(t, "root-fork-2", forks[1].Name)
+	for _, fk := range forks {
+		assert.Equal(t, 1, fk.ForkAt)
+		assert.Equal(t, "3", fk.Asked)
+		assert.Equal(t, "mid tool batch", fk.SnapReason)
+		assert.Equal(t, model.Pending, fk.Status)
+		assert.Equal(t, 6, fk.ParentLen)
+	}
+	assert.Zero(t, f.calls.Load(), "making forks calls no backend (rule 4)")
+	msgs, inherited, err := st.Messages(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.Len(t, msgs, 1)
+	assert.Equal(t, 1, inherited)
+}
+
+func TestForkRefusals(t *testing.T) {
+	endOnly := &fake{name: "fake", caps: harness.Capabilities{Fork: true}}
+	_, d, root := setup(t, endOnly, &script.Harness{})
+	ctx := context.Background()
+	_, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "0"})
+	assert.ErrorIs(t, err, model.ErrEmptyPrefix, "rule 3")
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "1"})
+	assert.ErrorContains(t, err, "can only fork at the end", "rule 8: a fact about the harness")
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "1", Harness: "script"})
+	assert.NoError(t, err)
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 11})
+	assert.ErrorContains(t, err, "-n must be 1 to 10")
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 3, Names: []string{"a", "b"}})
+	assert.ErrorContains(t, err, "2 names for 3 forks")
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 3, Messages: []string{"a", "b"}})
+	assert.ErrorContains(t, err, "2 messages for 3 forks")
+	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Harness: "nope"})
+	assert.ErrorContains(t, err, `no harness "nope"`)
+}
+
+func TestTurnsSpendOnTheirOwnAndLeaveTheParentAlone(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	st, d, root := setup(t, f)
+	ctx := context.Background()
+	before, err := st.Run(ctx, root.ID)
+	require.NoError(t, err)
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "end", N: 3, Names: []string{"a", "b", "c"}})
+	require.NoError(t, err)
+	var turns []harness.Turn
+	for i, fk := range forks {
+		turns = append(turns, harness.Turn{RunID: fk.ID, Input: []string{"x", "y", "z"}[i]})
+	}
+	runs := d.RunTurns(ctx, turns, nil)
+	require.Len(t, runs, 3)
+	for i, r := range runs {
+		assert.Equal(t, model.Completed, r.Status, r.Error)
+		assert.Equal(t, model.Usage{InputTokens: 100, OutputTokens: 10}, r.Usage, "a fork's usage is its own (rule 6)")
+		assert.Equal(t, 2, r.OwnMessages)
+		msgs, _, err := st.Messages(ctx, r.ID)
+		require.NoError(t, err)
+		require.Len(t, msgs, 8)
+		assert.Equal(t, "reply to "+[]string{"x", "y", "z"}[i], msgs[7].PlainText())
+		assert.False(t, r.FinishedAt.IsZero())
+	}
+	after, err := st.Run(ctx, root.ID)
+	require.NoError(t, err)
+	assert.Equal(t, before.OwnMessages, after.OwnMessages, "the parent is never touched")
+	assert.Equal(t, before.Usage, after.Usage)
+}
+
+func TestStaleBranchPoint(t *testing.T) {
+	endOnly := &fake{name: "fake", caps: harness.Capabilities{Fork: true}}
+	st, d, root := setup(t, endOnly)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 2})
+	require.NoError(t, err)
+	// The parent moves on before the forks are used.
+	require.NoError(t, st.AppendMessages(ctx, root.ID, []model.Message{msg(model.User, "more", model.Usage{})}))
+	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
+	require.Len(t, runs, 1)
+	assert.Equal(t, model.Failed, runs[0].Status)
+	assert.Contains(t, runs[0].Error, "the parent moved on; fork again from where it is now")
+	assert.Zero(t, endOnly.calls.Load(), "refused rather than branched from elsewhere")
+
+	// A harness that can fork at K is not affected.
+	anyK := &fake{name: "anyk", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	d.Harnesses.Register(anyK)
+	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "6", Harness: "anyk"})
+	require.NoError(t, err)
+	require.NoError(t, st.AppendMessages(ctx, root.ID, []model.Message{msg(model.Assistant, "on", model.Usage{})}))
+	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
+	assert.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
+}
+
+func TestRegenerateAndContinue(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	st, d, root := setup(t, f)
+	ctx := context.Background()
+	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "last_user", ReplaceOriginal: true})
+	require.NoError(t, err)
+	assert.Equal(t, 1, cut.K)
+	got, err := st.Run(ctx, root.ID)
+	require.NoError(t, err)
+	assert.True(t, got.Hidden, "replace_original hides the source, which stays stored")
+	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID}}, nil)
+	assert.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
+	assert.Equal(t, 1, runs[0].OwnMessages, "the model answers again; no new user message")
+
+	// Continuing a completed run makes a fork at its end.
+	r, err := d.Continue(ctx, root.ID, "and then?", "", nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, root.ID, r.ID)
+	assert.Equal(t, root.ID, r.ParentID)
+	assert.Equal(t, 6, r.ForkAt)
+	after, _ := st.Run(ctx, root.ID)
+	assert.Equal(t, 6, after.OwnMessages, "history is never rewritten")
+	// Asking for an answer again right after a reply is refused clearly.
+	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID})
+	require.NoError(t, err)
+	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID}}, nil)
+	assert.Contains(t, runs[0].Error, "nothing to answer")
+}
+
+func TestFailureCancellationAndParallelism(t *testing.T) {
+	release := make(chan struct{})
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	f.turn = func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+		switch req.Input {
+		case "fail":
+			emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+			return errors.New("HTTP 500 from server: boom")
+		case "hang":
+			emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-release:
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+		return nil
+	}
+	st, d, root := setup(t, f)
+	d.Parallel = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 6})
+	require.NoError(t, err)
+	inputs := []string{"fail", "ok", "ok", "ok", "ok", "hang"}
+	var turns []harness.Turn
+	for i, fk := range forks {
+		turns = append(turns, harness.Turn{RunID: fk.ID, Input: inputs[i]})
+	}
+	var mu sync.Mutex
+	var events []harness.RunEvent
+	done := make(chan []model.Run)
+	go func() {
+		done <- d.RunTurns(ctx, turns, func(e harness.RunEvent) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		})
+	}()
+	// The hanging fork's first message is stored while it still runs.
+	require.Eventually(t, func() bool {
+		r, err := st.Run(context.Background(), forks[5].ID)
+		return err == nil && r.Status == model.Running && r.OwnMessages == 1
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		for _, fk := range forks[:5] {
+			r, err := st.Run(context.Background(), fk.ID)
+			if err != nil || r.Status == model.Pending || r.Status == model.Running {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	cancel()
+	runs := <-done
+	require.Len(t, runs, 6)
+	assert.Equal(t, model.Failed, runs[0].Status)
+	assert.Equal(t, "HTTP 500 from server: boom", runs[0].Error, "a failed fork records its reason")
+	assert.Equal(t, 1, runs[0].OwnMessages, "what it did before failing is kept")
+	for _, r := range runs[1:5] {
+		assert.Equal(t, model.Completed, r.Status)
+	}
+	assert.Equal(t, model.Cancelled, runs[5].Status)
+	assert.LessOrEqual(t, f.peak.Load(), int32(2), "at most Parallel turns at once")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotEmpty(t, events)
+}
