@@ -28,7 +28,7 @@ type fake struct {
 	turn    func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error
 }
 
-func (f *fake) Name() string                        { return f.name }
+func (f *fake) Name() string                       { return f.name }
 func (f *fake) Capabilities() harness.Capabilities { return f.caps }
 func (f *fake) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
 	f.calls.Add(1)
