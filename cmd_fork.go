@@ -22,13 +22,18 @@ import (
 )
 
 // harnesses builds the registry of backends that can run turns here.
-func harnesses() *harness.Registry {
-	return harness.NewRegistry(&script.Harness{})
+// paced slows the script harness so a person can watch forks run.
+func harnesses(paced bool) *harness.Registry {
+	sh := &script.Harness{}
+	if paced {
+		sh.Delay = 400 * time.Millisecond
+	}
+	return harness.NewRegistry(sh)
 }
 
 // newDriver wires the fork driver to a store.
-func newDriver(st *store.Store) *harness.Driver {
-	return &harness.Driver{Store: st, Harnesses: harnesses()}
+func newDriver(st *store.Store, paced bool) *harness.Driver {
+	return &harness.Driver{Store: st, Harnesses: harnesses(paced)}
 }
 
 // stringList is a repeatable string flag.
@@ -99,7 +104,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d := newDriver(st)
+	d := newDriver(st, false)
 	d.Parallel = *parallel
 	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace})
@@ -233,7 +238,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	d := newDriver(st)
+	d := newDriver(st, false)
 	d.Parallel = *parallel
 	d.RunTurns(ctx, turns, nil)
 	return nil

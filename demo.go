@@ -170,7 +170,9 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err := requireTerminal(); err != nil {
 		return err
 	}
-	err = tui.Run(ctx, st, tui.Options{Title: "demo"})
+	d := newDriver(st, true)
+	d.DefaultHarness = "script" // the demo forks offline
+	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d})
 	if *keep {
 		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", st.Path(), st.Path())
 	}
@@ -186,5 +188,5 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	return tui.Run(ctx, st, tui.Options{})
+	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true)})
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -27,6 +28,8 @@ type Options struct {
 	Title string
 	// OpenTree opens this tree on start instead of the library.
 	OpenTree string
+	// Driver makes forks and runs their turns; nil turns forking off.
+	Driver *harness.Driver
 }
 
 type screenID int
@@ -68,6 +71,17 @@ type App struct {
 	treeTitle string
 	loading   string
 
+	dialog    *forkDialog
+	batches   map[int]*forkBatch
+	pending   map[int]harness.ForkSpec // launched, forks not created yet
+	nextBatch int
+	wg        sync.WaitGroup // running batches, waited for on quit
+	// reloading is set while the open tree is being re-read; again asks
+	// for one more read when it returns (events came in meanwhile).
+	reloading, again bool
+	spinning         bool
+	spinFrame        int
+
 	status      string
 	statusLevel level
 	statusID    int
@@ -81,14 +95,16 @@ type App struct {
 // New returns the root model over st.
 func New(st *store.Store, opts Options) *App {
 	a := &App{
-		st:     st,
-		opts:   opts,
-		keys:   DefaultKeyMap(),
-		styles: NewStyles(true),
-		help:   help.New(),
-		now:    time.Now,
-		tick:   tea.Tick,
-		lib:    newLibraryScreen(),
+		st:      st,
+		opts:    opts,
+		keys:    DefaultKeyMap(),
+		styles:  NewStyles(true),
+		help:    help.New(),
+		now:     time.Now,
+		tick:    tea.Tick,
+		lib:     newLibraryScreen(),
+		batches: map[int]*forkBatch{},
+		pending: map[int]harness.ForkSpec{},
 	}
 	a.help.Styles = help.DefaultStyles(true)
 	return a
@@ -96,8 +112,10 @@ func New(st *store.Store, opts Options) *App {
 
 // Run starts the program on the terminal and blocks until it quits.
 func Run(ctx context.Context, st *store.Store, opts Options) error {
-	p := tea.NewProgram(New(st, opts), tea.WithContext(ctx))
+	a := New(st, opts)
+	p := tea.NewProgram(a, tea.WithContext(ctx))
 	_, err := p.Run()
+	a.shutdown()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}
@@ -115,6 +133,7 @@ type (
 		data     *treeData
 		focusRun string
 		focusSeq int
+		reload   bool // a refresh of the open tree: keep the cursor and folds
 		err      error
 	}
 	searchDoneMsg struct {
@@ -219,10 +238,38 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case treeLoadedMsg:
 		a.loading = ""
+		if msg.reload {
+			return a, a.reloaded(msg)
+		}
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
 		return a, a.openTree(msg)
+	case forksCreatedMsg:
+		return a, a.forksCreated(msg)
+	case runEventMsg:
+		b := a.batches[msg.batch]
+		if b == nil {
+			return a, nil
+		}
+		cmds := []tea.Cmd{listen(b, msg.batch), a.reloadTree()}
+		if msg.ev.Status == model.Failed && msg.ev.Err != nil {
+			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(msg.ev.Err), levelWarn))
+		}
+		return a, tea.Batch(cmds...)
+	case batchDoneMsg:
+		delete(a.batches, msg.batch)
+		return a, tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo))
+	case spinTickMsg:
+		a.spinFrame++
+		if a.tree != nil {
+			a.tree.spinFrame = a.spinFrame
+		}
+		if len(a.batches) == 0 && !a.treeRunning() {
+			a.spinning = false
+			return a, nil
+		}
+		return a, a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
 	case searchDoneMsg:
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
@@ -290,6 +337,16 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		a.showHelp = false
 		return nil
 	}
+	if a.dialog != nil {
+		res, cmd := a.dialog.update(msg)
+		switch res {
+		case dialogCancel:
+			a.dialog = nil
+		case dialogLaunch:
+			return a.launch()
+		}
+		return cmd
+	}
 	if !a.typing() {
 		switch {
 		case key.Matches(msg, g.Help):
@@ -315,6 +372,12 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		tk := a.keys.Tree
+		switch {
+		case key.Matches(msg, tk.Fork):
+			return a.openDialog()
+		case key.Matches(msg, tk.Cancel):
+			return a.cancelSelected()
+		}
 		if key.Matches(msg, tk.Focus) {
 			if a.layout().detail.w == 0 {
 				t.detailOnly = !t.detailOnly
@@ -471,6 +534,8 @@ func (a *App) render() string {
 	switch {
 	case a.showHelp:
 		body = block(a.helpView(), l.body.w, l.body.h)
+	case a.dialog != nil:
+		body = block(a.dialog.view(st, l.body.w, l.body.h), l.body.w, l.body.h)
 	case a.screen == screenTree && a.tree != nil:
 		body = a.treeBody(l)
 	default:
@@ -552,6 +617,9 @@ func (a *App) footerLine() string {
 	}
 	if a.showHelp {
 		return st.Subtle.Render("any key closes help")
+	}
+	if a.dialog != nil {
+		return st.Subtle.Render("↑/↓ field · ←/→ change · type a message · ctrl+s fork · esc cancel")
 	}
 	if t := a.tree; a.screen == screenTree && t != nil && (t.detailOnly || t.detailFocus) {
 		return a.help.ShortHelpView([]key.Binding{a.keys.Tree.Up, a.keys.Tree.Down, a.keys.Tree.PageDown, a.keys.Tree.Focus, a.keys.Global.Back})

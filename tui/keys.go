@@ -27,6 +27,7 @@ type TreeKeys struct {
 	Into, Out, NextSibling, PrevSibling key.Binding
 	Fold, FoldAll, Focus, Detail        key.Binding
 	NextCheckpoint, PrevCheckpoint      key.Binding
+	Fork, Cancel, Compare, Best         key.Binding
 }
 
 // DefaultKeyMap returns tine's keys.
@@ -71,6 +72,10 @@ func DefaultKeyMap() KeyMap {
 			Detail:         b("enter", "read message", "enter"),
 			NextCheckpoint: b("}", "next checkpoint", "}"),
 			PrevCheckpoint: b("{", "prev checkpoint", "{"),
+			Fork:           b("f", "fork here", "f"),
+			Cancel:         b("x", "cancel running forks", "x"),
+			Compare:        b("c", "compare forks", "c"),
+			Best:           b("b", "mark best", "b"),
 		},
 	}
 }
@@ -97,7 +102,7 @@ type treeHelp struct{ k KeyMap }
 
 func (h treeHelp) ShortHelp() []key.Binding {
 	t := h.k.Tree
-	return []key.Binding{t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
+	return []key.Binding{t.Fork, t.Compare, t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
 }
 
 func (h treeHelp) FullHelp() [][]key.Binding {
@@ -105,6 +110,7 @@ func (h treeHelp) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
 		{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
-		{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit},
+		{t.Fork, t.Compare, t.Cancel, t.Fold, t.FoldAll, t.Detail, t.Focus},
+		{g.Back, g.Help, g.Quit},
 	}
 }

@@ -28,6 +28,7 @@ type treeScreen struct {
 	rowCache map[rowKey]string
 	renders  int
 
+	spinFrame    int // advanced while forks run
 	detail       detailPane
 	detailFocus  bool
 	detailOnly   bool // narrow terminals read a message full-screen
@@ -298,7 +299,9 @@ func (t *treeScreen) renderRow(i int, st *Styles) string {
 	}
 	t.renders++
 	s := " " + t.rowText(r, st)
-	t.rowCache[r.key()] = s
+	if r.kind != rowFork || t.data.runs[r.run].run().Status != model.Running {
+		t.rowCache[r.key()] = s // a running fork's spinner moves
+	}
 	return s
 }
 
@@ -369,7 +372,11 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		at += fmt.Sprintf(" (asked %s: %s)", run.Asked, run.SnapReason)
 	}
 	parts = append(parts, at)
-	status := statusGlyph(run.Status) + " " + string(run.Status)
+	glyph := statusGlyph(run.Status)
+	if run.Status == model.Running {
+		glyph = spinFrames[t.spinFrame%len(spinFrames)]
+	}
+	status := glyph + " " + string(run.Status)
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + harness.OneLine(run.Error, 60)
 	}

@@ -150,3 +150,16 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	emitRun(0, 0)
 	return rows
 }
+
+// transcript assembles run ri's full transcript: its ancestors' prefix and
+// its own messages. It copies message headers (not their parts), so it is
+// for occasional use, like opening the fork dialog.
+func (t *treeData) transcript(ri int) []model.Message {
+	r := t.runs[ri]
+	if r.parent < 0 {
+		return r.own
+	}
+	prefix := t.transcript(r.parent)
+	k := min(r.run().ForkAt, len(prefix))
+	return append(slices.Clip(prefix[:k]), r.own...)
+}
