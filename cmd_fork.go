@@ -16,24 +16,39 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"tine/harness"
+	"tine/harness/anthropic"
+	"tine/harness/openai"
 	"tine/harness/script"
 	"tine/model"
 	"tine/store"
 )
 
+// apiFlags override the model APIs' environment (OPENAI_BASE_URL,
+// OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY).
+type apiFlags struct {
+	baseURL, apiKey string
+}
+
 // harnesses builds the registry of backends that can run turns here.
 // paced slows the script harness so a person can watch forks run.
-func harnesses(paced bool) *harness.Registry {
+func harnesses(paced bool, api apiFlags) *harness.Registry {
 	sh := &script.Harness{}
 	if paced {
 		sh.Delay = 400 * time.Millisecond
 	}
-	return harness.NewRegistry(sh)
+	oc, ac := openai.ConfigFromEnv(), anthropic.ConfigFromEnv()
+	if api.baseURL != "" {
+		oc.BaseURL, ac.BaseURL = api.baseURL, api.baseURL
+	}
+	if api.apiKey != "" {
+		oc.APIKey, ac.APIKey = api.apiKey, api.apiKey
+	}
+	return harness.NewRegistry(sh, openai.New(oc), anthropic.New(ac))
 }
 
 // newDriver wires the fork driver to a store.
-func newDriver(st *store.Store, paced bool) *harness.Driver {
-	return &harness.Driver{Store: st, Harnesses: harnesses(paced)}
+func newDriver(st *store.Store, paced bool, api apiFlags) *harness.Driver {
+	return &harness.Driver{Store: st, Harnesses: harnesses(paced, api)}
 }
 
 // stringList is a repeatable string flag.
@@ -77,7 +92,10 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	f.Var(&msgs, "m", "the `message` each fork continues with: once for all, or once per fork")
 	at := f.String("at", "end", "where to fork: end, last_user, a boundary K, or step:N")
 	hname := f.String("harness", "", "the `harness` that runs the turns (default: the run's own)")
-	modelName := f.String("model", "", "the `model` the harness asks for")
+	modelName := f.String("model", "", "the `model` the harness asks for (openai: or OPENAI_MODEL; anthropic: or ANTHROPIC_MODEL)")
+	var api apiFlags
+	f.StringVar(&api.baseURL, "base-url", "", "the model API's base `URL` (default OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	f.StringVar(&api.apiKey, "api-key", "", "the model API's `key` (better: OPENAI_API_KEY or ANTHROPIC_API_KEY, which ps cannot see)")
 	wait := f.Bool("wait", false, "run the turns in the foreground and wait for them")
 	regenerate := f.Bool("regenerate", false, "fork at last_user and let the model answer again (no -m)")
 	replace := f.Bool("replace-original", false, "with --regenerate: hide the source run in views (it stays stored)")
@@ -104,7 +122,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	d := newDriver(st, false)
+	d := newDriver(st, false, api)
 	d.Parallel = *parallel
 	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace})
@@ -132,7 +150,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 		progress := forkProgress(e, forks)
 		forks = d.RunTurns(ctx, turns, progress)
 	default:
-		if err := startBackgroundTurns(st.Path(), *parallel, turns); err != nil {
+		if err := startBackgroundTurns(st.Path(), *parallel, api, turns); err != nil {
 			return fmt.Errorf("forks created, but their turns could not start: %w", err)
 		}
 		for i := range forks {
@@ -203,12 +221,17 @@ func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
 // startBackgroundTurns runs the turns in a detached tine process, so the
 // command returns at once and the forks go on; the child reads its work
 // from stdin.
-func startBackgroundTurns(db string, parallel int, turns []harness.Turn) error {
+func startBackgroundTurns(db string, parallel int, api apiFlags, turns []harness.Turn) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "--db", db, "run-turns", "--parallel", fmt.Sprint(parallel))
+	cmd := exec.Command(exe, "--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL)
+	// The key goes through the environment, never the argument list.
+	cmd.Env = os.Environ()
+	if api.apiKey != "" {
+		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	data, err := json.Marshal(turns)
 	if err != nil {
@@ -226,6 +249,8 @@ func startBackgroundTurns(db string, parallel int, turns []harness.Turn) error {
 func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "run-turns", "", "Run the turns given as JSON on stdin (used by tine fork).")
 	parallel := f.Int("parallel", 4, "how many turns run at once")
+	var api apiFlags
+	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -238,7 +263,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	d := newDriver(st, false)
+	d := newDriver(st, false, api)
 	d.Parallel = *parallel
 	d.RunTurns(ctx, turns, nil)
 	return nil

@@ -170,7 +170,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err := requireTerminal(); err != nil {
 		return err
 	}
-	d := newDriver(st, true)
+	d := newDriver(st, true, apiFlags{})
 	d.DefaultHarness = "script" // the demo forks offline
 	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d})
 	if *keep {
@@ -188,5 +188,5 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true)})
+	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true, apiFlags{})})
 }

@@ -15,6 +15,7 @@ import (
 
 	"tine/model"
 	"tine/store"
+	"tine/testdata/modelserver"
 )
 
 // tine runs one command line against db and returns stdout, stderr and the status.
@@ -310,7 +311,12 @@ func TestForkAndCompare(t *testing.T) {
 	_, errOut, code = tine(t, db, "fork", id, "--at", "0", "--harness", "script")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "nothing to fork")
-	_, errOut, code = tine(t, db, "fork", id, "-m", "x")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	odd := model.Run{Harness: "mystery-agent", Name: "odd"}
+	require.NoError(t, st.CreateRun(context.Background(), &odd, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "hi"}}}}))
+	st.Close()
+	_, errOut, code = tine(t, db, "fork", "odd", "-m", "x")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "cannot run turns here; pick one with --harness")
 	_, _, code = tine(t, db, "fork", id, "--regenerate", "-m", "x")
@@ -340,4 +346,68 @@ func TestRegenerateReplacesOriginal(t *testing.T) {
 	assert.NotContains(t, out, `"id": "`+id+`"`, "the source is hidden")
 	out, _, _ = tine(t, db, "ls", "--json", "--all")
 	assert.Contains(t, out, `"id": "`+id+`"`, "and still stored")
+}
+
+// TestForkThroughAnOpenAIServer is the issue's acceptance line: three named
+// forks with one message, through the openai harness, against a server on
+// loopback, waited for, as JSON.
+func TestForkThroughAnOpenAIServer(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model"})
+	require.NoError(t, err)
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL()+"/v1")
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	srv.Push(
+		modelserver.Reply{Text: "Paris: 18C.", Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 6}},
+		modelserver.Reply{Text: "Rome: 24C.", Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 6}},
+		modelserver.Reply{Text: "Oslo: 9C.", Usage: modelserver.Usage{InputTokens: 120, OutputTokens: 6}},
+	)
+	db, id := importSeed(t)
+	out, errOut, code := tine(t, db, "fork", id, "-n", "3", "--name", "a", "--name", "b", "--name", "c",
+		"-m", "One city only, please.", "--harness", "openai", "--model", "test-model", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Len(t, res.Forks, 3)
+	texts := map[string]bool{}
+	for _, f := range res.Forks {
+		assert.Equal(t, "completed", f.Status, f.Error)
+		assert.Equal(t, "openai", f.Harness)
+		assert.Equal(t, 8, f.Messages, "6 inherited, the message, the reply")
+		assert.Equal(t, model.Usage{InputTokens: 120, OutputTokens: 6}, f.Usage, "own spending, as the server reported it")
+		show, _, _ := tine(t, db, "show", f.ID, "--json")
+		for _, k := range []string{"Paris: 18C.", "Rome: 24C.", "Oslo: 9C."} {
+			if strings.Contains(show, k) {
+				texts[k] = true
+			}
+		}
+	}
+	assert.Len(t, texts, 3, "each fork got its own answer")
+	reqs := srv.ModelRequests()
+	require.Len(t, reqs, 3)
+	assert.Contains(t, string(reqs[0].Body), "get_weather", "the shared prefix, tool batch included, was sent")
+	assert.Contains(t, string(reqs[0].Body), "One city only, please.")
+}
+
+// TestForkWaitCancels is Ctrl+C during --wait: the context ends, the turn
+// stops, and the fork is recorded as cancelled.
+func TestForkWaitCancels(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model"})
+	require.NoError(t, err)
+	defer srv.Close()
+	srv.Push(modelserver.Reply{Text: "too late", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: time.Minute}})
+	db, id := importSeed(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(500*time.Millisecond, cancel)
+	var out, errOut bytes.Buffer
+	start := time.Now()
+	code := run(ctx, []string{"--db", db, "fork", id, "--name", "slow", "-m", "hi", "--harness", "openai",
+		"--base-url", srv.URL() + "/v1", "--model", "test-model", "--wait"}, &env{stdout: &out, stderr: &errOut, stdin: strings.NewReader("")})
+	assert.Equal(t, 1, code)
+	assert.Less(t, time.Since(start), 10*time.Second, "cancelling is prompt")
+	assert.Contains(t, errOut.String(), "cancelled")
+	show, _, _ := tine(t, db, "ls", "--json")
+	assert.Contains(t, show, `"status": "cancelled"`)
 }

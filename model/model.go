@@ -181,6 +181,8 @@ type Run struct {
 	Usage   Usage
 	CostUSD float64
 	Hidden  bool
+	// Best marks the run a person picked as the best of its siblings.
+	Best bool
 	// OwnMessages counts the messages stored on this run itself.
 	OwnMessages int
 }

@@ -16,7 +16,7 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.asked, r.snapped_reason, r.parent_len, r.name, r.harness, r.native_id, r.model,
 	r.cwd, r.title, r.status, r.error, r.created_at, r.finished_at,
 	r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
-	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree`
+	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree, r.best`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +31,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
 		&r.Cwd, &r.Title, &status, &r.Error, &created, &finished,
 		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens,
-		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree}
+		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree, &r.Best}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -239,6 +239,34 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 // SetHidden hides run id from views, or shows it again; it stays stored.
 func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
 	return s.update(ctx, "set hidden", id, `UPDATE runs SET hidden = ? WHERE id = ?`, hidden, id)
+}
+
+// SetBest marks run id as the best of its siblings (the forks of its
+// parent, and the parent itself), unmarking the others; best false unmarks it.
+func (s *Store) SetBest(ctx context.Context, id string, best bool) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if best {
+			_, err := tx.ExecContext(ctx, `UPDATE runs SET best = 0 WHERE best = 1 AND (
+				parent_id = (SELECT parent_id FROM runs WHERE id = ?1)
+				OR id = (SELECT parent_id FROM runs WHERE id = ?1)
+				OR parent_id = ?1)`, id)
+			if err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET best = ? WHERE id = ?`, best, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("run %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set best: %w", err)
+	}
+	return nil
 }
 
 // SetName names run id ("" removes the name).

@@ -462,3 +462,24 @@ func TestResolve(t *testing.T) {
 	assert.Contains(t, err.Error(), "bbbb000000000001 (twin)")
 	assert.Contains(t, err.Error(), "bbbb000000000002 (twin)")
 }
+
+func TestSetBestUnmarksSiblings(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	root := model.Run{Harness: "x"}
+	require.NoError(t, s.CreateRun(ctx, &root, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "q"}}}}))
+	a := &model.Run{ParentID: root.ID, ForkAt: 1}
+	b := &model.Run{ParentID: root.ID, ForkAt: 1}
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{a, b}))
+	require.NoError(t, s.SetBest(ctx, a.ID, true))
+	require.NoError(t, s.SetBest(ctx, b.ID, true))
+	ra, _ := s.Run(ctx, a.ID)
+	rb, _ := s.Run(ctx, b.ID)
+	assert.False(t, ra.Best)
+	assert.True(t, rb.Best)
+	require.NoError(t, s.SetBest(ctx, root.ID, true))
+	rb, _ = s.Run(ctx, b.ID)
+	assert.False(t, rb.Best, "the original competes with its forks")
+	require.NoError(t, s.SetBest(ctx, root.ID, false))
+	assert.ErrorIs(t, s.SetBest(ctx, "nope", true), ErrNotFound)
+}

@@ -37,6 +37,7 @@ type screenID int
 const (
 	screenLibrary screenID = iota
 	screenTree
+	screenCompare
 )
 
 // level orders status messages.
@@ -68,6 +69,7 @@ type App struct {
 
 	lib       libraryScreen
 	tree      *treeScreen
+	compare   *compareScreen
 	treeTitle string
 	loading   string
 
@@ -245,6 +247,24 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
 		return a, a.openTree(msg)
+	case compareLoadedMsg:
+		a.loading = ""
+		if msg.err != nil {
+			return a, a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
+		}
+		a.compare, a.screen = msg.screen, screenCompare
+		return a, nil
+	case bestSetMsg:
+		if msg.err != nil {
+			return a, a.errorStatus(msg.err)
+		}
+		if a.compare != nil {
+			for i := range a.compare.cols {
+				c := &a.compare.cols[i]
+				c.run.Best = msg.best && c.run.ID == msg.id
+			}
+		}
+		return a, a.reloadTree()
 	case forksCreatedMsg:
 		return a, a.forksCreated(msg)
 	case runEventMsg:
@@ -357,6 +377,8 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	switch a.screen {
+	case screenCompare:
+		return a.compareKey(msg)
 	case screenTree:
 		t := a.tree
 		if key.Matches(msg, g.Back) {
@@ -377,6 +399,13 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			return a.openDialog()
 		case key.Matches(msg, tk.Cancel):
 			return a.cancelSelected()
+		case key.Matches(msg, tk.Compare):
+			runs, labels, k, why := comparisonFor(t)
+			if why != "" {
+				return a.setStatus(why, levelWarn)
+			}
+			a.loading = "comparing…"
+			return loadCompare(a.st, runs, labels, k)
 		}
 		if key.Matches(msg, tk.Focus) {
 			if a.layout().detail.w == 0 {
@@ -536,6 +565,9 @@ func (a *App) render() string {
 		body = block(a.helpView(), l.body.w, l.body.h)
 	case a.dialog != nil:
 		body = block(a.dialog.view(st, l.body.w, l.body.h), l.body.w, l.body.h)
+	case a.screen == screenCompare && a.compare != nil:
+		a.compare.layout(l.body.w, l.body.h, st)
+		body = block(a.compare.view(st), l.body.w, l.body.h)
 	case a.screen == screenTree && a.tree != nil:
 		body = a.treeBody(l)
 	default:
@@ -581,6 +613,12 @@ func (a *App) headerLine() string {
 	switch {
 	case a.loading != "":
 		s += st.Subtle.Render("  " + a.loading)
+	case a.screen == screenCompare && a.compare != nil:
+		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 60) + st.Subtle.Render(" › ") +
+			fmt.Sprintf("compare %d runs from K=%d", len(a.compare.cols), a.compare.forkPoint)
+		if v := a.compare.visible(); v < len(a.compare.cols) {
+			s += st.Subtle.Render(fmt.Sprintf("  columns %d–%d of %d", a.compare.first+1, a.compare.first+v, len(a.compare.cols)))
+		}
 	case a.screen == screenTree && a.tree != nil:
 		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 80)
 		if rd := a.tree.currentRun(); rd != nil {
@@ -621,6 +659,9 @@ func (a *App) footerLine() string {
 	if a.dialog != nil {
 		return st.Subtle.Render("↑/↓ field · ←/→ change · type a message · ctrl+s fork · esc cancel")
 	}
+	if a.screen == screenCompare {
+		return st.Subtle.Render("←/→ column · ↑/↓ scroll together · b mark best · enter open in tree · esc back")
+	}
 	if t := a.tree; a.screen == screenTree && t != nil && (t.detailOnly || t.detailFocus) {
 		return a.help.ShortHelpView([]key.Binding{a.keys.Tree.Up, a.keys.Tree.Down, a.keys.Tree.PageDown, a.keys.Tree.Focus, a.keys.Global.Back})
 	}
@@ -644,7 +685,9 @@ func (a *App) helpKeys() help.KeyMap {
 func (a *App) helpView() string {
 	st := &a.styles
 	var intro string
-	if a.screen == screenTree {
+	if a.screen == screenCompare {
+		intro = "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Columns that do not fit page sideways."
+	} else if a.screen == screenTree {
 		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks: → goes in, ← comes out, [ ] move between siblings, space folds."
 	} else {
 		intro = "Library: every conversation tree, newest first. / filters by title, project or harness; s searches the text of every message."

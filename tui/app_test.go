@@ -85,7 +85,8 @@ func (d *driver) run(cmd tea.Cmd) {
 			for _, c := range msg {
 				d.run(c)
 			}
-		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg:
+		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg,
+			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

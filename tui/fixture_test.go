@@ -75,3 +75,7 @@ func TestMain(m *testing.M) {
 	time.Local = time.UTC // golden screens show times
 	os.Exit(m.Run())
 }
+
+type modelMsg = model.Message
+
+func textMsg(s string) model.Message { return text(model.Assistant, s) }

@@ -380,10 +380,17 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + harness.OneLine(run.Error, 60)
 	}
-	if st == nil {
-		return fmt.Sprintf("%s%s⑂ %s  %s · %s", guides, fold, run.Label(), status, strings.Join(parts, " · "))
+	label := model.SafeText(run.Label())
+	if run.Best {
+		label = "★ " + label
 	}
-	return st.Fork.Render(guides+fold+"⑂ ") + st.ForkName.Render(model.SafeText(run.Label())) + "  " +
+	if run.Hidden {
+		parts = append(parts, "hidden")
+	}
+	if st == nil {
+		return fmt.Sprintf("%s%s⑂ %s  %s · %s", guides, fold, label, status, strings.Join(parts, " · "))
+	}
+	return st.Fork.Render(guides+fold+"⑂ ") + st.ForkName.Render(label) + "  " +
 		st.status(run.Status).Render(status) + st.Subtle.Render(" · "+strings.Join(parts, " · "))
 }
 

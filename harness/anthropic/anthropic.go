@@ -1,0 +1,544 @@
+// Package anthropic is the harness for the Anthropic Messages API: it sends
+// a run's prefix as a Messages request, streams the answer, and records it.
+// Like the openai harness it can fork at any boundary and runs no tools.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// DefaultBaseURL is where requests go when neither Config.BaseURL nor
+// ANTHROPIC_BASE_URL says otherwise.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// APIVersion is sent as the anthropic-version header.
+const APIVersion = "2023-06-01"
+
+// Defaults for the zero fields of a Config.
+const (
+	DefaultMaxTokens      = 4096
+	DefaultConnectTimeout = 15 * time.Second
+	DefaultStallTimeout   = 120 * time.Second
+	DefaultMaxRetries     = 3
+	DefaultMaxRetryWait   = 60 * time.Second
+)
+
+// Config configures a Harness; ConfigFromEnv fills it from the environment.
+type Config struct {
+	// BaseURL is the API root, with or without "/v1" (Claude Code's
+	// ANTHROPIC_BASE_URL convention is without).
+	BaseURL string
+	// APIKey is sent as x-api-key; empty sends none (a local proxy).
+	APIKey string
+	// Model is used when a turn names none.
+	Model string
+	// MaxTokens caps the answer; the API requires a value.
+	MaxTokens int
+	// ConnectTimeout bounds dialling and the TLS handshake. It applies only
+	// when HTTPClient is nil.
+	ConnectTimeout time.Duration
+	// StallTimeout bounds the wait for the response headers and for each
+	// event of the stream after them (the API pings while it thinks).
+	StallTimeout time.Duration
+	// MaxRetries is how many times a failed call is tried again (429, 529,
+	// 408, 5xx, overloaded_error, a connection that failed before any text
+	// arrived). 0 means DefaultMaxRetries; a negative value turns retries off.
+	MaxRetries int
+	// MaxRetryWait caps one wait between tries, from backoff or retry-after.
+	MaxRetryWait time.Duration
+	// HTTPClient, when set, sends the requests. Its Timeout, if any, bounds
+	// a whole streamed answer, so it is best left zero.
+	HTTPClient *http.Client
+}
+
+// ConfigFromEnv reads ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and
+// ANTHROPIC_MODEL.
+func ConfigFromEnv() Config {
+	return Config{
+		BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
+		APIKey:  os.Getenv("ANTHROPIC_API_KEY"),
+		Model:   os.Getenv("ANTHROPIC_MODEL"),
+	}
+}
+
+// Harness continues a run through the Anthropic Messages API. It sends the
+// whole prefix on every turn, so it can fork anywhere; a reply with tool
+// calls ends the turn with the calls recorded.
+type Harness struct {
+	cfg      Config
+	endpoint string
+	host     string // names the server in errors
+	client   *http.Client
+	// now and sleep are swapped by tests.
+	now   func() time.Time
+	sleep func(context.Context, time.Duration) error
+}
+
+var _ harness.Harness = (*Harness)(nil)
+
+// New returns a Harness for cfg, filling its zero fields with defaults.
+func New(cfg Config) *Harness {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	if cfg.MaxTokens <= 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = DefaultMaxRetryWait
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
+		t.TLSHandshakeTimeout = cfg.ConnectTimeout
+		// No client-wide Timeout: it would cut long answers.
+		client = &http.Client{Transport: t}
+	}
+	endpoint := cfg.BaseURL + "/v1/messages"
+	if strings.HasSuffix(cfg.BaseURL, "/v1") {
+		endpoint = cfg.BaseURL + "/messages"
+	}
+	host := cfg.BaseURL
+	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
+		host = u.Host
+	}
+	return &Harness{cfg: cfg, endpoint: endpoint, host: host, client: client, now: time.Now, sleep: sleepCtx}
+}
+
+// Name implements harness.Harness.
+func (*Harness) Name() string { return "anthropic" }
+
+// Capabilities implements harness.Harness.
+func (*Harness) Capabilities() harness.Capabilities { return harness.Known["anthropic"] }
+
+// Turn implements harness.Harness. It emits the user message (when Input is
+// set), a delta for each piece of streamed text, and the finished assistant
+// message.
+func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	modelName := req.Model
+	if modelName == "" {
+		modelName = h.cfg.Model
+	}
+	if modelName == "" {
+		return errors.New("anthropic: no model: pass --model or set ANTHROPIC_MODEL")
+	}
+	msgs := slices.Clip(req.Prefix)
+	var user *model.Message
+	if req.Input != "" {
+		user = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}, Time: h.now()}
+		msgs = append(msgs, *user)
+	}
+	wreq := buildRequest(normalize(msgs))
+	if len(wreq.Messages) == 0 {
+		return errors.New("anthropic: nothing to send: the prefix is empty and there is no new message")
+	}
+	wreq.Model, wreq.MaxTokens, wreq.Stream = modelName, h.cfg.MaxTokens, true
+	body, err := json.Marshal(wreq)
+	if err != nil {
+		return fmt.Errorf("anthropic: encode request: %w", err)
+	}
+	if user != nil {
+		emit(harness.Event{Kind: harness.EventMessage, Message: *user})
+	}
+	msg, err := h.call(ctx, body, emit)
+	if err != nil {
+		return err
+	}
+	if msg.Model == "" {
+		msg.Model = modelName
+	}
+	emit(harness.Event{Kind: harness.EventMessage, Message: msg})
+	return nil
+}
+
+// call posts body, retrying what is worth retrying, and returns the
+// assembled answer.
+func (h *Harness) call(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
+	for attempt := 0; ; attempt++ {
+		msg, err := h.attempt(ctx, body, emit)
+		if err == nil {
+			return msg, nil
+		}
+		if ctx.Err() != nil {
+			return model.Message{}, cancelled(ctx)
+		}
+		var re *retryableError
+		if !errors.As(err, &re) {
+			return model.Message{}, err
+		}
+		if attempt >= h.cfg.MaxRetries {
+			if attempt == 0 {
+				return model.Message{}, re.err
+			}
+			return model.Message{}, fmt.Errorf("%w (gave up after %d attempts)", re.err, attempt+1)
+		}
+		wait := re.after
+		if wait < 0 {
+			wait = backoff(attempt)
+		}
+		if err := h.sleep(ctx, min(wait, h.cfg.MaxRetryWait)); err != nil {
+			return model.Message{}, cancelled(ctx)
+		}
+	}
+}
+
+// attempt makes one request and reads its stream to the end.
+func (h *Harness) attempt(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
+	reqCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	dog := time.AfterFunc(h.cfg.StallTimeout, func() { cancel(errStalled) })
+	defer dog.Stop()
+
+	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, h.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return model.Message{}, fmt.Errorf("anthropic: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	hreq.Header.Set("anthropic-version", APIVersion)
+	if h.cfg.APIKey != "" {
+		hreq.Header.Set("x-api-key", h.cfg.APIKey)
+	}
+	resp, err := h.client.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return model.Message{}, cancelled(ctx)
+		}
+		if context.Cause(reqCtx) == errStalled {
+			return model.Message{}, h.stallError()
+		}
+		// The request never got an answer: safe to send again.
+		return model.Message{}, &retryableError{err: fmt.Errorf("anthropic: cannot reach %s: %w", h.host, err), after: -1}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return model.Message{}, h.statusError(resp)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "event-stream") {
+		return model.Message{}, fmt.Errorf("anthropic: %s answered %s, not an event stream", h.host, ct)
+	}
+
+	a := &assembler{emit: emit}
+	err = readSSE(resp.Body, func() { dog.Reset(h.cfg.StallTimeout) }, a.event)
+	switch {
+	case err == nil:
+		return a.message(h.now()), nil
+	case ctx.Err() != nil:
+		return model.Message{}, cancelled(ctx)
+	case context.Cause(reqCtx) == errStalled:
+		return model.Message{}, h.stallError()
+	}
+	var bad *malformedError
+	if errors.As(err, &bad) {
+		return model.Message{}, fmt.Errorf("anthropic: malformed stream from %s: %v", h.host, bad)
+	}
+	var se *streamError
+	if errors.As(err, &se) {
+		err := fmt.Errorf("anthropic: %s reported %s mid-stream: %s", h.host, se.typ, redact(se.msg, h.cfg.APIKey))
+		switch se.typ {
+		case "overloaded_error", "api_error", "rate_limit_error":
+			if !a.emitted {
+				return model.Message{}, &retryableError{err: err, after: -1}
+			}
+		}
+		return model.Message{}, err
+	}
+	early := fmt.Errorf("anthropic: stream ended early from %s (no message_stop after %d events): %w", h.host, a.events, err)
+	if a.emitted {
+		// The text so far has reached the screen; trying again would show
+		// it twice, so the turn fails and the user can run it again.
+		return model.Message{}, early
+	}
+	return model.Message{}, &retryableError{err: early, after: -1}
+}
+
+func (h *Harness) stallError() error {
+	return fmt.Errorf("anthropic: %s sent nothing for %s (stall timeout)", h.host, h.cfg.StallTimeout)
+}
+
+// statusError turns a non-200 answer into an error, retryable for 408, 429,
+// 5xx and 529 (overloaded), unless the server says x-should-retry: false.
+func (h *Harness) statusError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	msg := redact(errorMessage(b), h.cfg.APIKey)
+	err := fmt.Errorf("anthropic: HTTP %d from %s: %s", resp.StatusCode, h.host, msg)
+	retry := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500
+	switch resp.Header.Get("X-Should-Retry") {
+	case "true":
+		retry = true
+	case "false":
+		retry = false
+	}
+	if !retry {
+		return err
+	}
+	after, ok := retryAfter(resp.Header, h.now())
+	if !ok {
+		after = -1
+	}
+	return &retryableError{err: err, after: after}
+}
+
+// --- the stream ---
+
+type wireUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+// streamEvent is any event of a Messages stream; each type fills some fields.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		ID    string    `json:"id"`
+		Model string    `json:"model"`
+		Usage wireUsage `json:"usage"`
+	} `json:"message"`
+	Index        int             `json:"index"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage *wireUsage `json:"usage"`
+	Error *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+type contentBlock struct {
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+}
+
+type blockBuilder struct {
+	kind     string
+	id, name string
+	text     strings.Builder // text, thinking, or the tool input's JSON
+	raw      json.RawMessage // blocks of other kinds, kept whole
+}
+
+// assembler builds the assistant message from the events of one stream.
+type assembler struct {
+	emit      func(harness.Event)
+	id, model string
+	blocks    []*blockBuilder
+	byIndex   map[int]*blockBuilder
+	usage     model.Usage
+	stop      string
+	events    int
+	emitted   bool
+}
+
+func (a *assembler) event(name, data string) (bool, error) {
+	a.events++
+	var ev streamEvent
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		return false, &malformedError{err: err, data: data}
+	}
+	if ev.Type == "" {
+		ev.Type = name
+	}
+	switch ev.Type {
+	case "message_start":
+		if m := ev.Message; m != nil {
+			a.id, a.model = m.ID, m.Model
+			a.addUsage(m.Usage)
+		}
+	case "content_block_start":
+		var cb contentBlock
+		if err := json.Unmarshal(ev.ContentBlock, &cb); err != nil {
+			return false, &malformedError{err: err, data: data}
+		}
+		b := &blockBuilder{kind: cb.Type, id: cb.ID, name: cb.Name}
+		switch cb.Type {
+		case "text":
+			a.text(b, cb.Text)
+		case "thinking":
+			b.text.WriteString(cb.Thinking)
+		case "tool_use":
+			// The input streams as JSON deltas; a start carrying a whole
+			// input (some proxies do) is kept unless deltas follow.
+			if in := bytes.TrimSpace(cb.Input); len(in) > 0 && string(in) != "{}" {
+				b.raw = in
+			}
+		default:
+			b.raw = ev.ContentBlock
+		}
+		if a.byIndex == nil {
+			a.byIndex = map[int]*blockBuilder{}
+		}
+		a.byIndex[ev.Index] = b
+		a.blocks = append(a.blocks, b)
+	case "content_block_delta":
+		b := a.byIndex[ev.Index]
+		if b == nil || ev.Delta == nil {
+			return false, &malformedError{err: fmt.Errorf("delta for block %d that never started", ev.Index), data: data}
+		}
+		switch ev.Delta.Type {
+		case "text_delta":
+			a.text(b, ev.Delta.Text)
+		case "thinking_delta":
+			b.text.WriteString(ev.Delta.Thinking)
+		case "input_json_delta":
+			b.text.WriteString(ev.Delta.PartialJSON)
+		}
+		// signature_delta, citations_delta: not stored.
+	case "message_delta":
+		if ev.Delta != nil && ev.Delta.StopReason != "" {
+			a.stop = ev.Delta.StopReason
+		}
+		if ev.Usage != nil {
+			a.addUsage(*ev.Usage)
+		}
+	case "message_stop":
+		return true, nil
+	case "error":
+		se := &streamError{typ: "error", msg: "(no message)"}
+		if ev.Error != nil {
+			se.typ, se.msg = ev.Error.Type, ev.Error.Message
+		}
+		return false, se
+	}
+	// ping, content_block_stop and event types added later need nothing.
+	return false, nil
+}
+
+func (a *assembler) text(b *blockBuilder, s string) {
+	if s == "" {
+		return
+	}
+	b.text.WriteString(s)
+	a.emitted = true
+	a.emit(harness.Event{Kind: harness.EventDelta, Delta: s})
+}
+
+// addUsage takes each count the event reports: message_start has the
+// input side, message_delta the final output (and, lately, input again).
+func (a *assembler) addUsage(u wireUsage) {
+	if u.InputTokens > 0 {
+		a.usage.InputTokens = u.InputTokens
+	}
+	if u.OutputTokens > 0 {
+		a.usage.OutputTokens = u.OutputTokens
+	}
+	if u.CacheReadInputTokens > 0 {
+		a.usage.CacheReadTokens = u.CacheReadInputTokens
+	}
+	if u.CacheCreationInputTokens > 0 {
+		a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+	}
+}
+
+func (a *assembler) message(now time.Time) model.Message {
+	m := model.Message{Role: model.Assistant, Model: a.model, Usage: a.usage, Time: now, NativeID: a.id}
+	for _, b := range a.blocks {
+		switch b.kind {
+		case "text":
+			if b.text.Len() > 0 {
+				m.Parts = append(m.Parts, model.Part{Kind: model.Text, Text: b.text.String()})
+			}
+		case "thinking":
+			m.Parts = append(m.Parts, model.Part{Kind: model.Thinking, Text: b.text.String()})
+		case "tool_use":
+			input := b.text.String()
+			if input == "" {
+				input = string(b.raw)
+			}
+			if input == "" {
+				input = "{}"
+			}
+			m.Parts = append(m.Parts, model.Part{Kind: model.ToolCall, ToolCallID: b.id, ToolName: b.name, ToolInput: input})
+		case "redacted_thinking":
+			// Opaque without its signature, which tine does not keep.
+		default:
+			m.Parts = append(m.Parts, model.Part{Kind: model.Other, Raw: string(b.raw)})
+		}
+	}
+	return m
+}
+
+// --- cost ---
+
+// price is USD per million tokens; cache writes at the 5-minute rate.
+type price struct {
+	in, cacheWrite, cacheRead, out float64
+	// long: above 200k prompt tokens (the 1M-context beta) input and cache
+	// cost twice as much and output 1.5 times.
+	long bool
+}
+
+// prices are Anthropic's published list prices for the models whose price
+// is known here; anything else has no estimate.
+var prices = map[string]price{
+	"claude-opus-4-5":   {5, 6.25, 0.50, 25, false},
+	"claude-opus-4-1":   {15, 18.75, 1.50, 75, false},
+	"claude-opus-4":     {15, 18.75, 1.50, 75, false},
+	"claude-opus-4-0":   {15, 18.75, 1.50, 75, false},
+	"claude-sonnet-4-5": {3, 3.75, 0.30, 15, true},
+	"claude-sonnet-4":   {3, 3.75, 0.30, 15, true},
+	"claude-sonnet-4-0": {3, 3.75, 0.30, 15, true},
+	"claude-3-7-sonnet": {3, 3.75, 0.30, 15, false},
+	"claude-haiku-4-5":  {1, 1.25, 0.10, 5, false},
+	"claude-3-5-haiku":  {0.80, 1, 0.08, 4, false},
+	"claude-3-haiku":    {0.25, 0.30, 0.03, 1.25, false},
+}
+
+// snapshot matches a dated snapshot or alias suffix: "-20250929", "-latest".
+var snapshot = regexp.MustCompile(`-(\d{8}|latest)$`)
+
+// Cost estimates what u cost on Anthropic's API at list price. known is
+// false for models not in the table: an unknown price is not guessed.
+func (h *Harness) Cost(modelName string, u model.Usage) (usd float64, known bool) {
+	p, ok := prices[snapshot.ReplaceAllString(modelName, "")]
+	if !ok {
+		return 0, false
+	}
+	inMul, outMul := 1.0, 1.0
+	if p.long && u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > 200_000 {
+		inMul, outMul = 2, 1.5
+	}
+	usd = inMul*(float64(u.InputTokens)*p.in+float64(u.CacheWriteTokens)*p.cacheWrite+float64(u.CacheReadTokens)*p.cacheRead) +
+		outMul*float64(u.OutputTokens)*p.out
+	return usd / 1e6, true
+}

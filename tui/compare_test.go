@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestChangedTokens(t *testing.T) {
+	a := tokenize([]modelMsg{textMsg("the bug is in the cache key")})
+	b := tokenize([]modelMsg{textMsg("the bug is in the parser, not the cache")})
+	changed := changedTokens(a, b)
+	var marked []string
+	for i, c := range changed {
+		if c {
+			marked = append(marked, b[i].text)
+		}
+	}
+	assert.Equal(t, []string{"parser,", "not", "the"}, marked)
+	assert.Empty(t, trueOnly(changedTokens(a, a)), "a column never differs from itself")
+}
+
+func trueOnly(bs []bool) []bool {
+	var out []bool
+	for _, b := range bs {
+		if b {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func TestCompareScreen(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter")
+	// Put the cursor on the message the "terse" fork leaves after (K=5):
+	// the comparison is terse against the original's continuation.
+	for d.a.tree.cursor = 0; d.a.tree.cursor < len(d.a.tree.rows); d.a.tree.cursor++ {
+		r := d.a.tree.rows[d.a.tree.cursor]
+		if r.kind == rowFork && d.a.tree.data.runs[r.run].run().Name == "terse" {
+			break
+		}
+	}
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	s := d.plain()
+	assert.Contains(t, s, "compare 2 runs from K=5")
+	assert.Contains(t, s, "original (")
+	assert.Contains(t, s, "terse")
+	assert.Contains(t, s, "Paris is **18C**")
+	assert.Contains(t, s, "18/24/9")
+	assert.Contains(t, s, "✗ failed")
+	requireFits(t, d.screen(), 120, 30)
+	assert.Contains(t, d.screen(), d.a.styles.Match.Render("18/24/9"), "the differing words are marked")
+
+	d.keys("l", "b")
+	assert.True(t, d.a.compare.cols[1].run.Best)
+	assert.Contains(t, d.plain(), "★ terse")
+	d.keys("enter")
+	require.Equal(t, screenTree, d.a.screen)
+	r, _ := d.a.tree.selected()
+	assert.Equal(t, "terse", d.a.tree.data.runs[r.run].run().Name, "enter opens the column's run in the tree")
+	assert.Contains(t, d.plain(), "★ terse", "the mark is stored")
+
+	// Nothing to compare at the root's first message without forks below.
+	d.keys("G", "c")
+	assert.Contains(t, d.plain(), "put the cursor on a fork")
+}
+
+func TestCompareColumnsPageSideways(t *testing.T) {
+	c := &compareScreen{forkPoint: 1}
+	for i := 0; i < 10; i++ {
+		c.cols = append(c.cols, compareColumn{tokens: tokenize([]modelMsg{textMsg(strings.Repeat("word ", i+1))}), msgs: []modelMsg{textMsg("x")}})
+	}
+	c.diff()
+	st := NewStyles(true)
+	for _, w := range []int{120, 200, 300} {
+		c.layout(w, 30, &st)
+		assert.Equal(t, min(w/minColumn, 10), c.visible(), "width %d", w)
+		for _, line := range strings.Split(c.view(&st), "\n") {
+			assert.LessOrEqual(t, ansi.StringWidth(line), w)
+		}
+	}
+	c.layout(120, 30, &st)
+	keys := DefaultKeyMap()
+	for i := 0; i < 9; i++ {
+		c.update(press("l"), keys)
+	}
+	assert.Equal(t, 9, c.focus)
+	assert.Equal(t, 6, c.first, "the focused column pages into view")
+}
