@@ -16,6 +16,9 @@ import (
 type Store interface {
 	Run(ctx context.Context, id string) (model.Run, error)
 	Messages(ctx context.Context, runID string) ([]model.Message, int, error)
+	// Shape is the transcript with roles, part kinds and tool ids only:
+	// enough to find pair-safe cuts, cheap on long runs.
+	Shape(ctx context.Context, runID string) ([]model.Message, error)
 	CreateForks(ctx context.Context, forks []*model.Run) error
 	AppendMessages(ctx context.Context, runID string, msgs []model.Message) error
 	SetStatus(ctx context.Context, id string, st model.Status, errText string) error
@@ -97,7 +100,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if err != nil {
 		return nil, model.Cut{}, err
 	}
-	msgs, _, err := d.Store.Messages(ctx, parent.ID)
+	msgs, err := d.Store.Shape(ctx, parent.ID)
 	if err != nil {
 		return nil, model.Cut{}, err
 	}

@@ -483,3 +483,29 @@ func TestSetBestUnmarksSiblings(t *testing.T) {
 	require.NoError(t, s.SetBest(ctx, root.ID, false))
 	assert.ErrorIs(t, s.SetBest(ctx, "nope", true), ErrNotFound)
 }
+
+func TestShapeMatchesMessages(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	msgs := []model.Message{
+		{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "q"}}},
+		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "a"}, {Kind: model.ToolCall, ToolCallID: "c1", ToolName: "x"}}},
+		{Role: model.Tool, Parts: []model.Part{{Kind: model.ToolResult, ToolCallID: "c1", Text: "out"}}},
+		{Role: model.Assistant},
+	}
+	root := model.Run{Harness: "x"}
+	require.NoError(t, s.CreateRun(ctx, &root, msgs))
+	fork := model.Run{ParentID: root.ID, ForkAt: 3}
+	require.NoError(t, s.CreateRun(ctx, &fork, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "more"}}}}))
+	shape, err := s.Shape(ctx, fork.ID)
+	require.NoError(t, err)
+	full, _, err := s.Messages(ctx, fork.ID)
+	require.NoError(t, err)
+	require.Len(t, shape, len(full))
+	assert.Equal(t, model.Checkpoints(full), model.Checkpoints(shape))
+	for i := range full {
+		assert.Equal(t, full[i].Role, shape[i].Role)
+		assert.Equal(t, full[i].IsPrompt(), shape[i].IsPrompt())
+		assert.Len(t, shape[i].Parts, len(full[i].Parts))
+	}
+}

@@ -1,0 +1,48 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"tine/harness"
+	"tine/harness/script"
+	"tine/model"
+	"tine/store"
+)
+
+// BenchmarkFork10 makes 10 forks of a 10,000-message run through the
+// driver, the way `tine fork -n 10` does: resolve the cut, then one row per
+// fork. Target: under 20 ms.
+func BenchmarkFork10(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	var msgs []model.Message
+	for i := 0; len(msgs) < 10_000; i++ {
+		id := fmt.Sprintf("c%d", i)
+		msgs = append(msgs,
+			model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "step " + id + ": refactor the next file please"}}},
+			model.Message{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "on it"}, {Kind: model.ToolCall, ToolCallID: id, ToolName: "bash", ToolInput: `{"command":"go test ./..."}`}}},
+			model.Message{Role: model.Tool, Parts: []model.Part{{Kind: model.ToolResult, ToolCallID: id, Text: "ok\ttine/store\t0.01s\nok\ttine/model\t0.01s"}}},
+			model.Message{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "Done; the tests pass and the names read better now."}}},
+		)
+	}
+	root := model.Run{Harness: "script"}
+	if err := st.CreateRun(ctx, &root, msgs); err != nil {
+		b.Fatal(err)
+	}
+	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "5000", N: 10})
+		if err != nil || len(forks) != 10 {
+			b.Fatal(err)
+		}
+	}
+}
