@@ -185,6 +185,11 @@ type Run struct {
 	Best bool
 	// OwnMessages counts the messages stored on this run itself.
 	OwnMessages int
+	// Source is the transcript file the run was imported from, if any.
+	Source string
+	// SpawnedBy is the run whose tool call SpawnedCall started this one (a
+	// subagent): a relation, not a fork, so nothing is inherited.
+	SpawnedBy, SpawnedCall string
 }
 
 // Len is the run's full length: its inherited prefix plus its own messages.

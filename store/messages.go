@@ -73,34 +73,8 @@ func insertMessages(ctx context.Context, tx *sql.Tx, runID string, start int, ms
 func (s *Store) AppendMessages(ctx context.Context, runID string, msgs []model.Message) error {
 	var ids []int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var forkAt, own int
-		err := tx.QueryRowContext(ctx, `SELECT fork_at, own_messages FROM runs WHERE id = ?`, runID).
-			Scan(&forkAt, &own)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %s: %w", runID, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		if len(msgs) == 0 {
-			return nil
-		}
-		if ids, err = insertMessages(ctx, tx, runID, forkAt+own, msgs); err != nil {
-			return err
-		}
-		u := model.OwnUsage(msgs, 0)
-		// Messages without a time count as happening now.
-		last := lastActivity(time.Time{}, msgs)
-		if last.IsZero() {
-			last = time.Now()
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET
-			own_messages = own_messages + ?,
-			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-			cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-			last_at = max(last_at, ?)
-		WHERE id = ?`, len(msgs), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
-			last.UnixNano(), runID)
+		var err error
+		ids, err = appendMessages(ctx, tx, runID, msgs, model.OwnUsage(msgs, 0))
 		return err
 	})
 	if err != nil {
@@ -110,6 +84,37 @@ func (s *Store) AppendMessages(ctx context.Context, runID string, msgs []model.M
 		msgs[i].ID = ids[i]
 	}
 	return nil
+}
+
+// appendMessages is AppendMessages inside a transaction; u is the usage to
+// add to the run's own (an import may pass the agent's own figure).
+func appendMessages(ctx context.Context, tx *sql.Tx, runID string, msgs []model.Message, u model.Usage) ([]int64, error) {
+	var forkAt, own int
+	err := tx.QueryRowContext(ctx, `SELECT fork_at, own_messages FROM runs WHERE id = ?`, runID).
+		Scan(&forkAt, &own)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+	ids, err := insertMessages(ctx, tx, runID, forkAt+own, msgs)
+	if err != nil {
+		return nil, err
+	}
+	// Messages without a time count as happening now.
+	last := lastActivity(time.Time{}, msgs)
+	if last.IsZero() {
+		last = time.Now()
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE runs SET
+		own_messages = own_messages + ?,
+		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
+		last_at = max(last_at, ?)
+	WHERE id = ?`, len(msgs), u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens,
+		last.UnixNano(), runID)
+	return ids, err
 }
 
 // level is one run on the path from a root down to the run being read, and

@@ -16,7 +16,8 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.asked, r.snapped_reason, r.parent_len, r.name, r.harness, r.native_id, r.model,
 	r.cwd, r.title, r.status, r.error, r.created_at, r.finished_at,
 	r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
-	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree, r.best`
+	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree, r.best,
+	r.source, r.spawned_by, r.spawned_call`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -31,7 +32,8 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
 		&r.Cwd, &r.Title, &status, &r.Error, &created, &finished,
 		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens,
-		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree, &r.Best}
+		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree, &r.Best,
+		&r.Source, &r.SpawnedBy, &r.SpawnedCall}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -167,13 +169,13 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *model.Run, last time.Time) er
 		name, harness, native_id, model, cwd, title, status, error,
 		created_at, finished_at, last_at,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-		cost_usd, hidden, own_messages, branch, worktree
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.TreeID, parent, r.ForkAt, r.ForkStep, r.Asked, r.SnapReason, r.ParentLen,
 		r.Name, r.Harness, r.NativeID, r.Model, r.Cwd, r.Title, string(r.Status), r.Error,
 		r.CreatedAt.UnixNano(), finished, lastAt,
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
-		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree)
+		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}

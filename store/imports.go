@@ -1,0 +1,288 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"tine/model"
+)
+
+// ImportFile stores the runs read from one file, records the file, and
+// links them to the sessions they were forked from or spawned by, all in
+// one transaction. A link whose other session is not stored yet is kept
+// and resolved by the import that brings that session, so a fork ends up
+// sharing its parent's prefix whichever file is imported first.
+func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error) {
+	created := make([]model.Run, len(runs))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		for i, fr := range runs {
+			r := fr.Run
+			r.Source = src.Path
+			if fr.Parent >= 0 {
+				if fr.Parent >= i {
+					return fmt.Errorf("run %d of %s branches from run %d, which comes later", i, src.Path, fr.Parent)
+				}
+				r.ParentID = created[fr.Parent].ID
+			}
+			if _, err := createRun(ctx, tx, &r, fr.Messages); err != nil {
+				return err
+			}
+			created[i] = r
+			if fr.Link != nil {
+				if err := addLink(ctx, tx, r.ID, *fr.Link); err != nil {
+					return err
+				}
+			}
+		}
+		if err := putSource(ctx, tx, src, firstID(created)); err != nil {
+			return err
+		}
+		return resolveLinks(ctx, tx, created)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", src.Path, err)
+	}
+	return created, nil
+}
+
+// AppendFile adds the messages read from a grown file's new bytes to the
+// run that file is, and records how far the file was read.
+func (s *Store) AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := appendMessages(ctx, tx, runID, msgs, u); err != nil {
+			return err
+		}
+		return putSource(ctx, tx, src, runID)
+	})
+	if err != nil {
+		return fmt.Errorf("import %s: %w", src.Path, err)
+	}
+	return nil
+}
+
+// SkipFile records a file that was read and held nothing to store, so it
+// is not read again until it changes.
+func (s *Store) SkipFile(ctx context.Context, src model.Source, reason string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, skipped)
+			VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
+			ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
+				"offset" = excluded."offset", imported_at = excluded.imported_at, skipped = excluded.skipped`,
+			src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, time.Now().UnixNano(), reason)
+		return err
+	})
+}
+
+// RetireSource detaches the runs of a file that was rewritten in place: they
+// stay stored (forks made from them keep working) but are hidden, and the
+// file's new content is imported afresh.
+func (s *Store) RetireSource(ctx context.Context, path string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = '' WHERE source = ?`, path); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE path = ?`, path)
+		return err
+	})
+}
+
+// Sources returns every recorded file by path, for a fast re-import scan.
+func (s *Store) Sources(ctx context.Context) (map[string]model.Source, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT path, format, size, mtime, "offset" FROM sources`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]model.Source{}
+	for rows.Next() {
+		var src model.Source
+		var mtime int64
+		if err := rows.Scan(&src.Path, &src.Format, &src.Size, &mtime, &src.Offset); err != nil {
+			return nil, err
+		}
+		src.MTime = time.Unix(0, mtime)
+		out[src.Path] = src
+	}
+	return out, rows.Err()
+}
+
+// RunsBySource returns the runs imported from a file, oldest first.
+func (s *Store) RunsBySource(ctx context.Context, path string) ([]model.Run, error) {
+	return s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.source = ? ORDER BY r.created_at, r.rowid`, path)
+}
+
+func firstID(runs []model.Run) sql.NullString {
+	if len(runs) == 0 {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: runs[0].ID, Valid: true}
+}
+
+func putSource(ctx context.Context, tx *sql.Tx, src model.Source, runID any) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
+			"offset" = excluded."offset", run_id = coalesce(excluded.run_id, sources.run_id),
+			imported_at = excluded.imported_at, skipped = ''`,
+		src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano())
+	return err
+}
+
+func addLink(ctx context.Context, tx *sql.Tx, runID string, l model.Link) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO links
+		(run_id, kind, harness, parent_session, after_message, before_ordinal, inherited, tool_call)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		runID, string(l.Kind), l.Harness, l.ParentSession, l.AfterMessage, l.BeforeOrdinal, l.Inherited, l.ToolCall)
+	return err
+}
+
+// resolveLinks tries the links of the runs just created, and the pending
+// links of other runs that point at them.
+func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
+	todo := map[string]bool{}
+	for _, r := range created {
+		todo[r.ID] = true
+		if r.NativeID == "" {
+			continue
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT run_id FROM links WHERE harness = ? AND parent_session = ?`, r.Harness, r.NativeID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			todo[id] = true
+		}
+		rows.Close()
+	}
+	for id := range todo {
+		if err := resolveLink(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resolveLink makes run id's link real when the session it names is stored:
+// a fork becomes a fork of that session's run, dropping the copies of the
+// prefix it now inherits; a subagent is tied to the run that spawned it.
+func resolveLink(ctx context.Context, tx *sql.Tx, id string) error {
+	var l model.Link
+	var kind string
+	err := tx.QueryRowContext(ctx, `SELECT kind, harness, parent_session, after_message, before_ordinal, inherited, tool_call
+		FROM links WHERE run_id = ?`, id).Scan(&kind, &l.Harness, &l.ParentSession, &l.AfterMessage, &l.BeforeOrdinal, &l.Inherited, &l.ToolCall)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.Kind = model.LinkKind(kind)
+	var parent, parentTree string
+	var parentLen int
+	// The session's own run: the one imported from its file, oldest first.
+	err = tx.QueryRowContext(ctx, `SELECT id, tree_id, fork_at + own_messages FROM runs
+		WHERE harness = ? AND native_id = ? AND id != ? ORDER BY source = '', parent_id IS NOT NULL, created_at LIMIT 1`,
+		l.Harness, l.ParentSession, id).Scan(&parent, &parentTree, &parentLen)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // not imported yet: the link waits
+	}
+	if err != nil {
+		return err
+	}
+	if l.Kind == model.LinkSubagent {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET spawned_by = ?, spawned_call = ? WHERE id = ?`, parent, l.ToolCall, id); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
+		return err
+	}
+	k, ok, err := forkPoint(ctx, tx, parent, l)
+	if err != nil || !ok {
+		return err // the parent lacks the fork point (yet): wait
+	}
+	var childParent sql.NullString
+	var own int
+	if err := tx.QueryRowContext(ctx, `SELECT parent_id, own_messages FROM runs WHERE id = ?`, id).Scan(&childParent, &own); err != nil {
+		return err
+	}
+	if childParent.Valid || l.Inherited > own || k > parentLen {
+		_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
+		return err // already placed, or the link does not fit: leave the run as it is
+	}
+	if err := reparent(ctx, tx, id, parent, parentTree, parentLen, k, l.Inherited); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
+	return err
+}
+
+// forkPoint finds K, how many of parent's messages the fork inherits.
+func forkPoint(ctx context.Context, tx *sql.Tx, parent string, l model.Link) (int, bool, error) {
+	chain, err := ancestry(ctx, tx, parent)
+	if err != nil {
+		return 0, false, err
+	}
+	switch {
+	case l.AfterMessage != "":
+		for _, lv := range chain {
+			var seq int
+			err := tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE run_id = ? AND seq < ? AND native_id = ? ORDER BY seq LIMIT 1`,
+				lv.id, lv.bound, l.AfterMessage).Scan(&seq)
+			if err == nil {
+				return seq + 1, true, nil
+			}
+			if !errors.Is(err, sql.ErrNoRows) {
+				return 0, false, err
+			}
+		}
+		return 0, false, nil
+	case l.BeforeOrdinal > 0:
+		k := 0
+		for _, lv := range chain {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages WHERE run_id = ? AND seq < ?
+				AND native_id != '' AND CAST(native_id AS INTEGER) < ?`, lv.id, lv.bound, l.BeforeOrdinal).Scan(&n); err != nil {
+				return 0, false, err
+			}
+			k += n
+		}
+		return k, true, nil
+	}
+	return 0, false, nil
+}
+
+// reparent turns root run child into a fork of parent at k, dropping its
+// first inherited own messages (copies of the parent's prefix) and moving
+// its tree under the parent's.
+func reparent(ctx context.Context, tx *sql.Tx, child, parent, parentTree string, parentLen, k, inherited int) error {
+	steps := []struct {
+		q    string
+		args []any
+	}{
+		{`DELETE FROM messages WHERE run_id = ? AND seq < ?`, []any{child, inherited}},
+		// Shift seq through negative values so UNIQUE (run_id, seq) holds at every row.
+		{`UPDATE messages SET seq = -(seq - ? + ?) - 1 WHERE run_id = ?`, []any{inherited, k, child}},
+		{`UPDATE messages SET seq = -seq - 1 WHERE run_id = ? AND seq < 0`, []any{child}},
+		// The child's own forks: those made past the copies shift with it;
+		// those inside the copies now branch from the parent itself.
+		{`UPDATE runs SET parent_id = ? WHERE parent_id = ? AND fork_at < ?`, []any{parent, child, inherited}},
+		{`UPDATE runs SET fork_at = fork_at - ? + ? WHERE parent_id = ? AND fork_at >= ?`, []any{inherited, k, child, inherited}},
+		{`UPDATE runs SET parent_id = ?, tree_id = ?, fork_at = ?, parent_len = ?, own_messages = own_messages - ? WHERE id = ?`,
+			[]any{parent, parentTree, k, parentLen, inherited, child}},
+		{`UPDATE runs SET tree_id = ? WHERE tree_id = ?`, []any{parentTree, child}},
+	}
+	for _, s := range steps {
+		if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+			return fmt.Errorf("link %s under %s: %w", child, parent, err)
+		}
+	}
+	return nil
+}
