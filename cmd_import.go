@@ -3,87 +3,99 @@ package main
 import (
 	"context"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/term"
 
 	"tine/harness"
-	"tine/harness/openai"
-	"tine/model"
-	"tine/store"
+	"tine/harness/importer"
 )
 
-// importSummary is what `tine import` reports; --json prints it.
-type importSummary struct {
-	Files     int            `json:"files"`
-	Unchanged int            `json:"unchanged"`
-	Failed    int            `json:"failed"`
-	Runs      int            `json:"runs"`
-	Messages  int            `json:"messages"`
-	Skipped   []harness.Skip `json:"skipped"`
-	Errors    []string       `json:"errors"`
-	RunIDs    []string       `json:"run_ids"`
-}
-
-// parsers are the formats tine reads, by name.
-var parsers = map[string]func(data []byte, name string) (harness.Transcript, error){
-	"openai": openai.Parse,
-}
-
 func cmdImport(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "import", "PATH... [--format auto|openai] [--json]",
-		"Import transcripts into the database, one run a file. A folder is searched for\n.json and .jsonl files. Unreadable lines are skipped and counted, never fatal;\na file already imported and unchanged (same size and time) is skipped.")
-	format := f.String("format", "auto", "transcript `format`: auto or openai")
+	f := newFlags(e, "import", "[PATH...] [--format auto|claude|codex|pi|openai] [--json]",
+		"Import transcripts. With no PATH: every session of every agent on this machine\n"+
+			"(~/.claude/projects or $CLAUDE_CONFIG_DIR, $CODEX_HOME/sessions or ~/.codex/sessions,\n"+
+			"~/.pi/agent/sessions). With PATHs: those files, and the .jsonl/.json files in those\n"+
+			"folders. Unchanged files are skipped, grown ones read from where the last import\n"+
+			"stopped. Unreadable lines are skipped and listed, never fatal; a partial last line\n"+
+			"(the agent is still writing) is left for next time.")
+	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(importer.Names(), ", "))
 	asJSON := f.Bool("json", false, "print the summary as JSON")
 	paths, err := f.parse(args, 0, -1)
 	if err != nil {
 		return err
 	}
+	if _, ok := importer.FormatNamed(*format); !ok && *format != "auto" {
+		return usagef("import: unknown --format %q (known: auto, %s)", *format, strings.Join(importer.Names(), ", "))
+	}
+	var files []importer.Found
 	if len(paths) == 0 {
-		return usagef("import: give the files or folders to import (finding every agent's sessions on its own is not built yet)")
+		files, err = importer.Discover()
+	} else {
+		files, err = importer.Expand(paths)
 	}
-	if *format != "auto" && parsers[*format] == nil {
-		return usagef("import: unknown --format %q (known: auto, openai)", *format)
-	}
-	files, err := expandPaths(paths)
 	if err != nil {
-		return err
+		return fmt.Errorf("import: %w", err)
 	}
 	st, err := e.open()
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	sum := importSummary{Skipped: []harness.Skip{}, Errors: []string{}, RunIDs: []string{}}
-	for _, path := range files {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		sum.Files++
-		if err := importFile(ctx, st, path, *format, &sum); err != nil {
-			sum.Failed++
-			sum.Errors = append(sum.Errors, harness.OneLine(err.Error(), 0))
-		}
+	opts := importer.Options{Format: *format}
+	bar := newProgressBar(e.stderr)
+	if bar != nil && !*asJSON {
+		opts.Progress = bar.update
+	}
+	sum, err := importer.Import(ctx, st, files, opts)
+	if bar != nil {
+		bar.done()
+	}
+	if err != nil {
+		return err
 	}
 	if *asJSON {
 		if err := writeJSON(e.stdout, sum); err != nil {
 			return err
 		}
 	} else {
-		printSummary(e, sum)
+		printSummary(e, sum, len(paths) == 0)
 	}
-	if sum.Failed > 0 && sum.Runs == 0 && sum.Unchanged == 0 {
+	if sum.Failed > 0 && sum.Runs == 0 && sum.Unchanged == 0 && sum.Appended == 0 {
 		return fmt.Errorf("nothing imported: %s", sum.Errors[0])
 	}
 	return nil
 }
 
-func printSummary(e *env, sum importSummary) {
-	fmt.Fprintf(e.stdout, "imported %d runs, %d messages from %d files", sum.Runs, sum.Messages, sum.Files)
+func printSummary(e *env, sum importer.Summary, discovered bool) {
+	if sum.Files == 0 {
+		if discovered {
+			fmt.Fprintln(e.stdout, "No agent sessions found (looked in ~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions).")
+		} else {
+			fmt.Fprintln(e.stdout, "No .jsonl or .json files there.")
+		}
+		return
+	}
+	fmt.Fprintf(e.stdout, "imported %d runs, %d messages from %d files (%.1f MB in %.2fs)", sum.Runs, sum.Messages, sum.Files,
+		float64(sum.Bytes)/1e6, sum.Seconds)
+	var notes []string
 	if sum.Unchanged > 0 {
-		fmt.Fprintf(e.stdout, " (%d unchanged, skipped)", sum.Unchanged)
+		notes = append(notes, fmt.Sprintf("%d unchanged", sum.Unchanged))
+	}
+	if sum.Appended > 0 {
+		notes = append(notes, fmt.Sprintf("%d grown, read from where they stopped", sum.Appended))
+	}
+	if sum.Reread > 0 {
+		notes = append(notes, fmt.Sprintf("%d rewritten, read again", sum.Reread))
+	}
+	if sum.Failed > 0 {
+		notes = append(notes, fmt.Sprintf("%d failed", sum.Failed))
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(e.stdout, "; %s", strings.Join(notes, ", "))
 	}
 	fmt.Fprintln(e.stdout)
 	if len(sum.Skipped) > 0 {
@@ -101,78 +113,35 @@ func printSummary(e *env, sum importSummary) {
 	}
 }
 
-// expandPaths turns folders into the transcript files under them.
-func expandPaths(paths []string) ([]string, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			ext := strings.ToLower(filepath.Ext(path))
-			if !d.IsDir() && (ext == ".json" || ext == ".jsonl") {
-				files = append(files, path)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("import: %w", err)
-		}
-	}
-	slices.Sort(files)
-	return slices.Compact(files), nil
+// progressBar draws import progress on a terminal, one line redrawn.
+type progressBar struct {
+	w    io.Writer
+	last time.Time
 }
 
-// importFile reads one file and stores it as a run, unless it was imported
-// before and has not changed since.
-func importFile(ctx context.Context, st *store.Store, path, format string, sum *importSummary) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	info, err := os.Stat(abs)
-	if err != nil {
-		return err
-	}
-	if prev, ok, err := st.Source(ctx, abs); err != nil {
-		return err
-	} else if ok && prev.Size == info.Size() && prev.MTime.Equal(info.ModTime()) && prev.RunID != "" {
-		sum.Unchanged++
+func newProgressBar(w io.Writer) *progressBar {
+	f, ok := w.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
 		return nil
 	}
-	data, err := os.ReadFile(abs)
-	if err != nil {
-		return err
-	}
-	if format == "auto" {
-		format = "openai" // the only format so far; agents' formats detect themselves later
-	}
-	t, err := parsers[format](data, path)
-	sum.Skipped = append(sum.Skipped, t.Skipped...)
-	if err != nil {
-		return err
-	}
-	if len(t.Messages) == 0 {
-		return fmt.Errorf("%s: no messages", path)
-	}
-	run := t.Run
-	if run.Status == "" {
-		run.Status = model.Completed
-	}
-	src := store.Source{Path: abs, Format: format, Size: info.Size(), MTime: info.ModTime(), Offset: info.Size()}
-	if err := st.ImportRun(ctx, src, &run, t.Messages); err != nil {
-		return err
-	}
-	sum.Runs++
-	sum.Messages += len(t.Messages)
-	sum.RunIDs = append(sum.RunIDs, run.ID)
-	return nil
+	return &progressBar{w: w}
 }
+
+func (b *progressBar) update(p importer.Progress) {
+	if time.Since(b.last) < 100*time.Millisecond && p.FilesDone < p.Files {
+		return
+	}
+	b.last = time.Now()
+	const width = 30
+	frac := 1.0
+	if p.Bytes > 0 {
+		frac = float64(p.BytesDone) / float64(p.Bytes)
+	}
+	filled := int(frac * width)
+	secs := max(time.Since(p.Started).Seconds(), 0.001)
+	fmt.Fprintf(b.w, "\r\x1b[K[%s%s] %d/%d files · %.1f/%.1f MB · %.0f records/s",
+		strings.Repeat("█", filled), strings.Repeat("░", width-filled), p.FilesDone, p.Files,
+		float64(p.BytesDone)/1e6, float64(p.Bytes)/1e6, float64(p.Records)/secs)
+}
+
+func (b *progressBar) done() { fmt.Fprint(b.w, "\r\x1b[K") }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
 	"tine/testdata/modelserver"
@@ -31,7 +32,7 @@ func importSeed(t *testing.T) (db, runID string) {
 	db = filepath.Join(t.TempDir(), "t.db")
 	out, errOut, code := tine(t, db, "import", "testdata/openai/seed-example.json", "--json")
 	require.Equal(t, 0, code, errOut)
-	var sum importSummary
+	var sum importer.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
 	require.Len(t, sum.RunIDs, 1)
 	return db, sum.RunIDs[0]
@@ -52,7 +53,7 @@ func TestImportSummaryAndReimport(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
 	out, _, code := tine(t, db, "import", "testdata/openai", "--json")
 	require.Equal(t, 0, code)
-	var sum importSummary
+	var sum importer.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
 	assert.Equal(t, 2, sum.Files)
 	assert.Equal(t, 2, sum.Runs)
@@ -76,7 +77,7 @@ func TestImportErrors(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("nope\n{\n"), 0o644))
 	_, errOut, code := tine(t, db, "import", bad)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "no messages (2 lines skipped)")
+	assert.Contains(t, errOut, "not a transcript tine knows")
 	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+0, "one line per failed file plus the summary error")
 
 	_, errOut, code = tine(t, db, "import", "does-not-exist.json")
@@ -200,7 +201,7 @@ func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
 	out, _, code := tine(t, db, "import", file, "--json")
 	require.Equal(t, 0, code)
-	var sum importSummary
+	var sum importer.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
 	id := sum.RunIDs[0]
 

@@ -1,0 +1,434 @@
+// Package importer brings the transcripts already on this machine into
+// tine: it finds every agent's session files, detects their format, parses
+// them with the backend that owns the format, and stores them through a
+// small interface the store satisfies. It reads only what changed: an
+// unchanged file is skipped by size and time, a grown one is read from
+// where the last import stopped, and one rewritten in place is read again.
+package importer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"tine/harness"
+	"tine/harness/claude"
+	"tine/harness/codex"
+	"tine/harness/openai"
+	"tine/harness/pi"
+	"tine/model"
+)
+
+// Store is what an import writes through; *store.Store satisfies it.
+type Store interface {
+	Sources(ctx context.Context) (map[string]model.Source, error)
+	RunsBySource(ctx context.Context, path string) ([]model.Run, error)
+	ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error)
+	AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error
+	SkipFile(ctx context.Context, src model.Source, reason string) error
+	RetireSource(ctx context.Context, path string) error
+}
+
+// Format is a transcript format tine reads.
+type Format struct {
+	Name string
+	// Dirs are where its sessions live by default (none for openai).
+	Dirs func() []string
+	// Detect tells the format from a file's first bytes.
+	Detect func(head []byte) bool
+	Parse  func(r io.Reader, name string) (harness.ParsedFile, error)
+	// Appends: the format is JSON lines an agent appends to, so a grown
+	// file can be read from where the last import stopped.
+	Appends bool
+}
+
+// Formats are the formats tine reads, in detection order.
+var Formats = []Format{
+	{Name: "claude", Dirs: claude.Dirs, Detect: claude.Detect, Parse: claude.Parse, Appends: true},
+	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true},
+	{Name: "pi", Dirs: pi.Dirs, Detect: pi.Detect, Parse: pi.Parse, Appends: true},
+	{Name: "openai", Dirs: func() []string { return nil }, Detect: func([]byte) bool { return false }, Parse: parseOpenAI},
+}
+
+func parseOpenAI(r io.Reader, name string) (harness.ParsedFile, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return harness.ParsedFile{}, err
+	}
+	t, err := openai.Parse(data, name)
+	pf := harness.ParsedFile{Skipped: t.Skipped, Offset: int64(len(data))}
+	if err != nil {
+		return pf, err
+	}
+	pf.Runs = []harness.ParsedRun{{Transcript: t, Parent: -1}}
+	return pf, nil
+}
+
+// FormatNamed returns the format called name.
+func FormatNamed(name string) (Format, bool) {
+	for _, f := range Formats {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Format{}, false
+}
+
+// Names lists the formats' names.
+func Names() []string {
+	var names []string
+	for _, f := range Formats {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// Found is a transcript file discovery turned up.
+type Found struct {
+	Path   string
+	Format string // "" when it must be detected
+	Size   int64
+}
+
+// Discover lists the session files in every agent's default folders.
+func Discover() ([]Found, error) {
+	var found []Found
+	for _, f := range Formats {
+		for _, dir := range f.Dirs() {
+			files, err := walk(dir)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return nil, err
+			}
+			for _, p := range files {
+				p.Format = f.Name
+				found = append(found, p)
+			}
+		}
+	}
+	return found, nil
+}
+
+// Expand turns paths (files or folders) into the transcript files they name.
+func Expand(paths []string) ([]Found, error) {
+	var found []Found
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !info.IsDir() {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			found = append(found, Found{Path: abs, Size: info.Size()})
+			continue
+		}
+		files, err := walk(p)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, files...)
+	}
+	slices.SortFunc(found, func(a, b Found) int { return strings.Compare(a.Path, b.Path) })
+	return slices.CompactFunc(found, func(a, b Found) bool { return a.Path == b.Path }), nil
+}
+
+// walk lists the .jsonl and .json files under dir.
+func walk(dir string) ([]Found, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var found []Found
+	err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == abs {
+				return err
+			}
+			return nil // an unreadable folder inside: skip it, keep the rest
+		}
+		if d.IsDir() {
+			return nil
+		}
+		ext := strings.ToLower(filepath.Ext(path))
+		if ext != ".jsonl" && ext != ".json" {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		found = append(found, Found{Path: path, Size: info.Size()})
+		return nil
+	})
+	return found, err
+}
+
+// Progress is how far an import has got.
+type Progress struct {
+	Files, FilesDone int
+	Bytes, BytesDone int64
+	Records          int64 // lines read
+	Started          time.Time
+	Current          string
+}
+
+// Summary is what an import did.
+type Summary struct {
+	Files     int            `json:"files"`
+	Unchanged int            `json:"unchanged"`
+	Appended  int            `json:"appended"`
+	Reread    int            `json:"reread"`
+	Failed    int            `json:"failed"`
+	Runs      int            `json:"runs"`
+	Messages  int            `json:"messages"`
+	Bytes     int64          `json:"bytes"`
+	Records   int64          `json:"records"`
+	Seconds   float64        `json:"seconds"`
+	Skipped   []harness.Skip `json:"skipped"`
+	Errors    []string       `json:"errors"`
+	RunIDs    []string       `json:"run_ids"`
+}
+
+// Options tune an import.
+type Options struct {
+	// Format forces a format; "" or "auto" detects it per file.
+	Format string
+	// Progress, when set, is called after every file.
+	Progress func(Progress)
+}
+
+// Import brings files into st. A file that cannot be read is counted and
+// reported, never fatal to the rest.
+func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary, error) {
+	sum := Summary{Skipped: []harness.Skip{}, Errors: []string{}, RunIDs: []string{}}
+	start := time.Now()
+	if opts.Format != "" && opts.Format != "auto" {
+		if _, ok := FormatNamed(opts.Format); !ok {
+			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(Names(), ", "))
+		}
+	}
+	known, err := st.Sources(ctx)
+	if err != nil {
+		return sum, err
+	}
+	prog := Progress{Files: len(files), Started: start}
+	for _, f := range files {
+		prog.Bytes += f.Size
+	}
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		sum.Files++
+		prog.Current = f.Path
+		if opts.Format != "" && opts.Format != "auto" {
+			f.Format = opts.Format
+		}
+		if err := importOne(ctx, st, f, known[f.Path], &sum); err != nil {
+			sum.Failed++
+			sum.Errors = append(sum.Errors, fmt.Sprintf("%s: %s", f.Path, harness.OneLine(err.Error(), 300)))
+		}
+		prog.FilesDone++
+		prog.BytesDone += f.Size
+		prog.Records = sum.Records
+		if opts.Progress != nil {
+			opts.Progress(prog)
+		}
+	}
+	sum.Seconds = time.Since(start).Seconds()
+	return sum, nil
+}
+
+// importOne brings one file up to date.
+func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *Summary) error {
+	info, err := os.Stat(f.Path)
+	if err != nil {
+		return err
+	}
+	src := model.Source{Path: f.Path, Format: f.Format, Size: info.Size(), MTime: info.ModTime()}
+	if prev.Path != "" && prev.Size == src.Size && prev.MTime.Equal(src.MTime) {
+		sum.Unchanged++
+		return nil
+	}
+	file, err := os.Open(f.Path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if src.Format == "" {
+		src.Format = prev.Format
+	}
+	if src.Format == "" {
+		if src.Format, err = detect(file, f.Path); err != nil {
+			return err
+		}
+	}
+	format, ok := FormatNamed(src.Format)
+	if !ok {
+		return fmt.Errorf("unknown format %q", src.Format)
+	}
+	// A grown file of an appending format: read only the new bytes.
+	if prev.Path != "" && format.Appends && prev.Format == src.Format && prev.Offset > 0 && src.Size > prev.Offset {
+		done, err := appendTail(ctx, st, file, format, src, prev, sum)
+		if err != nil || done {
+			return err
+		}
+	}
+	if prev.Path != "" {
+		if err := st.RetireSource(ctx, f.Path); err != nil {
+			return err
+		}
+		sum.Reread++
+	}
+	if _, err := file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	counter := &lineCounter{r: file}
+	parsed, err := format.Parse(counter, f.Path)
+	sum.Bytes += counter.n
+	sum.Records += counter.lines
+	sum.Skipped = append(sum.Skipped, parsed.Skipped...)
+	if err != nil {
+		return err
+	}
+	src.Offset = parsed.Offset
+	runs := fileRuns(parsed, format.Name)
+	if len(runs) == 0 {
+		return st.SkipFile(ctx, src, "no messages")
+	}
+	created, err := st.ImportFile(ctx, src, runs)
+	if err != nil {
+		return err
+	}
+	for i, r := range created {
+		sum.Runs++
+		sum.Messages += len(runs[i].Messages)
+		sum.RunIDs = append(sum.RunIDs, r.ID)
+	}
+	return nil
+}
+
+// appendTail reads a grown file from where the last import stopped and
+// appends what it holds to the file's run. It reports false when the new
+// bytes are not a plain continuation (a branch, a new session), so the
+// caller reads the whole file again.
+func appendTail(ctx context.Context, st Store, file *os.File, format Format, src, prev model.Source, sum *Summary) (bool, error) {
+	runs, err := st.RunsBySource(ctx, src.Path)
+	if err != nil || len(runs) == 0 {
+		return false, err
+	}
+	if _, err := file.Seek(prev.Offset, io.SeekStart); err != nil {
+		return false, err
+	}
+	counter := &lineCounter{r: file}
+	parsed, err := format.Parse(counter, src.Path)
+	if err != nil {
+		return false, nil
+	}
+	if len(parsed.Runs) > 1 || (len(parsed.Runs) == 1 && (parsed.Runs[0].Fork != nil || parsed.Runs[0].Subagent != nil)) {
+		return false, nil
+	}
+	sum.Bytes += counter.n
+	sum.Records += counter.lines
+	for _, s := range parsed.Skipped {
+		s.Line = -1 // line numbers of a tail are relative; say so rather than mislead
+		sum.Skipped = append(sum.Skipped, s)
+	}
+	src.Offset = prev.Offset + parsed.Offset
+	var msgs []model.Message
+	var u model.Usage
+	if len(parsed.Runs) == 1 {
+		msgs, u = parsed.Runs[0].Messages, parsed.Runs[0].Run.Usage
+	}
+	if err := st.AppendFile(ctx, src, runs[0].ID, msgs, u); err != nil {
+		return false, err
+	}
+	sum.Appended++
+	sum.Messages += len(msgs)
+	return true, nil
+}
+
+// fileRuns turns a parsed file into the runs to store.
+func fileRuns(pf harness.ParsedFile, format string) []model.FileRun {
+	var runs []model.FileRun
+	for _, pr := range pf.Runs {
+		if len(pr.Messages) == 0 && pr.Parent < 0 {
+			continue
+		}
+		fr := model.FileRun{Run: pr.Run, Messages: pr.Messages, Parent: pr.Parent}
+		if fr.Run.Harness == "" {
+			fr.Run.Harness = format
+		}
+		if fr.Parent >= 0 {
+			fr.Run.ForkAt = pr.ForkAt
+		}
+		if fr.Run.Status == "" {
+			fr.Run.Status = model.Completed
+		}
+		switch {
+		case pr.Fork != nil:
+			fr.Link = &model.Link{Kind: model.LinkFork, Harness: fr.Run.Harness, ParentSession: pr.Fork.ParentSession,
+				AfterMessage: pr.Fork.AfterMessage, BeforeOrdinal: pr.Fork.BeforeOrdinal, Inherited: pr.Fork.Inherited}
+		case pr.Subagent != nil:
+			fr.Link = &model.Link{Kind: model.LinkSubagent, Harness: fr.Run.Harness, ParentSession: pr.Subagent.ParentSession,
+				ToolCall: pr.Subagent.ToolCallID}
+		}
+		runs = append(runs, fr)
+	}
+	// Dropping empty runs moves indexes: only keep parents that survived.
+	if len(runs) != len(pf.Runs) {
+		for i := range runs {
+			if runs[i].Parent >= len(runs) {
+				runs[i].Parent = -1
+			}
+		}
+	}
+	return runs
+}
+
+// detect tells a file's format from its first 64 KB.
+func detect(f *os.File, path string) (string, error) {
+	head := make([]byte, 64<<10)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	head = head[:n]
+	for _, fm := range Formats {
+		if fm.Detect(head) {
+			return fm.Name, nil
+		}
+	}
+	trimmed := bytes.TrimSpace(head)
+	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && bytes.Contains(head, []byte(`"role"`)) {
+		return "openai", nil
+	}
+	return "", fmt.Errorf("not a transcript tine knows (formats: %s)", strings.Join(Names(), ", "))
+}
+
+// lineCounter counts the bytes and lines a parser reads.
+type lineCounter struct {
+	r     io.Reader
+	n     int64
+	lines int64
+}
+
+func (c *lineCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	c.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
+	return n, err
+}
