@@ -73,6 +73,7 @@ type App struct {
 	treeTitle string
 	loading   string
 
+	imp       importState
 	dialog    *forkDialog
 	batches   map[int]*forkBatch
 	pending   map[int]harness.ForkSpec // launched, forks not created yet
@@ -237,7 +238,31 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
 		}
 		a.lib.setTrees(msg.trees)
+		if len(msg.trees) == 0 && !a.imp.looked {
+			return a, discover()
+		}
 		return a, nil
+	case foundMsg:
+		a.imp.looked, a.imp.found = true, msg.files
+		a.lib.empty = emptyState{found: msg.files}
+		return a, nil
+	case importProgressMsg:
+		a.imp.progress = msg.p
+		a.lib.empty.progress = &a.imp.progress
+		return a, a.nextImportEvent()
+	case importDoneMsg:
+		a.imp.running = false
+		a.lib.empty.progress = nil
+		if msg.err != nil {
+			return a, tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
+		}
+		a.imp.last = &msg.sum
+		text := fmt.Sprintf("imported %s, %s from %s (%.1f MB in %.1fs)", plural(msg.sum.Runs, "run"),
+			plural(msg.sum.Messages, "message"), plural(msg.sum.Files, "file"), float64(msg.sum.Bytes)/1e6, msg.sum.Seconds)
+		if n := len(msg.sum.Skipped); n > 0 {
+			text += fmt.Sprintf("; skipped %s (tine import lists them)", plural(n, "unreadable line"))
+		}
+		return a, tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
 	case treeLoadedMsg:
 		a.loading = ""
 		if msg.reload {
@@ -446,8 +471,13 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			a.loading = "opening…"
 			cmds = append(cmds, a.loadTree(act.open, act.focusRun, act.focusSeq))
 		}
-		if key.Matches(msg, a.keys.Library.Refresh) && a.lib.mode == libBrowse {
-			cmds = append(cmds, a.loadTrees())
+		if a.lib.mode == libBrowse {
+			switch {
+			case key.Matches(msg, a.keys.Library.Refresh):
+				cmds = append(cmds, a.loadTrees())
+			case key.Matches(msg, a.keys.Library.Import):
+				cmds = append(cmds, a.startImport())
+			}
 		}
 		return tea.Batch(cmds...)
 	}
@@ -635,7 +665,10 @@ func (a *App) headerLine() string {
 		}
 	default:
 		if a.lib.loaded {
-			s += st.Subtle.Render(fmt.Sprintf("  %d trees", len(a.lib.trees)))
+			s += st.Subtle.Render("  " + plural(len(a.lib.trees), "tree"))
+		}
+		if a.imp.running {
+			s += "  " + progressLine(a.imp.progress, a.width-30, st)
 		}
 	}
 	return s

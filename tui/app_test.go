@@ -86,7 +86,8 @@ func (d *driver) run(cmd tea.Cmd) {
 				d.run(c)
 			}
 		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg,
-			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg:
+			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
+			foundMsg, importProgressMsg, importDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here
@@ -309,4 +310,28 @@ func firstTree(t *testing.T, st *store.Store) string {
 	require.NoError(t, err)
 	require.NotEmpty(t, trees)
 	return trees[0].Root.ID
+}
+
+// TestFirstStartOffersToImport starts on an empty database in a home that
+// holds real agent sessions: the library says what it found, i imports
+// them, and the trees appear.
+func TestFirstStartOffersToImport(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("CLAUDE_CONFIG_DIR", "../testdata/claude")
+	t.Setenv("CODEX_HOME", "../testdata/codex")
+	t.Setenv("PI_CODING_AGENT_DIR", "../testdata/pi")
+	st, err := store.Open(filepath.Join(t.TempDir(), "empty.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	d := newDriver(t, st, 120, 30)
+	s := d.plain()
+	assert.Contains(t, s, "No conversations yet")
+	assert.Contains(t, s, "Found ")
+	assert.Contains(t, s, "Claude Code 3")
+	d.keys("i")
+	s = d.plain()
+	assert.Contains(t, s, "imported ")
+	assert.Contains(t, s, "/tmp/tine-gen/project", "trees grouped under their project")
+	assert.NotContains(t, s, "No conversations yet")
 }

@@ -170,3 +170,6 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
+
+// ansiStrip drops styling, for a line about to be restyled as selected.
+func ansiStrip(s string) string { return ansi.Strip(s) }

@@ -18,7 +18,7 @@ type GlobalKeys struct {
 type LibraryKeys struct {
 	NavKeys
 	Open, Filter, Search, ClearFilter key.Binding
-	Refresh                           key.Binding
+	Refresh, Import                   key.Binding
 }
 
 // TreeKeys are the tree screen's.
@@ -59,6 +59,7 @@ func DefaultKeyMap() KeyMap {
 			Search:      b("s", "search messages", "s"),
 			ClearFilter: b("esc", "clear", "esc"),
 			Refresh:     b("r", "refresh", "r"),
+			Import:      b("i", "import this machine's sessions", "i"),
 		},
 		Tree: TreeKeys{
 			NavKeys:        navKeys,
@@ -92,7 +93,7 @@ func (h libraryHelp) FullHelp() [][]key.Binding {
 	l, g := h.k.Library, h.k.Global
 	return [][]key.Binding{
 		{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom},
-		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh},
+		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh, l.Import},
 		{g.Help, g.Back, g.Quit, g.ForceQuit},
 	}
 }

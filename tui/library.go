@@ -2,7 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"path/filepath"
+	"os"
 	"strings"
 	"time"
 
@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness"
+	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
 )
@@ -18,9 +19,13 @@ import (
 // libraryScreen lists every tree, newest first, with a filter and a
 // full-text search over message text.
 type libraryScreen struct {
-	trees   []store.TreeSummary
-	loaded  bool
-	visible []int // indexes of trees that pass the filter
+	trees  []store.TreeSummary
+	loaded bool
+	// rows are what the list shows: a header per project, then its trees
+	// that pass the filter (unless the project is folded).
+	rows      []libRow
+	matched   int // trees that pass the filter
+	collapsed map[string]bool
 
 	// nav.height counts list rows, below the column header.
 	nav
@@ -30,6 +35,8 @@ type libraryScreen struct {
 	// mode is what the input line is for: browsing, filtering titles, or
 	// searching message text.
 	mode libMode
+
+	empty emptyState
 
 	hits      []store.Hit
 	hitsFor   string
@@ -58,28 +65,49 @@ func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
 	if t, ok := l.selected(); ok {
 		keep = t.Root.ID
 	}
-	l.trees, l.loaded = trees, true
+	// A subagent's run shows under the call that started it, not here.
+	l.trees = l.trees[:0]
+	for _, t := range trees {
+		if t.Root.SpawnedBy == "" {
+			l.trees = append(l.trees, t)
+		}
+	}
+	l.loaded = true
 	l.refilter()
-	for i, ti := range l.visible {
-		if l.trees[ti].Root.ID == keep {
-			l.cursor = i
+	l.cursor = 0
+	for i, r := range l.rows {
+		if r.tree >= 0 && (l.trees[r.tree].Root.ID == keep || (keep == "" && l.cursor == 0)) {
+			l.cursor = i // the kept tree, else the first tree
 		}
 	}
 	l.clamp()
 }
 
 func (l *libraryScreen) selected() (store.TreeSummary, bool) {
-	if l.cursor < 0 || l.cursor >= len(l.visible) {
+	if l.cursor < 0 || l.cursor >= len(l.rows) || l.rows[l.cursor].tree < 0 {
 		return store.TreeSummary{}, false
 	}
-	return l.trees[l.visible[l.cursor]], true
+	return l.trees[l.rows[l.cursor].tree], true
 }
 
+// libRow is a line of the library: a project header (tree -1) or a tree.
+type libRow struct {
+	tree    int
+	project string
+	count   int // trees under a header
+}
+
+// projectOf is the group a tree belongs to: its working folder.
+func projectOf(t store.TreeSummary) string { return t.Cwd }
+
 // refilter keeps the trees whose title, project, harness or id hold every
-// word of the filter, case-insensitively.
+// word of the filter, case-insensitively, grouped by project: projects in
+// order of their newest tree, trees newest first within each.
 func (l *libraryScreen) refilter() {
 	words := strings.Fields(strings.ToLower(l.filter.Value()))
-	l.visible = l.visible[:0]
+	var order []string
+	groups := map[string][]int{}
+	l.matched = 0
 	for i, t := range l.trees {
 		hay := strings.ToLower(strings.Join([]string{t.Title, t.Cwd, t.Harness, t.Root.ID, t.Root.Name}, " "))
 		ok := true
@@ -89,8 +117,24 @@ func (l *libraryScreen) refilter() {
 				break
 			}
 		}
-		if ok {
-			l.visible = append(l.visible, i)
+		if !ok {
+			continue
+		}
+		l.matched++
+		p := projectOf(t)
+		if _, seen := groups[p]; !seen {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], i)
+	}
+	l.rows = l.rows[:0]
+	for _, p := range order {
+		l.rows = append(l.rows, libRow{tree: -1, project: p, count: len(groups[p])})
+		if l.collapsed[p] {
+			continue
+		}
+		for _, ti := range groups[p] {
+			l.rows = append(l.rows, libRow{tree: ti, project: p})
 		}
 	}
 	l.clamp()
@@ -101,7 +145,7 @@ func (l *libraryScreen) clamp() {
 		l.hitCursor = min(max(l.hitCursor, 0), max(len(l.hits)-1, 0))
 		return
 	}
-	l.nav.clamp(len(l.visible))
+	l.nav.clamp(len(l.rows))
 }
 
 // setSize gives the screen its region: a column header, then rows.
@@ -179,13 +223,29 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 		l.clamp()
 		return libAction{}
 	}
-	if l.move(msg, keys.NavKeys, len(l.visible)) {
+	if l.move(msg, keys.NavKeys, len(l.rows)) {
 		return libAction{}
 	}
 	switch {
 	case key.Matches(msg, keys.Open):
 		if t, ok := l.selected(); ok {
 			return libAction{open: t.Root.ID}
+		}
+		if l.cursor < len(l.rows) {
+			// A project header folds and unfolds its trees.
+			p := l.rows[l.cursor].project
+			if l.collapsed == nil {
+				l.collapsed = map[string]bool{}
+			}
+			l.collapsed[p] = !l.collapsed[p]
+			l.refilter()
+			for i, r := range l.rows {
+				if r.tree < 0 && r.project == p {
+					l.cursor = i
+				}
+			}
+			l.clamp()
+			return libAction{}
 		}
 		return libAction{status: "nothing to open: the list is empty"}
 	case key.Matches(msg, keys.Filter):
@@ -226,7 +286,7 @@ func (l *libraryScreen) inputLine(st *Styles, width int) string {
 		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render(fmt.Sprintf("  %d messages found · esc back", len(l.hits)))
 	}
 	if v := l.filter.Value(); v != "" {
-		return st.Key.Render("filter: ") + model.SafeText(v) + st.Subtle.Render(fmt.Sprintf("  %d of %d · esc clears", len(l.visible), len(l.trees)))
+		return st.Key.Render("filter: ") + model.SafeText(v) + st.Subtle.Render(fmt.Sprintf("  %d of %d · esc clears", l.matched, len(l.trees)))
 	}
 	return ""
 }
@@ -237,7 +297,7 @@ func (l *libraryScreen) view(st *Styles, now time.Time) string {
 		return st.Subtle.Render("loading…")
 	}
 	if len(l.trees) == 0 {
-		return emptyLibrary(st)
+		return l.empty.view(st, l.width)
 	}
 	if l.mode == libHits {
 		return l.hitsView(st)
@@ -245,22 +305,45 @@ func (l *libraryScreen) view(st *Styles, now time.Time) string {
 	cols := libraryColumns(l.width)
 	var b strings.Builder
 	b.WriteString(st.Header.Render(cols.header()))
-	if len(l.visible) == 0 {
+	if len(l.rows) == 0 {
 		b.WriteString("\n" + st.Subtle.Render("no tree matches the filter; esc clears it"))
 		return b.String()
 	}
-	end := min(l.offset+l.height, len(l.visible))
+	end := min(l.offset+l.height, len(l.rows))
 	for i := l.offset; i < end; i++ {
-		t := l.trees[l.visible[i]]
-		line := cols.row(t, now)
+		r := l.rows[i]
+		var line string
+		if r.tree < 0 {
+			fold := "▾"
+			if l.collapsed[r.project] {
+				fold = "▸"
+			}
+			line = fold + " " + projectLabel(r.project) + st.Subtle.Render(fmt.Sprintf("  %s", plural(r.count, "tree")))
+			if i != l.cursor {
+				line = st.Header.Render(fold+" "+projectLabel(r.project)) + st.Subtle.Render(fmt.Sprintf("  %s", plural(r.count, "tree")))
+			}
+		} else {
+			line = "  " + cols.row(l.trees[r.tree], now)
+		}
 		b.WriteByte('\n')
 		if i == l.cursor {
-			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(line, l.width-1)))
+			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(ansiStrip(line), l.width-1)))
 		} else {
 			b.WriteString(" " + line)
 		}
 	}
 	return b.String()
+}
+
+// projectLabel shows a project folder with ~ for the home folder.
+func projectLabel(p string) string {
+	if p == "" {
+		return "(no project)"
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "/" && strings.HasPrefix(p, home) {
+		p = "~" + strings.TrimPrefix(p, home)
+	}
+	return harness.OneLine(p, 0)
 }
 
 func (l *libraryScreen) hitsView(st *Styles) string {
@@ -291,51 +374,54 @@ func (l *libraryScreen) hitsView(st *Styles) string {
 	return b.String()
 }
 
-func emptyLibrary(st *Styles) string {
-	return strings.Join([]string{
-		st.Title.Render("No conversations yet."),
-		"",
-		"Import a transcript to see it as a tree:",
-		"  " + st.Key.Render("tine import chat.json --format openai"),
-		"",
-		"Or look around with demo data first:",
-		"  " + st.Key.Render("tine demo"),
-		"",
-		st.Subtle.Render("Press ? for keys, q to quit."),
-	}, "\n")
+// emptyState is what the library says before anything is imported.
+type emptyState struct {
+	found    []importer.Found
+	progress *importer.Progress
+}
+
+func (e emptyState) view(st *Styles, width int) string {
+	lines := []string{st.Title.Render("No conversations yet."), ""}
+	switch {
+	case e.progress != nil:
+		lines = append(lines, "Importing…", progressLine(*e.progress, width, st))
+	case len(e.found) > 0:
+		lines = append(lines, "Found "+foundSummary(e.found)+" on this machine.",
+			"  "+st.Key.Render("i")+" imports them all (later imports read only what changed).")
+	default:
+		lines = append(lines, "Import a transcript to see it as a tree:",
+			"  "+st.Key.Render("tine import")+"                 every Claude Code, Codex and pi session here",
+			"  "+st.Key.Render("tine import chat.json")+"       a file or folder (openai chat format too)")
+	}
+	lines = append(lines, "", "Or look around with demo data first:", "  "+st.Key.Render("tine demo"), "",
+		st.Subtle.Render("Press ? for keys, q to quit."))
+	return strings.Join(lines, "\n")
 }
 
 // libColumns decides which columns fit a width.
 type libColumns struct {
-	title                                     int
-	harness, project, age, msgs, forks, spent int
+	title                          int
+	agent, age, msgs, forks, spent int
 }
 
 func libraryColumns(width int) libColumns {
-	w := width - 1
-	c := libColumns{harness: 8, project: 16, age: 5, msgs: 7, forks: 6, spent: 8}
-	if w < 100 {
-		c.project = 12
+	w := width - 3 // cursor column and the indent under a project
+	c := libColumns{agent: 8, age: 5, msgs: 7, forks: 6, spent: 8}
+	if w < 70 {
+		c.agent, c.spent = 0, 0
 	}
-	if w < 80 {
-		c.harness, c.spent = 0, 0
+	if w < 50 {
+		c.forks = 0
 	}
-	if w < 60 {
-		c.project, c.forks = 0, 0
-	}
-	c.title = max(w-c.harness-c.project-c.age-c.msgs-c.forks-c.spent, 1)
+	c.title = max(w-c.agent-c.age-c.msgs-c.forks-c.spent, 1)
 	return c
 }
 
 func (c libColumns) header() string {
-	return " " + c.cells("TREE", "HARNESS", "PROJECT", "AGE", "MSGS", "FORKS", "COST")
+	return "   " + c.cells("TREE", "AGENT", "AGE", "MSGS", "FORKS", "COST")
 }
 
 func (c libColumns) row(t store.TreeSummary, now time.Time) string {
-	project := ""
-	if t.Cwd != "" {
-		project = filepath.Base(t.Cwd)
-	}
 	title := t.Title
 	if title == "" {
 		title = "(untitled " + model.ShortID(t.Root.ID) + ")"
@@ -344,17 +430,14 @@ func (c libColumns) row(t store.TreeSummary, now time.Time) string {
 	if t.Forks > 0 {
 		forks = fmt.Sprintf("⑂%d", t.Forks)
 	}
-	return c.cells(harness.OneLine(title, 0), harness.OneLine(t.Harness, 20), harness.OneLine(project, 40),
+	return c.cells(harness.OneLine(title, 0), harness.OneLine(t.Harness, 20),
 		age(t.LastActivity, now), fmt.Sprint(t.Messages), forks, cost(t.CostUSD))
 }
 
-func (c libColumns) cells(title, h, project, ago, msgs, forks, spent string) string {
+func (c libColumns) cells(title, agent, ago, msgs, forks, spent string) string {
 	s := fit(title, c.title)
-	if c.harness > 0 {
-		s += fit(" "+h, c.harness)
-	}
-	if c.project > 0 {
-		s += fit(" "+project, c.project)
+	if c.agent > 0 {
+		s += fit(" "+agent, c.agent)
 	}
 	s += fitRight(ago, c.age)
 	s += fitRight(msgs, c.msgs)

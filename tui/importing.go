@@ -1,0 +1,115 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness/importer"
+)
+
+// importState is the library's view of importing this machine's sessions.
+type importState struct {
+	found    []importer.Found // what discovery turned up; nil until it looked
+	looked   bool
+	running  bool
+	progress importer.Progress
+	events   chan tea.Msg
+	last     *importer.Summary
+}
+
+type (
+	foundMsg struct {
+		files []importer.Found
+		err   error
+	}
+	importProgressMsg struct{ p importer.Progress }
+	importDoneMsg     struct {
+		sum importer.Summary
+		err error
+	}
+)
+
+// discover looks for agent sessions off the UI goroutine.
+func discover() tea.Cmd {
+	return func() tea.Msg {
+		files, err := importer.Discover()
+		return foundMsg{files: files, err: err}
+	}
+}
+
+// startImport imports every session found, reporting progress as it goes.
+func (a *App) startImport() tea.Cmd {
+	im := &a.imp
+	if im.running {
+		return a.setStatus("already importing", levelInfo)
+	}
+	if a.st == nil {
+		return nil
+	}
+	im.running = true
+	im.events = make(chan tea.Msg, 16)
+	st, events := a.st, im.events
+	go func() {
+		defer close(events)
+		files, err := importer.Discover()
+		if err != nil {
+			events <- importDoneMsg{err: err}
+			return
+		}
+		sum, err := importer.Import(context.Background(), st, files, importer.Options{Progress: func(p importer.Progress) {
+			select {
+			case events <- importProgressMsg{p: p}:
+			default: // the screen is behind: drop a progress step, never block the import
+			}
+		}})
+		events <- importDoneMsg{sum: sum, err: err}
+	}()
+	return tea.Batch(a.nextImportEvent(), a.setStatus("importing this machine's agent sessions…", levelInfo))
+}
+
+func (a *App) nextImportEvent() tea.Cmd {
+	events := a.imp.events
+	return func() tea.Msg {
+		msg, ok := <-events
+		if !ok {
+			return nil
+		}
+		return msg
+	}
+}
+
+// foundSummary says what discovery found, by agent.
+func foundSummary(files []importer.Found) string {
+	by := map[string]int{}
+	var mb float64
+	for _, f := range files {
+		by[f.Format]++
+		mb += float64(f.Size) / 1e6
+	}
+	names := map[string]string{"claude": "Claude Code", "codex": "Codex", "pi": "pi"}
+	var parts []string
+	for _, k := range []string{"claude", "codex", "pi"} {
+		if by[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", names[k], by[k]))
+		}
+	}
+	return fmt.Sprintf("%s (%.1f MB): %s", plural(len(files), "session file"), mb, strings.Join(parts, ", "))
+}
+
+// progressLine draws an import's progress: a bar, files, MB, records/s.
+func progressLine(p importer.Progress, width int, st *Styles) string {
+	barW := max(min(width-50, 40), 10)
+	frac := 1.0
+	if p.Bytes > 0 {
+		frac = float64(p.BytesDone) / float64(p.Bytes)
+	}
+	filled := int(frac * float64(barW))
+	secs := max(time.Since(p.Started).Seconds(), 0.001)
+	return st.Key.Render(strings.Repeat("█", filled)) + st.Subtle.Render(strings.Repeat("░", barW-filled)) +
+		fmt.Sprintf(" %d/%d files · %.1f/%.1f MB · %.0f records/s", p.FilesDone, p.Files,
+			float64(p.BytesDone)/1e6, float64(p.Bytes)/1e6, float64(p.Records)/secs)
+}
