@@ -286,3 +286,29 @@ func reparent(ctx context.Context, tx *sql.Tx, child, parent, parentTree string,
 	}
 	return nil
 }
+
+// Spawned returns the subagent runs started by the given runs, and theirs,
+// with the forks made from them.
+func (s *Store) Spawned(ctx context.Context, runIDs []string) ([]model.Run, error) {
+	var out []model.Run
+	seen := map[string]bool{}
+	for len(runIDs) > 0 {
+		var next []string
+		for _, id := range runIDs {
+			subs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.spawned_by = ?
+				OR r.tree_id IN (SELECT id FROM runs WHERE spawned_by = ?) ORDER BY r.created_at`, id, id)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range subs {
+				if !seen[r.ID] {
+					seen[r.ID] = true
+					out = append(out, r)
+					next = append(next, r.ID)
+				}
+			}
+		}
+		runIDs = next
+	}
+	return out, nil
+}

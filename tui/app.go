@@ -183,6 +183,15 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string) (*treeData, e
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("tree %s: %w", model.ShortID(treeID), store.ErrNotFound)
 	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	subs, err := st.Spawned(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	runs = append(runs, subs...)
 	own := make(map[string][]model.Message, len(runs))
 	for _, r := range runs {
 		msgs, err := st.OwnMessages(ctx, r.ID)

@@ -351,7 +351,7 @@ func comparisonFor(t *treeScreen) (runs []model.Run, labels []string, forkPoint 
 		ri = int(t.rows[t.cursor+1].run)
 	}
 	rd := t.data.runs[ri]
-	if rd.parent < 0 {
+	if rd.parent < 0 || rd.subagent {
 		return nil, nil, 0, "put the cursor on a fork (⑂) or on a message with forks below it"
 	}
 	parent := t.data.runs[rd.parent]

@@ -37,6 +37,11 @@ type treeScreen struct {
 
 func newTreeScreen(data *treeData) treeScreen {
 	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}}
+	for _, r := range data.runs {
+		if r.subagent {
+			t.folded[r.run().ID] = true // a subagent's transcript opens on demand
+		}
+	}
 	t.rows = data.flatten(t.folded)
 	return t
 }
@@ -183,8 +188,12 @@ func (t *treeScreen) out() string {
 		t.clamp()
 		return ""
 	}
-	// On a header: go to the parent's message the fork starts after.
+	// On a header: go to the parent's message the fork starts after (or,
+	// for a subagent, the message whose tool call started it).
 	k := rd.run().ForkAt
+	if rd.subagent {
+		k = rd.spawnedAt + 1
+	}
 	for i, x := range t.rows {
 		if x.kind == rowMessage && x.run == int32(rd.parent) && int(x.msg) == k-1 {
 			t.cursor = i
@@ -210,6 +219,9 @@ func (t *treeScreen) sibling(dir int) string {
 	rd := t.data.runs[r.run]
 	if rd.parent < 0 {
 		return "the root run has no siblings; use → on a ⑂ line to go into a fork"
+	}
+	if rd.subagent {
+		return "a subagent has no sibling forks"
 	}
 	sibs := t.data.runs[rd.parent].children
 	at := 0
@@ -367,11 +379,13 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if c := cost(run.CostUSD); c != "" {
 		parts = append(parts, c)
 	}
-	at := fmt.Sprintf("at K=%d", run.ForkAt)
-	if run.SnapReason != "" {
-		at += fmt.Sprintf(" (asked %s: %s)", run.Asked, run.SnapReason)
+	if !rd.subagent {
+		at := fmt.Sprintf("at K=%d", run.ForkAt)
+		if run.SnapReason != "" {
+			at += fmt.Sprintf(" (asked %s: %s)", run.Asked, run.SnapReason)
+		}
+		parts = append(parts, at)
 	}
-	parts = append(parts, at)
 	glyph := statusGlyph(run.Status)
 	if run.Status == model.Running {
 		glyph = spinFrames[t.spinFrame%len(spinFrames)]
@@ -381,6 +395,11 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		status += ": " + harness.OneLine(run.Error, 60)
 	}
 	label := model.SafeText(run.Label())
+	mark := "⑂ "
+	if rd.subagent {
+		mark = "⤷ "
+		label = "subagent: " + harness.OneLine(run.Title, 60)
+	}
 	if run.Best {
 		label = "★ " + label
 	}
@@ -388,9 +407,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		parts = append(parts, "hidden")
 	}
 	if st == nil {
-		return fmt.Sprintf("%s%s⑂ %s  %s · %s", guides, fold, label, status, strings.Join(parts, " · "))
+		return fmt.Sprintf("%s%s%s%s  %s · %s", guides, fold, mark, label, status, strings.Join(parts, " · "))
 	}
-	return st.Fork.Render(guides+fold+"⑂ ") + st.ForkName.Render(label) + "  " +
+	return st.Fork.Render(guides+fold+mark) + st.ForkName.Render(label) + "  " +
 		st.status(run.Status).Render(status) + st.Subtle.Render(" · "+strings.Join(parts, " · "))
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/model"
 )
 
 func press(k string) tea.KeyPressMsg {
@@ -189,4 +191,39 @@ func TestNewTreeDataBoundariesSpanTheInheritedPrefix(t *testing.T) {
 	nested := data.runs[data.index["forkcccc3333"]]
 	assert.Empty(t, nested.own)
 	assert.Equal(t, 2, nested.run().Len())
+}
+
+func TestSubagentShowsUnderItsCall(t *testing.T) {
+	base := sampleTree()
+	var runs []model.Run
+	own := map[string][]model.Message{}
+	for _, rd := range base.runs {
+		runs = append(runs, rd.run())
+		own[rd.run().ID] = rd.own
+	}
+	sub := model.Run{ID: "sub00000", TreeID: "sub00000", SpawnedBy: "root0000aaaa", SpawnedCall: "tc2", Title: "look up Rome", Harness: "claude", Status: model.Completed}
+	runs = append(runs, sub)
+	own[sub.ID] = []model.Message{text(model.User, "weather in Rome?"), text(model.Assistant, "24C")}
+	ts := newTreeScreen(newTreeData(runs, own))
+	ts.setSize(100, 30)
+	var lines []string
+	for _, r := range ts.rows {
+		lines = append(lines, strings.TrimSpace(ts.rowText(r, nil)))
+	}
+	joined := strings.Join(lines, "\n")
+	assert.Contains(t, joined, "▸⤷ subagent: look up Rome", "folded by default, after the message with its call")
+	idx := -1
+	for i, l := range lines {
+		if strings.Contains(l, "subagent") {
+			idx = i
+		}
+	}
+	require.Positive(t, idx)
+	assert.Contains(t, lines[idx-1], "⚙ bash ×3", "right under the tool call that started it")
+	ts.cursor = idx
+	ts.update(press("l"), DefaultKeyMap().Tree)
+	assert.Equal(t, "sub00000:1", describe(&ts), "→ opens it")
+	ts.update(press("h"), DefaultKeyMap().Tree)
+	ts.update(press("h"), DefaultKeyMap().Tree)
+	assert.Equal(t, "root0000:2", describe(&ts), "← goes back to the call")
 }

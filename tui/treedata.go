@@ -23,6 +23,11 @@ type runData struct {
 	parent int // index in treeData.runs, -1 for the root
 	// children are indexes of the forks made from this run, by boundary.
 	children []int
+	// subagent runs were started by a tool call of the parent, at message
+	// spawnedAt; they inherit nothing. subagents lists this run's.
+	subagent  bool
+	spawnedAt int
+	subagents []int
 }
 
 func (r *runData) run() model.Run { return r.node.Run }
@@ -37,51 +42,90 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 	if len(roots) == 0 {
 		return t
 	}
-	// The tree's root is the run without a parent; stray roots (forks whose
-	// parent is missing) hang under it so nothing is dropped.
+	// The tree's root is the run without a parent that no tool call
+	// spawned; stray roots (forks whose parent is missing) hang under it so
+	// nothing is dropped; subagents hang under the run that spawned them.
 	t.root = roots[0]
 	for _, r := range roots {
-		if r.Run.ParentID == "" {
+		if r.Run.ParentID == "" && r.Run.SpawnedBy == "" {
 			t.root = r
 			break
 		}
 	}
 	full := map[string][]model.Message{}
-	var add func(n *model.Node, parent int)
-	add = func(n *model.Node, parent int) {
-		rd := &runData{node: n, own: own[n.Run.ID], parent: parent}
+	var add func(n *model.Node, parent int, subagent bool)
+	add = func(n *model.Node, parent int, subagent bool) {
+		rd := &runData{node: n, own: own[n.Run.ID], parent: parent, subagent: subagent}
 		// The fork's own message count is what was loaded, whatever the row says.
 		rd.node.Run.OwnMessages = len(rd.own)
 		var transcript []model.Message
-		if parent >= 0 {
+		if parent >= 0 && !subagent {
 			p := t.runs[parent].run().ID
 			k := min(n.Run.ForkAt, len(full[p]))
 			transcript = append(slices.Clip(full[p][:k]), rd.own...)
 		} else {
 			transcript = rd.own
 		}
-		if len(n.Children) > 0 {
-			full[n.Run.ID] = transcript
-		}
+		full[n.Run.ID] = transcript
 		rd.bounds = model.NewBoundaries(transcript)
 		idx := len(t.runs)
 		t.index[n.Run.ID] = idx
 		t.runs = append(t.runs, rd)
 		if parent >= 0 {
-			t.runs[parent].children = append(t.runs[parent].children, idx)
+			if subagent {
+				prd := t.runs[parent]
+				rd.spawnedAt = spawnPoint(prd, n.Run.SpawnedCall)
+				prd.subagents = append(prd.subagents, idx)
+			} else {
+				t.runs[parent].children = append(t.runs[parent].children, idx)
+			}
 		}
 		for _, c := range n.Children {
-			add(c, idx)
+			add(c, idx, false)
 		}
 	}
-	add(t.root, -1)
+	add(t.root, -1, false)
+	// Subagents come after every run that could have spawned them.
+	var later []*model.Node
 	for _, r := range roots {
-		if r != t.root {
-			r.Parent = t.root
-			add(r, 0)
+		if r == t.root {
+			continue
 		}
+		if r.Run.SpawnedBy != "" {
+			later = append(later, r)
+			continue
+		}
+		r.Parent = t.root
+		add(r, 0, false)
+	}
+	for len(later) > 0 {
+		var wait []*model.Node
+		for _, r := range later {
+			if pi, ok := t.index[r.Run.SpawnedBy]; ok {
+				add(r, pi, true)
+			} else {
+				wait = append(wait, r)
+			}
+		}
+		if len(wait) == len(later) {
+			break // spawned by runs outside this tree: not shown here
+		}
+		later = wait
 	}
 	return t
+}
+
+// spawnPoint is the index of the message in r that made tool call id (the
+// run's last message when it is not found).
+func spawnPoint(r *runData, id string) int {
+	for i := len(r.own) - 1; i >= 0; i-- {
+		for _, p := range r.own[i].Parts {
+			if p.Kind == model.ToolCall && p.ToolCallID == id {
+				return r.run().ForkAt + i
+			}
+		}
+	}
+	return r.run().ForkAt + len(r.own) - 1
 }
 
 // rowKind tells a message row from a fork header.
@@ -130,7 +174,10 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	emitRun = func(ri int, depth int16) {
 		r := t.runs[ri]
 		start := r.run().ForkAt
-		ci := 0
+		if r.subagent {
+			start = 0
+		}
+		ci, si := 0, 0
 		// Forks made inside the inherited prefix come first.
 		for ci < len(r.children) && t.runs[r.children[ci]].run().ForkAt <= start {
 			emitFork(r.children[ci], depth+1)
@@ -138,10 +185,17 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 		}
 		for i := start; i < start+len(r.own); i++ {
 			rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
+			for si < len(r.subagents) && t.runs[r.subagents[si]].spawnedAt <= i {
+				emitFork(r.subagents[si], depth+1)
+				si++
+			}
 			for ci < len(r.children) && t.runs[r.children[ci]].run().ForkAt <= i+1 {
 				emitFork(r.children[ci], depth+1)
 				ci++
 			}
+		}
+		for ; si < len(r.subagents); si++ {
+			emitFork(r.subagents[si], depth+1)
 		}
 		for ; ci < len(r.children); ci++ {
 			emitFork(r.children[ci], depth+1)
@@ -156,7 +210,7 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 // for occasional use, like opening the fork dialog.
 func (t *treeData) transcript(ri int) []model.Message {
 	r := t.runs[ri]
-	if r.parent < 0 {
+	if r.parent < 0 || r.subagent {
 		return r.own
 	}
 	prefix := t.transcript(r.parent)
