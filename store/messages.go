@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"tine/model"
 )
@@ -59,7 +61,7 @@ func insertMessages(ctx context.Context, tx *sql.Tx, runID string, start int, ms
 				return nil, fmt.Errorf("message %d part %d: %w", start+i, j, err)
 			}
 		}
-		if text := m.PlainText(); text != "" {
+		if text := searchText(m); text != "" {
 			if _, err := ftsStmt.ExecContext(ctx, id, text); err != nil {
 				return nil, fmt.Errorf("index message %d: %w", start+i, err)
 			}
@@ -233,4 +235,41 @@ func readOwn(ctx context.Context, tx *sql.Tx, l level, msgs []model.Message) ([]
 		}
 	}
 	return msgs, rows.Err()
+}
+
+// Search indexes a message's words, but only the head of what tools put
+// in and got back: outputs run to megabytes, the words people look for
+// are near the top, and indexing all of it was most of an import's time.
+const searchToolBytes = 2 << 10
+
+// searchText is what the search index holds for m.
+func searchText(m model.Message) string {
+	var b strings.Builder
+	add := func(s string, limit int) {
+		if s == "" {
+			return
+		}
+		if limit > 0 && len(s) > limit {
+			cut := limit
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			s = s[:cut]
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(s)
+	}
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case model.Text, model.Thinking:
+			add(p.Text, 0)
+		case model.ToolCall:
+			add(p.ToolName+" "+p.ToolInput, searchToolBytes)
+		case model.ToolResult:
+			add(p.Text, searchToolBytes)
+		}
+	}
+	return b.String()
 }

@@ -96,6 +96,7 @@ type Found struct {
 	Path   string
 	Format string // "" when it must be detected
 	Size   int64
+	MTime  time.Time
 }
 
 // Discover lists the session files in every agent's default folders.
@@ -132,7 +133,7 @@ func Expand(paths []string) ([]Found, error) {
 			if err != nil {
 				return nil, err
 			}
-			found = append(found, Found{Path: abs, Size: info.Size()})
+			found = append(found, Found{Path: abs, Size: info.Size(), MTime: info.ModTime()})
 			continue
 		}
 		files, err := walk(p)
@@ -170,7 +171,7 @@ func walk(dir string) ([]Found, error) {
 		if err != nil {
 			return nil
 		}
-		found = append(found, Found{Path: path, Size: info.Size()})
+		found = append(found, Found{Path: path, Size: info.Size(), MTime: info.ModTime()})
 		return nil
 	})
 	return found, err
@@ -254,11 +255,15 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 
 // importOne brings one file up to date.
 func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *Summary) error {
-	info, err := os.Stat(f.Path)
-	if err != nil {
-		return err
+	src := model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}
+	if src.MTime.IsZero() {
+		info, err := os.Stat(f.Path)
+		if err != nil {
+			return err
+		}
+		src.Size, src.MTime = info.Size(), info.ModTime()
 	}
-	src := model.Source{Path: f.Path, Format: f.Format, Size: info.Size(), MTime: info.ModTime()}
+	// Discovery just read size and time: an unchanged file costs no more.
 	if prev.Path != "" && prev.Size == src.Size && prev.MTime.Equal(src.MTime) {
 		sum.Unchanged++
 		return nil

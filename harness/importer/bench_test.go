@@ -1,0 +1,210 @@
+package importer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tine/store"
+)
+
+// claudeTemplates are records of a real Claude Code transcript, by kind, to
+// build a large corpus of the same shape from.
+func claudeTemplates(tb testing.TB) map[string]map[string]any {
+	tb.Helper()
+	f, err := os.Open("../../testdata/claude/projects/-tmp-tine-gen-project/bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string]map[string]any{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue
+		}
+		kind, _ := rec["type"].(string)
+		if a, ok := rec["attachment"].(map[string]any); ok {
+			kind += ":" + fmt.Sprint(a["type"])
+		}
+		if m, ok := rec["message"].(map[string]any); ok {
+			if parts, ok := m["content"].([]any); ok && len(parts) > 0 {
+				if p, ok := parts[0].(map[string]any); ok {
+					kind += ":" + fmt.Sprint(p["type"])
+				}
+			} else if _, ok := m["content"].(string); ok {
+				kind += ":prompt"
+			}
+		}
+		if _, seen := out[kind]; !seen {
+			out[kind] = rec
+		}
+	}
+	return out
+}
+
+// writeClaudeCorpus writes files Claude-shaped sessions of about perFile
+// bytes each under dir: prompts, attachments (some large), bookkeeping,
+// thinking, text, Bash calls and their (long) results, as Claude writes them.
+func writeClaudeCorpus(tb testing.TB, dir string, files int, perFile int) int64 {
+	tb.Helper()
+	tpl := claudeTemplates(tb)
+	clone := func(kind string) map[string]any {
+		rec, ok := tpl[kind]
+		if !ok {
+			tb.Fatalf("no %s record in the sample", kind)
+		}
+		data, _ := json.Marshal(rec)
+		var c map[string]any
+		json.Unmarshal(data, &c)
+		return c
+	}
+	output := strings.Repeat("drwxr-xr-x  2 ana ana 4096 Nov 29 09:30 some/long/path/to/a/folder\n", 120)
+	var total int64
+	proj := filepath.Join(dir, "-home-ana-src-project")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	for fi := 0; fi < files; fi++ {
+		session := fmt.Sprintf("00000000-0000-4000-8000-%012d", fi)
+		f, err := os.Create(filepath.Join(proj, session+".jsonl"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		enc := json.NewEncoder(w)
+		var size int
+		parent := any(nil)
+		n := 0
+		emit := func(rec map[string]any, chained bool) {
+			rec["sessionId"] = session
+			if chained {
+				n++
+				id := fmt.Sprintf("%08d-0000-4000-8000-%012d", fi, n)
+				rec["uuid"] = id
+				rec["parentUuid"] = parent
+				parent = id
+			}
+			data, _ := json.Marshal(rec)
+			size += len(data) + 1
+			enc.Encode(rec)
+		}
+		for turn := 0; size < perFile; turn++ {
+			p := clone("user:prompt")
+			p["message"].(map[string]any)["content"] = fmt.Sprintf("turn %d: list the files and explain what each is for", turn)
+			emit(p, true)
+			emit(clone("attachment:environment"), true)
+			if turn%3 == 0 {
+				emit(clone("attachment:prompt_snapshot"), true) // the big ones
+				emit(clone("api-request-shape"), false)
+			}
+			emit(clone("api-request"), false)
+			msgID := fmt.Sprintf("msg_%d_%d", fi, turn)
+			call := fmt.Sprintf("toolu_%d_%d", fi, turn)
+			for _, kind := range []string{"assistant:thinking", "assistant:text", "assistant:tool_use"} {
+				a := clone(kind)
+				m := a["message"].(map[string]any)
+				m["id"] = msgID
+				if kind == "assistant:tool_use" {
+					m["content"].([]any)[0].(map[string]any)["id"] = call
+				}
+				emit(a, true)
+			}
+			r := clone("user:tool_result")
+			r["message"].(map[string]any)["content"].([]any)[0].(map[string]any)["tool_use_id"] = call
+			r["message"].(map[string]any)["content"].([]any)[0].(map[string]any)["content"] = output
+			r["toolUseResult"] = map[string]any{"stdout": output, "stderr": "", "interrupted": false}
+			emit(r, true)
+			final := clone("assistant:text")
+			final["message"].(map[string]any)["id"] = msgID + "b"
+			emit(final, true)
+			emit(clone("cost-state"), false)
+		}
+		if err := w.Flush(); err != nil {
+			tb.Fatal(err)
+		}
+		f.Close()
+		total += int64(size)
+	}
+	return total
+}
+
+// BenchmarkImportClaudeCorpus imports a generated Claude-shaped corpus of
+// about 200 MB into a fresh database, SQLite writes included, and reports
+// MB/s and records/s. Target: 150 MB/s or more on this 2-core machine.
+func BenchmarkImportClaudeCorpus(b *testing.B) {
+	dir := b.TempDir()
+	size := writeClaudeCorpus(b, dir, corpusFiles, 2<<20)
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	var records int64
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		sum, err := Import(context.Background(), st, files, Options{Format: "claude"})
+		if err != nil || sum.Failed > 0 {
+			b.Fatal(err, sum.Errors)
+		}
+		records += sum.Records
+		b.StopTimer()
+		st.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(records)/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkReimportUnchanged5000 re-imports a corpus of 5,000 files that
+// did not change: every file is skipped by size and time. Target: 200 ms.
+func BenchmarkReimportUnchanged5000(b *testing.B) {
+	dir := b.TempDir()
+	writeClaudeCorpus(b, dir, 5000, 4<<10)
+	st, err := store.Open(filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if sum, err := Import(context.Background(), st, files, Options{}); err != nil || sum.Runs != 5000 {
+		b.Fatal(err, sum.Runs, sum.Errors)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		files, err := Expand([]string{dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum, err := Import(context.Background(), st, files, Options{})
+		if err != nil || sum.Unchanged != 5000 {
+			b.Fatal(err, sum.Unchanged)
+		}
+	}
+}
+
+// corpusFiles sets the corpus size (files of 2 MB): 100 makes 200 MB.
+var corpusFiles = envInt("TINE_BENCH_FILES", 100)
+
+func envInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(name), &n); err != nil || n <= 0 {
+		return def
+	}
+	return n
+}
