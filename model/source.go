@@ -10,6 +10,9 @@ type Source struct {
 	MTime  time.Time
 	// Offset is how many bytes were consumed; a grown file resumes there.
 	Offset int64
+	// Leaf is the id of the last chained record read (Claude's uuid, pi's
+	// entry id): new records that continue from it extend the same run.
+	Leaf string
 }
 
 // LinkKind says how a run relates to the session a Link names.

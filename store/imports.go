@@ -91,7 +91,7 @@ func (s *Store) RetireSource(ctx context.Context, path string) error {
 
 // Sources returns every recorded file by path, for a fast re-import scan.
 func (s *Store) Sources(ctx context.Context) (map[string]model.Source, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT path, format, size, mtime, "offset" FROM sources`)
+	rows, err := s.r.QueryContext(ctx, `SELECT path, format, size, mtime, "offset", leaf FROM sources`)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Store) Sources(ctx context.Context) (map[string]model.Source, error) {
 	for rows.Next() {
 		var src model.Source
 		var mtime int64
-		if err := rows.Scan(&src.Path, &src.Format, &src.Size, &mtime, &src.Offset); err != nil {
+		if err := rows.Scan(&src.Path, &src.Format, &src.Size, &mtime, &src.Offset, &src.Leaf); err != nil {
 			return nil, err
 		}
 		src.MTime = time.Unix(0, mtime)
@@ -122,12 +122,12 @@ func firstID(runs []model.Run) sql.NullString {
 }
 
 func putSource(ctx context.Context, tx *sql.Tx, src model.Source, runID any) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, leaf)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
 			"offset" = excluded."offset", run_id = coalesce(excluded.run_id, sources.run_id),
-			imported_at = excluded.imported_at, skipped = ''`,
-		src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano())
+			imported_at = excluded.imported_at, skipped = '', leaf = excluded.leaf`,
+		src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano(), src.Leaf)
 	return err
 }
 

@@ -7,8 +7,10 @@
 package importer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,13 +50,21 @@ type Format struct {
 	// Appends: the format is JSON lines an agent appends to, so a grown
 	// file can be read from where the last import stopped.
 	Appends bool
+	// IDField and ParentField name a record's id and its parent's, for
+	// formats whose records form a chain: new records continue the run only
+	// when the first of them hangs off the last record read before.
+	IDField, ParentField string
+	// Header: the file's first line must lead any part of it to parse.
+	Header bool
 }
 
 // Formats are the formats tine reads, in detection order.
 var Formats = []Format{
-	{Name: "claude", Dirs: claude.Dirs, Detect: claude.Detect, Parse: claude.Parse, Appends: true},
-	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true},
-	{Name: "pi", Dirs: pi.Dirs, Detect: pi.Detect, Parse: pi.Parse, Appends: true},
+	{Name: "claude", Dirs: claude.Dirs, Detect: claude.Detect, Parse: claude.Parse, Appends: true,
+		IDField: "uuid", ParentField: "parentUuid"},
+	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true, Header: true},
+	{Name: "pi", Dirs: pi.Dirs, Detect: pi.Detect, Parse: pi.Parse, Appends: true,
+		IDField: "id", ParentField: "parentId", Header: true},
 	{Name: "openai", Dirs: func() []string { return nil }, Detect: func([]byte) bool { return false }, Parse: parseOpenAI},
 }
 
@@ -310,6 +320,9 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 		return err
 	}
 	src.Offset = parsed.Offset
+	if format.IDField != "" {
+		src.Leaf = lastChainID(file, src.Offset, format)
+	}
 	runs := fileRuns(parsed, format.Name)
 	if len(runs) == 0 {
 		return st.SkipFile(ctx, src, "no messages")
@@ -332,13 +345,29 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 // caller reads the whole file again.
 func appendTail(ctx context.Context, st Store, file *os.File, format Format, src, prev model.Source, sum *Summary) (bool, error) {
 	runs, err := st.RunsBySource(ctx, src.Path)
-	if err != nil || len(runs) == 0 {
-		return false, err
+	if err != nil || len(runs) != 1 {
+		return false, err // nothing stored, or in-file branches: read it all
 	}
-	if _, err := file.Seek(prev.Offset, io.SeekStart); err != nil {
-		return false, err
+	if format.IDField != "" {
+		parent, ok := firstParent(file, prev.Offset, format)
+		if !ok || prev.Leaf == "" || parent != prev.Leaf {
+			return false, nil // the new records branch off elsewhere
+		}
 	}
-	counter := &lineCounter{r: file}
+	var r io.Reader
+	if format.Header {
+		head, err := firstLine(file)
+		if err != nil {
+			return false, nil
+		}
+		r = io.MultiReader(bytes.NewReader(head), io.NewSectionReader(file, prev.Offset, src.Size-prev.Offset))
+		defer func() { sum.Bytes -= int64(len(head)) }()
+		src.Offset = prev.Offset - int64(len(head)) // the parser counts the header line too
+	} else {
+		r = io.NewSectionReader(file, prev.Offset, src.Size-prev.Offset)
+		src.Offset = prev.Offset
+	}
+	counter := &lineCounter{r: r}
 	parsed, err := format.Parse(counter, src.Path)
 	if err != nil {
 		return false, nil
@@ -352,11 +381,17 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 		s.Line = -1 // line numbers of a tail are relative; say so rather than mislead
 		sum.Skipped = append(sum.Skipped, s)
 	}
-	src.Offset = prev.Offset + parsed.Offset
+	src.Offset += parsed.Offset
 	var msgs []model.Message
 	var u model.Usage
 	if len(parsed.Runs) == 1 {
 		msgs, u = parsed.Runs[0].Messages, parsed.Runs[0].Run.Usage
+	}
+	src.Leaf = prev.Leaf
+	if format.IDField != "" {
+		if leaf := lastChainID(file, src.Offset, format); leaf != "" {
+			src.Leaf = leaf
+		}
 	}
 	if err := st.AppendFile(ctx, src, runs[0].ID, msgs, u); err != nil {
 		return false, err
@@ -364,6 +399,76 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	sum.Appended++
 	sum.Messages += len(msgs)
 	return true, nil
+}
+
+// firstLine returns a file's first line, newline included.
+func firstLine(f *os.File) ([]byte, error) {
+	br := bufio.NewReader(io.NewSectionReader(f, 0, 1<<40))
+	return br.ReadBytes('\n')
+}
+
+// chainRecord is the part of a record that places it in the chain.
+func chainIDs(line []byte, format Format) (id, parent string, ok bool) {
+	if !bytes.Contains(line, []byte(`"`+format.IDField+`"`)) {
+		return "", "", false
+	}
+	var rec map[string]json.RawMessage
+	if json.Unmarshal(line, &rec) != nil {
+		return "", "", false
+	}
+	raw, has := rec[format.IDField]
+	if !has || json.Unmarshal(raw, &id) != nil || id == "" {
+		return "", "", false
+	}
+	if t, has := rec["type"]; has && string(t) == `"session"` {
+		return "", "", false // pi's header has an id but is no record of the chain
+	}
+	json.Unmarshal(rec[format.ParentField], &parent)
+	return id, parent, true
+}
+
+// firstParent is the parent of the first chained record at or after off.
+func firstParent(f *os.File, off int64, format Format) (string, bool) {
+	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<40), 1<<16)
+	for i := 0; i < 256; i++ {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			if _, parent, ok := chainIDs(line, format); ok {
+				return parent, true
+			}
+		}
+		if err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+// lastChainID is the id of the last chained record that ends before end,
+// found by reading backwards a chunk at a time.
+func lastChainID(f *os.File, end int64, format Format) string {
+	const chunk = 1 << 16
+	var tail []byte // bytes after the last newline seen, for a line across chunks
+	for pos := end; pos > 0 && end-pos < 64<<20; {
+		n := min(int64(chunk), pos)
+		pos -= n
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+			return ""
+		}
+		buf = append(buf, tail...)
+		lines := bytes.Split(buf, []byte{'\n'})
+		tail = lines[0]
+		for i := len(lines) - 1; i >= 1; i-- {
+			if id, _, ok := chainIDs(lines[i], format); ok {
+				return id
+			}
+		}
+	}
+	if id, _, ok := chainIDs(tail, format); ok {
+		return id
+	}
+	return ""
 }
 
 // fileRuns turns a parsed file into the runs to store.

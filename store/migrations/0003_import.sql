@@ -18,3 +18,7 @@ CREATE TABLE links (
 	tool_call      TEXT NOT NULL DEFAULT ''
 ) STRICT;
 CREATE INDEX links_parent ON links (harness, parent_session);
+
+-- The id of the last record of a file's chain when it was read: a grown
+-- file whose new records continue from it can be read from where it stopped.
+ALTER TABLE sources ADD COLUMN leaf TEXT NOT NULL DEFAULT '';

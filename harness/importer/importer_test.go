@@ -1,0 +1,222 @@
+package importer
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
+)
+
+// agentRuns reads testdata/agents/out/<cli>/index.json: each step's
+// session id and transcript.
+func agentRuns(t *testing.T, cli string) map[string]string {
+	steps, _ := agentIndex(t, cli)
+	return steps
+}
+
+// agentIndex also returns the transcripts the real CLI wrote.
+func agentIndex(t *testing.T, cli string) (map[string]string, []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("../../testdata/agents/out", cli, "index.json"))
+	require.NoError(t, err)
+	var idx struct {
+		Runs []struct {
+			Step      string `json:"step"`
+			SessionID string `json:"session_id"`
+		} `json:"runs"`
+		Transcripts []string `json:"transcripts"`
+	}
+	require.NoError(t, json.Unmarshal(data, &idx))
+	out := map[string]string{}
+	for _, r := range idx.Runs {
+		out[r.Step] = r.SessionID
+	}
+	var paths []string
+	for _, p := range idx.Transcripts {
+		paths = append(paths, filepath.Join("../../testdata", p))
+	}
+	return out, paths
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "t.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func importPaths(t *testing.T, st *store.Store, paths ...string) Summary {
+	t.Helper()
+	files, err := Expand(paths)
+	require.NoError(t, err)
+	sum, err := Import(context.Background(), st, files, Options{})
+	require.NoError(t, err)
+	require.Empty(t, sum.Errors)
+	return sum
+}
+
+// TestRealAgentSessionsBecomeOneTreeEach imports what the real CLIs wrote,
+// in both orders: each agent's main session and its forks make one tree,
+// every fork at the message it was forked at, sharing the prefix.
+func TestRealAgentSessionsBecomeOneTreeEach(t *testing.T) {
+	for _, cli := range []string{"claude", "codex", "pi"} {
+		steps, paths := agentIndex(t, cli)
+		files, err := Expand(paths)
+		require.NoError(t, err)
+		for _, reversed := range []bool{false, true} {
+			name := cli + "/in order"
+			if reversed {
+				name = cli + "/forks first"
+			}
+			t.Run(name, func(t *testing.T) {
+				st := openStore(t)
+				ordered := slices.Clone(files)
+				// Fork files were written later: sorting by time puts them
+				// last; reversed puts them first.
+				slices.SortFunc(ordered, func(a, b Found) int {
+					if reversed {
+						return b.MTime.Compare(a.MTime)
+					}
+					return a.MTime.Compare(b.MTime)
+				})
+				for _, f := range ordered {
+					sum, err := Import(context.Background(), st, []Found{f}, Options{})
+					require.NoError(t, err)
+					require.Empty(t, sum.Errors)
+				}
+				ctx := context.Background()
+				trees, err := st.Trees(ctx)
+				require.NoError(t, err)
+				require.Len(t, trees, 1, "one tree: the forks hang under the main session")
+				main, err := st.Resolve(ctx, steps["1-hello"])
+				require.NoError(t, err)
+				assert.Empty(t, main.ParentID)
+				assert.Equal(t, "/tmp/tine-gen/project", main.Cwd)
+				mainMsgs, _, err := st.Messages(ctx, main.ID)
+				require.NoError(t, err)
+				require.NotEmpty(t, mainMsgs)
+				for _, step := range []string{"3-fork", "4-fork-at"} {
+					id, ok := steps[step]
+					if !ok {
+						continue
+					}
+					fork, err := st.Resolve(ctx, id)
+					require.NoError(t, err, step)
+					assert.Equal(t, main.ID, fork.ParentID, "%s is a fork of the main session", step)
+					assert.Positive(t, fork.ForkAt)
+					msgs, inherited, err := st.Messages(ctx, fork.ID)
+					require.NoError(t, err)
+					assert.Equal(t, fork.ForkAt, inherited)
+					for i := 0; i < inherited; i++ {
+						assert.Equal(t, mainMsgs[i].ID, msgs[i].ID, "%s shares the stored prefix, not a copy", step)
+					}
+					assert.Positive(t, fork.OwnMessages)
+					if step == "3-fork" {
+						// Forked at the end: it inherits the whole main
+						// session as it was.
+						assert.Equal(t, len(mainMsgs), fork.ForkAt, "%s forks at the end", step)
+					} else {
+						assert.Less(t, fork.ForkAt, len(mainMsgs), "%s forks at an earlier message", step)
+					}
+					assert.True(t, slices.Contains(model.Checkpoints(msgs), len(msgs)), "%s ends on a checkpoint", step)
+				}
+				// Each run's own usage is what the parser found (what the
+				// agent reported); shared prefixes are counted once.
+				runs, err := st.Runs(ctx)
+				require.NoError(t, err)
+				var sum model.Usage
+				for _, r := range runs {
+					assert.False(t, r.Usage.IsZero(), "%s has usage", r.NativeID)
+					sum = sum.Add(r.Usage)
+				}
+				assert.Equal(t, sum, trees[0].Usage)
+			})
+		}
+	}
+}
+
+// TestIncrementalImport: unchanged files are skipped, a grown file is read
+// from where the last import stopped (a partial last line waits), a file
+// rewritten in place is read again, and a deleted file's tree stays.
+func TestIncrementalImport(t *testing.T) {
+	for _, cli := range []string{"claude", "codex", "pi"} {
+		t.Run(cli, func(t *testing.T) {
+			steps, paths := agentIndex(t, cli)
+			files, err := Expand(paths)
+			require.NoError(t, err)
+			var mainPath string
+			for _, f := range files {
+				if filepath.Base(f.Path) != "" && containsID(f.Path, steps["1-hello"]) {
+					mainPath = f.Path
+				}
+			}
+			require.NotEmpty(t, mainPath)
+			full, err := os.ReadFile(mainPath)
+			require.NoError(t, err)
+
+			// The whole file, as a reference.
+			ref := openStore(t)
+			importPaths(t, ref, mainPath)
+			refRun, err := ref.Resolve(context.Background(), steps["1-hello"])
+			require.NoError(t, err)
+
+			dir := t.TempDir()
+			path := filepath.Join(dir, filepath.Base(mainPath))
+			// Cut mid-way, inside a line: the agent is still writing.
+			cut := len(full) * 2 / 3
+			require.NoError(t, os.WriteFile(path, full[:cut], 0o644))
+			st := openStore(t)
+			first := importPaths(t, st, path)
+			assert.Equal(t, 1, first.Runs)
+
+			again := importPaths(t, st, path)
+			assert.Equal(t, 1, again.Unchanged, "an unchanged file is skipped")
+
+			require.NoError(t, os.WriteFile(path, full, 0o644))
+			grown := importPaths(t, st, path)
+			assert.Equal(t, 1, grown.Appended, "a grown file is read from where it stopped")
+			assert.Less(t, grown.Bytes, int64(len(full)), "only the new bytes were read")
+			r, err := st.Resolve(context.Background(), steps["1-hello"])
+			require.NoError(t, err)
+			assert.Equal(t, refRun.OwnMessages, r.OwnMessages, "the same messages as one import of the whole file")
+
+			// Rewritten in place: read again; the old run stays, hidden.
+			require.NoError(t, os.WriteFile(path, full[:cut], 0o644))
+			rewritten := importPaths(t, st, path)
+			assert.Equal(t, 1, rewritten.Reread)
+
+			// Deleted: nothing is lost.
+			require.NoError(t, os.Remove(path))
+			runs, err := st.Runs(context.Background())
+			require.NoError(t, err)
+			assert.Len(t, runs, 2)
+		})
+	}
+}
+
+func containsID(path, id string) bool { return id != "" && strings.Contains(path, id) }
+
+func TestDetectAndBadFiles(t *testing.T) {
+	st := openStore(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "notes.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("just text\n"), 0o644))
+	files, err := Expand([]string{dir, "../../testdata/openai"})
+	require.NoError(t, err)
+	sum, err := Import(context.Background(), st, files, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Failed, "a file that is no transcript is reported, not fatal")
+	assert.Contains(t, sum.Errors[0], "not a transcript tine knows")
+	assert.Equal(t, 2, sum.Runs, "the openai files are detected and imported")
+	assert.Len(t, sum.Skipped, 2)
+}
