@@ -1,0 +1,216 @@
+// Package claude is the Claude Code backend. It owns everything about Claude
+// Code's transcripts: where they live (Dirs), how to recognise one (Detect)
+// and how to read one into runs (Parse, ParseFile), including in-file
+// branches, --fork-session copies and subagent sidechains. Later it will
+// also run forks through the CLI.
+//
+// The format, as Claude Code 2.1.328 writes it (see testdata/agents/README.md
+// and testdata/claude/README.md): one JSON record a line; records with a
+// uuid form a tree through parentUuid; an assistant message is written as
+// one record per content block sharing message.id; tool results come back
+// as user records, each a child of the record holding its tool_use;
+// attachments and bookkeeping sit inside the chain; records without a uuid
+// are bookkeeping (queue operations, request shapes, cost, titles).
+//
+// What tine makes of it:
+//   - a message's NativeID is its record's uuid; a message merged from
+//     several records (an assistant's blocks, a compaction's boundary and
+//     summary) takes its first record's, in every file, so fork copies
+//     match their originals;
+//   - a user record holding only tool results is a model.Tool message, as
+//     every tine backend has them, so the tree shows tool output the same
+//     way whatever the agent; one that also carries text stays model.User;
+//   - usage counts once per message.id (the largest seen on its records);
+//   - attachments, isMeta records (injected context) and other bookkeeping
+//     are walked through: a message's parent is the nearest message above.
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tine/harness"
+)
+
+// Harness is this backend's name in runs and the registry.
+const Harness = "claude"
+
+// Dirs lists where Claude Code keeps transcripts: $CLAUDE_CONFIG_DIR/projects
+// when that is set, else ~/.claude/projects. The CLI reads CLAUDE_CONFIG_DIR
+// as one directory (no list), falling back to ~/.claude when it is unset.
+func Dirs() []string {
+	if d := strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")); d != "" {
+		return []string{filepath.Join(d, "projects")}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return nil
+	}
+	return []string{filepath.Join(home, ".claude", "projects")}
+}
+
+// Detect reports whether head, the first bytes of a file, looks like a
+// Claude Code transcript: its first line is a JSON object with Claude's
+// camel-case chain or session keys (parentUuid, sessionId, leafUuid) or a
+// type only Claude writes first. Codex (session_meta, payload) and pi
+// (a "session" header, parentId) do not match. head may end mid-line.
+func Detect(head []byte) bool {
+	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	head = bytes.TrimLeft(head, " \t\r\n")
+	if len(head) == 0 || head[0] != '{' {
+		return false
+	}
+	line := head
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	for _, not := range []string{`"type":"session_meta"`, `"type":"session"`, `"payload":`} {
+		if bytes.Contains(line, []byte(not)) {
+			return false
+		}
+	}
+	for _, key := range claudeMarks {
+		if bytes.Contains(line, []byte(key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// claudeMarks are bytes only a Claude Code record's first line holds: its
+// camel-case keys, or the record types it writes before any chain record.
+var claudeMarks = []string{
+	`"parentUuid":`, `"sessionId":"`, `"leafUuid":"`,
+	`{"type":"queue-operation"`, `{"type":"file-history-snapshot"`, `{"type":"fork-context-ref"`,
+	`{"type":"atis-latch"`, `{"type":"tools-used"`, `{"type":"custom-title"`, `{"type":"ai-title"`,
+}
+
+// ParseFile reads the transcript at path. For a subagent's file
+// (<session>/subagents/agent-<id>.jsonl) it also reads the sidecar
+// agent-<id>.meta.json for the tool call that started the subagent, or,
+// when that is missing (older versions), finds the call in the parent
+// session's file.
+func ParseFile(path string) (harness.ParsedFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return harness.ParsedFile{}, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// subagentInfo reads the sidecar agent-<id>.meta.json of a subagent's
+// file, when path names one on disk: the tool call that started the
+// subagent and its task description.
+func subagentInfo(path string) fileInfo {
+	var info fileInfo
+	base := filepath.Base(path)
+	if !strings.HasPrefix(base, "agent-") || !strings.HasSuffix(base, ".jsonl") {
+		return info
+	}
+	info.path = path
+	if b, err := os.ReadFile(strings.TrimSuffix(path, ".jsonl") + ".meta.json"); err == nil {
+		var meta struct {
+			ToolUseID   string `json:"toolUseId"`
+			Description string `json:"description"`
+		}
+		if json.Unmarshal(b, &meta) == nil {
+			info.toolUseID, info.description = meta.ToolUseID, meta.Description
+		}
+	}
+	return info
+}
+
+// findAgentCall looks, in the parent session's file, for the tool result
+// that reported agentID, and returns its tool_use_id. The parent's file is
+// <project>/<session>.jsonl both for 2.x's
+// <project>/<session>/subagents/agent-<id>.jsonl and for older versions,
+// which kept agent-<id>.jsonl next to the sessions.
+func findAgentCall(path, agentID, session string) string {
+	if agentID == "" {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	parent := filepath.Join(dir, session+".jsonl")
+	if filepath.Base(dir) == "subagents" {
+		parent = filepath.Dir(dir) + ".jsonl"
+	} else if session == "" || strings.ContainsAny(session, `/\`) {
+		return ""
+	}
+	return scanAgentCall(parent, []byte(`"agentId":"`+agentID+`"`))
+}
+
+// scanAgentCall finds, in one file, a user record holding needle (the
+// toolUseResult's agentId) and a tool result, and returns that result's
+// tool_use_id.
+func scanAgentCall(path string, needle []byte) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 256<<10)
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			line = long
+		}
+		if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"tool_result"`)) {
+			if id := toolResultID(line); id != "" {
+				return id
+			}
+		}
+		long = long[:0]
+		if err != nil {
+			return ""
+		}
+	}
+}
+
+// toolResultID returns the tool_use_id of the first tool result in a user
+// record's content.
+func toolResultID(line []byte) string {
+	var msg []byte
+	o := newObject(line)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			break
+		}
+		if keyIs(k, "message") {
+			msg = v
+		}
+	}
+	var content []byte
+	o = newObject(msg)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			break
+		}
+		if keyIs(k, "content") {
+			content = v
+		}
+	}
+	a := newArray(content)
+	for {
+		v, ok := a.next()
+		if !ok {
+			return ""
+		}
+		if b, ok := readBlock(v); ok && strOr(b.typ) == "tool_result" {
+			return strOr(b.toolUseID)
+		}
+	}
+}

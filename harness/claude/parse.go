@@ -1,0 +1,932 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// Parse reads a Claude Code transcript from r; name (a path or a label)
+// names the file in skips and gives the session id when its base name is
+// one (<session id>.jsonl). When name is the path of a subagent's file
+// (agent-<id>.jsonl), its sidecar agent-<id>.meta.json is read too, for the
+// tool call that started the subagent (see ParseFile).
+//
+// The records form a tree by uuid/parentUuid. The main line is the path to
+// the newest leaf; every other leaf's path is an in-file branch (a rewind)
+// holding only its own messages. Sidechains (subagents) are runs of their
+// own with a SubagentHint. Malformed lines are skipped and listed; a last
+// line without its newline (Claude is still writing) is left unread, and
+// Offset stops before it. Parse fails only when r does.
+func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
+	return parse(r, name, subagentInfo(name))
+}
+
+// fileInfo is what ParseFile knows besides the bytes: the subagent's
+// sidecar metadata.
+type fileInfo struct {
+	path        string // the subagent file's path on disk, "" when not one
+	toolUseID   string // the Agent/Task call that started a subagent
+	description string // the subagent's task description
+}
+
+func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) {
+	p := newParser(name, info)
+	br := bufio.NewReaderSize(r, 256<<10)
+	var long []byte // a line longer than br's buffer, gathered in pieces
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			chunk = long
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break // no newline: a partial line, or nothing
+			}
+			return p.file, fmt.Errorf("%s: %w", name, err)
+		}
+		p.line++
+		p.file.Offset += int64(len(chunk))
+		p.handle(chunk)
+		long = long[:0]
+	}
+	p.file.Runs = p.build()
+	return p.file, nil
+}
+
+// kind is what a chain record contributes to the conversation.
+type kind uint8
+
+const (
+	kPass      kind = iota // in the chain, but no message (attachments, bookkeeping, meta)
+	kMessage               // a user or assistant message
+	kCompact               // a compact_boundary
+	kSummary               // the summary a compaction leaves (isCompactSummary)
+	kLocalEcho             // a slash command's output, shown to the person: a system message
+)
+
+// node is one chain record (a record with a uuid).
+type node struct {
+	uuid       string
+	parentUUID string
+	explicit   bool  // parentUuid was null: a deliberate root
+	parent     int32 // index in parser.nodes, -1 for a root
+	group      int32
+	msg        int32 // the message this record belongs to or sits under, -1 for none
+	state      uint8
+	kind       kind
+	pay        int32 // index in parser.pays, -1 for none
+	// copiedFrom names the session a fork copied this record from (its
+	// requestSessionId, or a foreign sessionId in older versions).
+	copiedFrom string
+}
+
+// pay is the message a record carries, before records are merged.
+type pay struct {
+	msg   model.Message
+	msgID string
+	// carrier: a user record holding only tool results.
+	carrier bool
+}
+
+// group is one conversation tree in the file: the main chain, or one
+// sidechain (a subagent).
+type group struct {
+	agentID   string
+	sidechain bool
+	session   string // the sessionId its records carry
+	cwd       string
+	branch    string
+	first     time.Time
+	last      time.Time
+}
+
+// msgNode is a message of the tree being built.
+type msgNode struct {
+	m        model.Message
+	msgID    string
+	parent   int32
+	children []int32
+	group    int32
+	first    int32 // its first record
+	last     int32 // the newest record that belongs to it or sits under it
+	carrier  bool
+	open     bool // a compact boundary still waiting for its summary
+	copied   string
+	depth    int32
+	owner    int32
+}
+
+type parser struct {
+	name string
+	info fileInfo
+	file harness.ParsedFile
+	line int
+
+	nodes  []node
+	pays   []pay
+	groups []group
+	byUUID map[string]int32
+	byKey  map[string]int32 // group key -> index
+
+	ownSession  string // from the file name, when it holds one
+	lastSession string // the sessionId of the last main-chain record
+	firstTime   time.Time
+	lastTime    time.Time
+
+	customTitle, aiTitle string
+	summaries            []titleRef // summary records: a title for a leaf
+	cost                 float64
+	haveCost             bool
+	forkRef              map[string]bool // agent ids with a fork-context-ref
+
+	msgs    []msgNode
+	byMsgID map[string]int32
+	calls   map[string]string // tool call id -> tool name
+}
+
+type titleRef struct{ text, leaf string }
+
+func newParser(name string, info fileInfo) *parser {
+	p := &parser{
+		name:    name,
+		info:    info,
+		byUUID:  map[string]int32{},
+		byKey:   map[string]int32{},
+		byMsgID: map[string]int32{},
+		calls:   map[string]string{},
+	}
+	base := strings.TrimSuffix(filepath.Base(name), ".jsonl")
+	if looksLikeUUID(base) {
+		p.ownSession = base
+	}
+	return p
+}
+
+func (p *parser) skip(reason string) {
+	p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: p.line, Reason: reason})
+}
+
+// fields are the top-level values of a record that tine reads; the rest
+// (often most of the bytes) is skipped unread.
+type fields struct {
+	typ, uuid, parent, logicalParent, session, timestamp    []byte
+	cwd, branch, sidechain, agentID, requestSession         []byte
+	isMeta, compactSummary, message, subtype, compactMeta   []byte
+	summary, leaf, customTitle, aiTitle, totalCost, content []byte
+}
+
+// handle reads one complete line.
+func (p *parser) handle(line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	var f fields
+	o := newObject(line)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case `"type"`:
+			f.typ = v
+		case `"uuid"`:
+			f.uuid = v
+		case `"parentUuid"`:
+			f.parent = v
+		case `"logicalParentUuid"`:
+			f.logicalParent = v
+		case `"sessionId"`:
+			f.session = v
+		case `"timestamp"`:
+			f.timestamp = v
+		case `"cwd"`:
+			f.cwd = v
+		case `"gitBranch"`:
+			f.branch = v
+		case `"isSidechain"`:
+			f.sidechain = v
+		case `"agentId"`:
+			f.agentID = v
+		case `"requestSessionId"`:
+			f.requestSession = v
+		case `"isMeta"`:
+			f.isMeta = v
+		case `"isCompactSummary"`:
+			f.compactSummary = v
+		case `"message"`:
+			f.message = v
+		case `"subtype"`:
+			f.subtype = v
+		case `"compactMetadata"`:
+			f.compactMeta = v
+		case `"summary"`:
+			f.summary = v
+		case `"leafUuid"`:
+			f.leaf = v
+		case `"customTitle"`:
+			f.customTitle = v
+		case `"aiTitle"`:
+			f.aiTitle = v
+		case `"totalCostUSD"`:
+			f.totalCost = v
+		case `"content"`:
+			f.content = v
+		}
+	}
+	if o.bad {
+		p.skip("malformed JSON")
+		return
+	}
+	typ := strOr(f.typ)
+	var ts time.Time
+	if t, ok := str(f.timestamp); ok {
+		ts, _ = time.Parse(time.RFC3339Nano, t)
+		if !ts.IsZero() {
+			if p.firstTime.IsZero() {
+				p.firstTime = ts
+			}
+			if ts.After(p.lastTime) {
+				p.lastTime = ts
+			}
+		}
+	}
+	uuid := strOr(f.uuid)
+	if uuid == "" {
+		p.meta(typ, &f)
+		return
+	}
+	if _, dup := p.byUUID[uuid]; dup {
+		return // a record written twice: the first one stands
+	}
+	n := node{uuid: uuid, parent: -1, msg: -1, pay: -1}
+	switch lp := strOr(f.logicalParent); {
+	case isNull(f.parent) && lp != "":
+		// A compact boundary cuts parentUuid and keeps the real
+		// predecessor here (without it, link() takes the record before).
+		n.parentUUID = lp
+	case f.parent != nil && isNull(f.parent) && strOr(f.subtype) != "compact_boundary":
+		n.explicit = true // a deliberate root: the first prompt, or a rewind to the start
+	default:
+		n.parentUUID = strOr(f.parent) // absent or unreadable: link() falls back
+	}
+	session := strOr(f.session)
+	n.group = p.groupOf(isTrue(f.sidechain), strOr(f.agentID), session, &f, ts)
+	switch rs := strOr(f.requestSession); {
+	case rs != "" && rs != session:
+		n.copiedFrom = rs
+	case p.ownSession != "" && session != "" && session != p.ownSession && !p.groups[n.group].sidechain:
+		// Older versions copied a resumed session's records keeping their
+		// original sessionId: a foreign sessionId marks a copy too.
+		n.copiedFrom = session
+	}
+	switch typ {
+	case "user", "assistant":
+		if isTrue(f.isMeta) {
+			break // context the CLI injected (caveats, skill bodies): not a message
+		}
+		pl, k, err := p.message(typ, f.message, isTrue(f.compactSummary))
+		if err != nil {
+			// Keep the record in the chain so its children still connect.
+			p.skip(fmt.Sprintf("%s record %s: %v", typ, uuid, err))
+			break
+		}
+		pl.msg.NativeID, pl.msg.Time = uuid, ts
+		n.kind, n.pay = k, int32(len(p.pays))
+		p.pays = append(p.pays, pl)
+	case "system":
+		switch strOr(f.subtype) {
+		case "compact_boundary":
+			n.kind, n.pay = kCompact, int32(len(p.pays))
+			p.pays = append(p.pays, pay{msg: model.Message{
+				Role: model.System, NativeID: uuid, Time: ts,
+				Parts: []model.Part{{Kind: model.Text, Text: compactText(f.compactMeta)}},
+			}})
+		case "local_command":
+			// Interactive sessions record slash commands and their
+			// output as system records.
+			text, echo := localCommand(strOr(f.content))
+			if text == "" {
+				break
+			}
+			n.kind, n.pay = kMessage, int32(len(p.pays))
+			if echo {
+				n.kind = kLocalEcho
+			}
+			p.pays = append(p.pays, pay{msg: model.Message{
+				Role: model.User, NativeID: uuid, Time: ts,
+				Parts: []model.Part{{Kind: model.Text, Text: text}},
+			}})
+		}
+	}
+	p.byUUID[uuid] = int32(len(p.nodes))
+	p.nodes = append(p.nodes, n)
+}
+
+// meta reads a record outside the chain: titles, cost, fork references.
+// Everything else there (queue operations, request shapes and blobs, modes,
+// last prompts) is bookkeeping tine does not need.
+func (p *parser) meta(typ string, f *fields) {
+	switch typ {
+	case "user", "assistant":
+		p.skip(typ + " record without a uuid")
+	case "custom-title":
+		if s := strOr(f.customTitle); s != "" {
+			p.customTitle = s
+		}
+	case "ai-title":
+		if s := strOr(f.aiTitle); s != "" {
+			p.aiTitle = s
+		}
+	case "summary":
+		if s := strOr(f.summary); s != "" {
+			p.summaries = append(p.summaries, titleRef{text: s, leaf: strOr(f.leaf)})
+		}
+	case "cost-state":
+		if len(f.totalCost) > 0 {
+			p.cost, p.haveCost = number(f.totalCost), true
+		}
+	case "fork-context-ref":
+		// A "fork" subagent inherits its parent's context by reference
+		// and starts with a copy of the parent's calling message.
+		if a := strOr(f.agentID); a != "" {
+			if p.forkRef == nil {
+				p.forkRef = map[string]bool{}
+			}
+			p.forkRef[a] = true
+		}
+	}
+}
+
+// groupOf finds or makes the tree a record belongs to: the main chain, or
+// the sidechain of one agent.
+func (p *parser) groupOf(sidechain bool, agentID, session string, f *fields, ts time.Time) int32 {
+	key := ""
+	if sidechain {
+		key = "agent:" + agentID
+	}
+	g, ok := p.byKey[key]
+	if !ok {
+		g = int32(len(p.groups))
+		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain})
+		p.byKey[key] = g
+	}
+	gr := &p.groups[g]
+	if session != "" {
+		gr.session = session
+		if !sidechain {
+			p.lastSession = session
+		}
+	}
+	if gr.cwd == "" {
+		gr.cwd = strOr(f.cwd)
+	}
+	if b := strOr(f.branch); b != "" {
+		gr.branch = b
+	}
+	if !ts.IsZero() {
+		if gr.first.IsZero() {
+			gr.first = ts
+		}
+		if ts.After(gr.last) {
+			gr.last = ts
+		}
+	}
+	return g
+}
+
+// compactText describes a compaction boundary from its metadata.
+func compactText(meta []byte) string {
+	var trigger string
+	var pre int64
+	o := newObject(meta)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case `"trigger"`:
+			trigger = strOr(v)
+		case `"preTokens"`:
+			pre = integer(v)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("conversation compacted")
+	switch {
+	case trigger != "" && pre > 0:
+		fmt.Fprintf(&b, " (%s, %d tokens before)", trigger, pre)
+	case pre > 0:
+		fmt.Fprintf(&b, " (%d tokens before)", pre)
+	case trigger != "":
+		fmt.Fprintf(&b, " (%s)", trigger)
+	}
+	return b.String()
+}
+
+// looksLikeUUID reports the 8-4-4-4-12 hex shape of a session id.
+func looksLikeUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// ---------------------------------------------------------------- the tree
+
+// build links the records into trees of messages and cuts them into runs.
+func (p *parser) build() []harness.ParsedRun {
+	if len(p.nodes) == 0 {
+		return nil
+	}
+	p.link()
+	p.resolveAll()
+	p.fillToolNames()
+	p.rechain()
+	var runs []harness.ParsedRun
+	for _, g := range p.groupOrder() {
+		runs = append(runs, p.groupRuns(g, len(runs))...)
+	}
+	return runs
+}
+
+// own is the file's session id: from its name, else from its records.
+func (p *parser) own() string {
+	if p.ownSession != "" {
+		return p.ownSession
+	}
+	return p.lastSession
+}
+
+// link resolves parentUuid to node indexes. A parent that is missing (a
+// skipped line, a record the CLI pruned) or in another tree falls back to
+// the record written just before in the same tree, so one bad line does
+// not cut a conversation in two; a null parentUuid is a deliberate root.
+func (p *parser) link() {
+	prev := make([]int32, len(p.groups))
+	for i := range prev {
+		prev[i] = -1
+	}
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		g := n.group
+		if j, ok := p.byUUID[n.parentUUID]; ok && n.parentUUID != "" && p.nodes[j].group == g && int(j) != i {
+			n.parent = j
+		} else if !n.explicit {
+			n.parent = prev[g]
+		}
+		prev[g] = int32(i)
+	}
+}
+
+const (
+	unresolved uint8 = iota
+	resolving
+	resolved
+)
+
+// resolveAll places every record: it starts a message, joins the message
+// it continues, or sits under the nearest message above it.
+func (p *parser) resolveAll() {
+	var stack []int32
+	for i := range p.nodes {
+		if p.nodes[i].state == resolved {
+			continue
+		}
+		// Walk up to the first resolved ancestor, then place downwards,
+		// so parents written after their children are fine too.
+		stack = stack[:0]
+		j := int32(i)
+		for j >= 0 && p.nodes[j].state == unresolved {
+			p.nodes[j].state = resolving
+			stack = append(stack, j)
+			j = p.nodes[j].parent
+		}
+		if j >= 0 && p.nodes[j].state == resolving {
+			// A cycle (a corrupt file): cut it at its top.
+			p.nodes[stack[len(stack)-1]].parent = -1
+		}
+		for k := len(stack) - 1; k >= 0; k-- {
+			p.place(stack[k])
+			p.nodes[stack[k]].state = resolved
+		}
+	}
+}
+
+// place decides which message record i belongs to.
+func (p *parser) place(i int32) {
+	n := &p.nodes[i]
+	pm := int32(-1)
+	if n.parent >= 0 {
+		pm = p.nodes[n.parent].msg
+	}
+	switch n.kind {
+	case kPass:
+		n.msg = pm
+	case kMessage, kCompact, kLocalEcho:
+		pl := &p.pays[n.pay]
+		// Claude writes one assistant record per content block, chained,
+		// all with the same message.id: they are one message.
+		if pm >= 0 && pl.msgID != "" && pl.msg.Role == model.Assistant {
+			if pmn := &p.msgs[pm]; pmn.msgID == pl.msgID && pmn.m.Role == model.Assistant {
+				pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
+				pmn.m.Usage = maxUsage(pmn.m.Usage, pl.msg.Usage)
+				if pmn.m.Model == "" {
+					pmn.m.Model = pl.msg.Model
+				}
+				if pmn.copied == "" {
+					pmn.copied = n.copiedFrom
+				}
+				n.msg = pm
+				p.touch(pm, i)
+				return
+			}
+		}
+		n.msg = p.newMessage(pm, i, pl)
+	case kSummary:
+		pl := &p.pays[n.pay]
+		if pm >= 0 && p.msgs[pm].open {
+			// The summary belongs with its boundary: it is what the
+			// model reads instead of the history, not something typed.
+			pmn := &p.msgs[pm]
+			pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
+			pmn.open = false
+			n.msg = pm
+			p.touch(pm, i)
+			return
+		}
+		n.msg = p.newMessage(pm, i, pl)
+	}
+	if n.msg >= 0 {
+		p.touch(n.msg, i)
+	}
+}
+
+// touch notes that record i belongs to or sits under message m.
+func (p *parser) touch(m, i int32) {
+	if i > p.msgs[m].last {
+		p.msgs[m].last = i
+	}
+}
+
+func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
+	n := &p.nodes[i]
+	mn := msgNode{
+		m: pl.msg, msgID: pl.msgID, parent: parent, group: n.group,
+		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,
+		open: n.kind == kCompact, owner: -1,
+	}
+	if n.kind == kCompact || n.kind == kSummary || n.kind == kLocalEcho {
+		mn.m.Role = model.System
+	}
+	m := int32(len(p.msgs))
+	// Usage is counted once per API message: a message id seen before
+	// (a record copied twice, a re-written block) adds nothing new.
+	if pl.msgID != "" {
+		if q, seen := p.byMsgID[pl.msgID]; seen {
+			p.msgs[q].m.Usage = maxUsage(p.msgs[q].m.Usage, mn.m.Usage)
+			mn.m.Usage = model.Usage{}
+		} else {
+			p.byMsgID[pl.msgID] = m
+		}
+	}
+	p.msgs = append(p.msgs, mn)
+	if parent >= 0 {
+		p.msgs[parent].children = append(p.msgs[parent].children, m)
+	}
+	return m
+}
+
+// maxUsage keeps, field by field, the larger count: older versions wrote
+// growing usage on each block record of a message, 2.x the final one on
+// every record; either way the largest is the message's.
+func maxUsage(a, b model.Usage) model.Usage {
+	return model.Usage{
+		InputTokens:      max(a.InputTokens, b.InputTokens),
+		OutputTokens:     max(a.OutputTokens, b.OutputTokens),
+		CacheReadTokens:  max(a.CacheReadTokens, b.CacheReadTokens),
+		CacheWriteTokens: max(a.CacheWriteTokens, b.CacheWriteTokens),
+	}
+}
+
+// fillToolNames names each tool result after its call.
+func (p *parser) fillToolNames() {
+	for i := range p.msgs {
+		for j := range p.msgs[i].m.Parts {
+			pt := &p.msgs[i].m.Parts[j]
+			if pt.Kind == model.ToolResult && pt.ToolName == "" {
+				pt.ToolName = p.calls[pt.ToolCallID]
+			}
+		}
+	}
+}
+
+// rechain lines up tool results that hang side by side. Claude makes each
+// tool result a child of the assistant record that holds its tool_use, so
+// the results of parallel calls are siblings and only one of them carries
+// the conversation on. Those siblings are one step, not branches: the ones
+// that lead nowhere are chained, in file order, in front of the rest.
+func (p *parser) rechain() {
+	for m := range p.msgs {
+		kids := p.msgs[m].children
+		if len(kids) < 2 {
+			continue
+		}
+		var dangling, rest []int32
+		for _, c := range kids {
+			if p.msgs[c].carrier && len(p.msgs[c].children) == 0 {
+				dangling = append(dangling, c)
+			} else {
+				rest = append(rest, c)
+			}
+		}
+		if len(dangling) == 0 {
+			continue
+		}
+		slices.SortFunc(dangling, func(a, b int32) int { return int(p.msgs[a].first - p.msgs[b].first) })
+		p.msgs[m].children = []int32{dangling[0]}
+		for k := 1; k < len(dangling); k++ {
+			p.msgs[dangling[k]].parent = dangling[k-1]
+			p.msgs[dangling[k-1]].children = []int32{dangling[k]}
+		}
+		tail := dangling[len(dangling)-1]
+		for _, c := range rest {
+			p.msgs[c].parent = tail
+		}
+		p.msgs[tail].children = rest
+		// The chain now leads to all that followed: it is as new as the
+		// newest of them, so the newest leaf is still found below it.
+		newest := int32(-1)
+		for _, c := range kids {
+			newest = max(newest, p.msgs[c].last)
+		}
+		for _, d := range dangling {
+			p.msgs[d].last = newest
+		}
+	}
+}
+
+// groupOrder lists the trees: the main chain first (or, in a subagent's
+// file, its one sidechain), then any sidechains by first appearance.
+func (p *parser) groupOrder() []int32 {
+	var order []int32
+	for g := range p.groups {
+		if !p.groups[g].sidechain {
+			order = append(order, int32(g))
+		}
+	}
+	for g := range p.groups {
+		if p.groups[g].sidechain {
+			order = append(order, int32(g))
+		}
+	}
+	return order
+}
+
+// groupRuns cuts one tree into runs: the path to its newest leaf, then one
+// run per other leaf, holding only what it does not share with an earlier
+// run. base is the index the first run will have in the file.
+func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
+	var roots, leaves []int32
+	for m := range p.msgs {
+		mn := &p.msgs[m]
+		if mn.group != g {
+			continue
+		}
+		if mn.parent < 0 {
+			roots = append(roots, int32(m))
+		}
+		if len(mn.children) == 0 {
+			leaves = append(leaves, int32(m))
+		}
+	}
+	if len(leaves) == 0 {
+		return nil
+	}
+	// Depths from the roots (iteratively: chains can be long).
+	stack := slices.Clone(roots)
+	for _, r := range roots {
+		p.msgs[r].depth = 1
+	}
+	for len(stack) > 0 {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range p.msgs[m].children {
+			p.msgs[c].depth = p.msgs[m].depth + 1
+			stack = append(stack, c)
+		}
+	}
+	// The newest leaf is where the session stands; older leaves follow in
+	// the order they were written.
+	slices.SortStableFunc(leaves, func(a, b int32) int { return int(p.msgs[a].last - p.msgs[b].last) })
+	main := leaves[len(leaves)-1]
+	order := append([]int32{main}, leaves[:len(leaves)-1]...)
+
+	var runs []harness.ParsedRun
+	for idx, leaf := range order {
+		run := base + idx
+		var path []int32
+		j := leaf
+		for j >= 0 && p.msgs[j].owner < 0 {
+			path = append(path, j)
+			p.msgs[j].owner = int32(run)
+			j = p.msgs[j].parent
+		}
+		slices.Reverse(path)
+		pr := harness.ParsedRun{Parent: -1}
+		if idx > 0 {
+			pr.Parent = base // a branch off a virtual root (a second root) leaves the main line at 0
+			if j >= 0 {
+				pr.Parent = int(p.msgs[j].owner)
+				pr.ForkAt = int(p.msgs[j].depth)
+			}
+		}
+		msgs := make([]model.Message, len(path))
+		for k, m := range path {
+			msgs[k] = p.msgs[m].m
+		}
+		pr.Messages = msgs
+		p.fillRun(&pr, g, idx == 0, path)
+		if pr.Run.Title == "" && idx > 0 {
+			pr.Run.Title = runs[0].Run.Title // a branch without a prompt of its own
+		}
+		runs = append(runs, pr)
+	}
+	return runs
+}
+
+// fillRun sets a run's fields and its links to other sessions.
+func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []int32) {
+	gr := &p.groups[g]
+	r := &pr.Run
+	r.Harness = Harness
+	r.Status = model.Completed
+	r.Cwd, r.Branch = gr.cwd, gr.branch
+	inherited := 0
+	switch {
+	case gr.sidechain:
+		r.NativeID = "agent-" + gr.agentID
+		if gr.agentID == "" && len(path) > 0 {
+			r.NativeID = "sidechain-" + p.msgs[path[0]].m.NativeID
+		}
+		if mainLine {
+			toolID := ""
+			if p.subagentFile() {
+				toolID = p.info.toolUseID
+				if toolID == "" && p.info.path != "" {
+					// No sidecar (older versions): the parent's tool
+					// result names the agent.
+					toolID = findAgentCall(p.info.path, gr.agentID, gr.session)
+				}
+			}
+			pr.Subagent = &harness.SubagentHint{ParentSession: gr.session, ToolCallID: toolID}
+			if p.forkRef[gr.agentID] && len(pr.Messages) > 0 && pr.Messages[0].Role == model.Assistant {
+				// A "fork" subagent's file starts with a copy of the
+				// parent's calling message; its usage is the parent's.
+				pr.Messages[0].Usage = model.Usage{}
+			}
+		}
+	default:
+		r.NativeID = p.own()
+		if mainLine {
+			pr.Fork = p.forkHint(path)
+			if pr.Fork != nil {
+				inherited = pr.Fork.Inherited
+			}
+		}
+	}
+	r.Model = lastModel(pr.Messages)
+	if r.Model == "" && pr.Parent >= 0 {
+		r.Model = p.modelAbove(path)
+	}
+	r.Usage = model.OwnUsage(pr.Messages, inherited)
+	switch {
+	case mainLine && !gr.sidechain:
+		r.CreatedAt, r.FinishedAt = p.firstTime, p.lastTime
+		r.Title = p.title()
+		if pr.Fork == nil && p.haveCost {
+			// cost-state is the session's running total; a fork's also
+			// holds its parent's spending, so it is only used here.
+			r.CostUSD = p.cost
+		}
+	case mainLine:
+		r.CreatedAt, r.FinishedAt = gr.first, gr.last
+		r.Title = p.info.description
+		if r.Title == "" || !p.subagentFile() {
+			r.Title = harness.TitleOf(pr.Messages)
+		}
+	default:
+		if len(pr.Messages) > 0 {
+			r.CreatedAt = pr.Messages[0].Time
+			r.FinishedAt = pr.Messages[len(pr.Messages)-1].Time
+		}
+		r.Title = harness.TitleOf(pr.Messages)
+	}
+	if r.Title == "" && mainLine {
+		r.Title = harness.TitleOf(pr.Messages)
+	}
+}
+
+// subagentFile reports whether the whole file is one subagent's sidechain.
+func (p *parser) subagentFile() bool {
+	return len(p.groups) == 1 && p.groups[0].sidechain
+}
+
+// title is the agent's own title for the session, else its first prompt.
+func (p *parser) title() string {
+	switch {
+	case p.customTitle != "":
+		return harness.OneLine(p.customTitle, 120)
+	case p.aiTitle != "":
+		return harness.OneLine(p.aiTitle, 120)
+	}
+	// A summary names the conversation ending at its leaf; older versions
+	// also carried summaries of other sessions, so the leaf must be here.
+	for i := len(p.summaries) - 1; i >= 0; i-- {
+		if _, ok := p.byUUID[p.summaries[i].leaf]; ok {
+			return harness.OneLine(p.summaries[i].text, 120)
+		}
+	}
+	return ""
+}
+
+// forkHint recognises a --fork-session copy: the leading messages whose
+// records carry requestSessionId (the parent's session id; Claude adds it
+// to the assistant records it copies). Copied user records carry no
+// marker, so the copy is taken to run through the last marked message, as
+// long as no unmarked assistant message comes before it.
+func (p *parser) forkHint(path []int32) *harness.ForkHint {
+	last := -1
+	for k, m := range path {
+		mn := &p.msgs[m]
+		if mn.copied != "" {
+			last = k
+			continue
+		}
+		if mn.m.Role == model.Assistant {
+			break
+		}
+	}
+	if last < 0 {
+		return nil
+	}
+	mn := &p.msgs[path[last]]
+	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: mn.m.NativeID}
+}
+
+// lastModel is the model of the last assistant message that names a real one.
+func lastModel(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+			return m.Model
+		}
+	}
+	return ""
+}
+
+// modelAbove is the model in effect where a branch leaves its parent.
+func (p *parser) modelAbove(path []int32) string {
+	if len(path) == 0 {
+		return ""
+	}
+	for j := p.msgs[path[0]].parent; j >= 0; j = p.msgs[j].parent {
+		if m := p.msgs[j].m; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+			return m.Model
+		}
+	}
+	return ""
+}
+
+// syntheticModel marks messages Claude Code makes up itself (API errors,
+// interruptions); they name no model.
+const syntheticModel = "<synthetic>"
