@@ -1,0 +1,941 @@
+package codex
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// ParseFile reads the rollout at path.
+func ParseFile(path string) (harness.ParsedFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return harness.ParsedFile{}, err
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads a rollout from r; name labels skips and errors. A rollout is
+// one run (codex exec resume appends to the same file), so the result holds
+// one run, or none when r holds no complete record yet. Lines that are not
+// JSON objects are skipped and listed, unknown record types ignored, and a
+// last line without its newline (Codex is still writing) is left unread:
+// Offset ends before it. It is an error only when r fails.
+func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
+	p := newParser(name)
+	br := bufio.NewReaderSize(r, 1<<20)
+	var long []byte // a line longer than br's buffer, gathered in pieces
+	var off int64
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		if len(long) > 0 {
+			long = append(long, chunk...)
+			chunk = long
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				break // no newline: a partial line, or nothing
+			}
+			return p.finish(off), fmt.Errorf("%s: %w", name, err)
+		}
+		p.lineNo++
+		off += int64(len(chunk))
+		p.line(chunk)
+		long = long[:0]
+	}
+	return p.finish(off), nil
+}
+
+// tokenUsage is Codex's TokenUsage; input includes cached and cache-write tokens.
+type tokenUsage struct {
+	input, cached, cacheWrite, output, reasoning, total int64
+}
+
+func (t tokenUsage) model() model.Usage {
+	return model.Usage{
+		InputTokens:      max(t.input-t.cached-t.cacheWrite, 0),
+		OutputTokens:     t.output,
+		CacheReadTokens:  t.cached,
+		CacheWriteTokens: t.cacheWrite,
+	}
+}
+
+func parseUsage(v []byte) (tokenUsage, bool) {
+	it, ok := object(v)
+	if !ok {
+		return tokenUsage{}, false
+	}
+	var t tokenUsage
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		n, _ := num(v)
+		switch string(k) {
+		case "input_tokens":
+			t.input = n
+		case "cached_input_tokens":
+			t.cached = n
+		case "cache_write_input_tokens":
+			t.cacheWrite = n
+		case "output_tokens":
+			t.output = n
+		case "reasoning_output_tokens":
+			t.reasoning = n
+		case "total_tokens":
+			t.total = n
+		}
+	}
+	return t, true
+}
+
+type parser struct {
+	name    string
+	lineNo  int
+	skipped []harness.Skip
+
+	msgs []model.Message
+	// open is the assistant message of the model response being read, -1
+	// between responses; unbilled is the latest assistant message that no
+	// usage was attributed to yet, -1 when there is none.
+	open, unbilled int
+	model          string
+	toolNames      map[string]string // call id -> tool name, for results
+
+	// The current record's envelope.
+	ts, ord []byte
+	tsTime  time.Time
+	tsOK    bool
+	lastTS  []byte // the last timestamp seen, copied
+
+	haveMeta     bool
+	id, cwd      string
+	branch       string
+	created      time.Time
+	forkedFrom   string
+	beforeOrd    int
+	copiedParent string // id of a parent session_meta copied into the file (old forks)
+
+	pending   model.Usage // usage reported before any assistant message
+	lastTotal tokenUsage  // the last thread total, to drop repeated reports
+	haveTotal bool
+	records   bool // the file has token_usage_record: token_count only repeats it
+
+	buf []byte // scratch for unquoting
+}
+
+func newParser(name string) *parser {
+	return &parser{name: name, open: -1, unbilled: -1, toolNames: map[string]string{}}
+}
+
+func (p *parser) skip(reason string) {
+	p.skipped = append(p.skipped, harness.Skip{File: p.name, Line: p.lineNo, Reason: reason})
+}
+
+// line reads one complete line.
+func (p *parser) line(b []byte) {
+	b = bytes.TrimRight(b, " \t\r\n")
+	if p.lineNo == 1 {
+		b = bytes.TrimPrefix(b, []byte("\ufeff"))
+	}
+	b = b[skipWS(b, 0):]
+	if len(b) == 0 {
+		return
+	}
+	it := objIter{b: b}
+	if b[0] != '{' {
+		if validJSON(b) {
+			p.skip("not a JSON object")
+		} else {
+			p.skip("invalid JSON")
+		}
+		return
+	}
+	it.open()
+	var ts, ord, typ, payload []byte
+	var hasID, recordType bool
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "timestamp":
+			ts = v
+		case "ordinal":
+			ord = v
+		case "type":
+			typ = v
+		case "payload":
+			payload = v
+		case "id":
+			hasID = true
+		case "record_type":
+			recordType = true
+		}
+	}
+	err := it.err
+	if err == nil && it.i != len(b) {
+		err = errAt(it.i, "data after the object")
+	}
+	if err != nil {
+		p.skip("invalid JSON: " + err.Error())
+		return
+	}
+	p.ts, p.ord, p.tsOK = ts, ord, false
+	if ts != nil {
+		p.lastTS = append(p.lastTS[:0], ts...)
+	}
+	switch {
+	case payload != nil:
+		p.record(name(typ), payload)
+	case recordType:
+		// {"record_type":"state"}: bookkeeping in the oldest rollouts.
+	case typ == nil && hasID && !p.haveMeta:
+		p.sessionMeta(b) // the oldest rollouts' bare header line
+	case typ != nil:
+		p.responseItem(b) // the oldest rollouts wrote items without an envelope
+	}
+}
+
+// name is the contents of a JSON string value that needs no unescaping
+// (record and item type names), else nil.
+func name(v []byte) []byte {
+	if len(v) < 2 || v[0] != '"' {
+		return nil
+	}
+	in := v[1 : len(v)-1]
+	if bytes.IndexByte(in, '\\') >= 0 {
+		return []byte(str(v))
+	}
+	return in
+}
+
+func (p *parser) record(typ, payload []byte) {
+	switch string(typ) {
+	case "response_item":
+		p.responseItem(payload)
+	case "event_msg":
+		p.event(payload)
+	case "token_usage_record":
+		p.usageRecord(payload)
+	case "turn_context":
+		p.turnContext(payload)
+	case "session_meta":
+		p.sessionMeta(payload)
+	case "compacted":
+		p.compacted(payload)
+	}
+}
+
+// time is the current record's timestamp, zero when it has none.
+func (p *parser) time() time.Time {
+	if !p.tsOK {
+		p.tsTime, p.tsOK = parseTime(p.ts), true
+	}
+	return p.tsTime
+}
+
+func parseTime(v []byte) time.Time {
+	s := name(v)
+	if s == nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(s))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// native is the current record's NativeID: its ordinal, or for files
+// written before ordinals its 0-based line number, which is what an ordinal
+// counts.
+func (p *parser) native() string {
+	if n, ok := num(p.ord); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	return strconv.Itoa(p.lineNo - 1)
+}
+
+// add appends a message that is not assistant output; it ends the response
+// being read.
+func (p *parser) add(role model.Role, parts ...model.Part) {
+	p.open = -1
+	p.msgs = append(p.msgs, model.Message{Role: role, Parts: parts, Time: p.time(), NativeID: p.native()})
+}
+
+// assistant is the assistant message of the response being read, made on
+// its first output item.
+func (p *parser) assistant() *model.Message {
+	if p.open < 0 {
+		p.msgs = append(p.msgs, model.Message{
+			Role: model.Assistant, Model: p.model, Time: p.time(), NativeID: p.native(),
+			Usage: p.pending,
+		})
+		p.pending = model.Usage{}
+		p.open = len(p.msgs) - 1
+		p.unbilled = p.open
+	}
+	return &p.msgs[p.open]
+}
+
+// usage attributes one response's usage to its assistant message: the
+// open one, else the latest not yet billed (older Codex reported usage
+// after the tool outputs), else the next one made.
+func (p *parser) usage(last tokenUsage, total *tokenUsage) {
+	if total != nil {
+		// token_usage_record and event_msg token_count report the same
+		// response (and older versions sometimes twice): the thread total
+		// tells a repeat from a new response.
+		if p.haveTotal && *total == p.lastTotal {
+			return
+		}
+		p.lastTotal, p.haveTotal = *total, true
+	}
+	u := last.model()
+	switch {
+	case p.open >= 0:
+		p.msgs[p.open].Usage = p.msgs[p.open].Usage.Add(u)
+	case p.unbilled >= 0:
+		p.msgs[p.unbilled].Usage = p.msgs[p.unbilled].Usage.Add(u)
+	default:
+		p.pending = p.pending.Add(u)
+	}
+	p.open, p.unbilled = -1, -1
+}
+
+func (p *parser) usageRecord(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		p.skip("token_usage_record: payload is not an object")
+		return
+	}
+	var last, total tokenUsage
+	var haveLast, haveTotal bool
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "usage":
+			last, haveLast = parseUsage(v)
+		case "thread_token_usage":
+			total, haveTotal = parseUsage(v)
+		}
+	}
+	if !haveLast {
+		return
+	}
+	p.records = true
+	if haveTotal {
+		p.usage(last, &total)
+	} else {
+		p.usage(last, nil)
+	}
+}
+
+// event reads the one event_msg that matters, token_count; the others
+// repeat response items or report progress.
+func (p *parser) event(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		return
+	}
+	k, v, ok := it.next()
+	for ok && string(k) != "type" {
+		k, v, ok = it.next()
+	}
+	if !ok || !strEq(v, "token_count") || p.records {
+		return
+	}
+	if p.open < 0 && p.unbilled < 0 {
+		// Nothing left to bill: Codex reports a response's usage after its
+		// output, so this repeats one billed already (whose record an
+		// earlier import of the growing file may have read). Counting it
+		// again would double the run's usage.
+		return
+	}
+	it, _ = object(pl)
+	var flat tokenUsage
+	var info []byte
+	var isFlat bool
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "info":
+			info = v
+		case "input_tokens":
+			isFlat = true
+		}
+	}
+	if isFlat {
+		// Before TokenCountEvent (mid 2025) the payload was the last
+		// response's usage itself, with no total.
+		flat, _ = parseUsage(pl)
+		p.usage(flat, nil)
+		return
+	}
+	it, ok = object(info) // null while nothing was counted yet
+	if !ok {
+		return
+	}
+	var last, total tokenUsage
+	var haveLast, haveTotal bool
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "last_token_usage":
+			last, haveLast = parseUsage(v)
+		case "total_token_usage":
+			total, haveTotal = parseUsage(v)
+		}
+	}
+	switch {
+	case haveLast && haveTotal:
+		p.usage(last, &total)
+	case haveLast:
+		p.usage(last, nil)
+	}
+}
+
+func (p *parser) turnContext(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		return
+	}
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "model":
+			if m := str(v); m != "" {
+				p.model = m
+			}
+		case "cwd":
+			if p.cwd == "" {
+				p.cwd = str(v)
+			}
+		}
+	}
+}
+
+func (p *parser) sessionMeta(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		p.skip("session_meta: payload is not an object")
+		return
+	}
+	var id, sessionID, cwd, branch, forkedFrom string
+	var created time.Time
+	before := 0
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "id":
+			id = str(v)
+		case "session_id":
+			sessionID = str(v)
+		case "timestamp":
+			created = parseTime(v)
+		case "cwd":
+			cwd = str(v)
+		case "git":
+			if git, ok := object(v); ok {
+				for k, v, ok := git.next(); ok; k, v, ok = git.next() {
+					if string(k) == "branch" {
+						branch = str(v)
+					}
+				}
+			}
+		case "forked_from_id":
+			forkedFrom = str(v)
+		case "forked_from_ordinal_exclusive":
+			if n, ok := num(v); ok {
+				before = int(n)
+			}
+		case "history_base":
+			if hb, ok := object(v); ok && before == 0 {
+				for k, v, ok := hb.next(); ok; k, v, ok = hb.next() {
+					if string(k) == "end_ordinal_exclusive" {
+						if n, ok := num(v); ok {
+							before = int(n)
+						}
+					}
+				}
+			}
+		}
+	}
+	if id == "" {
+		id = sessionID
+	}
+	if p.haveMeta {
+		// Forks before paginated history copied the parent's records,
+		// its session_meta first, into the new file.
+		if id != "" && id != p.id && p.copiedParent == "" {
+			p.copiedParent = id
+		}
+		return
+	}
+	p.haveMeta = true
+	p.id, p.branch, p.forkedFrom, p.beforeOrd = id, branch, forkedFrom, before
+	if cwd != "" {
+		p.cwd = cwd
+	}
+	p.created = created
+	if created.IsZero() {
+		p.created = p.time()
+	}
+}
+
+func (p *parser) compacted(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		return
+	}
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		if string(k) == "message" {
+			if s := str(v); s != "" {
+				p.add(model.System, model.Part{Kind: model.Text, Text: s})
+			}
+		}
+	}
+}
+
+// item holds the fields of a response item that any item type uses.
+type item struct {
+	typ, role, content, summary, name  []byte
+	namespace, args, input, callID, id []byte
+	output, action, tools, meta        []byte
+	author, recipient                  []byte
+}
+
+func (p *parser) responseItem(pl []byte) {
+	it, ok := object(pl)
+	if !ok {
+		p.skip("response_item: payload is not an object")
+		return
+	}
+	var f item
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "type":
+			f.typ = v
+		case "role":
+			f.role = v
+		case "content":
+			f.content = v
+		case "summary":
+			f.summary = v
+		case "name":
+			f.name = v
+		case "namespace":
+			f.namespace = v
+		case "arguments":
+			f.args = v
+		case "input":
+			f.input = v
+		case "call_id":
+			f.callID = v
+		case "id":
+			f.id = v
+		case "output":
+			f.output = v
+		case "action":
+			f.action = v
+		case "tools":
+			f.tools = v
+		case "internal_chat_message_metadata_passthrough":
+			f.meta = v
+		case "author":
+			f.author = v
+		case "recipient":
+			f.recipient = v
+		}
+	}
+	switch string(name(f.typ)) {
+	case "message":
+		p.message(&f)
+	case "reasoning":
+		p.reasoning(&f)
+	case "function_call":
+		callName := str(f.name)
+		if ns := str(f.namespace); ns != "" {
+			callName = ns + "." + callName
+		}
+		p.call(str(f.callID), callName, p.jsonText(f.args))
+	case "custom_tool_call":
+		// Freeform input (an apply_patch patch): kept as a JSON string so
+		// that ToolInput is always JSON.
+		p.call(str(f.callID), str(f.name), rawText(f.input))
+	case "local_shell_call":
+		id := str(f.callID)
+		if id == "" {
+			id = str(f.id)
+		}
+		p.call(id, "local_shell", rawText(f.action))
+	case "tool_search_call":
+		if id := str(f.callID); id != "" {
+			p.call(id, "tool_search", rawText(f.args))
+		} else {
+			p.other(pl, "tool search")
+		}
+	case "web_search_call":
+		// Run by the provider inside the response: no output item follows,
+		// so it is not a tool call waiting for a result.
+		p.other(pl, "web search: "+webSearchText(f.action))
+	case "image_generation_call":
+		p.assistantPart(model.Part{Kind: model.Image, Raw: rawText(pl)})
+	case "function_call_output", "custom_tool_call_output":
+		p.result(str(f.callID), f.output)
+	case "tool_search_output":
+		if id := str(f.callID); id != "" {
+			p.add(model.Tool, model.Part{Kind: model.ToolResult, ToolCallID: id, ToolName: p.toolNames[id], Text: rawText(f.tools)})
+		}
+	case "agent_message":
+		// A message between agents of a multi-agent thread.
+		text := strings.Join(texts(f.content), "\n")
+		head := str(f.author) + " → " + str(f.recipient)
+		p.add(model.System, model.Part{Kind: model.Text, Text: head + ": " + text})
+	}
+}
+
+func (p *parser) message(f *item) {
+	parts := contentParts(f.content)
+	if len(parts) == 0 {
+		return
+	}
+	switch role := str(f.role); role {
+	case "assistant":
+		m := p.assistant()
+		m.Parts = append(m.Parts, parts...)
+	case "user":
+		if injected(parts, f.meta) {
+			p.add(model.System, parts...)
+		} else {
+			p.add(model.User, parts...)
+		}
+	default: // developer, system
+		p.add(model.System, parts...)
+	}
+}
+
+func (p *parser) reasoning(f *item) {
+	// The summary is what Codex shows; raw reasoning text only when the
+	// provider sent it; encrypted_content is never shown.
+	t := texts(f.summary)
+	if len(t) == 0 {
+		t = texts(f.content)
+	}
+	if len(t) == 0 {
+		return
+	}
+	p.assistantPart(model.Part{Kind: model.Thinking, Text: strings.Join(t, "\n\n")})
+}
+
+func (p *parser) assistantPart(part model.Part) {
+	m := p.assistant()
+	m.Parts = append(m.Parts, part)
+}
+
+func (p *parser) call(id, toolName, input string) {
+	if id != "" {
+		p.toolNames[id] = toolName
+	}
+	p.assistantPart(model.Part{Kind: model.ToolCall, ToolCallID: id, ToolName: toolName, ToolInput: input})
+}
+
+func (p *parser) other(raw []byte, text string) {
+	p.assistantPart(model.Part{Kind: model.Other, Text: text, Raw: rawText(raw)})
+}
+
+// jsonText is the JSON inside a function call's arguments string; when the
+// string does not hold JSON, or arguments is not a string, the raw value.
+func (p *parser) jsonText(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		if len(v) == 0 {
+			return "{}"
+		}
+		return rawText(v)
+	}
+	in := v[1 : len(v)-1]
+	if bytes.IndexByte(in, '\\') >= 0 {
+		p.buf = appendUnquoted(p.buf[:0], in)
+		in = p.buf
+	}
+	if validJSON(in) {
+		return string(in)
+	}
+	return rawText(v)
+}
+
+// rawText is raw JSON kept as text, with invalid UTF-8 (which JSON allows
+// only inside strings) replaced, so that every string tine stores is UTF-8.
+func rawText(v []byte) string {
+	if utf8.Valid(v) {
+		return string(v)
+	}
+	return strings.ToValidUTF8(string(v), "\uFFFD")
+}
+
+// result adds a tool output. output is a string, an array of content items
+// (text and images), or in older files {content, success}.
+func (p *parser) result(id string, output []byte) {
+	part := model.Part{Kind: model.ToolResult, ToolCallID: id, ToolName: p.toolNames[id]}
+	var extra []model.Part
+	if obj, ok := object(output); ok {
+		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+			switch string(k) {
+			case "content":
+				output = v
+			case "success":
+				part.IsError = string(v) == "false"
+			}
+		}
+	}
+	if len(output) > 0 && output[0] == '[' {
+		var t []string
+		for _, cp := range contentParts(output) {
+			if cp.Kind == model.Text {
+				t = append(t, cp.Text)
+			} else {
+				extra = append(extra, cp)
+			}
+		}
+		part.Text = strings.Join(t, "\n")
+	} else {
+		part.Text = str(output)
+	}
+	p.add(model.Tool, append([]model.Part{part}, extra...)...)
+}
+
+// contentParts reads a message's content array.
+func contentParts(v []byte) []model.Part {
+	if len(v) > 0 && v[0] == '"' {
+		if s := str(v); s != "" {
+			return []model.Part{{Kind: model.Text, Text: s}}
+		}
+		return nil
+	}
+	arr, ok := array(v)
+	if !ok {
+		return nil
+	}
+	var parts []model.Part
+	for c, ok := arr.next(); ok; c, ok = arr.next() {
+		obj, ok := object(c)
+		if !ok {
+			continue
+		}
+		var typ, text []byte
+		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+			switch string(k) {
+			case "type":
+				typ = v
+			case "text", "refusal":
+				text = v
+			}
+		}
+		switch string(name(typ)) {
+		case "input_text", "output_text", "text", "refusal", "summary_text", "reasoning_text":
+			if s := str(text); s != "" {
+				parts = append(parts, model.Part{Kind: model.Text, Text: s})
+			}
+		case "input_image", "output_image", "image":
+			parts = append(parts, model.Part{Kind: model.Image, Raw: rawText(c)})
+		default:
+			parts = append(parts, model.Part{Kind: model.Other, Raw: rawText(c)})
+		}
+	}
+	return parts
+}
+
+// texts is the text of each item of a summary or content array.
+func texts(v []byte) []string {
+	var out []string
+	for _, p := range contentParts(v) {
+		if p.Kind == model.Text {
+			out = append(out, p.Text)
+		}
+	}
+	return out
+}
+
+func webSearchText(action []byte) string {
+	obj, ok := object(action)
+	if !ok {
+		return ""
+	}
+	var s string
+	for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		switch string(k) {
+		case "query", "url", "pattern":
+			if s == "" {
+				s = str(v)
+			}
+		}
+	}
+	return s
+}
+
+// injectedPrefixes open the user-role messages Codex writes itself, for
+// files without provenance metadata.
+var injectedPrefixes = []string{
+	"<environment_context>",
+	"<user_instructions>",
+	"# AGENTS.md instructions for",
+	"<INSTRUCTIONS>",
+	"<permissions instructions>",
+	"<skills_instructions>",
+	"<skill>",
+	"<turn_aborted>",
+	"<subagent_notification>",
+	"<agent_message_board_notification>",
+	"<user_shell_command>",
+	"<context_window_reminder>",
+	"<startup_context>",
+	"<apps_instructions>",
+	"<plugins_instructions>",
+	"<environments_instructions>",
+	"<collaboration_mode>",
+	"<model_instructions>",
+	"<managed_developer_instructions>",
+}
+
+// injected reports whether a user-role message came from Codex rather than
+// a person. Newer Codex labels each content item with a provenance ("user"
+// for what was typed; "harness", "skills", ... otherwise); older files are
+// judged by the tag their text opens with.
+func injected(parts []model.Part, meta []byte) bool {
+	if obj, ok := object(meta); ok {
+		saw := false
+		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+			if string(k) != "content_item_metadata" {
+				continue
+			}
+			arr, _ := array(v)
+			for e, ok := arr.next(); ok; e, ok = arr.next() {
+				item, ok := object(e)
+				if !ok {
+					continue
+				}
+				for k, v, ok := item.next(); ok; k, v, ok = item.next() {
+					if string(k) != "provenance" {
+						continue
+					}
+					prov, _ := object(v)
+					for k, v, ok := prov.next(); ok; k, v, ok = prov.next() {
+						if string(k) == "type" {
+							saw = true
+							if strEq(v, "user") {
+								return false
+							}
+						}
+					}
+				}
+			}
+		}
+		if saw {
+			return true
+		}
+	}
+	for _, part := range parts {
+		if part.Kind != model.Text {
+			continue
+		}
+		t := strings.TrimLeft(part.Text, " \t\r\n")
+		for _, pre := range injectedPrefixes {
+			if strings.HasPrefix(t, pre) {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// finish makes the file's run from what was read.
+func (p *parser) finish(off int64) harness.ParsedFile {
+	pf := harness.ParsedFile{Skipped: p.skipped, Offset: off}
+	if !p.haveMeta && len(p.msgs) == 0 {
+		return pf
+	}
+	if !p.pending.IsZero() && len(p.msgs) > 0 {
+		// Usage with no assistant message after it (a failed response):
+		// keep it on the run by putting it on the last message.
+		i := len(p.msgs) - 1
+		for j := i; j >= 0; j-- {
+			if p.msgs[j].Role == model.Assistant {
+				i = j
+				break
+			}
+		}
+		p.msgs[i].Usage = p.msgs[i].Usage.Add(p.pending)
+		p.pending = model.Usage{}
+	}
+	id := p.id
+	if id == "" {
+		id = idFromName(p.name)
+	}
+	run := model.Run{
+		Harness:    Harness,
+		NativeID:   id,
+		Model:      p.model,
+		Cwd:        p.cwd,
+		Branch:     p.branch,
+		Title:      harness.TitleOf(p.msgs),
+		Status:     model.Completed,
+		CreatedAt:  p.created,
+		FinishedAt: parseTime(p.lastTS),
+	}
+	if run.CreatedAt.IsZero() && len(p.msgs) > 0 {
+		run.CreatedAt = p.msgs[0].Time
+	}
+	pr := harness.ParsedRun{Parent: -1}
+	inherited := 0
+	if parent := firstNonEmpty(p.forkedFrom, p.copiedParent); parent != "" {
+		h := &harness.ForkHint{ParentSession: parent, BeforeOrdinal: p.beforeOrd}
+		if p.beforeOrd > 0 {
+			// Codex 0.169 does not copy the parent's records; count any
+			// that a version does copy (they keep their ordinals).
+			for _, m := range p.msgs {
+				if n, err := strconv.Atoi(m.NativeID); err != nil || n >= p.beforeOrd {
+					break
+				}
+				h.Inherited++
+			}
+		}
+		inherited = h.Inherited
+		pr.Fork = h
+	}
+	run.OwnMessages = len(p.msgs) - inherited
+	run.Usage = model.OwnUsage(p.msgs, inherited)
+	if len(p.msgs) == 0 {
+		run.Usage = p.pending
+	}
+	pr.Run, pr.Messages = run, p.msgs
+	pf.Runs = []harness.ParsedRun{pr}
+	return pf
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// idFromName takes the thread id from a rollout's file name,
+// rollout-<time>-<uuid>.jsonl, when the file has no session_meta.
+func idFromName(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	if len(base) < 36 {
+		return ""
+	}
+	id := base[len(base)-36:]
+	if id[8] != '-' || id[13] != '-' || id[18] != '-' || id[23] != '-' {
+		return ""
+	}
+	return id
+}
