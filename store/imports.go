@@ -76,12 +76,15 @@ func (s *Store) SkipFile(ctx context.Context, src model.Source, reason string) e
 	})
 }
 
+// RetiredPrefix marks the source of runs whose file was rewritten.
+const RetiredPrefix = "retired:"
+
 // RetireSource detaches the runs of a file that was rewritten in place: they
 // stay stored (forks made from them keep working) but are hidden, and the
 // file's new content is imported afresh.
 func (s *Store) RetireSource(ctx context.Context, path string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = '' WHERE source = ?`, path); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ?`, RetiredPrefix+path, path); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE path = ?`, path)
@@ -217,11 +220,53 @@ func resolveLink(ctx context.Context, tx *sql.Tx, id string) error {
 		_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
 		return err // already placed, or the link does not fit: leave the run as it is
 	}
-	if err := reparent(ctx, tx, id, parent, parentTree, parentLen, k, l.Inherited); err != nil {
+	// Copies the parser could not recognise (Claude marks copied assistant
+	// records only) still carry the parent's native ids: share them too.
+	inherited := l.Inherited
+	more, err := sameNatives(ctx, tx, parent, k, id, inherited)
+	if err != nil {
+		return err
+	}
+	k, inherited = k+more, inherited+more
+	if err := reparent(ctx, tx, id, parent, parentTree, parentLen, k, inherited); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
 	return err
+}
+
+// sameNatives counts how many of child's messages from seq from on repeat,
+// by native id, parent's own messages from seq k on.
+func sameNatives(ctx context.Context, tx *sql.Tx, parent string, k int, child string, from int) (int, error) {
+	read := func(run string, start int) ([]string, error) {
+		rows, err := tx.QueryContext(ctx, `SELECT native_id FROM messages WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT 1000`, run, start)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return nil, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, rows.Err()
+	}
+	p, err := read(parent, k)
+	if err != nil {
+		return 0, err
+	}
+	c, err := read(child, from)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for n < len(p) && n < len(c)-1 && p[n] != "" && p[n] == c[n] {
+		n++ // keep at least one message of the child's own
+	}
+	return n, nil
 }
 
 // forkPoint finds K, how many of parent's messages the fork inherits.

@@ -145,3 +145,19 @@ func TestImportInFileBranchesAndSources(t *testing.T) {
 	srcs, _ = s.Sources(ctx)
 	assert.NotContains(t, srcs, "/pi.jsonl")
 }
+
+func TestImportSharesUnmarkedCopies(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	fork := forkFile()
+	// The parser recognised only the first two copies.
+	fork[0].Link.Inherited, fork[0].Link.AfterMessage = 2, "a1"
+	_, err := s.ImportFile(ctx, src("/p"), parentFile())
+	require.NoError(t, err)
+	_, err = s.ImportFile(ctx, src("/f"), fork)
+	require.NoError(t, err)
+	r, err := s.Resolve(ctx, "S2")
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.ForkAt, "the unmarked copy u2 is shared as well")
+	assert.Equal(t, 2, r.OwnMessages)
+}

@@ -68,7 +68,10 @@ func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
 	// A subagent's run shows under the call that started it, not here.
 	l.trees = l.trees[:0]
 	for _, t := range trees {
-		if t.Root.SpawnedBy == "" {
+		// Runs of a file that was rewritten stay stored for the forks made
+		// from them; alone, they would only repeat the file's new import.
+		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Forks == 0
+		if t.Root.SpawnedBy == "" && !retired {
 			l.trees = append(l.trees, t)
 		}
 	}

@@ -395,6 +395,15 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		status += ": " + harness.OneLine(run.Error, 60)
 	}
 	label := model.SafeText(run.Label())
+	if run.Name == "" && len(rd.own) > 0 {
+		// An agent's fork has no name: its first prompt says what it tried.
+		for _, m := range rd.own {
+			if m.IsPrompt() {
+				label = harness.OneLine(m.PlainText(), 40)
+				break
+			}
+		}
+	}
 	mark := "⑂ "
 	if rd.subagent {
 		mark = "⤷ "
