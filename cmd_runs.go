@@ -36,6 +36,8 @@ type runJSON struct {
 	Usage      model.Usage `json:"usage"`
 	CostUSD    float64     `json:"cost_usd"`
 	Hidden     bool        `json:"hidden,omitempty"`
+	SpawnedBy  string      `json:"spawned_by,omitempty"`
+	Best       bool        `json:"best,omitempty"`
 }
 
 func toRunJSON(r model.Run) runJSON {
@@ -43,7 +45,7 @@ func toRunJSON(r model.Run) runJSON {
 		ID: r.ID, Tree: r.TreeID, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Name: r.Name, Harness: r.Harness, NativeID: r.NativeID, Model: r.Model, Status: string(r.Status),
 		Error: r.Error, Messages: r.Len(), Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
-		Usage: r.Usage, CostUSD: r.CostUSD, Hidden: r.Hidden,
+		Usage: r.Usage, CostUSD: r.CostUSD, Hidden: r.Hidden, SpawnedBy: r.SpawnedBy, Best: r.Best,
 	}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt
@@ -164,42 +166,65 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	trees := model.BuildTrees(runs)
+	// Subagents are listed under the run that spawned them, not as trees.
+	var trees []*model.Node
+	spawned := map[string][]*model.Node{}
+	for _, t := range model.BuildTrees(runs) {
+		if t.Run.SpawnedBy != "" {
+			spawned[t.Run.SpawnedBy] = append(spawned[t.Run.SpawnedBy], t)
+		} else {
+			trees = append(trees, t)
+		}
+	}
+	type line struct {
+		n     *model.Node
+		depth int
+		sub   bool
+	}
+	var lines []line
+	var walk func(n *model.Node, depth int, sub bool)
+	walk = func(n *model.Node, depth int, sub bool) {
+		if *all || !n.Run.Hidden {
+			lines = append(lines, line{n, depth, sub})
+		}
+		for _, c := range n.Children {
+			walk(c, depth+1, false)
+		}
+		for _, s := range spawned[n.Run.ID] {
+			walk(s, depth+1, true)
+		}
+	}
+	for _, t := range trees {
+		walk(t, 0, false)
+	}
 	if *asJSON {
 		out := []runJSON{}
-		for _, t := range trees {
-			t.Walk(func(n *model.Node) {
-				if *all || !n.Run.Hidden {
-					out = append(out, toRunJSON(n.Run))
-				}
-			})
+		for _, l := range lines {
+			out = append(out, toRunJSON(l.n.Run))
 		}
 		return writeJSON(e.stdout, out)
 	}
 	if len(trees) == 0 {
-		fmt.Fprintln(e.stdout, "No runs yet. Import one with: tine import FILE --format openai (or try: tine demo)")
+		fmt.Fprintln(e.stdout, "No runs yet. Import with: tine import (every agent session here), tine import FILE, or try: tine demo")
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tNAME\tHARNESS\tSTATUS\tK\tMSGS\tTOKENS\tCOST\tTITLE")
-	for _, t := range trees {
-		t.Walk(func(n *model.Node) {
-			r := n.Run
-			if r.Hidden && !*all {
-				return
-			}
-			indent := strings.Repeat("  ", n.Depth())
-			k := ""
-			if r.ParentID != "" {
-				k = fmt.Sprint(r.ForkAt)
-			}
-			title := ""
-			if r.ParentID == "" {
-				title = harness.OneLine(r.Title, 60)
-			}
-			fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", indent, model.ShortID(r.ID),
-				harness.OneLine(r.Name, 30), r.Harness, r.Status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
-		})
+	for _, l := range lines {
+		r := l.n.Run
+		indent := strings.Repeat("  ", l.depth)
+		k, title := "", ""
+		switch {
+		case l.sub:
+			indent += "⤷ "
+			title = "subagent: " + harness.OneLine(r.Title, 50)
+		case r.ParentID != "":
+			k = fmt.Sprint(r.ForkAt)
+		default:
+			title = harness.OneLine(r.Title, 60)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", indent, model.ShortID(r.ID),
+			harness.OneLine(r.Name, 30), r.Harness, r.Status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
 	}
 	return tw.Flush()
 }

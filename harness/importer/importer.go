@@ -114,7 +114,7 @@ func Discover() ([]Found, error) {
 	var found []Found
 	for _, f := range Formats {
 		for _, dir := range f.Dirs() {
-			files, err := walk(dir)
+			files, err := walk(dir, ".jsonl") // agents write JSON lines; their .json files are other things
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
@@ -146,7 +146,7 @@ func Expand(paths []string) ([]Found, error) {
 			found = append(found, Found{Path: abs, Size: info.Size(), MTime: info.ModTime()})
 			continue
 		}
-		files, err := walk(p)
+		files, err := walk(p, ".jsonl", ".json")
 		if err != nil {
 			return nil, err
 		}
@@ -156,8 +156,9 @@ func Expand(paths []string) ([]Found, error) {
 	return slices.CompactFunc(found, func(a, b Found) bool { return a.Path == b.Path }), nil
 }
 
-// walk lists the .jsonl and .json files under dir.
-func walk(dir string) ([]Found, error) {
+// walk lists the files under dir ending in one of exts, leaving out
+// Claude Code's subagent sidecars (agent-<id>.meta.json).
+func walk(dir string, exts ...string) ([]Found, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -173,8 +174,8 @@ func walk(dir string) ([]Found, error) {
 		if d.IsDir() {
 			return nil
 		}
-		ext := strings.ToLower(filepath.Ext(path))
-		if ext != ".jsonl" && ext != ".json" {
+		name := strings.ToLower(d.Name())
+		if !slices.Contains(exts, filepath.Ext(name)) || strings.HasSuffix(name, ".meta.json") {
 			return nil
 		}
 		info, err := d.Info()
