@@ -306,6 +306,15 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if b == nil {
 			return a, nil
 		}
+		if msg.ev.Delta != "" {
+			if a.tree != nil {
+				a.tree.streaming[msg.ev.RunID] = lastRunes(a.tree.streaming[msg.ev.RunID]+msg.ev.Delta, 200)
+			}
+			return a, listen(b, msg.batch)
+		}
+		if a.tree != nil && (msg.ev.Message != nil || msg.ev.Status != "") {
+			delete(a.tree.streaming, msg.ev.RunID)
+		}
 		cmds := []tea.Cmd{listen(b, msg.batch), a.reloadTree()}
 		if msg.ev.Status == model.Failed && msg.ev.Err != nil {
 			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(msg.ev.Err), levelWarn))

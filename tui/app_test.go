@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
 	"tine/model"
 	"tine/store"
 )
@@ -334,4 +335,55 @@ func TestFirstStartOffersToImport(t *testing.T) {
 	assert.Contains(t, s, "imported ")
 	assert.Contains(t, s, "/tmp/tine-gen/project", "trees grouped under their project")
 	assert.NotContains(t, s, "No conversations yet")
+}
+
+// streamer is a harness that streams a reply in pieces and waits to finish.
+type streamer struct{ release chan struct{} }
+
+func (s *streamer) Name() string                        { return "stream" }
+func (s *streamer) Capabilities() harness.Capabilities { return harness.Capabilities{Fork: true, ForkAtK: true} }
+func (s *streamer) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}}})
+	emit(harness.Event{Kind: harness.EventDelta, Delta: "Paris is "})
+	emit(harness.Event{Kind: harness.EventDelta, Delta: "sunny today"})
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.Assistant,
+		Parts: []model.Part{{Kind: model.Text, Text: "Paris is sunny today."}}, Usage: model.Usage{InputTokens: 50, OutputTokens: 5}}})
+	return nil
+}
+
+// TestForkFromTheTUI forks from the dialog: the fork appears at once,
+// streams its text into its line while it runs, and completes.
+func TestForkFromTheTUI(t *testing.T) {
+	st := seedStore(t, 0)
+	s := &streamer{release: make(chan struct{})}
+	a := New(st, Options{Driver: &harness.Driver{Store: st, Harnesses: harness.NewRegistry(s)}})
+	d := &driver{t: t, a: a}
+	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	d.send(tea.WindowSizeMsg{Width: 140, Height: 30})
+	d.run(a.Init())
+	d.keys("enter", "G", "f")
+	require.NotNil(t, a.dialog)
+	assert.Contains(t, d.plain(), "keeps messages 1–6 of 6")
+	// Down to the message field, type, launch.
+	d.keys("down", "down", "down", "down")
+	for _, r := range "What about Paris?" {
+		d.keys(string(r))
+	}
+	// The turn blocks until released: run the launch in the background of
+	// the driver by releasing after the stream shows.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		close(s.release)
+	}()
+	d.send(tea.KeyPressMsg{Code: 's', Mod: tea.ModCtrl})
+	require.Nil(t, a.dialog)
+	assert.Contains(t, d.plain(), "What about Paris?")
+	assert.Contains(t, d.plain(), "✓ completed")
+	assert.Contains(t, d.plain(), "Paris is sunny today.")
 }

@@ -69,12 +69,7 @@ func (d *forkDialog) resize() {
 		half := len(d.inputs) / 2
 		msgs, names = d.inputs[:half], d.inputs[half:]
 	}
-	newIn := func(placeholder string) textinput.Model {
-		in := textinput.New()
-		in.Prompt = ""
-		in.Placeholder = placeholder
-		return in
-	}
+	newIn := newInput
 	var out []textinput.Model
 	for i := 0; i < d.n; i++ {
 		if i < len(msgs) {
@@ -357,4 +352,16 @@ func listen(b *forkBatch, id int) tea.Cmd {
 		}
 		return runEventMsg{ev: ev, batch: id}
 	}
+}
+
+// newInput is a one-line text field with a steady cursor: no blink timer
+// waking the program while a person thinks.
+func newInput(placeholder string) textinput.Model {
+	in := textinput.New()
+	in.Prompt = ""
+	in.Placeholder = placeholder
+	st := in.Styles()
+	st.Cursor.Blink = false
+	in.SetStyles(st)
+	return in
 }

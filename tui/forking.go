@@ -94,7 +94,14 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		defer close(b.events)
 		a.opts.Driver.RunTurns(ctx, turns, func(ev harness.RunEvent) {
 			if ev.Delta != "" {
-				return // the tree shows messages as they are stored
+				// Streamed text shows in the fork's line as it comes; when
+				// the screen is behind, a piece is dropped rather than the
+				// turn slowed (the message is stored whole anyway).
+				select {
+				case b.events <- ev:
+				default:
+				}
+				return
 			}
 			b.events <- ev
 		})

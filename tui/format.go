@@ -173,3 +173,12 @@ func plural(n int, word string) string {
 
 // ansiStrip drops styling, for a line about to be restyled as selected.
 func ansiStrip(s string) string { return ansi.Strip(s) }
+
+// lastRunes keeps the last n runes of s.
+func lastRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[len(r)-n:])
+}

@@ -53,10 +53,7 @@ const (
 )
 
 func newLibraryScreen() libraryScreen {
-	in := textinput.New()
-	in.Prompt = ""
-	in.Placeholder = "type to filter"
-	return libraryScreen{filter: in}
+	return libraryScreen{filter: newInput("type to filter")}
 }
 
 // setTrees replaces the list, keeping the cursor on the same tree.

@@ -29,6 +29,8 @@ type treeScreen struct {
 	renders  int
 
 	spinFrame    int // advanced while forks run
+	// streaming holds the tail of the text a running fork is writing now.
+	streaming map[string]string
 	detail       detailPane
 	detailFocus  bool
 	detailOnly   bool // narrow terminals read a message full-screen
@@ -36,7 +38,7 @@ type treeScreen struct {
 }
 
 func newTreeScreen(data *treeData) treeScreen {
-	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}}
+	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}, streaming: map[string]string{}}
 	for _, r := range data.runs {
 		if r.subagent {
 			t.folded[r.run().ID] = true // a subagent's transcript opens on demand
@@ -393,6 +395,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	status := glyph + " " + string(run.Status)
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + harness.OneLine(run.Error, 60)
+	}
+	if live := t.streaming[run.ID]; live != "" && run.Status == model.Running {
+		status += " “" + harness.OneLine(lastRunes(live, 40), 40) + "”"
 	}
 	label := model.SafeText(run.Label())
 	if run.Name == "" && len(rd.own) > 0 {

@@ -227,3 +227,17 @@ func TestSubagentShowsUnderItsCall(t *testing.T) {
 	ts.update(press("h"), DefaultKeyMap().Tree)
 	assert.Equal(t, "root0000:2", describe(&ts), "← goes back to the call")
 }
+
+func TestRunningForkShowsWhatItWrites(t *testing.T) {
+	data := sampleTree()
+	ri := data.index["forkcccc3333"]
+	data.runs[ri].node.Run.Status = model.Running
+	ts := newTreeScreen(data)
+	ts.setSize(120, 20)
+	ts.streaming["forkcccc3333"] = "a long answer that ends with \x1b[31mthe latest words"
+	h := ts.forkRow(int32(ri))
+	line := ts.rowText(ts.rows[h], nil)
+	assert.Contains(t, line, "running “")
+	assert.Contains(t, line, "the latest words”")
+	assert.NotContains(t, line, "\x1b")
+}
