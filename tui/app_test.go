@@ -340,8 +340,10 @@ func TestFirstStartOffersToImport(t *testing.T) {
 // streamer is a harness that streams a reply in pieces and waits to finish.
 type streamer struct{ release chan struct{} }
 
-func (s *streamer) Name() string                        { return "stream" }
-func (s *streamer) Capabilities() harness.Capabilities { return harness.Capabilities{Fork: true, ForkAtK: true} }
+func (s *streamer) Name() string { return "stream" }
+func (s *streamer) Capabilities() harness.Capabilities {
+	return harness.Capabilities{Fork: true, ForkAtK: true}
+}
 func (s *streamer) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
 	emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}}})
 	emit(harness.Event{Kind: harness.EventDelta, Delta: "Paris is "})

@@ -28,9 +28,9 @@ type treeScreen struct {
 	rowCache map[rowKey]string
 	renders  int
 
-	spinFrame    int // advanced while forks run
+	spinFrame int // advanced while forks run
 	// streaming holds the tail of the text a running fork is writing now.
-	streaming map[string]string
+	streaming    map[string]string
 	detail       detailPane
 	detailFocus  bool
 	detailOnly   bool // narrow terminals read a message full-screen
