@@ -739,9 +739,9 @@ func (a *App) helpView() string {
 	if a.screen == screenCompare {
 		intro = "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Columns that do not fit page sideways."
 	} else if a.screen == screenTree {
-		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks: → goes in, ← comes out, [ ] move between siblings, space folds."
+		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks: → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."
 	} else {
-		intro = "Library: every conversation tree, newest first. / filters by title, project or harness; s searches the text of every message."
+		intro = "Library: every conversation tree, grouped by project, newest first. / filters by title, project or harness; s searches the text of every message; i imports this machine's Claude Code, Codex and pi sessions (only what changed)."
 	}
 	a.help.ShowAll = true
 	full := a.help.FullHelpView(a.helpKeys().FullHelp())
