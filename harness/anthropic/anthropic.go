@@ -9,10 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -20,6 +17,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/internal/apihttp"
 	"tine/model"
 )
 
@@ -33,10 +31,10 @@ const APIVersion = "2023-06-01"
 // Defaults for the zero fields of a Config.
 const (
 	DefaultMaxTokens      = 4096
-	DefaultConnectTimeout = 15 * time.Second
-	DefaultStallTimeout   = 120 * time.Second
-	DefaultMaxRetries     = 3
-	DefaultMaxRetryWait   = 60 * time.Second
+	DefaultConnectTimeout = apihttp.DefaultConnectTimeout
+	DefaultStallTimeout   = apihttp.DefaultStallTimeout
+	DefaultMaxRetries     = apihttp.DefaultMaxRetries
+	DefaultMaxRetryWait   = apihttp.DefaultMaxRetryWait
 )
 
 // Config configures a Harness; ConfigFromEnv fills it from the environment.
@@ -81,13 +79,9 @@ func ConfigFromEnv() Config {
 // whole prefix on every turn, so it can fork anywhere; a reply with tool
 // calls ends the turn with the calls recorded.
 type Harness struct {
-	cfg      Config
-	endpoint string
-	host     string // names the server in errors
-	client   *http.Client
-	// now and sleep are swapped by tests.
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
+	cfg Config
+	api *apihttp.Client
+	now func() time.Time
 }
 
 var _ harness.Harness = (*Harness)(nil)
@@ -101,38 +95,30 @@ func New(cfg Config) *Harness {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
-	}
-	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = DefaultStallTimeout
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	if cfg.MaxRetryWait <= 0 {
-		cfg.MaxRetryWait = DefaultMaxRetryWait
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
-		t.TLSHandshakeTimeout = cfg.ConnectTimeout
-		// No client-wide Timeout: it would cut long answers.
-		client = &http.Client{Transport: t}
-	}
-	endpoint := cfg.BaseURL + "/v1/messages"
+	path := "/v1/messages"
 	if strings.HasSuffix(cfg.BaseURL, "/v1") {
-		endpoint = cfg.BaseURL + "/messages"
+		path = "/messages"
 	}
-	host := cfg.BaseURL
-	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
-		host = u.Host
+	header := http.Header{}
+	header.Set("anthropic-version", APIVersion)
+	if cfg.APIKey != "" {
+		header.Set("x-api-key", cfg.APIKey)
 	}
-	return &Harness{cfg: cfg, endpoint: endpoint, host: host, client: client, now: time.Now, sleep: sleepCtx}
+	api := apihttp.New(apihttp.Config{
+		Name:           "anthropic",
+		BaseURL:        cfg.BaseURL,
+		Path:           path,
+		APIKey:         cfg.APIKey,
+		Header:         header,
+		EndMarker:      "message_stop",
+		Retryable:      retryable,
+		ConnectTimeout: cfg.ConnectTimeout,
+		StallTimeout:   cfg.StallTimeout,
+		MaxRetries:     cfg.MaxRetries,
+		MaxRetryWait:   cfg.MaxRetryWait,
+		HTTPClient:     cfg.HTTPClient,
+	})
+	return &Harness{cfg: cfg, api: api, now: time.Now}
 }
 
 // Name implements harness.Harness.
@@ -184,129 +170,28 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 // call posts body, retrying what is worth retrying, and returns the
 // assembled answer.
 func (h *Harness) call(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
-	for attempt := 0; ; attempt++ {
-		msg, err := h.attempt(ctx, body, emit)
-		if err == nil {
-			return msg, nil
-		}
-		if ctx.Err() != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-		var re *retryableError
-		if !errors.As(err, &re) {
-			return model.Message{}, err
-		}
-		if attempt >= h.cfg.MaxRetries {
-			if attempt == 0 {
-				return model.Message{}, re.err
-			}
-			return model.Message{}, fmt.Errorf("%w (gave up after %d attempts)", re.err, attempt+1)
-		}
-		wait := re.after
-		if wait < 0 {
-			wait = backoff(attempt)
-		}
-		if err := h.sleep(ctx, min(wait, h.cfg.MaxRetryWait)); err != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-	}
-}
-
-// attempt makes one request and reads its stream to the end.
-func (h *Harness) attempt(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
-	reqCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	dog := time.AfterFunc(h.cfg.StallTimeout, func() { cancel(errStalled) })
-	defer dog.Stop()
-
-	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, h.endpoint, bytes.NewReader(body))
+	var a *assembler
+	err := h.api.Post(ctx, body, func() apihttp.Stream {
+		a = &assembler{emit: emit}
+		return a
+	})
 	if err != nil {
-		return model.Message{}, fmt.Errorf("anthropic: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	hreq.Header.Set("anthropic-version", APIVersion)
-	if h.cfg.APIKey != "" {
-		hreq.Header.Set("x-api-key", h.cfg.APIKey)
-	}
-	resp, err := h.client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-		if context.Cause(reqCtx) == errStalled {
-			return model.Message{}, h.stallError()
-		}
-		// The request never got an answer: safe to send again.
-		return model.Message{}, &retryableError{err: fmt.Errorf("anthropic: cannot reach %s: %w", h.host, err), after: -1}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return model.Message{}, h.statusError(resp)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "event-stream") {
-		return model.Message{}, fmt.Errorf("anthropic: %s answered %s, not an event stream", h.host, ct)
-	}
-
-	a := &assembler{emit: emit}
-	err = readSSE(resp.Body, func() { dog.Reset(h.cfg.StallTimeout) }, a.event)
-	switch {
-	case err == nil:
-		return a.message(h.now()), nil
-	case ctx.Err() != nil:
-		return model.Message{}, cancelled(ctx)
-	case context.Cause(reqCtx) == errStalled:
-		return model.Message{}, h.stallError()
-	}
-	var bad *malformedError
-	if errors.As(err, &bad) {
-		return model.Message{}, fmt.Errorf("anthropic: malformed stream from %s: %v", h.host, bad)
-	}
-	var se *streamError
-	if errors.As(err, &se) {
-		err := fmt.Errorf("anthropic: %s reported %s mid-stream: %s", h.host, se.typ, redact(se.msg, h.cfg.APIKey))
-		switch se.typ {
-		case "overloaded_error", "api_error", "rate_limit_error":
-			if !a.emitted {
-				return model.Message{}, &retryableError{err: err, after: -1}
-			}
-		}
 		return model.Message{}, err
 	}
-	early := fmt.Errorf("anthropic: stream ended early from %s (no message_stop after %d events): %w", h.host, a.events, err)
-	if a.emitted {
-		// The text so far has reached the screen; trying again would show
-		// it twice, so the turn fails and the user can run it again.
-		return model.Message{}, early
-	}
-	return model.Message{}, &retryableError{err: early, after: -1}
+	return a.message(h.now()), nil
 }
 
-func (h *Harness) stallError() error {
-	return fmt.Errorf("anthropic: %s sent nothing for %s (stall timeout)", h.host, h.cfg.StallTimeout)
-}
-
-// statusError turns a non-200 answer into an error, retryable for 408, 429,
-// 5xx and 529 (overloaded), unless the server says x-should-retry: false.
-func (h *Harness) statusError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := redact(errorMessage(b), h.cfg.APIKey)
-	err := fmt.Errorf("anthropic: HTTP %d from %s: %s", resp.StatusCode, h.host, msg)
-	retry := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500
+// retryable decides on a non-200 answer: 408, 429 and 5xx (529 is
+// overloaded) are tried again unless the server says x-should-retry: false,
+// and anything is when it says true.
+func retryable(resp *http.Response) bool {
 	switch resp.Header.Get("X-Should-Retry") {
 	case "true":
-		retry = true
+		return true
 	case "false":
-		retry = false
+		return false
 	}
-	if !retry {
-		return err
-	}
-	after, ok := retryAfter(resp.Header, h.now())
-	if !ok {
-		after = -1
-	}
-	return &retryableError{err: err, after: after}
+	return apihttp.RetryableStatus(resp.StatusCode)
 }
 
 // --- the stream ---
@@ -366,15 +251,16 @@ type assembler struct {
 	byIndex   map[int]*blockBuilder
 	usage     model.Usage
 	stop      string
-	events    int
 	emitted   bool
 }
 
-func (a *assembler) event(name, data string) (bool, error) {
-	a.events++
+var _ apihttp.Stream = (*assembler)(nil)
+
+// Event implements apihttp.Stream.
+func (a *assembler) Event(name, data string) (bool, error) {
 	var ev streamEvent
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
-		return false, &malformedError{err: err, data: data}
+		return false, &apihttp.MalformedError{Err: err, Data: data}
 	}
 	if ev.Type == "" {
 		ev.Type = name
@@ -388,7 +274,7 @@ func (a *assembler) event(name, data string) (bool, error) {
 	case "content_block_start":
 		var cb contentBlock
 		if err := json.Unmarshal(ev.ContentBlock, &cb); err != nil {
-			return false, &malformedError{err: err, data: data}
+			return false, &apihttp.MalformedError{Err: err, Data: data}
 		}
 		b := &blockBuilder{kind: cb.Type, id: cb.ID, name: cb.Name}
 		switch cb.Type {
@@ -413,7 +299,7 @@ func (a *assembler) event(name, data string) (bool, error) {
 	case "content_block_delta":
 		b := a.byIndex[ev.Index]
 		if b == nil || ev.Delta == nil {
-			return false, &malformedError{err: fmt.Errorf("delta for block %d that never started", ev.Index), data: data}
+			return false, &apihttp.MalformedError{Err: fmt.Errorf("delta for block %d that never started", ev.Index), Data: data}
 		}
 		switch ev.Delta.Type {
 		case "text_delta":
@@ -434,15 +320,26 @@ func (a *assembler) event(name, data string) (bool, error) {
 	case "message_stop":
 		return true, nil
 	case "error":
-		se := &streamError{typ: "error", msg: "(no message)"}
+		se := &apihttp.StreamError{What: "error", Message: "(no message)"}
 		if ev.Error != nil {
-			se.typ, se.msg = ev.Error.Type, ev.Error.Message
+			se.What, se.Message = ev.Error.Type, ev.Error.Message
+		}
+		switch se.What {
+		case "overloaded_error", "api_error", "rate_limit_error":
+			// Passing trouble: worth another try while no text is shown.
+			se.Retry = true
 		}
 		return false, se
 	}
 	// ping, content_block_stop and event types added later need nothing.
 	return false, nil
 }
+
+// Shown implements apihttp.Stream.
+func (a *assembler) Shown() bool { return a.emitted }
+
+// Complete implements apihttp.Stream: only message_stop ends an answer.
+func (*assembler) Complete() bool { return false }
 
 func (a *assembler) text(b *blockBuilder, s string) {
 	if s == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/internal/apihttp"
 	"tine/model"
 	"tine/testdata/modelserver"
 )
@@ -37,7 +38,7 @@ func testHarness(baseURL string, edit func(*Config)) (*Harness, *[]time.Duration
 	}
 	h := New(cfg)
 	var waits []time.Duration
-	h.sleep = func(ctx context.Context, d time.Duration) error {
+	h.api.Sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return ctx.Err()
 	}
@@ -262,7 +263,7 @@ func TestRetryWaitIsCappedAndReal(t *testing.T) {
 	s := startServer(t)
 	s.Push(modelserver.Reply{Fault: &modelserver.Fault{Kind: modelserver.FaultRateLimit, RetryAfter: "30"}}, modelserver.Text("ok"))
 	h, _ := testHarness(s.URL(), func(c *Config) { c.MaxRetryWait = 20 * time.Millisecond })
-	h.sleep = sleepCtx
+	h.api.Sleep = apihttp.Sleep
 
 	start := time.Now()
 	_, err := turn(t, h, harness.TurnRequest{Input: "hi"})
@@ -376,7 +377,7 @@ func TestCancelDuringRetryWait(t *testing.T) {
 	s := startServer(t)
 	s.Push(modelserver.Reply{Fault: &modelserver.Fault{Kind: modelserver.FaultRateLimit, RetryAfter: "10"}})
 	h, _ := testHarness(s.URL(), nil)
-	h.sleep = sleepCtx
+	h.api.Sleep = apihttp.Sleep
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

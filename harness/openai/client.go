@@ -1,25 +1,19 @@
 package openai
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"tine/harness"
+	"tine/harness/internal/apihttp"
 	"tine/model"
 )
 
@@ -29,10 +23,10 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Defaults for the zero fields of a Config.
 const (
-	DefaultConnectTimeout = 15 * time.Second
-	DefaultStallTimeout   = 120 * time.Second
-	DefaultMaxRetries     = 3
-	DefaultMaxRetryWait   = 60 * time.Second
+	DefaultConnectTimeout = apihttp.DefaultConnectTimeout
+	DefaultStallTimeout   = apihttp.DefaultStallTimeout
+	DefaultMaxRetries     = apihttp.DefaultMaxRetries
+	DefaultMaxRetryWait   = apihttp.DefaultMaxRetryWait
 )
 
 // Config configures a Harness. The zero value talks to api.openai.com with
@@ -77,13 +71,9 @@ func ConfigFromEnv() Config {
 // prefix on every turn, so it can fork anywhere; it does not run tools: a
 // reply with tool calls ends the turn with the calls recorded.
 type Harness struct {
-	cfg      Config
-	endpoint string
-	host     string // names the server in errors
-	client   *http.Client
-	// now and sleep are swapped by tests.
-	now   func() time.Time
-	sleep func(context.Context, time.Duration) error
+	cfg Config
+	api *apihttp.Client
+	now func() time.Time
 }
 
 var _ harness.Harness = (*Harness)(nil)
@@ -94,42 +84,24 @@ func New(cfg Config) *Harness {
 		cfg.BaseURL = DefaultBaseURL
 	}
 	cfg.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	if cfg.ConnectTimeout <= 0 {
-		cfg.ConnectTimeout = DefaultConnectTimeout
+	header := http.Header{}
+	if cfg.APIKey != "" {
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = DefaultStallTimeout
-	}
-	switch {
-	case cfg.MaxRetries == 0:
-		cfg.MaxRetries = DefaultMaxRetries
-	case cfg.MaxRetries < 0:
-		cfg.MaxRetries = 0
-	}
-	if cfg.MaxRetryWait <= 0 {
-		cfg.MaxRetryWait = DefaultMaxRetryWait
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
-		t.TLSHandshakeTimeout = cfg.ConnectTimeout
-		// No client-wide Timeout: it would cut long answers. The stall
-		// timeout watches the stream instead.
-		client = &http.Client{Transport: t}
-	}
-	host := cfg.BaseURL
-	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
-		host = u.Host
-	}
-	return &Harness{
-		cfg:      cfg,
-		endpoint: cfg.BaseURL + "/chat/completions",
-		host:     host,
-		client:   client,
-		now:      time.Now,
-		sleep:    sleepCtx,
-	}
+	api := apihttp.New(apihttp.Config{
+		Name:           "openai",
+		BaseURL:        cfg.BaseURL,
+		Path:           "/chat/completions",
+		APIKey:         cfg.APIKey,
+		Header:         header,
+		EndMarker:      "[DONE]",
+		ConnectTimeout: cfg.ConnectTimeout,
+		StallTimeout:   cfg.StallTimeout,
+		MaxRetries:     cfg.MaxRetries,
+		MaxRetryWait:   cfg.MaxRetryWait,
+		HTTPClient:     cfg.HTTPClient,
+	})
+	return &Harness{cfg: cfg, api: api, now: time.Now}
 }
 
 // Name implements harness.Harness.
@@ -182,121 +154,18 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	return nil
 }
 
-// call posts body, retrying what is worth retrying, and returns the
-// assembled answer.
+// call posts body, retrying what is worth retrying (408, 429, 5xx, a
+// failure before any text arrived), and returns the assembled answer.
 func (h *Harness) call(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
-	for attempt := 0; ; attempt++ {
-		msg, err := h.attempt(ctx, body, emit)
-		if err == nil {
-			return msg, nil
-		}
-		if ctx.Err() != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-		var re *retryableError
-		if !errors.As(err, &re) {
-			return model.Message{}, err
-		}
-		if attempt >= h.cfg.MaxRetries {
-			if attempt == 0 {
-				return model.Message{}, re.err
-			}
-			return model.Message{}, fmt.Errorf("%w (gave up after %d attempts)", re.err, attempt+1)
-		}
-		wait := re.after
-		if wait < 0 {
-			wait = backoff(attempt)
-		}
-		wait = min(wait, h.cfg.MaxRetryWait)
-		if err := h.sleep(ctx, wait); err != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-	}
-}
-
-// attempt makes one request and reads its stream to the end.
-func (h *Harness) attempt(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
-	reqCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	dog := time.AfterFunc(h.cfg.StallTimeout, func() { cancel(errStalled) })
-	defer dog.Stop()
-
-	hreq, err := http.NewRequestWithContext(reqCtx, http.MethodPost, h.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return model.Message{}, fmt.Errorf("openai: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "text/event-stream")
-	if h.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+h.cfg.APIKey)
-	}
-	resp, err := h.client.Do(hreq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return model.Message{}, cancelled(ctx)
-		}
-		if context.Cause(reqCtx) == errStalled {
-			return model.Message{}, h.stallError()
-		}
-		// The request never got an answer: safe to send again.
-		return model.Message{}, &retryableError{err: fmt.Errorf("openai: cannot reach %s: %w", h.host, err), after: -1}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return model.Message{}, h.statusError(resp)
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "" && !strings.Contains(ct, "event-stream") {
-		return model.Message{}, fmt.Errorf("openai: %s answered %s, not an event stream", h.host, ct)
-	}
-
-	a := &assembler{emit: emit}
-	err = readSSE(resp.Body, func() { dog.Reset(h.cfg.StallTimeout) }, func(_, data string) (bool, error) {
-		return a.chunk(data)
+	var a *assembler
+	err := h.api.Post(ctx, body, func() apihttp.Stream {
+		a = &assembler{emit: emit}
+		return a
 	})
-	switch {
-	case err == nil, err == io.EOF && a.finish != "":
-		// Some servers close after the finish chunk without [DONE].
-		return a.message(h.now()), nil
-	case ctx.Err() != nil:
-		return model.Message{}, cancelled(ctx)
-	case context.Cause(reqCtx) == errStalled:
-		return model.Message{}, h.stallError()
+	if err != nil {
+		return model.Message{}, err
 	}
-	var bad *malformedError
-	if errors.As(err, &bad) {
-		return model.Message{}, fmt.Errorf("openai: malformed stream from %s: %v", h.host, bad)
-	}
-	var se *streamError
-	if errors.As(err, &se) {
-		return model.Message{}, fmt.Errorf("openai: %s reported an error mid-stream: %s", h.host, redact(se.msg, h.cfg.APIKey))
-	}
-	early := fmt.Errorf("openai: stream ended early from %s (no [DONE] after %d events): %w", h.host, a.events, err)
-	if a.emitted {
-		// The text so far has reached the screen; trying again would show
-		// it twice, so the turn fails and the user can run it again.
-		return model.Message{}, early
-	}
-	return model.Message{}, &retryableError{err: early, after: -1}
-}
-
-func (h *Harness) stallError() error {
-	return fmt.Errorf("openai: %s sent nothing for %s (stall timeout)", h.host, h.cfg.StallTimeout)
-}
-
-// statusError turns a non-200 answer into an error, retryable for 408, 429
-// and 5xx.
-func (h *Harness) statusError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	msg := redact(errorMessage(b), h.cfg.APIKey)
-	err := fmt.Errorf("openai: HTTP %d from %s: %s", resp.StatusCode, h.host, msg)
-	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500 {
-		after, ok := retryAfter(resp.Header, h.now())
-		if !ok {
-			after = -1
-		}
-		return &retryableError{err: err, after: after}
-	}
-	return err
+	return a.message(h.now()), nil
 }
 
 // --- request shape ---
@@ -523,21 +392,22 @@ type assembler struct {
 	byIndex         map[int]*callBuilder
 	usage           model.Usage
 	finish          string
-	events          int
 	emitted         bool
 }
 
-func (a *assembler) chunk(data string) (bool, error) {
-	a.events++
+var _ apihttp.Stream = (*assembler)(nil)
+
+// Event implements apihttp.Stream.
+func (a *assembler) Event(_, data string) (bool, error) {
 	if data == "[DONE]" {
 		return true, nil
 	}
 	var c streamChunk
 	if err := json.Unmarshal([]byte(data), &c); err != nil {
-		return false, &malformedError{err: err, data: data}
+		return false, &apihttp.MalformedError{Err: err, Data: data}
 	}
 	if len(c.Error) > 0 && string(c.Error) != "null" {
-		return false, &streamError{msg: errorMessage([]byte(`{"error":` + string(c.Error) + `}`))}
+		return false, &apihttp.StreamError{What: "an error", Message: apihttp.ErrorMessage([]byte(`{"error":` + string(c.Error) + `}`))}
 	}
 	if c.ID != "" {
 		a.id = c.ID
@@ -570,6 +440,13 @@ func (a *assembler) chunk(data string) (bool, error) {
 	}
 	return false, nil
 }
+
+// Shown implements apihttp.Stream.
+func (a *assembler) Shown() bool { return a.emitted }
+
+// Complete implements apihttp.Stream: some servers close after the finish
+// chunk without [DONE].
+func (a *assembler) Complete() bool { return a.finish != "" }
 
 // call finds the builder a tool-call delta belongs to: by index, or, for
 // servers that send each call whole without one, by id.
@@ -652,165 +529,3 @@ var snapshot = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8})$`)
 // baseModel strips a snapshot suffix ("gpt-4o-2024-08-06" -> "gpt-4o");
 // any other suffix names another model and is kept.
 func baseModel(name string) string { return snapshot.ReplaceAllString(name, "") }
-
-// --- plumbing (the anthropic package keeps a twin of this) ---
-
-var errStalled = errors.New("stall timeout")
-
-// retryableError is a failure worth another try; after is the wait the
-// server asked for, or negative for "use backoff".
-type retryableError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryableError) Error() string { return e.err.Error() }
-func (e *retryableError) Unwrap() error { return e.err }
-
-type malformedError struct {
-	err  error
-	data string
-}
-
-func (e *malformedError) Error() string {
-	return fmt.Sprintf("bad JSON in data line %q: %v", clip(e.data, 60), e.err)
-}
-
-type streamError struct{ msg string }
-
-func (e *streamError) Error() string { return e.msg }
-
-func cancelled(ctx context.Context) error {
-	return fmt.Errorf("openai: turn cancelled: %w", ctx.Err())
-}
-
-// readSSE reads server-sent events from r, calling fn with each event's
-// name and data until fn says it is done. tick is called on every line so
-// a watchdog can tell a slow stream from a stalled one. It returns nil when
-// fn is done, fn's error, or the read error (io.EOF when the stream just
-// ended).
-func readSSE(r io.Reader, tick func(), fn func(event, data string) (bool, error)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var event string
-	var data []string
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			tick()
-			line = strings.TrimRight(line, "\r\n")
-			switch {
-			case line == "":
-				if data != nil {
-					done, ferr := fn(event, strings.Join(data, "\n"))
-					if ferr != nil || done {
-						return ferr
-					}
-				}
-				event, data = "", nil
-			case strings.HasPrefix(line, ":"):
-				// A comment: keep-alives, OpenRouter's "PROCESSING".
-			default:
-				field, value, _ := strings.Cut(line, ":")
-				value = strings.TrimPrefix(value, " ")
-				switch field {
-				case "event":
-					event = value
-				case "data":
-					data = append(data, value)
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// errorMessage pulls one line out of an API error body: OpenAI's and
-// Anthropic's {"error": {"message", "type"}}, Ollama's {"error": "..."}, or
-// the body itself.
-func errorMessage(b []byte) string {
-	var e struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	if json.Unmarshal(b, &e) == nil {
-		var inner struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-		}
-		var s string
-		switch {
-		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
-			if inner.Type != "" && !strings.Contains(inner.Message, inner.Type) {
-				return harness.OneLine(inner.Message+" ("+inner.Type+")", 300)
-			}
-			return harness.OneLine(inner.Message, 300)
-		case json.Unmarshal(e.Error, &s) == nil && s != "":
-			return harness.OneLine(s, 300)
-		case e.Message != "":
-			return harness.OneLine(e.Message, 300)
-		}
-	}
-	if s := harness.OneLine(string(b), 300); s != "" {
-		return s
-	}
-	return "(empty body)"
-}
-
-// redact keeps the key out of anything a server echoed back.
-func redact(s, key string) string {
-	if key == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[redacted]")
-}
-
-// retryAfter reads how long the server asked to wait: retry-after-ms
-// (OpenAI, Anthropic), else Retry-After in seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
-}
-
-// backoff is the wait before try n+2 when the server named none: 0.5 s
-// doubling, with up to 25% jitter so many forks do not retry in step.
-func backoff(n int) time.Duration {
-	d := 500 * time.Millisecond << min(n, 10)
-	return d + rand.N(d/4+1)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}

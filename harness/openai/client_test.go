@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/internal/apihttp"
 	"tine/model"
 	"tine/testdata/modelserver"
 )
@@ -35,7 +36,7 @@ func testHarness(s *modelserver.Server, edit func(*Config)) (*Harness, *[]time.D
 	}
 	h := New(cfg)
 	var waits []time.Duration
-	h.sleep = func(ctx context.Context, d time.Duration) error {
+	h.api.Sleep = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		return ctx.Err()
 	}
@@ -229,7 +230,7 @@ func TestRetryWaitIsCappedAndReal(t *testing.T) {
 	s := startServer(t)
 	s.Push(modelserver.Reply{Fault: &modelserver.Fault{Kind: modelserver.FaultRateLimit, RetryAfter: "30"}}, modelserver.Text("ok"))
 	h, _ := testHarness(s, func(c *Config) { c.MaxRetryWait = 20 * time.Millisecond })
-	h.sleep = sleepCtx
+	h.api.Sleep = apihttp.Sleep
 
 	start := time.Now()
 	_, err := turn(t, h, harness.TurnRequest{Input: "hi"})
@@ -343,7 +344,7 @@ func TestCancelDuringRetryWait(t *testing.T) {
 	s := startServer(t)
 	s.Push(modelserver.Reply{Fault: &modelserver.Fault{Kind: modelserver.FaultRateLimit, RetryAfter: "10"}})
 	h, _ := testHarness(s, nil)
-	h.sleep = sleepCtx
+	h.api.Sleep = apihttp.Sleep
 
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -364,27 +365,6 @@ func TestNothingToSend(t *testing.T) {
 	h := New(Config{BaseURL: "http://127.0.0.1:1", Model: "m"})
 	err := h.Turn(context.Background(), harness.TurnRequest{}, func(harness.Event) {})
 	require.ErrorContains(t, err, "nothing to send")
-}
-
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		header http.Header
-		want   time.Duration
-		ok     bool
-	}{
-		{http.Header{"Retry-After": {"2"}}, 2 * time.Second, true},
-		{http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, true},
-		{http.Header{"Retry-After": {"1"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
-		{http.Header{"Retry-After": {now.Add(3 * time.Second).Format(http.TimeFormat)}}, 3 * time.Second, true},
-		{http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0, true},
-		{http.Header{"Retry-After": {"soon"}}, 0, false},
-		{http.Header{}, 0, false},
-	} {
-		got, ok := retryAfter(c.header, now)
-		assert.Equal(t, c.ok, ok, "%v", c.header)
-		assert.Equal(t, c.want, got, "%v", c.header)
-	}
 }
 
 func TestCost(t *testing.T) {

@@ -1,0 +1,55 @@
+package apihttp
+
+import (
+	"encoding/json"
+	"strings"
+
+	"tine/harness"
+)
+
+// ErrorMessage pulls one line out of an API error body: OpenAI's and
+// Anthropic's {"error": {"message", "type"}}, Ollama's {"error": "..."}, or
+// the body itself.
+func ErrorMessage(b []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(b, &e) == nil {
+		var inner struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		}
+		var s string
+		switch {
+		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
+			if inner.Type != "" && !strings.Contains(inner.Message, inner.Type) {
+				return harness.OneLine(inner.Message+" ("+inner.Type+")", 300)
+			}
+			return harness.OneLine(inner.Message, 300)
+		case json.Unmarshal(e.Error, &s) == nil && s != "":
+			return harness.OneLine(s, 300)
+		case e.Message != "":
+			return harness.OneLine(e.Message, 300)
+		}
+	}
+	if s := harness.OneLine(string(b), 300); s != "" {
+		return s
+	}
+	return "(empty body)"
+}
+
+// redact keeps the key out of anything a server echoed back.
+func redact(s, key string) string {
+	if key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, key, "[redacted]")
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
