@@ -19,18 +19,17 @@ type comparison struct {
 }
 
 type comparedRunJS struct {
-	ID        string        `json:"id"`
-	Name      string        `json:"name"`
-	Status    string        `json:"status"`
-	Error     string        `json:"error,omitempty"`
-	Steps     int           `json:"steps"`
-	Usage     model.Usage   `json:"usage"`
-	CostUSD   float64       `json:"cost_usd"`
-	Seconds   float64       `json:"seconds"`
-	Best      bool          `json:"best,omitempty"`
-	Messages  []messageJSON `json:"messages"`
-	messages  []model.Message
-	firstSeen int
+	ID       string        `json:"id"`
+	Name     string        `json:"name"`
+	Status   string        `json:"status"`
+	Error    string        `json:"error,omitempty"`
+	Steps    int           `json:"steps"`
+	Usage    model.Usage   `json:"usage"`
+	CostUSD  float64       `json:"cost_usd"`
+	Seconds  float64       `json:"seconds"`
+	Best     bool          `json:"best,omitempty"`
+	Messages []messageJSON `json:"messages"`
+	messages []model.Message
 }
 
 // compareRuns loads runs (refs as people type them) and cuts each at the

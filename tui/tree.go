@@ -30,11 +30,10 @@ type treeScreen struct {
 
 	spinFrame int // advanced while forks run
 	// streaming holds the tail of the text a running fork is writing now.
-	streaming    map[string]string
-	detail       detailPane
-	detailFocus  bool
-	detailOnly   bool // narrow terminals read a message full-screen
-	cacheVersion int
+	streaming   map[string]string
+	detail      detailPane
+	detailFocus bool
+	detailOnly  bool // narrow terminals read a message full-screen
 }
 
 func newTreeScreen(data *treeData) treeScreen {

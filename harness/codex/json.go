@@ -30,8 +30,6 @@ func (e *syntaxError) Error() string { return e.msg + " at byte " + strconv.Itoa
 
 func errAt(off int, msg string) error { return &syntaxError{off, msg} }
 
-var errNotObject = errors.New("not a JSON object")
-
 func skipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {

@@ -18,11 +18,6 @@ import (
 
 // agentRuns reads testdata/agents/out/<cli>/index.json: each step's
 // session id and transcript.
-func agentRuns(t *testing.T, cli string) map[string]string {
-	steps, _ := agentIndex(t, cli)
-	return steps
-}
-
 // agentIndex also returns the transcripts the real CLI wrote.
 func agentIndex(t *testing.T, cli string) (map[string]string, []string) {
 	t.Helper()
