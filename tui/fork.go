@@ -28,6 +28,7 @@ var whereLabels = []string{"after this message", "end of the run", "last user me
 // dialog fields, in focus order
 const (
 	fieldWhere = iota
+	fieldReplace
 	fieldN
 	fieldHarness
 	fieldPerFork
@@ -43,6 +44,7 @@ type forkDialog struct {
 	where      forkWhere
 	n          int
 	perFork    bool
+	replace    bool // regenerating: hide the original in views
 	harnesses  []string
 	harness    int
 	inputs     []textinput.Model // messages[0..n) then names[0..n)
@@ -90,7 +92,11 @@ func (d *forkDialog) resize() {
 
 // fields lists the focusable fields now: choices, visible inputs, button.
 func (d *forkDialog) fields() []int {
-	f := []int{fieldWhere, fieldN, fieldHarness, fieldPerFork}
+	f := []int{fieldWhere}
+	if d.where == whereLastUser {
+		f = append(f, fieldReplace)
+	}
+	f = append(f, fieldN, fieldHarness, fieldPerFork)
 	msgs := 1
 	if d.perFork {
 		msgs = d.n
@@ -138,7 +144,8 @@ func (d *forkDialog) explain() (string, bool) {
 
 // spec turns the dialog into a fork request.
 func (d *forkDialog) spec() harness.ForkSpec {
-	spec := harness.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: d.harnesses[d.harness]}
+	spec := harness.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: d.harnesses[d.harness],
+		ReplaceOriginal: d.where == whereLastUser && d.replace}
 	var msgs, names []string
 	for i := 0; i < d.n; i++ {
 		names = append(names, strings.TrimSpace(d.inputs[d.n+i].Value()))
@@ -215,6 +222,9 @@ func (d *forkDialog) update(msg tea.KeyPressMsg) (dialogResult, tea.Cmd) {
 		case fieldPerFork:
 			d.perFork = !d.perFork
 			return dialogStay, nil
+		case fieldReplace:
+			d.replace = !d.replace
+			return dialogStay, nil
 		}
 	}
 	if cur >= fieldInputs {
@@ -271,6 +281,13 @@ func (d *forkDialog) view(st *Styles, w, h int) string {
 	}
 	for _, l := range strings.Split(wrap(expl, max(w-16, 10)), "\n") {
 		lines = append(lines, "                "+style.Render(l))
+	}
+	if d.where == whereLastUser {
+		orig := "keep it visible"
+		if d.replace {
+			orig = "hide it (it stays stored)"
+		}
+		add(fieldReplace, "original", choice(orig))
 	}
 	add(fieldN, "branches", choice(strconv.Itoa(d.n)))
 	add(fieldHarness, "harness", choice(d.harnesses[d.harness]))
