@@ -388,6 +388,13 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	if len(parsed.Runs) == 1 {
 		msgs, u = parsed.Runs[0].Messages, parsed.Runs[0].Run.Usage
 	}
+	// A tail may not repeat what set the model (Codex's turn_context
+	// comes once per turn): it is still the run's.
+	for i := range msgs {
+		if msgs[i].Role == model.Assistant && msgs[i].Model == "" {
+			msgs[i].Model = runs[0].Model
+		}
+	}
 	src.Leaf = prev.Leaf
 	if format.IDField != "" {
 		if leaf := lastChainID(file, src.Offset, format); leaf != "" {
