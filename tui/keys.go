@@ -18,7 +18,7 @@ type GlobalKeys struct {
 type LibraryKeys struct {
 	NavKeys
 	Open, Filter, Search, ClearFilter key.Binding
-	Refresh, Import                   key.Binding
+	Refresh, Import, FoldProject      key.Binding
 }
 
 // TreeKeys are the tree screen's.
@@ -60,6 +60,7 @@ func DefaultKeyMap() KeyMap {
 			ClearFilter: b("esc", "clear", "esc"),
 			Refresh:     b("r", "refresh", "r"),
 			Import:      b("i", "import this machine's sessions", "i"),
+			FoldProject: b("z", "fold project", "z", "tab"),
 		},
 		Tree: TreeKeys{
 			NavKeys:        navKeys,
@@ -93,7 +94,7 @@ func (h libraryHelp) FullHelp() [][]key.Binding {
 	l, g := h.k.Library, h.k.Global
 	return [][]key.Binding{
 		{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom},
-		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh, l.Import},
+		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh, l.Import, l.FoldProject},
 		{g.Help, g.Back, g.Quit, g.ForceQuit},
 	}
 }

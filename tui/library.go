@@ -148,6 +148,40 @@ func (l *libraryScreen) clamp() {
 	l.nav.clamp(len(l.rows))
 }
 
+// skipHeaders moves the cursor off an unfolded project's header, in
+// direction dir (or back, at an end): its trees are right there. A folded
+// project's header stays reachable, to unfold it.
+func (l *libraryScreen) skipHeaders(dir int) {
+	onOpenHeader := func(i int) bool { return l.rows[i].tree < 0 && !l.collapsed[l.rows[i].project] }
+	for _, d := range []int{dir, -dir} {
+		i := l.cursor
+		for i >= 0 && i < len(l.rows) && onOpenHeader(i) {
+			i += d
+		}
+		if i >= 0 && i < len(l.rows) {
+			l.cursor = i
+			l.clamp()
+			return
+		}
+	}
+}
+
+// toggleProject folds or unfolds a project, keeping the cursor on it.
+func (l *libraryScreen) toggleProject(p string) {
+	if l.collapsed == nil {
+		l.collapsed = map[string]bool{}
+	}
+	l.collapsed[p] = !l.collapsed[p]
+	l.refilter()
+	for i, r := range l.rows {
+		if r.project == p && (r.tree < 0 && l.collapsed[p] || r.tree >= 0 && !l.collapsed[p]) {
+			l.cursor = i
+			break
+		}
+	}
+	l.clamp()
+}
+
 // setSize gives the screen its region: a column header, then rows.
 func (l *libraryScreen) setSize(w, h int) {
 	l.width, l.height = w, max(h-1, 1)
@@ -223,7 +257,19 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 		l.clamp()
 		return libAction{}
 	}
+	before := l.cursor
 	if l.move(msg, keys.NavKeys, len(l.rows)) {
+		dir := 1
+		if l.cursor < before || key.Matches(msg, keys.Top) {
+			dir = -1
+		}
+		l.skipHeaders(dir)
+		return libAction{}
+	}
+	if key.Matches(msg, keys.FoldProject) {
+		if len(l.rows) > 0 {
+			l.toggleProject(l.rows[l.cursor].project)
+		}
 		return libAction{}
 	}
 	switch {
@@ -232,19 +278,7 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 			return libAction{open: t.Root.ID}
 		}
 		if l.cursor < len(l.rows) {
-			// A project header folds and unfolds its trees.
-			p := l.rows[l.cursor].project
-			if l.collapsed == nil {
-				l.collapsed = map[string]bool{}
-			}
-			l.collapsed[p] = !l.collapsed[p]
-			l.refilter()
-			for i, r := range l.rows {
-				if r.tree < 0 && r.project == p {
-					l.cursor = i
-				}
-			}
-			l.clamp()
+			l.toggleProject(l.rows[l.cursor].project)
 			return libAction{}
 		}
 		return libAction{status: "nothing to open: the list is empty"}

@@ -1,0 +1,54 @@
+package tui
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"tine/model"
+	"tine/store"
+)
+
+func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
+	l := newLibraryScreen()
+	l.setSize(100, 20)
+	tree := func(id, title, cwd string) store.TreeSummary {
+		return store.TreeSummary{Root: model.Run{ID: id}, Title: title, Cwd: cwd}
+	}
+	// Newest first, as the store returns them.
+	l.setTrees([]store.TreeSummary{tree("a", "newest", "/src/x"), tree("b", "middle", "/src/y"), tree("c", "oldest", "/src/x")})
+	var shown []string
+	for _, r := range l.rows {
+		if r.tree < 0 {
+			shown = append(shown, "# "+r.project)
+		} else {
+			shown = append(shown, l.trees[r.tree].Title)
+		}
+	}
+	assert.Equal(t, []string{"# /src/x", "newest", "oldest", "# /src/y", "middle"}, shown, "projects by their newest tree")
+	keys := DefaultKeyMap().Library
+	sel := func() string {
+		if t, ok := l.selected(); ok {
+			return t.Title
+		}
+		return "# " + l.rows[l.cursor].project
+	}
+	assert.Equal(t, "newest", sel(), "the cursor starts on a tree")
+	l.update(press("j"), keys)
+	l.update(press("j"), keys)
+	assert.Equal(t, "middle", sel(), "moving skips an open project's header")
+	l.update(press("k"), keys)
+	assert.Equal(t, "oldest", sel())
+	l.update(press("g"), keys)
+	assert.Equal(t, "newest", sel())
+	l.update(press("z"), keys)
+	assert.Equal(t, "# /src/x", sel(), "z folds the project, the cursor on its header")
+	assert.Len(t, l.rows, 3)
+	l.update(press("j"), keys)
+	assert.Equal(t, "middle", sel())
+	l.update(press("k"), keys)
+	assert.Equal(t, "# /src/x", sel(), "a folded project's header can be reached")
+	l.update(press("enter"), keys)
+	assert.Equal(t, "newest", sel(), "enter unfolds it")
+	assert.Len(t, l.rows, 5)
+}
