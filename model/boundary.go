@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -251,4 +252,43 @@ func Resolve(msgs []Message, at ContinueFrom) (Cut, error) {
 		return cut, ErrEmptyPrefix
 	}
 	return cut, nil
+}
+
+// PairCalls makes msgs fit to send to a model API, which wants every tool
+// call answered and every result to answer a call: a call with no result
+// gets an error result saying note (a turn that ended with calls nobody
+// ran), and a result whose call is not in msgs is dropped.
+func PairCalls(msgs []Message, note string) []Message {
+	calls, answered := map[string]bool{}, map[string]bool{}
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case ToolCall:
+				calls[p.ToolCallID] = true
+			case ToolResult:
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	orphan := func(p Part) bool { return p.Kind == ToolResult && !calls[p.ToolCallID] }
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		if slices.ContainsFunc(m.Parts, orphan) {
+			m.Parts = slices.DeleteFunc(slices.Clone(m.Parts), orphan)
+		}
+		out = append(out, m)
+		if m.Role != Assistant {
+			continue
+		}
+		var missing []Part
+		for _, c := range m.ToolCalls() {
+			if !answered[c.ToolCallID] {
+				missing = append(missing, Part{Kind: ToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Text: note, IsError: true})
+			}
+		}
+		if missing != nil {
+			out = append(out, Message{Role: Tool, Parts: missing})
+		}
+	}
+	return out
 }

@@ -170,3 +170,16 @@ func TestIsPrompt(t *testing.T) {
 	assert.False(t, say("hi").IsPrompt())
 	assert.False(t, Message{Role: User}.IsPrompt())
 }
+
+func TestPairCalls(t *testing.T) {
+	msgs := []Message{user("q"), result("ghost"), calls("a", "b"), result("a")}
+	got := PairCalls(msgs, "not run")
+	require.Len(t, got, 5)
+	assert.Empty(t, got[1].Parts, "a result without its call is dropped")
+	assert.Equal(t, Tool, got[3].Role, "the stand-in result follows the call")
+	assert.Equal(t, "b", got[3].Parts[0].ToolCallID)
+	assert.True(t, got[3].Parts[0].IsError)
+	assert.Equal(t, "not run", got[3].Parts[0].Text)
+	assert.Equal(t, []int{1, 2, 5}, Checkpoints(got), "every batch is closed")
+	assert.Len(t, msgs[1].Parts, 1, "the input is not changed")
+}

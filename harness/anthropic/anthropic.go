@@ -144,7 +144,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		user = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}, Time: h.now()}
 		msgs = append(msgs, *user)
 	}
-	wreq := buildRequest(normalize(msgs))
+	wreq := buildRequest(model.PairCalls(msgs, notRun))
 	if len(wreq.Messages) == 0 {
 		return errors.New("anthropic: nothing to send: the prefix is empty and there is no new message")
 	}

@@ -49,48 +49,6 @@ type wireTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// notRun answers a tool call nothing answered: the API rejects a tool_use
-// without a tool_result, and this harness runs no tools.
-const notRun = "not run: this tool call was never executed"
-
-// normalize makes msgs valid for the API: every tool call gets a result (a
-// stand-in error when it had none, e.g. a turn of this harness that ended
-// with calls) and results whose call is not in msgs are dropped.
-func normalize(msgs []model.Message) []model.Message {
-	calls, answered := map[string]bool{}, map[string]bool{}
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case model.ToolCall:
-				calls[p.ToolCallID] = true
-			case model.ToolResult:
-				answered[p.ToolCallID] = true
-			}
-		}
-	}
-	orphan := func(p model.Part) bool { return p.Kind == model.ToolResult && !calls[p.ToolCallID] }
-	out := make([]model.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if slices.ContainsFunc(m.Parts, orphan) {
-			m.Parts = slices.DeleteFunc(slices.Clone(m.Parts), orphan)
-		}
-		out = append(out, m)
-		if m.Role != model.Assistant {
-			continue
-		}
-		var missing []model.Part
-		for _, c := range m.ToolCalls() {
-			if !answered[c.ToolCallID] {
-				missing = append(missing, model.Part{Kind: model.ToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Text: notRun, IsError: true})
-			}
-		}
-		if missing != nil {
-			out = append(out, model.Message{Role: model.Tool, Parts: missing})
-		}
-	}
-	return out
-}
-
 // buildRequest converts messages to the Messages API shape: system text to
 // the system field, tool results into user messages, consecutive messages
 // of one role merged (the API wants user and assistant to alternate).
@@ -258,3 +216,7 @@ func imageBlock(raw string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"type": "image", "source": src})
 	return b
 }
+
+// notRun answers a tool call nothing answered: the API rejects a call
+// without a result, and this harness runs no tools.
+const notRun = "not run: this tool call was never executed"

@@ -127,7 +127,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		user = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}, Time: h.now()}
 		msgs = append(msgs, *user)
 	}
-	wire := toWire(normalize(msgs))
+	wire := toWire(model.PairCalls(msgs, notRun))
 	if len(wire) == 0 {
 		return errors.New("openai: nothing to send: the prefix is empty and there is no new message")
 	}
@@ -199,47 +199,6 @@ type wireToolCall struct {
 type wireFunction struct {
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
-}
-
-// notRun answers a tool call nothing answered: the API rejects a
-// conversation with unanswered calls, and this harness runs no tools.
-const notRun = "not run: this tool call was never executed"
-
-// normalize makes msgs valid for a chat API: every tool call gets a result
-// (a stand-in error when it had none, e.g. a turn of this harness that
-// ended with calls) and results whose call is not in msgs are dropped.
-func normalize(msgs []model.Message) []model.Message {
-	calls, answered := map[string]bool{}, map[string]bool{}
-	for _, m := range msgs {
-		for _, p := range m.Parts {
-			switch p.Kind {
-			case model.ToolCall:
-				calls[p.ToolCallID] = true
-			case model.ToolResult:
-				answered[p.ToolCallID] = true
-			}
-		}
-	}
-	out := make([]model.Message, 0, len(msgs))
-	for _, m := range msgs {
-		if slices.ContainsFunc(m.Parts, func(p model.Part) bool { return p.Kind == model.ToolResult && !calls[p.ToolCallID] }) {
-			m.Parts = slices.DeleteFunc(slices.Clone(m.Parts), func(p model.Part) bool { return p.Kind == model.ToolResult && !calls[p.ToolCallID] })
-		}
-		out = append(out, m)
-		if m.Role != model.Assistant {
-			continue
-		}
-		var missing []model.Part
-		for _, c := range m.ToolCalls() {
-			if !answered[c.ToolCallID] {
-				missing = append(missing, model.Part{Kind: model.ToolResult, ToolCallID: c.ToolCallID, ToolName: c.ToolName, Text: notRun, IsError: true})
-			}
-		}
-		if missing != nil {
-			out = append(out, model.Message{Role: model.Tool, Parts: missing})
-		}
-	}
-	return out
 }
 
 // toWire converts messages to the Chat Completions shape. Thinking is not
@@ -529,3 +488,7 @@ var snapshot = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8})$`)
 // baseModel strips a snapshot suffix ("gpt-4o-2024-08-06" -> "gpt-4o");
 // any other suffix names another model and is kept.
 func baseModel(name string) string { return snapshot.ReplaceAllString(name, "") }
+
+// notRun answers a tool call nothing answered: the API rejects a call
+// without a result, and this harness runs no tools.
+const notRun = "not run: this tool call was never executed"
