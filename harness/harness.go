@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"tine/model"
 )
@@ -35,6 +36,18 @@ type TurnRequest struct {
 	// Input is the person's new message; "" asks the model to answer again.
 	Input string
 	Model string
+}
+
+// Conversation is what a turn sends: the prefix, then the person's new
+// message when there is one (stamped at), which is returned too so the
+// harness can report it.
+func (r TurnRequest) Conversation(at time.Time) (msgs []model.Message, input *model.Message) {
+	msgs = slices.Clip(r.Prefix)
+	if r.Input == "" {
+		return msgs, nil
+	}
+	input = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: r.Input}}, Time: at}
+	return append(msgs, *input), input
 }
 
 // EventKind says what an Event carries.

@@ -145,9 +145,9 @@ func addLink(ctx context.Context, tx *sql.Tx, runID string, l model.Link) error 
 // resolveLinks tries the links of the runs just created, and the pending
 // links of other runs that point at them.
 func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
-	todo := map[string]bool{}
+	check := map[string]bool{}
 	for _, r := range created {
-		todo[r.ID] = true
+		check[r.ID] = true
 		if r.NativeID == "" {
 			continue
 		}
@@ -161,11 +161,11 @@ func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
 				rows.Close()
 				return err
 			}
-			todo[id] = true
+			check[id] = true
 		}
 		rows.Close()
 	}
-	for id := range todo {
+	for id := range check {
 		if err := resolveLink(ctx, tx, id); err != nil {
 			return err
 		}

@@ -171,9 +171,6 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// ansiStrip drops styling, for a line about to be restyled as selected.
-func ansiStrip(s string) string { return ansi.Strip(s) }
-
 // lastRunes keeps the last n runes of s.
 func lastRunes(s string, n int) string {
 	r := []rune(s)

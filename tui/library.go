@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"tine/harness"
 	"tine/harness/importer"
@@ -361,7 +362,7 @@ func (l *libraryScreen) view(st *Styles, now time.Time) string {
 		}
 		b.WriteByte('\n')
 		if i == l.cursor {
-			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(ansiStrip(line), l.width-1)))
+			b.WriteString(st.CursorMark.Render("▌") + st.Selected.Render(fit(ansi.Strip(line), l.width-1)))
 		} else {
 			b.WriteString(" " + line)
 		}

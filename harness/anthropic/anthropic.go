@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -138,12 +137,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	if modelName == "" {
 		return errors.New("anthropic: no model: pass --model or set ANTHROPIC_MODEL")
 	}
-	msgs := slices.Clip(req.Prefix)
-	var user *model.Message
-	if req.Input != "" {
-		user = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}, Time: h.now()}
-		msgs = append(msgs, *user)
-	}
+	msgs, user := req.Conversation(h.now())
 	wreq := buildRequest(model.PairCalls(msgs, notRun))
 	if len(wreq.Messages) == 0 {
 		return errors.New("anthropic: nothing to send: the prefix is empty and there is no new message")

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -121,12 +120,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	if modelName == "" {
 		return errors.New("openai: no model: pass --model or set OPENAI_MODEL")
 	}
-	msgs := slices.Clip(req.Prefix)
-	var user *model.Message
-	if req.Input != "" {
-		user = &model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}, Time: h.now()}
-		msgs = append(msgs, *user)
-	}
+	msgs, user := req.Conversation(h.now())
 	wire := toWire(model.PairCalls(msgs, notRun))
 	if len(wire) == 0 {
 		return errors.New("openai: nothing to send: the prefix is empty and there is no new message")

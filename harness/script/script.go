@@ -55,8 +55,8 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		}
 	}
 	var out []model.Message
-	if req.Input != "" {
-		out = append(out, model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}})
+	if _, input := req.Conversation(time.Time{}); input != nil {
+		out = append(out, *input)
 	}
 	seed := hash(prompt, len(req.Prefix))
 	modelName := req.Model
@@ -77,7 +77,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		out = append(out, results...)
 	}
 	reply := fmt.Sprintf("%s You asked: %q. After %d messages of context, my answer #%d is: %s",
-		openings[seed%uint64(len(openings))], clip(prompt, 80), len(req.Prefix), seed%97, verdict(seed))
+		openings[seed%uint64(len(openings))], harness.OneLine(prompt, 80), len(req.Prefix), seed%97, verdict(seed))
 	out = append(out, model.Message{Role: model.Assistant, Model: modelName,
 		Parts: []model.Part{{Kind: model.Text, Text: reply}}, Usage: usage(seed+1, len(req.Prefix))})
 
@@ -127,13 +127,4 @@ func fakeOutput(cmd string, seed uint64) string {
 		return "--- FAIL: TestParse (0.00s)\nFAIL\n"
 	}
 	return "ok  \tdemo/model\t0.012s\n"
-}
-
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
