@@ -169,13 +169,15 @@ func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
 	st := a.st
 	return func() tea.Msg {
 		ctx := context.Background()
-		data, err := LoadTree(ctx, st, treeID)
+		data, err := LoadTree(ctx, st, treeID, nil)
 		return treeLoadedMsg{id: treeID, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
 	}
 }
 
 // LoadTree reads one tree from the store: its runs and their own messages.
-func LoadTree(ctx context.Context, st *store.Store, treeID string) (*treeData, error) {
+// Runs of prev (the tree as last read) that have not changed keep the
+// messages already read: while forks run, only they are read again.
+func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeData) (*treeData, error) {
 	runs, err := st.TreeRuns(ctx, treeID)
 	if err != nil {
 		return nil, err
@@ -194,6 +196,14 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string) (*treeData, e
 	runs = append(runs, subs...)
 	own := make(map[string][]model.Message, len(runs))
 	for _, r := range runs {
+		if prev != nil {
+			if i, ok := prev.index[r.ID]; ok {
+				if p := prev.runs[i].run(); p.ForkAt == r.ForkAt && len(prev.runs[i].own) == r.OwnMessages {
+					own[r.ID] = prev.runs[i].own
+					continue
+				}
+			}
+		}
 		msgs, err := st.OwnMessages(ctx, r.ID)
 		if err != nil {
 			return nil, err
@@ -338,6 +348,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
 		}
 		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
+		a.layoutLibrary()
 		a.status = ""
 		return a, nil
 	case markdownMsg:
@@ -475,6 +486,7 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		return cmd
 	default:
 		act := a.lib.update(msg, a.keys.Library)
+		a.layoutLibrary()
 		var cmds []tea.Cmd
 		if act.cmd != nil {
 			cmds = append(cmds, act.cmd)
@@ -518,6 +530,19 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	return nil
 }
 
+// layoutLibrary sizes the library's list: the body, less a line for the
+// filter or search prompt when one shows. It runs when the size or the
+// library's mode changes, so View only draws.
+func (a *App) layoutLibrary() {
+	l := a.layout()
+	h := l.body.h
+	if a.lib.showsInput() {
+		h--
+	}
+	a.lib.filter.SetWidth(max(l.body.w-10, 1))
+	a.lib.setSize(l.body.w, h)
+}
+
 // rect is a region of the screen.
 type rect struct{ x, y, w, h int }
 
@@ -554,7 +579,7 @@ func (a *App) layout() screenLayout { return computeLayout(a.width, a.height) }
 // relayout hands each screen its size.
 func (a *App) relayout() tea.Cmd {
 	l := a.layout()
-	a.lib.setSize(l.body.w, l.body.h)
+	a.layoutLibrary()
 	a.help.SetWidth(l.body.w)
 	if a.tree == nil {
 		return nil
@@ -619,12 +644,9 @@ func (a *App) render() string {
 	case a.screen == screenTree && a.tree != nil:
 		body = a.treeBody(l)
 	default:
-		in := a.lib.inputLine(st, l.body.w)
-		if in != "" {
-			a.lib.setSize(l.body.w, l.body.h-1)
+		if in := a.lib.inputLine(st); in != "" {
 			body = block(in, l.body.w, 1) + "\n" + block(a.lib.view(st, a.now()), l.body.w, l.body.h-1)
 		} else {
-			a.lib.setSize(l.body.w, l.body.h)
 			body = block(a.lib.view(st, a.now()), l.body.w, l.body.h)
 		}
 	}

@@ -389,3 +389,27 @@ func TestForkFromTheTUI(t *testing.T) {
 	assert.Contains(t, d.plain(), "✓ completed")
 	assert.Contains(t, d.plain(), "Paris is sunny today.")
 }
+
+// TestReloadReadsOnlyWhatChanged: re-reading a tree while a fork runs
+// keeps the messages of the runs that did not change.
+func TestReloadReadsOnlyWhatChanged(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	id := firstTree(t, st)
+	first, err := LoadTree(ctx, st, id, nil)
+	require.NoError(t, err)
+	root0 := first.runs[0]
+	var forkID string
+	for _, r := range first.runs {
+		if r.run().Name == "terse" {
+			forkID = r.run().ID
+		}
+	}
+	require.NoError(t, st.AppendMessages(ctx, forkID, []model.Message{text(model.User, "more")}))
+	again, err := LoadTree(ctx, st, id, first)
+	require.NoError(t, err)
+	root := again.runs[0]
+	assert.Same(t, &root0.own[0], &root.own[0], "the root's messages were not read again")
+	changed := again.runs[again.index[forkID]]
+	assert.Len(t, changed.own, 2, "the fork that grew was")
+}

@@ -40,7 +40,7 @@ func BenchmarkOpenTree10k(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		data, err := LoadTree(context.Background(), st, id)
+		data, err := LoadTree(context.Background(), st, id, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -158,9 +158,9 @@ func (a *App) reloadTree() tea.Cmd {
 		return nil
 	}
 	a.reloading = true
-	st, id := a.st, a.tree.data.root.Run.ID
+	st, id, prev := a.st, a.tree.data.root.Run.ID, a.tree.data
 	return func() tea.Msg {
-		data, err := LoadTree(context.Background(), st, id)
+		data, err := LoadTree(context.Background(), st, id, prev)
 		return treeLoadedMsg{id: id, data: data, reload: true, err: err}
 	}
 }

@@ -308,14 +308,15 @@ func (l *libraryScreen) startInput(m libMode) libAction {
 	return libAction{cmd: l.filter.Focus()}
 }
 
+// showsInput reports whether inputLine has anything to show.
+func (l *libraryScreen) showsInput() bool { return l.mode != libBrowse || l.filter.Value() != "" }
+
 // inputLine is the filter or search prompt, or the active filter.
-func (l *libraryScreen) inputLine(st *Styles, width int) string {
+func (l *libraryScreen) inputLine(st *Styles) string {
 	switch l.mode {
 	case libFilter:
-		l.filter.SetWidth(max(width-10, 1))
 		return st.Key.Render("filter: ") + l.filter.View()
 	case libSearch:
-		l.filter.SetWidth(max(width-10, 1))
 		return st.Key.Render("search: ") + l.filter.View()
 	case libHits:
 		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render(fmt.Sprintf("  %d messages found · esc back", len(l.hits)))
