@@ -248,9 +248,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		a.help.Styles = help.DefaultStyles(msg.IsDark())
 		if a.tree != nil {
 			a.tree.invalidate()
-			return a, a.syncDetail()
 		}
-		return a, nil
+		return a, a.relayout()
 	case treesLoadedMsg:
 		if msg.err != nil {
 			a.lib.loaded = true
@@ -297,6 +296,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
 		}
 		a.compare, a.screen = msg.screen, screenCompare
+		l := a.layout()
+		a.compare.layout(l.body.w, l.body.h, &a.styles)
 		return a, nil
 	case bestSetMsg:
 		if msg.err != nil {
@@ -581,6 +582,9 @@ func (a *App) relayout() tea.Cmd {
 	l := a.layout()
 	a.layoutLibrary()
 	a.help.SetWidth(l.body.w)
+	if a.compare != nil {
+		a.compare.layout(l.body.w, l.body.h, &a.styles)
+	}
 	if a.tree == nil {
 		return nil
 	}
@@ -639,7 +643,6 @@ func (a *App) render() string {
 	case a.dialog != nil:
 		body = block(a.dialog.view(st, l.body.w, l.body.h), l.body.w, l.body.h)
 	case a.screen == screenCompare && a.compare != nil:
-		a.compare.layout(l.body.w, l.body.h, st)
 		body = block(a.compare.view(st), l.body.w, l.body.h)
 	case a.screen == screenTree && a.tree != nil:
 		body = a.treeBody(l)

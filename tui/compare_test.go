@@ -48,6 +48,7 @@ func TestCompareScreen(t *testing.T) {
 	require.Equal(t, screenCompare, d.a.screen)
 	s := d.plain()
 	assert.Contains(t, s, "compare 2 runs from K=5")
+	assert.NotContains(t, s, "columns 1–1", "both columns fit at 120 and the header says so from the first frame")
 	assert.Contains(t, s, "original (")
 	assert.Contains(t, s, "terse")
 	assert.Contains(t, s, "Paris is **18C**")
