@@ -17,7 +17,7 @@ import (
 	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
-	"tine/testdata/modelserver"
+	"tine/internal/modelserver"
 )
 
 // agentBin is where the real agent CLIs are installed (.ci/run installs

@@ -16,7 +16,7 @@ import (
 	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
-	"tine/testdata/modelserver"
+	"tine/internal/modelserver"
 )
 
 // tine runs one command line against db and returns stdout, stderr and the status.

@@ -17,7 +17,7 @@ import (
 	"tine/harness"
 	"tine/harness/internal/apihttp"
 	"tine/model"
-	"tine/testdata/modelserver"
+	"tine/internal/modelserver"
 )
 
 const testKey = "sk-ant-test-very-secret"

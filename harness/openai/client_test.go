@@ -15,7 +15,7 @@ import (
 	"tine/harness"
 	"tine/harness/internal/apihttp"
 	"tine/model"
-	"tine/testdata/modelserver"
+	"tine/internal/modelserver"
 )
 
 const testKey = "sk-test-very-secret"

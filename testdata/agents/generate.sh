@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the real-agent transcripts under testdata/{claude,codex,pi}/ and
 # testdata/agents/out/ by running the real CLIs against the scripted model
-# server (testdata/modelserver) on 127.0.0.1. See testdata/agents/README.md.
+# server (internal/modelserver) on 127.0.0.1. See testdata/agents/README.md.
 #
 #   testdata/agents/generate.sh                 # all three CLIs
 #   testdata/agents/generate.sh -only claude    # just one (others' outputs kept)

@@ -30,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	ms "tine/testdata/modelserver"
+	ms "tine/internal/modelserver"
 )
 
 // Versions the outputs were made with; the generator refuses others.

@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	ms "tine/testdata/modelserver"
+	ms "tine/internal/modelserver"
 )
 
 const version = "2.1.328"

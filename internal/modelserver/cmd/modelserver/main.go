@@ -1,6 +1,6 @@
 // Command modelserver runs the scripted model server for scripts.
 //
-//	go run ./testdata/modelserver/cmd/modelserver -script replies.json \
+//	go run ./internal/modelserver/cmd/modelserver -script replies.json \
 //	    -url-file /tmp/url -requests /tmp/requests.jsonl
 //
 // It prints "modelserver: listening on http://127.0.0.1:PORT" on stderr (and the
@@ -19,7 +19,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"tine/testdata/modelserver"
+	"tine/internal/modelserver"
 )
 
 func main() {
