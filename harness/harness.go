@@ -15,17 +15,68 @@ import (
 	"tine/model"
 )
 
-// Capabilities is what a harness can do, declared as fact (rule 8), never guessed.
+// Capabilities is what a harness can do, declared as fact (rule 8 in
+// ARCHITECTURE.md), never guessed.
 type Capabilities struct {
 	// Fork: the backend can branch a conversation natively.
 	Fork bool `json:"fork"`
-	// ForkAtK: it can branch at any boundary, not only at the end.
-	ForkAtK bool `json:"fork_at_k"`
+	// ForkAtK: it can branch at any checkpoint, not only at the end.
+	ForkAtK bool `json:"fork_at_checkpoint"`
 	// Resume: it can continue an existing session.
 	Resume bool `json:"resume"`
 	// Tools: it runs tools itself (an agent), rather than only answering.
 	Tools bool `json:"tools"`
+	// Stream: its messages arrive while the turn runs, not only at the end.
+	Stream bool `json:"stream"`
 }
+
+// Permissions says how an agent's requests to use a tool are answered when
+// nobody is there to answer them.
+type Permissions string
+
+const (
+	// PermitAuto lets the agent use its tools without asking: a fork runs
+	// in its own worktree, which is what keeps its edits apart.
+	PermitAuto Permissions = "auto"
+	// PermitAsk keeps the agent's own default: a tool that needs
+	// permission is refused, and the turn says so.
+	PermitAsk Permissions = "ask"
+)
+
+// ParsePermissions reads a policy name; "" is PermitAuto.
+func ParsePermissions(s string) (Permissions, error) {
+	switch Permissions(s) {
+	case "", PermitAuto:
+		return PermitAuto, nil
+	case PermitAsk:
+		return PermitAsk, nil
+	}
+	return "", fmt.Errorf("permissions must be auto or ask, not %q", s)
+}
+
+// Origin is where a fork's first turn branches the agent's own
+// conversation: the native session that holds the fork's prefix.
+type Origin struct {
+	// RunID is the tine run whose native session holds the prefix (the
+	// fork's parent, or a further ancestor when the parent never ran).
+	RunID string
+	// Session is that run's native id (Claude session id, Codex thread id,
+	// pi session id, ACP session id).
+	Session string
+	// Source is the session's transcript file when tine imported it; ""
+	// for a session tine drove (the harness finds its file itself).
+	Source string
+	// K is how many messages the fork keeps: TurnRequest.Prefix[:K] are
+	// the session's first K messages, with their NativeIDs.
+	K int
+	// Len is the session's length as tine knows it; K == Len forks at
+	// its end. A harness that forks only at the end checks that the
+	// session has not moved on since (rule 5).
+	Len int
+}
+
+// AtEnd reports whether the fork keeps the whole session.
+func (o Origin) AtEnd() bool { return o.K == o.Len }
 
 // TurnRequest is one turn to run on a run: the kept prefix plus a new message.
 type TurnRequest struct {
@@ -36,6 +87,19 @@ type TurnRequest struct {
 	// Input is the person's new message; "" asks the model to answer again.
 	Input string
 	Model string
+	// Dir is where an agent works: the run's worktree, else its cwd.
+	Dir string
+	// Origin is set on a fork's first turn when an agent harness branches
+	// its own session natively. It is nil when the run resumes its own
+	// session (Run.NativeID is set) or starts a new one (Handoff, or a
+	// model API that sends the prefix itself).
+	Origin *Origin
+	// Handoff starts a new native session whose first message carries
+	// Prefix as a readable transcript (HandoffPrompt): the run came from
+	// another agent, or from a point this one cannot fork at (rule 8).
+	Handoff bool
+	// Permissions answers the agent's permission requests.
+	Permissions Permissions
 }
 
 // Conversation is what a turn sends: the prefix, then the person's new
@@ -60,6 +124,12 @@ const (
 	EventDelta
 	// EventSession: the backend's id for the run (NativeID) is known.
 	EventSession
+	// EventCost: the backend reports money spent (CostUSD) itself, for
+	// harnesses whose agent prices its own usage (Claude Code, pi).
+	EventCost
+	// EventNote: something the person should know that did not stop
+	// the turn (lines skipped, a retry); Note says it in one line.
+	EventNote
 )
 
 // Event is what a harness reports while a turn runs.
@@ -68,6 +138,8 @@ type Event struct {
 	Message  model.Message
 	Delta    string
 	NativeID string
+	CostUSD  float64
+	Note     string
 }
 
 // Harness is a backend that can continue a run.
@@ -77,6 +149,23 @@ type Harness interface {
 	// Turn runs one turn, calling emit for each event as it happens. It
 	// returns when the turn ends; ctx cancels it.
 	Turn(ctx context.Context, req TurnRequest, emit func(Event)) error
+}
+
+// Description is what `tine harnesses` says of a harness on this machine.
+type Description struct {
+	Installed bool
+	// Path and Version of the agent's CLI, when it has one.
+	Path, Version string
+	// Needs lists what it needs to run: environment variables, config
+	// files, the npm package that provides it.
+	Needs []string
+	// Problem says why it cannot run here ("" when it can).
+	Problem string
+}
+
+// Describer is a harness that can say whether it is installed here.
+type Describer interface {
+	Describe(ctx context.Context) Description
 }
 
 // Registry names the harnesses tine can use.
@@ -130,13 +219,13 @@ func (r *Registry) namesLocked() []string {
 // Known lists every harness name tine knows of, registered or not, with what
 // it can do: the table DESIGN.md keeps, as data.
 var Known = map[string]Capabilities{
-	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true},
-	"codex":     {Fork: true, ForkAtK: false, Resume: true, Tools: true},
-	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true},
-	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true},
-	"openai":    {Fork: true, ForkAtK: true, Resume: true},
-	"anthropic": {Fork: true, ForkAtK: true, Resume: true},
-	"script":    {Fork: true, ForkAtK: true, Resume: true, Tools: true},
+	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
+	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
+	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
+	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true},
+	"openai":    {Fork: true, ForkAtK: true, Resume: true, Stream: true},
+	"anthropic": {Fork: true, ForkAtK: true, Resume: true, Stream: true},
+	"script":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
 }
 
 // KnownNames lists Known in order.

@@ -1,0 +1,334 @@
+// Package agentproc runs an agent's CLI (claude, codex, pi, an ACP agent)
+// for one turn and hands its output over line by line as it arrives. It is
+// the one place that knows how such a subprocess is started and stopped:
+//
+//   - started from an argument list, never a shell string, in its own
+//     process group, with the environment tine chose;
+//   - stdout read as JSON lines: a line that is not a JSON object, or is
+//     longer than MaxLine, is skipped and counted, never fatal;
+//   - a stall timer: no complete line for Stall ends the turn (a stream
+//     that sends bytes but never a newline stalls too);
+//   - cancellation: SIGINT to the whole group, then SIGKILL after Grace;
+//     whatever the agent left running in its group is killed when it exits;
+//   - errors in one line: "not installed" names the npm package, a
+//     non-zero exit carries the tail of stderr.
+package agentproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Defaults for Spec's zero values.
+const (
+	DefaultStall   = 5 * time.Minute
+	DefaultGrace   = 5 * time.Second
+	DefaultMaxLine = 64 << 20
+	// exitDrain is how long output may still arrive after the agent
+	// exited (a child it left behind may hold stdout open).
+	exitDrain = 2 * time.Second
+	tailBytes = 4 << 10
+)
+
+// Spec is one run of an agent CLI.
+type Spec struct {
+	// Name is the agent as people know it ("claude"), for messages.
+	Name string
+	// Package is what provides the binary ("npm install -g ..."), said
+	// when it is not installed.
+	Package string
+	// Bin is the executable: a path, or a name looked up in PATH.
+	Bin  string
+	Args []string
+	Dir  string
+	// Env holds KEY=VALUE pairs set on top of Base (os.Environ() when Base
+	// is nil); a later pair wins over an earlier one with the same key.
+	Env, Base []string
+	// Stdin feeds the process; nil gives it no input (/dev/null).
+	Stdin io.Reader
+	// Stall, Grace and MaxLine default to DefaultStall, DefaultGrace and
+	// DefaultMaxLine.
+	Stall, Grace time.Duration
+	MaxLine      int
+	// Started, when set, is called once the process runs, with its pid.
+	Started func(pid int)
+}
+
+// Result is what a run of the CLI left besides its lines.
+type Result struct {
+	// Skipped counts stdout lines that were not JSON objects or too long.
+	Skipped int
+	// StderrTail is the last few KB of stderr.
+	StderrTail string
+	// ExitCode is the process's exit status (-1 when it was killed).
+	ExitCode int
+}
+
+// ErrStalled is wrapped by the error of a run that sent no line for Stall.
+var ErrStalled = errors.New("stalled")
+
+// ErrNotInstalled is wrapped by the error of a run whose binary is missing.
+var ErrNotInstalled = errors.New("not installed")
+
+// ExitError is a CLI that exited with a non-zero status.
+type ExitError struct {
+	Name   string
+	Code   int
+	Stderr string // the tail of stderr, one line
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("%s exited with status %d", e.Name, e.Code)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+// Run starts the CLI and calls onLine with each stdout line that is a JSON
+// object, in order, as it arrives; the line's bytes are only valid during
+// the call. It returns when the process has exited and its output is read.
+// An error from onLine stops the process and is returned; so is ctx's
+// error when ctx is cancelled.
+func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, error) {
+	res := Result{ExitCode: -1}
+	name := s.Name
+	if name == "" {
+		name = s.Bin
+	}
+	bin, err := exec.LookPath(s.Bin)
+	if err != nil {
+		return res, notInstalled(name, s)
+	}
+	if s.Dir != "" {
+		if st, err := os.Stat(s.Dir); err != nil || !st.IsDir() {
+			return res, fmt.Errorf("%s cannot start: its directory %s is gone", name, s.Dir)
+		}
+	}
+	stall, grace, maxLine := s.Stall, s.Grace, s.MaxLine
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+
+	cmd := exec.Command(bin, s.Args...)
+	cmd.Dir = s.Dir
+	cmd.Env = MergeEnv(s.Base, s.Env)
+	cmd.Stdin = s.Stdin
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	tail := &tailWriter{max: tailBytes}
+	cmd.Stderr = tail
+	cmd.WaitDelay = exitDrain
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return res, notInstalled(name, s)
+		}
+		return res, fmt.Errorf("%s cannot start: %w", name, err)
+	}
+	pgid := cmd.Process.Pid
+	if s.Started != nil {
+		s.Started(pgid)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		// Whatever the agent left running in its group goes with it.
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		pw.Close()
+		waited <- err
+	}()
+
+	// stop ends the process once: SIGINT to the group, SIGKILL after grace.
+	var (
+		stopOnce sync.Once
+		stopMu   sync.Mutex
+		stopWhy  error
+	)
+	stop := func(why error) {
+		stopOnce.Do(func() {
+			stopMu.Lock()
+			stopWhy = why
+			stopMu.Unlock()
+			_ = syscall.Kill(-pgid, syscall.SIGINT)
+			time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		})
+	}
+	stallTimer := time.AfterFunc(stall, func() {
+		stop(fmt.Errorf("%s sent nothing for %s; stopped it: %w", name, stall, ErrStalled))
+	})
+	defer stallTimer.Stop()
+	ctxDone := context.AfterFunc(ctx, func() { stop(ctx.Err()) })
+	defer ctxDone()
+
+	var lineErr error
+	readLines(pr, maxLine, func(line []byte, tooLong bool) {
+		stallTimer.Reset(stall)
+		if tooLong || !isObject(line) {
+			if len(bytes.TrimSpace(line)) > 0 || tooLong {
+				res.Skipped++
+			}
+			return
+		}
+		if lineErr == nil {
+			if err := onLine(line); err != nil {
+				lineErr = err
+				stop(err)
+			}
+		}
+	})
+	waitErr := <-waited
+	stallTimer.Stop()
+	res.StderrTail = tail.String()
+	stopMu.Lock()
+	why := stopWhy
+	stopMu.Unlock()
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	switch {
+	case lineErr != nil:
+		return res, lineErr
+	case why != nil:
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, why
+	}
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) || (waitErr == nil && res.ExitCode != 0) {
+		return res, &ExitError{Name: name, Code: res.ExitCode, Stderr: lastLines(res.StderrTail, 300)}
+	}
+	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("%s: %w", name, waitErr)
+	}
+	return res, nil
+}
+
+func notInstalled(name string, s Spec) error {
+	msg := fmt.Sprintf("%s is not installed (no %q in PATH)", name, s.Bin)
+	if s.Package != "" {
+		msg += "; install it with: npm install -g " + s.Package
+	}
+	return fmt.Errorf("%s: %w", msg, ErrNotInstalled)
+}
+
+// readLines calls fn with each line of r (without its newline); a line
+// longer than max is passed as tooLong with what was kept of it.
+func readLines(r io.Reader, max int, fn func(line []byte, tooLong bool)) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case err == bufio.ErrBufferFull:
+			if !tooLong {
+				if len(long)+len(chunk) > max {
+					tooLong, long = true, long[:0]
+				} else {
+					long = append(long, chunk...)
+				}
+			}
+			continue
+		case err != nil && len(chunk) == 0 && len(long) == 0 && !tooLong:
+			return
+		}
+		line := chunk
+		if len(long) > 0 || tooLong {
+			if !tooLong && len(long)+len(chunk) <= max {
+				long = append(long, chunk...)
+			} else {
+				tooLong = true
+			}
+			line = long
+		}
+		if len(line) > max {
+			tooLong = true
+		}
+		fn(bytes.TrimRight(line, "\r\n"), tooLong)
+		long, tooLong = long[:0], false
+		if err != nil {
+			return
+		}
+	}
+}
+
+func isObject(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	return len(line) >= 2 && line[0] == '{' && line[len(line)-1] == '}'
+}
+
+// MergeEnv returns base (os.Environ() when nil) with the KEY=VALUE pairs of
+// over set on top: a key in over replaces the same key in base.
+func MergeEnv(base, over []string) []string {
+	if base == nil {
+		base = os.Environ()
+	}
+	idx := map[string]int{}
+	out := make([]string, 0, len(base)+len(over))
+	for _, kv := range append(slicesClip(base), over...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := idx[k]; ok {
+			out[i] = kv
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, kv)
+	}
+	return out
+}
+
+func slicesClip(s []string) []string { return s[:len(s):len(s)] }
+
+// lastLines returns the end of s as one line, at most n bytes, for an
+// error message.
+func lastLines(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = s[len(s)-n:]
+		if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+			s = s[i+1:]
+		}
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
