@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"tine/harness/worktree"
 	"tine/model"
 )
 
@@ -25,6 +29,14 @@ type Store interface {
 	SetNativeID(ctx context.Context, id, nativeID string) error
 	SetHidden(ctx context.Context, id string, hidden bool) error
 	AddCost(ctx context.Context, id string, usd float64) error
+	SetWorktree(ctx context.Context, id, worktree, branch, base string) error
+	SetCheck(ctx context.Context, id string, c model.Check) error
+	MarkBest(ctx context.Context, id, reason string) error
+	AddNote(ctx context.Context, id, note string) error
+	// SetOwner records that this process runs id's turn.
+	SetOwner(ctx context.Context, id string) error
+	// CancelRequested returns which of ids another process asked to stop.
+	CancelRequested(ctx context.Context, ids []string) ([]string, error)
 }
 
 // Coster is a harness that can price usage.
@@ -50,6 +62,18 @@ type ForkSpec struct {
 	// ReplaceOriginal hides the parent in views once the forks exist: what
 	// regenerating with replace_original does (rule 7).
 	ReplaceOriginal bool
+	// Handoff continues the run with an agent that cannot branch its
+	// session natively: a new session gets the prefix as a transcript
+	// (rule 8). Never chosen silently: without it such a fork is refused.
+	Handoff bool
+	// InPlace runs an agent's forks in the parent's own directory instead
+	// of a git worktree each (rule 10): the person's explicit choice.
+	InPlace bool
+	// Check, when set, is run in each finished fork's directory to score
+	// it; the best is marked (rule 11). CheckNumber scores by the number
+	// on the output's last line instead of the exit status.
+	Check       string
+	CheckNumber bool
 }
 
 // RunEvent is what the driver reports while forks run, for a UI.
@@ -71,6 +95,16 @@ type Driver struct {
 	// run turns here (the demo forks everything through "script").
 	DefaultHarness string
 	Now            func() time.Time
+	// WorktreeRoot is where agent forks get their worktrees (tine's data
+	// dir + "/worktrees"); "" puts them next to the database's default.
+	WorktreeRoot string
+	// Permissions answers agents' permission requests (default auto).
+	Permissions Permissions
+	// CheckTimeout bounds one best-of-N check (default 10 minutes).
+	CheckTimeout time.Duration
+	// CancelPoll is how often running turns look for a cancel request
+	// made by another process (default 500 ms).
+	CancelPoll time.Duration
 }
 
 func (d *Driver) now() time.Time {
@@ -112,8 +146,32 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if err != nil {
 		return nil, cut, err
 	}
-	if caps := h.Capabilities(); !caps.ForkAtK && cut.K != len(msgs) {
+	caps := h.Capabilities()
+	handoff := spec.Handoff
+	cwd := parent.Cwd
+	if caps.OwnSessions {
+		if !handoff {
+			origin, err := d.originFor(ctx, parent, cut.K, hname)
+			if err != nil {
+				return nil, cut, err
+			}
+			if origin == nil || (!caps.ForkAtK && !origin.AtEnd()) {
+				why := fmt.Sprintf("no %s session holds this run's first %d messages (it was made by %s)", hname, cut.K, parent.Harness)
+				if origin != nil {
+					why = fmt.Sprintf("%s can only fork a session at its end (K=%d), not at K=%d", hname, origin.Len, cut.K)
+				}
+				return nil, cut, fmt.Errorf("%s; a handoff starts a new %s session whose first message is the transcript so far: pass --handoff to do that", why, hname)
+			}
+		}
+		if cwd, err = d.workDir(ctx, parent, spec.InPlace); err != nil {
+			return nil, cut, err
+		}
+	} else if !caps.ForkAtK && cut.K != len(msgs) {
 		return nil, cut, fmt.Errorf("harness %s can only fork at the end of a run (K=%d), not at K=%d", hname, len(msgs), cut.K)
+	}
+	var check *model.Check
+	if spec.Check != "" {
+		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
 	}
 	forks := make([]*model.Run, spec.N)
 	now := d.now()
@@ -124,8 +182,9 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 		}
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: len(msgs), Name: name, Harness: hname, Model: spec.Model, Cwd: parent.Cwd, Branch: parent.Branch,
-			Title: parent.Title, Status: model.Pending,
+			ParentLen: len(msgs), Name: name, Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
+			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
+			Check: check,
 			// Distinct times keep siblings in the order they were asked for.
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond),
 		}
@@ -183,7 +242,9 @@ type Turn struct {
 // each event into the store as it arrives and reporting it to onEvent
 // (which may be nil). Every run ends completed, failed (with the reason) or
 // cancelled; the returned runs are as stored at the end. A failed turn does
-// not stop the others.
+// not stop the others. A turn stops when ctx is cancelled or when another
+// process asks the store to cancel its run (tine cancel). Forks given a
+// check are scored once their turns end, and the best is marked (rule 11).
 func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEvent)) []model.Run {
 	if onEvent == nil {
 		onEvent = func(RunEvent) {}
@@ -192,6 +253,8 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	if parallel <= 0 {
 		parallel = 4
 	}
+	cancels := &turnCancels{m: map[string]context.CancelFunc{}}
+	stopPoll := d.pollCancels(ctx, cancels)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, t := range turns {
@@ -203,18 +266,95 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 				defer func() { <-sem }()
 			case <-ctx.Done():
 			}
-			d.runTurn(ctx, t, onEvent)
+			tctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			cancels.set(t.RunID, cancel)
+			defer cancels.set(t.RunID, nil)
+			d.runTurn(tctx, t, onEvent)
 		}()
 	}
 	wg.Wait()
+	stopPoll()
+	bg := context.WithoutCancel(ctx)
 	out := make([]model.Run, 0, len(turns))
 	for _, t := range turns {
-		r, err := d.Store.Run(context.WithoutCancel(ctx), t.RunID)
+		r, err := d.Store.Run(bg, t.RunID)
 		if err == nil {
 			out = append(out, r)
 		}
 	}
+	if ctx.Err() == nil {
+		out = d.runChecks(ctx, out, onEvent)
+	}
 	return out
+}
+
+// turnCancels maps the runs whose turns run here to what stops them.
+type turnCancels struct {
+	mu sync.Mutex
+	m  map[string]context.CancelFunc
+}
+
+func (c *turnCancels) set(id string, f context.CancelFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f == nil {
+		delete(c.m, id)
+	} else {
+		c.m[id] = f
+	}
+}
+
+func (c *turnCancels) ids() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.m))
+	for id := range c.m {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (c *turnCancels) cancel(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.m[id]; f != nil {
+		f()
+	}
+}
+
+// pollCancels looks for cancel requests from other processes while turns
+// run here, and stops the turns they name. It returns a func that stops
+// the polling.
+func (d *Driver) pollCancels(ctx context.Context, c *turnCancels) func() {
+	every := d.CancelPoll
+	if every <= 0 {
+		every = 500 * time.Millisecond
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			ids, err := d.Store.CancelRequested(ctx, c.ids())
+			if err != nil {
+				continue
+			}
+			for _, id := range ids {
+				c.cancel(id)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // runTurn runs one turn and records how it ended.
@@ -240,18 +380,27 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		onEvent(RunEvent{RunID: t.RunID, Err: err})
 		return
 	}
+	switch {
+	case run.Status == model.Running:
+		onEvent(RunEvent{RunID: t.RunID, Err: fmt.Errorf("run %s is already running", run.Label())})
+		return
+	case run.Status == model.Cancelled && run.OwnMessages == 0 && run.NativeID == "":
+		onEvent(RunEvent{RunID: t.RunID, Status: model.Cancelled, Err: errors.New("cancelled before it started")})
+		return
+	}
 	hname, h, err := d.harnessFor(run, run.Harness)
 	if err != nil {
 		finish(model.Failed, err)
 		return
 	}
 	run.Harness = hname
+	caps := h.Capabilities()
 	prefix, _, err := d.Store.Messages(bg, run.ID)
 	if err != nil {
 		finish(model.Failed, err)
 		return
 	}
-	if run.Status == model.Pending && run.ParentID != "" && !h.Capabilities().ForkAtK {
+	if run.Status == model.Pending && run.ParentID != "" && !caps.ForkAtK && !caps.OwnSessions {
 		parent, err := d.Store.Run(bg, run.ParentID)
 		if err != nil {
 			finish(model.Failed, err)
@@ -266,8 +415,23 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
 		return
 	}
+	req := TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model, Dir: run.Cwd,
+		Permissions: d.Permissions}
+	if req.Permissions == "" {
+		req.Permissions = PermitAuto
+	}
+	if caps.OwnSessions {
+		if err := d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
+			finish(model.Failed, err)
+			return
+		}
+	}
 	if err := d.Store.SetStatus(bg, run.ID, model.Running, ""); err != nil {
 		onEvent(RunEvent{RunID: t.RunID, Err: err})
+		return
+	}
+	if err := d.Store.SetOwner(bg, run.ID); err != nil {
+		finish(model.Failed, err)
 		return
 	}
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
@@ -282,6 +446,12 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			onEvent(RunEvent{RunID: run.ID, Delta: e.Delta})
 		case EventSession:
 			storeErr = d.Store.SetNativeID(bg, run.ID, e.NativeID)
+		case EventCost:
+			if e.CostUSD > 0 {
+				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
+			}
+		case EventNote:
+			storeErr = d.Store.AddNote(bg, run.ID, OneLine(e.Note, 300))
 		case EventMessage:
 			m := e.Message
 			if m.Time.IsZero() {
@@ -298,7 +468,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			onEvent(RunEvent{RunID: run.ID, Message: &m})
 		}
 	}
-	err = h.Turn(ctx, TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model}, emit)
+	err = h.Turn(ctx, req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
@@ -311,17 +481,138 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	}
 }
 
-// Continue gives run id a new turn. A run that has finished is never
-// written to again (rule 7): it is forked at its end and the fork gets the
-// turn. A pending fork gets its first turn.
+// prepareAgentTurn fills in what an agent's turn needs: where it works
+// (the fork's own worktree, made on its first turn: rule 10), and, on a
+// fork's first turn, the session it branches (Origin) or the handoff.
+func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps Capabilities, req *TurnRequest) error {
+	bg := context.WithoutCancel(ctx)
+	switch {
+	case run.Worktree != "":
+		req.Dir = run.Worktree
+	case run.ParentID != "" && !run.InPlace && run.NativeID == "":
+		top, branch, err := worktree.Repo(ctx, run.Cwd)
+		if err != nil {
+			return fmt.Errorf("the fork's directory: %w", err)
+		}
+		if run.Branch != "" {
+			branch = run.Branch
+		}
+		wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: d.worktreeRoot(), Branch: branch})
+		if err != nil {
+			return fmt.Errorf("making the fork's worktree from %s: %w", top, err)
+		}
+		if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base); err != nil {
+			return err
+		}
+		run.Worktree, run.Branch, run.BaseCommit = wt.Path, wt.Branch, wt.Base
+		req.Run = *run
+		// The agent works where the parent did, relative to the repository.
+		req.Dir = wt.Path
+		if rel, err := filepath.Rel(top, run.Cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			req.Dir = filepath.Join(wt.Path, rel)
+		}
+	}
+	if run.NativeID != "" || run.ParentID == "" {
+		return nil // its next turn resumes its own session
+	}
+	if run.Handoff {
+		req.Handoff = true
+		return nil
+	}
+	parent, err := d.Store.Run(bg, run.ParentID)
+	if err != nil {
+		return err
+	}
+	origin, err := d.originFor(bg, parent, run.ForkAt, run.Harness)
+	if err != nil {
+		return err
+	}
+	if origin == nil {
+		return fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
+	}
+	if !caps.ForkAtK && !origin.AtEnd() {
+		return fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", ErrParentMovedOn, run.Harness, origin.K, origin.Len)
+	}
+	req.Origin = origin
+	return nil
+}
+
+// originFor finds the native session of harness hname that holds the
+// first k messages of run r: r's own, or an ancestor's when r never ran.
+// It returns nil when there is none (the prefix was made elsewhere).
+func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string) (*Origin, error) {
+	for {
+		// A handoff's session starts with a transcript, not its inherited
+		// messages: only its own messages are in it.
+		if r.NativeID != "" && r.Harness == hname && (!r.Handoff || k > r.ForkAt) {
+			return &Origin{RunID: r.ID, Session: r.NativeID, Source: r.Source, K: k, Len: r.Len()}, nil
+		}
+		if r.ParentID == "" || k > r.ForkAt {
+			return nil, nil
+		}
+		parent, err := d.Store.Run(ctx, r.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		r = parent
+	}
+}
+
+// workDir is the directory an agent's forks of parent start from: the
+// parent's worktree, else its cwd. Unless inPlace, it must be in a git
+// repository, so that each fork gets a worktree of its own (rule 10); a
+// directory that is not, or is gone, is said plainly before anything runs.
+func (d *Driver) workDir(ctx context.Context, parent model.Run, inPlace bool) (string, error) {
+	dir := parent.Worktree
+	if dir == "" {
+		dir = parent.Cwd
+	}
+	if dir == "" {
+		return "", fmt.Errorf("run %s has no working directory recorded, so its agent has nowhere to run", parent.Label())
+	}
+	_, _, err := worktree.Repo(ctx, dir)
+	switch {
+	case errors.Is(err, worktree.ErrMissing):
+		return "", fmt.Errorf("run %s worked in %s, which no longer exists", parent.Label(), dir)
+	case err != nil && inPlace:
+		return dir, nil
+	case errors.Is(err, worktree.ErrNotRepo):
+		return "", fmt.Errorf("run %s worked in %s, which is not a git repository, so its forks cannot get worktrees of their own: pass --in-place to run them there, sharing it", parent.Label(), dir)
+	case err != nil:
+		return "", err
+	}
+	return dir, nil
+}
+
+func (d *Driver) worktreeRoot() string {
+	if d.WorktreeRoot != "" {
+		return d.WorktreeRoot
+	}
+	base := os.Getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, _ := os.UserHomeDir()
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "tine", "worktrees")
+}
+
+// Continue gives run id a new turn. A pending fork gets its first turn; a
+// fork that tine made and ran gets its next one, resuming its own
+// session. Any other run (an agent's own session, imported) is never
+// written to (rule 7): it is forked at its end and the fork gets the turn.
 func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, onEvent func(RunEvent)) (model.Run, error) {
 	run, err := d.Store.Run(ctx, id)
 	if err != nil {
 		return model.Run{}, err
 	}
 	target := run.ID
-	if run.Status != model.Pending {
-		forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName})
+	switch {
+	case run.Status == model.Running:
+		return model.Run{}, fmt.Errorf("run %s is running; wait for it, or stop it with tine cancel %s", run.Label(), model.ShortID(run.ID))
+	case run.Status == model.Pending && (harnessName == "" || harnessName == run.Harness):
+	case d.ownsNextTurn(run, harnessName):
+	default:
+		forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName)})
 		if err != nil {
 			return model.Run{}, err
 		}
@@ -332,4 +623,89 @@ func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, on
 		return model.Run{}, fmt.Errorf("run %s vanished", target)
 	}
 	return runs[0], nil
+}
+
+// ownsNextTurn reports whether run's next turn goes on run itself: a fork
+// tine made (not imported), continued by its own harness, which can resume
+// its session.
+func (d *Driver) ownsNextTurn(run model.Run, harnessName string) bool {
+	if run.ParentID == "" || run.Source != "" || (harnessName != "" && harnessName != run.Harness) {
+		return false
+	}
+	h, err := d.Harnesses.Get(run.Harness)
+	if err != nil {
+		return false
+	}
+	caps := h.Capabilities()
+	return caps.Resume && (!caps.OwnSessions || run.NativeID != "")
+}
+
+// needsHandoff reports whether continuing run with harnessName must be a
+// handoff: an agent other than the one that made it. Asking for another
+// agent by name is the explicit choice rule 8 wants.
+func (d *Driver) needsHandoff(run model.Run, harnessName string) bool {
+	if harnessName == "" || harnessName == run.Harness {
+		return false
+	}
+	h, err := d.Harnesses.Get(harnessName)
+	return err == nil && h.Capabilities().OwnSessions
+}
+
+// Retry runs a failed or cancelled fork's first turn again, as a new
+// sibling made the same way (the failed one stays, as history does): the
+// same boundary, harness, model, check and message.
+func (d *Driver) Retry(ctx context.Context, id string, onEvent func(RunEvent)) (model.Run, error) {
+	run, err := d.Store.Run(ctx, id)
+	if err != nil {
+		return model.Run{}, err
+	}
+	if run.ParentID == "" {
+		return model.Run{}, fmt.Errorf("run %s is not a fork; there is nothing to retry", run.Label())
+	}
+	if run.Status != model.Failed && run.Status != model.Cancelled {
+		return model.Run{}, fmt.Errorf("run %s is %s; only a failed or cancelled fork is retried", run.Label(), run.Status)
+	}
+	msgs, _, err := d.Store.Messages(ctx, run.ID)
+	if err != nil {
+		return model.Run{}, err
+	}
+	input := ""
+	for _, m := range msgs[min(run.ForkAt, len(msgs)):] {
+		if m.IsPrompt() {
+			input = m.PlainText()
+			break
+		}
+	}
+	spec := ForkSpec{Parent: run.ParentID, At: model.ContinueFrom(fmt.Sprint(run.ForkAt)), N: 1,
+		Names: []string{retryName(run.Label())}, Harness: run.Harness, Model: run.Model,
+		Handoff: run.Handoff, InPlace: run.InPlace}
+	if run.Check != nil {
+		spec.Check, spec.CheckNumber = run.Check.Cmd, run.Check.Number
+	}
+	forks, _, err := d.Fork(ctx, spec)
+	if err != nil {
+		return model.Run{}, err
+	}
+	runs := d.RunTurns(ctx, []Turn{{RunID: forks[0].ID, Input: input}}, onEvent)
+	if len(runs) == 0 {
+		return model.Run{}, fmt.Errorf("run %s vanished", forks[0].ID)
+	}
+	return runs[0], nil
+}
+
+// retryName is name with a retry counter: a-retry, a-retry-2, ...
+func retryName(name string) string {
+	base, n := name, 1
+	if i := strings.LastIndex(name, "-retry"); i >= 0 {
+		rest := name[i+len("-retry"):]
+		if rest == "" {
+			base, n = name[:i], 2
+		} else if k, err := strconv.Atoi(strings.TrimPrefix(rest, "-")); err == nil && strings.HasPrefix(rest, "-") {
+			base, n = name[:i], k+1
+		}
+	}
+	if n == 1 {
+		return base + "-retry"
+	}
+	return fmt.Sprintf("%s-retry-%d", base, n)
 }

@@ -28,6 +28,10 @@ type Capabilities struct {
 	Tools bool `json:"tools"`
 	// Stream: its messages arrive while the turn runs, not only at the end.
 	Stream bool `json:"stream"`
+	// OwnSessions: the backend keeps sessions of its own (an agent CLI or
+	// an ACP agent). A fork's first turn then branches that session
+	// (TurnRequest.Origin) or is a handoff, and runs in a worktree.
+	OwnSessions bool `json:"own_sessions"`
 }
 
 // Permissions says how an agent's requests to use a tool are answered when
@@ -219,10 +223,10 @@ func (r *Registry) namesLocked() []string {
 // Known lists every harness name tine knows of, registered or not, with what
 // it can do: the table DESIGN.md keeps, as data.
 var Known = map[string]Capabilities{
-	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
-	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
-	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
-	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true},
+	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
+	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
+	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
+	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true, OwnSessions: true},
 	"openai":    {Fork: true, ForkAtK: true, Resume: true, Stream: true},
 	"anthropic": {Fork: true, ForkAtK: true, Resume: true, Stream: true},
 	"script":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},

@@ -190,7 +190,44 @@ type Run struct {
 	// SpawnedBy is the run whose tool call SpawnedCall started this one (a
 	// subagent): a relation, not a fork, so nothing is inherited.
 	SpawnedBy, SpawnedCall string
+	// BaseCommit is the commit the run's worktree was made from.
+	BaseCommit string
+	// Handoff: the run began as a handoff (rule 8): its agent got the
+	// prefix as a transcript in its first message, not as its own history.
+	Handoff bool
+	// InPlace: the person chose to run this fork in its parent's directory
+	// instead of a worktree of its own.
+	InPlace bool
+	// Check is the best-of-N check the fork was given (rule 11); nil when none.
+	Check *Check
+	// BestReason says why Best was set by a check ("" when a person set it).
+	BestReason string
+	// Note is what the harness said along the way that did not stop it.
+	Note string
+	// OwnerPID is the process running the run's turn, while it runs.
+	OwnerPID int
+	// CancelRequested: someone asked to stop the run's turn (tine cancel).
+	CancelRequested bool
 }
+
+// Check is a command run in a finished fork's worktree to score it.
+type Check struct {
+	Cmd string
+	// Number: the score is the number on the output's last line; else it
+	// is 1 when the command exits 0, and 0 when it does not.
+	Number bool
+	// Ran is false until the check has run.
+	Ran      bool
+	Exit     int
+	Score    *float64 // nil when no score could be read
+	Output   string   // its output's tail
+	Duration time.Duration
+	// Error says why the check could not run or be scored.
+	Error string
+}
+
+// Passed reports whether the check ran and exited 0.
+func (c *Check) Passed() bool { return c != nil && c.Ran && c.Exit == 0 && c.Error == "" }
 
 // Len is the run's full length: its inherited prefix plus its own messages.
 func (r Run) Len() int { return r.ForkAt + r.OwnMessages }

@@ -17,7 +17,10 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.cwd, r.title, r.status, r.error, r.created_at, r.finished_at,
 	r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
 	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree, r.best,
-	r.source, r.spawned_by, r.spawned_call`
+	r.source, r.spawned_by, r.spawned_call,
+	r.base_commit, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
+	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
+	r.best_reason, r.note, r.owner_pid, r.cancel_requested`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -27,15 +30,28 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		status   string
 		created  int64
 		finished sql.NullInt64
+		c        model.Check
+		score    sql.NullFloat64
+		checkMS  int64
 	)
 	dest := []any{&r.ID, &r.TreeID, &r.ParentID, &r.ForkAt, &r.ForkStep,
 		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
 		&r.Cwd, &r.Title, &status, &r.Error, &created, &finished,
 		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens,
 		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree, &r.Best,
-		&r.Source, &r.SpawnedBy, &r.SpawnedCall}
+		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
+		&r.BaseCommit, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
+		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
+		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
+	}
+	if c.Cmd != "" {
+		if score.Valid {
+			c.Score = &score.Float64
+		}
+		c.Duration = time.Duration(checkMS) * time.Millisecond
+		r.Check = &c
 	}
 	r.Status = model.Status(status)
 	r.CreatedAt = time.Unix(0, created)
@@ -169,13 +185,16 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *model.Run, last time.Time) er
 		name, harness, native_id, model, cwd, title, status, error,
 		created_at, finished_at, last_at,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call,
+		base_commit, handoff, in_place, check_cmd, check_number
+	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+		?, ?, ?, ?, ?)`,
 		r.ID, r.TreeID, parent, r.ForkAt, r.ForkStep, r.Asked, r.SnapReason, r.ParentLen,
 		r.Name, r.Harness, r.NativeID, r.Model, r.Cwd, r.Title, string(r.Status), r.Error,
 		r.CreatedAt.UnixNano(), finished, lastAt,
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
-		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall)
+		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall,
+		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
@@ -286,10 +305,11 @@ func (s *Store) SetNativeID(ctx context.Context, id, nativeID string) error {
 	return s.update(ctx, "set native id", id, `UPDATE runs SET native_id = ? WHERE id = ?`, nativeID, id)
 }
 
-// SetWorktree records the git worktree and branch run id works in.
-func (s *Store) SetWorktree(ctx context.Context, id, worktree, branch string) error {
+// SetWorktree records the git worktree and branch run id works in, and
+// the commit the worktree was made from.
+func (s *Store) SetWorktree(ctx context.Context, id, worktree, branch, base string) error {
 	return s.update(ctx, "set worktree", id,
-		`UPDATE runs SET worktree = ?, branch = ? WHERE id = ?`, worktree, branch, id)
+		`UPDATE runs SET worktree = ?, branch = ?, base_commit = ? WHERE id = ?`, worktree, branch, base, id)
 }
 
 // Worktree returns the git worktree and branch of run id ("" when none).
