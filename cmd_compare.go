@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
 )
@@ -28,13 +29,24 @@ type comparedRunJS struct {
 	CostUSD  float64       `json:"cost_usd"`
 	Seconds  float64       `json:"seconds"`
 	Best     bool          `json:"best,omitempty"`
-	Messages []messageJSON `json:"messages"`
+	Why      string        `json:"best_reason,omitempty"`
+	Harness  string        `json:"harness"`
+	Handoff  bool          `json:"handoff,omitempty"`
+	Worktree string        `json:"worktree,omitempty"`
+	Branch   string        `json:"branch,omitempty"`
+	// Files is what the fork changed in its worktree against the commit
+	// it was made from; null when it has no worktree.
+	Files    []worktree.FileStat `json:"files"`
+	FilesErr string              `json:"files_error,omitempty"`
+	Check    *checkJSON          `json:"check"`
+	Diff     string              `json:"diff,omitempty"`
+	Messages []messageJSON       `json:"messages"`
 	messages []model.Message
 }
 
 // compareRuns loads runs (refs as people type them) and cuts each at the
 // prefix they all share.
-func compareRuns(ctx context.Context, st *store.Store, refs []string) (comparison, error) {
+func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff bool) (comparison, error) {
 	var c comparison
 	var runs []model.Run
 	for _, ref := range refs {
@@ -73,7 +85,18 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string) (compariso
 		}
 		after := msgs[c.ForkPoint:]
 		cr := comparedRunJS{ID: r.ID, Name: r.Label(), Status: string(r.Status), Error: r.Error, Usage: r.Usage,
-			CostUSD: r.CostUSD, messages: after}
+			CostUSD: r.CostUSD, messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
+			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
+		if r.Worktree != "" && r.BaseCommit != "" {
+			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.BaseCommit); err != nil {
+				cr.FilesErr = harness.OneLine(err.Error(), 200)
+			}
+			if withDiff && err == nil {
+				if cr.Diff, err = worktree.Diff(ctx, r.Worktree, r.BaseCommit); err != nil {
+					cr.FilesErr = harness.OneLine(err.Error(), 200)
+				}
+			}
+		}
 		if !r.FinishedAt.IsZero() {
 			cr.Seconds = r.FinishedAt.Sub(r.CreatedAt).Round(100 * time.Millisecond).Seconds()
 		}
@@ -89,8 +112,10 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string) (compariso
 }
 
 func cmdCompare(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "compare", "RUN RUN... [--json]",
-		"Compare runs of one tree from the point where they part: what each said and did,\nits steps, tokens, cost and time.")
+	f := newFlags(e, "compare", "RUN RUN... [--diff] [--json]",
+		"Compare runs of one tree from the point where they part: what each said and did,\n"+
+			"its steps, tokens, cost and time, the files it changed in its worktree, and its check.")
+	withDiff := f.Bool("diff", false, "also print each fork's whole diff against the commit it started from")
 	asJSON := f.Bool("json", false, "print JSON")
 	refs, err := f.parse(args, 2, 10)
 	if err != nil {
@@ -101,7 +126,7 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	c, err := compareRuns(ctx, st, refs)
+	c, err := compareRuns(ctx, st, refs, *withDiff)
 	if err != nil {
 		return err
 	}
@@ -122,13 +147,73 @@ func writeComparison(w io.Writer, c comparison) {
 		if r.Seconds > 0 {
 			fmt.Fprintf(w, " · %.1fs", r.Seconds)
 		}
+		if r.Handoff {
+			fmt.Fprint(w, " · handoff")
+		}
+		if r.Best {
+			fmt.Fprint(w, " · ★ best")
+			if r.Why != "" {
+				fmt.Fprintf(w, " (%s)", r.Why)
+			}
+		}
 		fmt.Fprintln(w)
 		if r.Error != "" {
 			fmt.Fprintf(w, "   error: %s\n", harness.OneLine(r.Error, 0))
+		}
+		if r.Check != nil {
+			fmt.Fprintf(w, "   check: %s", harness.OneLine(r.Check.Cmd, 60))
+			switch {
+			case !r.Check.Ran:
+				fmt.Fprint(w, " (not run)")
+			case r.Check.Error != "":
+				fmt.Fprintf(w, ": %s", harness.OneLine(r.Check.Error, 80))
+			case r.Check.Score != nil && r.Check.Exit == 0:
+				fmt.Fprintf(w, ": exit 0, score %g", *r.Check.Score)
+			default:
+				fmt.Fprintf(w, ": exit %d", r.Check.Exit)
+			}
+			fmt.Fprintln(w)
+		}
+		if r.Worktree != "" {
+			fmt.Fprintf(w, "   %s on %s: %s\n", model.SafeText(r.Worktree), model.SafeText(r.Branch), filesText(r.Files, r.FilesErr))
 		}
 		for i, m := range r.messages {
 			text := strings.TrimSpace(m.PlainText())
 			fmt.Fprintf(w, "%4d %-9s %s\n", c.ForkPoint+i+1, m.Role, harness.OneLine(text, 160))
 		}
+		if r.Diff != "" {
+			fmt.Fprintln(w)
+			fmt.Fprint(w, model.SafeText(r.Diff))
+		}
 	}
+}
+
+// filesText is a fork's diffstat on one line: "3 files, +12 -4: a.go, b.go, …".
+func filesText(files []worktree.FileStat, errText string) string {
+	if errText != "" {
+		return "files unknown: " + errText
+	}
+	if len(files) == 0 {
+		return "no files changed"
+	}
+	add, del := 0, 0
+	names := ""
+	for i, f := range files {
+		add += f.Added
+		del += f.Deleted
+		if i < 4 {
+			if i > 0 {
+				names += ", "
+			}
+			names += f.Path
+		}
+	}
+	if len(files) > 4 {
+		names += ", …"
+	}
+	noun := "files"
+	if len(files) == 1 {
+		noun = "file"
+	}
+	return harness.OneLine(fmt.Sprintf("%d %s, +%d -%d: %s", len(files), noun, add, del, names), 200)
 }

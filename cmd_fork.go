@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -46,9 +47,39 @@ func harnesses(paced bool, api apiFlags) *harness.Registry {
 	return harness.NewRegistry(sh, openai.New(oc), anthropic.New(ac))
 }
 
-// newDriver wires the fork driver to a store.
+// newDriver wires the fork driver to a store. Agent forks' worktrees live
+// next to the database, in tine's data dir.
 func newDriver(st *store.Store, paced bool, api apiFlags) *harness.Driver {
-	return &harness.Driver{Store: st, Harnesses: harnesses(paced, api)}
+	return &harness.Driver{Store: st, Harnesses: harnesses(paced, api),
+		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
+}
+
+// agentFlags are how agent turns run: the permission policy and the
+// best-of-N check's timeout; the background process gets them too.
+type agentFlags struct {
+	permissions  string
+	checkTimeout time.Duration
+}
+
+func (a *agentFlags) register(f *flags) {
+	f.StringVar(&a.permissions, "permissions", os.Getenv("TINE_PERMISSIONS"),
+		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
+	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
+}
+
+// apply sets a's policy on d.
+func (a agentFlags) apply(d *harness.Driver) error {
+	p, err := harness.ParsePermissions(a.permissions)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	d.Permissions, d.CheckTimeout = p, a.checkTimeout
+	return nil
+}
+
+// args gives a's flags to a background `tine run-turns`.
+func (a agentFlags) args() []string {
+	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String()}
 }
 
 // stringList is a repeatable string flag.
@@ -72,20 +103,50 @@ type forkJSON struct {
 	Usage    model.Usage `json:"usage"`
 	CostUSD  float64     `json:"cost_usd"`
 	Error    string      `json:"error"`
+	Worktree string      `json:"worktree"`
+	Branch   string      `json:"branch"`
+	Base     string      `json:"base_commit,omitempty"`
+	Handoff  bool        `json:"handoff"`
+	Check    *checkJSON  `json:"check"`
+	Best     bool        `json:"best"`
+	Why      string      `json:"best_reason,omitempty"`
+	Note     string      `json:"note,omitempty"`
+}
+
+// checkJSON is a fork's best-of-N check; null when it was given none.
+type checkJSON struct {
+	Cmd     string   `json:"cmd"`
+	Ran     bool     `json:"ran"`
+	Exit    int      `json:"exit"`
+	Score   *float64 `json:"score"`
+	Output  string   `json:"output"`
+	Seconds float64  `json:"seconds"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func toCheckJSON(c *model.Check) *checkJSON {
+	if c == nil {
+		return nil
+	}
+	return &checkJSON{Cmd: c.Cmd, Ran: c.Ran, Exit: c.Exit, Score: c.Score, Output: c.Output,
+		Seconds: c.Duration.Round(10 * time.Millisecond).Seconds(), Error: c.Error}
 }
 
 func toForkJSON(r model.Run) forkJSON {
 	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
-		CostUSD: r.CostUSD, Error: r.Error}
+		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
+		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note}
 }
 
 func cmdFork(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at end|last_user|K|step:N] [--harness NAME] [--wait] [--json]",
+	f := newFlags(e, "fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at end|last_user|K|step:N] [--harness NAME] [--check CMD] [--wait] [--json]",
 		"Fork RUN at a boundary into N branches. The boundary snaps down to a pair-safe one\n"+
 			"(never between a tool call and its result) and the snapping is reported. Forks cost\n"+
 			"nothing until used: without -m they are only created. With -m each fork runs its first\n"+
-			"turn, in the background, or in the foreground with --wait (Ctrl+C cancels cleanly).")
+			"turn, in the background, or in the foreground with --wait (Ctrl+C cancels cleanly).\n"+
+			"A fork of an agent's session (claude, codex, pi, acp) continues it with that agent,\n"+
+			"in a git worktree of its own; --check scores each finished fork and marks the best.")
 	n := f.Int("n", 0, "how many forks (1-10; default: one per --name or -m, else 1)")
 	var names, msgs stringList
 	f.Var(&names, "name", "a fork's `name` (repeat once per fork; default <parent>-fork-<i>)")
@@ -100,6 +161,12 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	regenerate := f.Bool("regenerate", false, "fork at last_user and let the model answer again (no -m)")
 	replace := f.Bool("replace-original", false, "with --regenerate: hide the source run in views (it stays stored)")
 	parallel := f.Int("parallel", 4, "how many turns run at once")
+	handoff := f.Bool("handoff", false, "continue with an agent that cannot branch this run's session (another agent, or a point it cannot fork at): a new session whose first message is the transcript so far")
+	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
+	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
+	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
+	var ag agentFlags
+	ag.register(f)
 	asJSON := f.Bool("json", false, "print JSON")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -113,6 +180,9 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	} else if *replace {
 		return usagef("fork: --replace-original goes with --regenerate")
 	}
+	if *score != "exit" && *score != "number" {
+		return usagef("fork: --score is exit or number, not %q", *score)
+	}
 	st, err := e.open()
 	if err != nil {
 		return err
@@ -124,8 +194,12 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	d := newDriver(st, false, api)
 	d.Parallel = *parallel
+	if err := ag.apply(d); err != nil {
+		return err
+	}
 	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
-		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace})
+		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
+		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})
 	if err != nil {
 		return err
 	}
@@ -150,7 +224,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 		progress := forkProgress(e, forks)
 		forks = d.RunTurns(ctx, turns, progress)
 	default:
-		if err := startBackgroundTurns(st.Path(), *parallel, api, turns); err != nil {
+		if err := startBackgroundTurns(st.Path(), *parallel, api, ag, turns); err != nil {
 			return fmt.Errorf("forks created, but their turns could not start: %w", err)
 		}
 		for i := range forks {
@@ -176,6 +250,11 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if ctx.Err() != nil {
 		return errors.New("cancelled: the forks are recorded as cancelled")
 	}
+	return failedForks(forks)
+}
+
+// failedForks is the error of a command whose forks failed, naming the first.
+func failedForks(forks []model.Run) error {
 	for _, fk := range forks {
 		if fk.Status == model.Failed {
 			return fmt.Errorf("fork %s failed: %s", fk.Label(), fk.Error)
@@ -186,12 +265,65 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 
 func printForks(w io.Writer, forks []model.Run) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FORK\tNAME\tK\tSTATUS\tHARNESS\tMSGS\tTOKENS\tERROR")
+	checks, trees := false, false
 	for _, r := range forks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%s\n", model.ShortID(r.ID), harness.OneLine(r.Name, 30), r.ForkAt,
-			r.Status, r.Harness, r.Len(), r.Usage.Total(), harness.OneLine(r.Error, 80))
+		checks = checks || r.Check != nil
+		trees = trees || r.Worktree != ""
+	}
+	head := "FORK\tNAME\tK\tSTATUS\tHARNESS\tMSGS\tTOKENS"
+	if trees {
+		head += "\tBRANCH"
+	}
+	if checks {
+		head += "\tCHECK"
+	}
+	fmt.Fprintln(tw, head+"\tERROR")
+	for _, r := range forks {
+		h := r.Harness
+		if r.Handoff {
+			h += " (handoff)"
+		}
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), harness.OneLine(r.Name, 30), r.ForkAt,
+			r.Status, h, r.Len(), r.Usage.Total())
+		if trees {
+			line += "\t" + harness.OneLine(r.Branch, 40)
+		}
+		if checks {
+			line += "\t" + checkText(r)
+		}
+		fmt.Fprintln(tw, line+"\t"+harness.OneLine(r.Error, 80))
 	}
 	tw.Flush()
+	for _, r := range forks {
+		if r.Best && r.BestReason != "" {
+			fmt.Fprintf(w, "best: %s (%s)\n", model.SafeText(r.Label()), r.BestReason)
+		}
+		if r.Worktree != "" {
+			fmt.Fprintf(w, "%s works in %s\n", model.SafeText(r.Label()), model.SafeText(r.Worktree))
+		}
+	}
+}
+
+// checkText is a fork's check result in a few characters.
+func checkText(r model.Run) string {
+	c := r.Check
+	star := ""
+	if r.Best {
+		star = " ★"
+	}
+	switch {
+	case c == nil:
+		return "-"
+	case !c.Ran:
+		return "not run"
+	case c.Error != "":
+		return harness.OneLine(c.Error, 30) + star
+	case c.Number && c.Score != nil:
+		return fmt.Sprintf("%g%s", *c.Score, star)
+	case c.Exit == 0:
+		return "passed" + star
+	}
+	return fmt.Sprintf("failed (exit %d)%s", c.Exit, star)
 }
 
 // forkProgress reports each fork's status changes on stderr when it is a
@@ -221,12 +353,13 @@ func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
 // startBackgroundTurns runs the turns in a detached tine process, so the
 // command returns at once and the forks go on; the child reads its work
 // from stdin.
-func startBackgroundTurns(db string, parallel int, api apiFlags, turns []harness.Turn) error {
+func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []harness.Turn) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(exe, "--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL)
+	args := append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
+	cmd := exec.Command(exe, args...)
 	// The key goes through the environment, never the argument list.
 	cmd.Env = os.Environ()
 	if api.apiKey != "" {
@@ -251,6 +384,8 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	parallel := f.Int("parallel", 4, "how many turns run at once")
 	var api apiFlags
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
+	var ag agentFlags
+	ag.register(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
@@ -265,6 +400,9 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	d := newDriver(st, false, api)
 	d.Parallel = *parallel
+	if err := ag.apply(d); err != nil {
+		return err
+	}
 	d.RunTurns(ctx, turns, nil)
 	return nil
 }

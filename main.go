@@ -46,7 +46,17 @@ func (e *env) open() (*store.Store, error) {
 			return nil, err
 		}
 	}
-	return store.Open(path)
+	st, err := store.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	// A fork whose process died is failed: interrupted, never "running"
+	// forever.
+	if _, err := st.ReapOrphans(context.Background()); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 func commands() []command {
@@ -58,12 +68,19 @@ func commands() []command {
 		{"checkpoints", "RUN", "print a run's pair-safe boundaries", cmdCheckpoints},
 		{"export", "RUN [--format json|md]", "write a run as JSON or Markdown", cmdExport},
 		{"fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at K] [--wait]", "fork a run at a safe boundary into N branches", cmdFork},
-		{"compare", "RUN RUN...", "compare runs side by side from where they part", cmdCompare},
+		{"run", "RUN -m MSG [--harness NAME] [--wait]", "give a run its next turn (a pending fork its first)", cmdRun},
+		{"retry", "RUN [--wait]", "run a failed fork again, as a new sibling", cmdRetry},
+		{"cancel", "RUN...", "stop a running fork, whoever started it", cmdCancel},
+		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
+		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
+		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
 	}
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A closed terminal (SIGHUP) stops work as Ctrl+C and kill do: running
+	// forks are recorded as cancelled, not left "running".
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin})
 	stop()
 	os.Exit(code)

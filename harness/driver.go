@@ -33,8 +33,8 @@ type Store interface {
 	SetCheck(ctx context.Context, id string, c model.Check) error
 	MarkBest(ctx context.Context, id, reason string) error
 	AddNote(ctx context.Context, id, note string) error
-	// SetOwner records that this process runs id's turn.
-	SetOwner(ctx context.Context, id string) error
+	// SetRunning marks id running, owned by this process.
+	SetRunning(ctx context.Context, id string) error
 	// CancelRequested returns which of ids another process asked to stop.
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
 }
@@ -426,12 +426,8 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 	}
-	if err := d.Store.SetStatus(bg, run.ID, model.Running, ""); err != nil {
+	if err := d.Store.SetRunning(bg, run.ID); err != nil {
 		onEvent(RunEvent{RunID: t.RunID, Err: err})
-		return
-	}
-	if err := d.Store.SetOwner(bg, run.ID); err != nil {
-		finish(model.Failed, err)
 		return
 	}
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
@@ -596,33 +592,43 @@ func (d *Driver) worktreeRoot() string {
 	return filepath.Join(base, "tine", "worktrees")
 }
 
-// Continue gives run id a new turn. A pending fork gets its first turn; a
-// fork that tine made and ran gets its next one, resuming its own
-// session. Any other run (an agent's own session, imported) is never
-// written to (rule 7): it is forked at its end and the fork gets the turn.
+// Continue gives run id a new turn (NextTurnRun says on which run) and
+// runs it.
 func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, onEvent func(RunEvent)) (model.Run, error) {
+	target, err := d.NextTurnRun(ctx, id, harnessName)
+	if err != nil {
+		return model.Run{}, err
+	}
+	runs := d.RunTurns(ctx, []Turn{{RunID: target.ID, Input: input}}, onEvent)
+	if len(runs) == 0 {
+		return model.Run{}, fmt.Errorf("run %s vanished", target.ID)
+	}
+	return runs[0], nil
+}
+
+// NextTurnRun is the run that gets run id's next turn. A pending fork gets
+// its first turn; a fork that tine made and ran gets its next one itself,
+// resuming its own session. Any other run (an agent's own session,
+// imported) is never written to (rule 7): it is forked at its end, and the
+// fork is returned. Continuing with another agent is a handoff.
+func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model.Run, error) {
 	run, err := d.Store.Run(ctx, id)
 	if err != nil {
 		return model.Run{}, err
 	}
-	target := run.ID
 	switch {
 	case run.Status == model.Running:
 		return model.Run{}, fmt.Errorf("run %s is running; wait for it, or stop it with tine cancel %s", run.Label(), model.ShortID(run.ID))
 	case run.Status == model.Pending && (harnessName == "" || harnessName == run.Harness):
+		return run, nil
 	case d.ownsNextTurn(run, harnessName):
-	default:
-		forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName)})
-		if err != nil {
-			return model.Run{}, err
-		}
-		target = forks[0].ID
+		return run, nil
 	}
-	runs := d.RunTurns(ctx, []Turn{{RunID: target, Input: input}}, onEvent)
-	if len(runs) == 0 {
-		return model.Run{}, fmt.Errorf("run %s vanished", target)
+	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName)})
+	if err != nil {
+		return model.Run{}, err
 	}
-	return runs[0], nil
+	return forks[0], nil
 }
 
 // ownsNextTurn reports whether run's next turn goes on run itself: a fork
@@ -651,23 +657,38 @@ func (d *Driver) needsHandoff(run model.Run, harnessName string) bool {
 	return err == nil && h.Capabilities().OwnSessions
 }
 
-// Retry runs a failed or cancelled fork's first turn again, as a new
-// sibling made the same way (the failed one stays, as history does): the
-// same boundary, harness, model, check and message.
+// Retry runs a failed or cancelled fork's first turn again (PrepareRetry)
+// and returns the new fork as it ended.
 func (d *Driver) Retry(ctx context.Context, id string, onEvent func(RunEvent)) (model.Run, error) {
-	run, err := d.Store.Run(ctx, id)
+	fresh, input, err := d.PrepareRetry(ctx, id)
 	if err != nil {
 		return model.Run{}, err
 	}
+	runs := d.RunTurns(ctx, []Turn{{RunID: fresh.ID, Input: input}}, onEvent)
+	if len(runs) == 0 {
+		return model.Run{}, fmt.Errorf("run %s vanished", fresh.ID)
+	}
+	return runs[0], nil
+}
+
+// PrepareRetry makes the fork that retries failed or cancelled fork id: a
+// new sibling made the same way (the failed one stays, as history does):
+// the same boundary, harness, model and check. It returns it with the
+// message the failed fork was given.
+func (d *Driver) PrepareRetry(ctx context.Context, id string) (model.Run, string, error) {
+	run, err := d.Store.Run(ctx, id)
+	if err != nil {
+		return model.Run{}, "", err
+	}
 	if run.ParentID == "" {
-		return model.Run{}, fmt.Errorf("run %s is not a fork; there is nothing to retry", run.Label())
+		return model.Run{}, "", fmt.Errorf("run %s is not a fork; there is nothing to retry", run.Label())
 	}
 	if run.Status != model.Failed && run.Status != model.Cancelled {
-		return model.Run{}, fmt.Errorf("run %s is %s; only a failed or cancelled fork is retried", run.Label(), run.Status)
+		return model.Run{}, "", fmt.Errorf("run %s is %s; only a failed or cancelled fork is retried", run.Label(), run.Status)
 	}
 	msgs, _, err := d.Store.Messages(ctx, run.ID)
 	if err != nil {
-		return model.Run{}, err
+		return model.Run{}, "", err
 	}
 	input := ""
 	for _, m := range msgs[min(run.ForkAt, len(msgs)):] {
@@ -684,13 +705,9 @@ func (d *Driver) Retry(ctx context.Context, id string, onEvent func(RunEvent)) (
 	}
 	forks, _, err := d.Fork(ctx, spec)
 	if err != nil {
-		return model.Run{}, err
+		return model.Run{}, "", err
 	}
-	runs := d.RunTurns(ctx, []Turn{{RunID: forks[0].ID, Input: input}}, onEvent)
-	if len(runs) == 0 {
-		return model.Run{}, fmt.Errorf("run %s vanished", forks[0].ID)
-	}
-	return runs[0], nil
+	return forks[0], input, nil
 }
 
 // retryName is name with a retry counter: a-retry, a-retry-2, ...

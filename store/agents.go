@@ -54,13 +54,12 @@ func (s *Store) AddNote(ctx context.Context, id, note string) error {
 		`UPDATE runs SET note = CASE WHEN note = '' THEN ?1 ELSE note || char(10) || ?1 END WHERE id = ?2`, note, id)
 }
 
-// SetOwner records that this process runs run id's turn, so that a run
-// whose process died is found (ReapOrphans) rather than shown running
-// forever.
-func (s *Store) SetOwner(ctx context.Context, id string) error {
+// SetRunning marks run id running, owned by this process, in one write:
+// a run is never "running" without an owner that ReapOrphans can check.
+func (s *Store) SetRunning(ctx context.Context, id string) error {
 	pid := os.Getpid()
-	return s.update(ctx, "set owner", id,
-		`UPDATE runs SET owner_pid = ?, owner_start = ?, cancel_requested = 0 WHERE id = ?`, pid, processStart(pid), id)
+	return s.update(ctx, "set running", id, `UPDATE runs SET status = 'running', error = '', finished_at = NULL,
+		owner_pid = ?, owner_start = ?, cancel_requested = 0 WHERE id = ?`, pid, processStart(pid), id)
 }
 
 // RequestCancel asks whoever runs run id's turn to stop it: the process

@@ -22,11 +22,13 @@ func TestOrphanedRunningForksAreReaped(t *testing.T) {
 	dead := model.Run{ParentID: root.ID, ForkAt: 4}
 	legacy := model.Run{ParentID: root.ID, ForkAt: 4}
 	require.NoError(t, st.CreateForks(ctx, []*model.Run{&mine, &dead, &legacy}))
+	require.NoError(t, st.SetStatus(ctx, legacy.ID, model.Running, ""))
 	for _, id := range []string{mine.ID, dead.ID, legacy.ID} {
-		require.NoError(t, st.SetStatus(ctx, id, model.Running, ""))
+		if id != legacy.ID {
+			require.NoError(t, st.SetRunning(ctx, id))
+		}
 		require.NoError(t, st.AppendMessages(ctx, id, conversation(1, "p")))
 	}
-	require.NoError(t, st.SetOwner(ctx, mine.ID))
 	// dead's owner was a process that is gone: a child we started and reaped.
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Run())
