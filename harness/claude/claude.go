@@ -42,12 +42,19 @@ const Harness = "claude"
 // Dirs lists where Claude Code keeps transcripts: $CLAUDE_CONFIG_DIR/projects
 // when that is set, else ~/.claude/projects. The CLI reads CLAUDE_CONFIG_DIR
 // as one directory (no list), falling back to ~/.claude when it is unset.
-func Dirs() []string {
-	if d := strings.TrimSpace(os.Getenv("CLAUDE_CONFIG_DIR")); d != "" {
+func Dirs() []string { return dirsFrom(os.Getenv) }
+
+// dirsFrom is Dirs for an environment: a turn asks it with the
+// environment the CLI runs in, which may set its own HOME.
+func dirsFrom(getenv func(string) string) []string {
+	if d := strings.TrimSpace(getenv("CLAUDE_CONFIG_DIR")); d != "" {
 		return []string{filepath.Join(d, "projects")}
 	}
-	home, err := os.UserHomeDir()
-	if err != nil || home == "" {
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	if home == "" {
 		return nil
 	}
 	return []string{filepath.Join(home, ".claude", "projects")}

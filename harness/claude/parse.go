@@ -41,6 +41,16 @@ type fileInfo struct {
 
 func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) {
 	p := newParser(name, info)
+	if err := p.read(r); err != nil {
+		return p.file, err
+	}
+	p.file.Runs = p.build()
+	return p.file, nil
+}
+
+// read handles every complete line of r. Turns (turn.go) use it too, to
+// reach a file's records after build.
+func (p *parser) read(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than br's buffer, gathered in pieces
 	for {
@@ -57,15 +67,14 @@ func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) 
 			if errors.Is(err, io.EOF) {
 				break // no newline: a partial line, or nothing
 			}
-			return p.file, fmt.Errorf("%s: %w", name, err)
+			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		p.line++
 		p.file.Offset += int64(len(chunk))
 		p.handle(chunk)
 		long = long[:0]
 	}
-	p.file.Runs = p.build()
-	return p.file, nil
+	return nil
 }
 
 // kind is what a chain record contributes to the conversation.
