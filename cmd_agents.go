@@ -266,28 +266,27 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 }
 
 func cmdWorktree(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || (args[0] != "rm" && args[0] != "prune") {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(e.stdout, "Usage: tine worktree rm RUN... [--force]\n       tine worktree prune [--all] [--force]\n\n"+
-				"Remove forks' git worktrees. rm removes the named forks' worktrees; prune removes\n"+
-				"those of every finished fork but the ones marked best (--all: those too) and lets git\n"+
-				"forget worktrees whose folders are gone. A fork's branch is deleted with its worktree\n"+
-				"only when it has no commits of its own; --force deletes it anyway.")
-			return nil
-		}
-		return usagef("worktree: say rm RUN... or prune (see tine worktree --help)")
+	sub := ""
+	if len(args) > 0 && (args[0] == "rm" || args[0] == "prune") {
+		sub, args = args[0], args[1:]
 	}
-	sub := args[0]
-	f := newFlags(e, "worktree "+sub, "", "Remove forks' git worktrees.")
+	f := newFlags(e, "worktree", "rm RUN... [--force] | prune [--all] [--force]",
+		"Remove forks' git worktrees. rm removes the named forks' worktrees; prune removes\n"+
+			"those of every finished fork but the ones marked best (--all: those too) and lets git\n"+
+			"forget worktrees whose folders are gone. A fork's branch is deleted with its worktree\n"+
+			"only when it has no commits of its own; --force deletes it anyway.")
 	force := f.Bool("force", false, "delete a fork's branch even when it has commits of its own")
 	all := f.Bool("all", false, "prune: the best forks' worktrees too")
 	minPos, maxPos := 1, -1
 	if sub == "prune" {
 		minPos, maxPos = 0, 0
 	}
-	pos, err := f.parse(args[1:], minPos, maxPos)
+	pos, err := f.parse(args, minPos, maxPos)
 	if err != nil {
 		return err
+	}
+	if sub == "" {
+		return usagef("worktree: say rm RUN... or prune (see tine worktree --help)")
 	}
 	st, err := e.open()
 	if err != nil {

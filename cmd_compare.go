@@ -20,20 +20,20 @@ type comparison struct {
 }
 
 type comparedRunJS struct {
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Status   string        `json:"status"`
-	Error    string        `json:"error,omitempty"`
-	Steps    int           `json:"steps"`
-	Usage    model.Usage   `json:"usage"`
-	CostUSD  float64       `json:"cost_usd"`
-	Seconds  float64       `json:"seconds"`
-	Best     bool          `json:"best,omitempty"`
-	Why      string        `json:"best_reason,omitempty"`
-	Harness  string        `json:"harness"`
-	Handoff  bool          `json:"handoff,omitempty"`
-	Worktree string        `json:"worktree,omitempty"`
-	Branch   string        `json:"branch,omitempty"`
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Status   string      `json:"status"`
+	Error    string      `json:"error,omitempty"`
+	Steps    int         `json:"steps"`
+	Usage    model.Usage `json:"usage"`
+	CostUSD  float64     `json:"cost_usd"`
+	Seconds  float64     `json:"seconds"`
+	Best     bool        `json:"best,omitempty"`
+	Why      string      `json:"best_reason,omitempty"`
+	Harness  string      `json:"harness"`
+	Handoff  bool        `json:"handoff,omitempty"`
+	Worktree string      `json:"worktree,omitempty"`
+	Branch   string      `json:"branch,omitempty"`
 	// Files is what the fork changed in its worktree against the commit
 	// it was made from; null when it has no worktree.
 	Files    []worktree.FileStat `json:"files"`
