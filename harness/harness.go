@@ -221,7 +221,7 @@ func (r *Registry) namesLocked() []string {
 }
 
 // Known lists every harness name tine knows of, registered or not, with what
-// it can do: the table DESIGN.md keeps, as data.
+// it can do: the capability table of ARCHITECTURE.md, as data.
 var Known = map[string]Capabilities{
 	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
 	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
