@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"tine/harness"
 	"tine/harness/script"
@@ -45,4 +47,54 @@ func BenchmarkFork10(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAgentEventToUI is tine's own cost between a harness reporting
+// a message and the UI hearing of it: the driver stores the message (one
+// transaction) and calls onEvent. One op is one assistant message of ~400
+// bytes. Target: well under 10 ms.
+func BenchmarkAgentEventToUI(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "b.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	root := model.Run{Harness: "bench"}
+	if err := st.CreateRun(ctx, &root, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "go"}}}}); err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat("The tests pass now; here is why. ", 12)
+	var emitted time.Time
+	var total time.Duration
+	h := &benchAgent{turn: func(emit func(harness.Event)) {
+		for i := 0; i < b.N; i++ {
+			emitted = time.Now()
+			emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.Assistant,
+				Parts: []model.Part{{Kind: model.Text, Text: text}}, Usage: model.Usage{InputTokens: 10, OutputTokens: 90}}})
+		}
+	}}
+	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "x"}}, func(e harness.RunEvent) {
+		if e.Message != nil {
+			total += time.Since(emitted)
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-emit-to-ui")
+}
+
+type benchAgent struct{ turn func(emit func(harness.Event)) }
+
+func (*benchAgent) Name() string                       { return "bench" }
+func (*benchAgent) Capabilities() harness.Capabilities { return harness.Capabilities{Fork: true, ForkAtK: true, Resume: true} }
+func (a *benchAgent) Turn(_ context.Context, _ harness.TurnRequest, emit func(harness.Event)) error {
+	a.turn(emit)
+	return nil
 }
