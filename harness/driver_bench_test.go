@@ -90,10 +90,14 @@ func BenchmarkAgentEventToUI(b *testing.B) {
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-emit-to-ui")
 }
 
-type benchAgent struct{ turn func(emit func(harness.Event)) }
+type benchAgent struct {
+	turn func(emit func(harness.Event))
+}
 
-func (*benchAgent) Name() string                       { return "bench" }
-func (*benchAgent) Capabilities() harness.Capabilities { return harness.Capabilities{Fork: true, ForkAtK: true, Resume: true} }
+func (*benchAgent) Name() string { return "bench" }
+func (*benchAgent) Capabilities() harness.Capabilities {
+	return harness.Capabilities{Fork: true, ForkAtK: true, Resume: true}
+}
 func (a *benchAgent) Turn(_ context.Context, _ harness.TurnRequest, emit func(harness.Event)) error {
 	a.turn(emit)
 	return nil
