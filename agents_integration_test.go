@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/internal/modelserver"
 	"tine/model"
 	"tine/store"
-	"tine/internal/modelserver"
 )
 
 // agentBin is where the real agent CLIs are installed (.ci/run installs

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/internal/modelserver"
 	"tine/model"
 	"tine/store"
-	"tine/internal/modelserver"
 )
 
 // tine runs one command line against db and returns stdout, stderr and the status.

@@ -16,8 +16,8 @@ import (
 
 	"tine/harness"
 	"tine/harness/internal/apihttp"
-	"tine/model"
 	"tine/internal/modelserver"
+	"tine/model"
 )
 
 const testKey = "sk-ant-test-very-secret"

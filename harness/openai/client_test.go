@@ -14,8 +14,8 @@ import (
 
 	"tine/harness"
 	"tine/harness/internal/apihttp"
-	"tine/model"
 	"tine/internal/modelserver"
+	"tine/model"
 )
 
 const testKey = "sk-test-very-secret"
