@@ -62,6 +62,10 @@ type Spec struct {
 	MaxLine      int
 	// Started, when set, is called once the process runs, with its pid.
 	Started func(pid int)
+	// Skipped, when set, is called with each non-empty line that is skipped
+	// (what was kept of it when too long), so a caller whose protocol must
+	// not lose a line (JSON-RPC) can tell garbage from a broken message.
+	Skipped func(line []byte)
 }
 
 // Result is what a run of the CLI left besides its lines.
@@ -183,6 +187,9 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 		if tooLong || !isObject(line) {
 			if len(bytes.TrimSpace(line)) > 0 || tooLong {
 				res.Skipped++
+				if s.Skipped != nil {
+					s.Skipped(line)
+				}
 			}
 			return
 		}

@@ -191,3 +191,14 @@ func TestMergeEnv(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"A=1", "B=3", "C=4"}, MergeEnv([]string{"A=1", "B=2"}, []string{"B=3", "C=4"}))
 }
+
+func TestSkippedSeesEachSkippedLine(t *testing.T) {
+	t.Parallel()
+	var skipped []string
+	_, res, err := collect(t, context.Background(), scene("lines", Spec{MaxLine: 1000, Skipped: func(l []byte) {
+		skipped = append(skipped, string(l[:min(len(l), 10)]))
+	}}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"not json", `{"n":99999`}, skipped, "the garbage line and what was kept of the long one")
+	assert.Equal(t, res.Skipped, len(skipped))
+}
