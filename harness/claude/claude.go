@@ -1,8 +1,8 @@
 // Package claude is the Claude Code backend. It owns everything about Claude
 // Code's transcripts: where they live (Dirs), how to recognise one (Detect)
 // and how to read one into runs (Parse, ParseFile), including in-file
-// branches, --fork-session copies and subagent sidechains. Later it will
-// also run forks through the CLI.
+// branches, --fork-session copies and subagent sidechains; and it runs
+// turns through the claude CLI (CLI, in turn.go).
 //
 // The format, as Claude Code 2.1.328 writes it (see testdata/agents/README.md
 // and testdata/claude/README.md): one JSON record a line; records with a
@@ -23,6 +23,50 @@
 //   - usage counts once per message.id (the largest seen on its records);
 //   - attachments, isMeta records (injected context) and other bookkeeping
 //     are walked through: a message's parent is the nearest message above.
+//
+// Turns, as Claude Code 2.1.328 runs them (checked against the scripted
+// model server in integration_test.go). Every turn is one process,
+//
+//	claude -p --input-format stream-json --output-format stream-json --verbose
+//	    --include-partial-messages [--model M]
+//	    [--permission-mode acceptEdits --allowedTools Bash,Edit,Write,Read,Glob,Grep,NotebookEdit,WebFetch,WebSearch]
+//
+// run in the turn's directory, given one user message on stdin:
+// {"type":"user","message":{"role":"user","content":PROMPT},"uuid":U,...}.
+// Claude keeps U as the record's uuid, so the person's message has its
+// NativeID before the CLI starts (and no prompt meets argv's size limit).
+// Then, by case:
+//   - a fork's first turn: --resume ORIGIN --fork-session --session-id NEW
+//     --resume-session-at R, R being the uuid of the last record of message
+//     K in the origin's transcript. R is given at the end too, so a session
+//     that grew since is still cut at K; it never goes without
+//     --fork-session (alone, it writes a branch into the origin's own
+//     file). --resume finds a
+//     session recorded under any cwd; one known only from an imported file
+//     elsewhere is first copied into the turn directory's project folder.
+//     Answering again (no input) branches at K-1 and sends message K's text
+//     again under message K's own uuid.
+//   - the next turn of a run tine drove: --resume OWN.
+//   - a handoff, or a new session: --session-id NEW, the prompt being
+//     harness.HandoffPrompt.
+//
+// stdout: system/init (session_id), then per API message its stream events
+// (message_start, text deltas, message_delta with the final usage,
+// message_stop) around one assistant record per content block, user records
+// with tool results, system/api_retry while the model API fails (Claude
+// retries 10 times with backoff; CLAUDE_CODE_MAX_RETRIES lowers that),
+// system/permission_denied, and a result. The records carry the
+// transcript's uuids, timestamps and content, so the parser converts them;
+// the usage on assistant records is message_start's, the final one is
+// message_delta's. result.total_cost_usd is the session's running total (a
+// fork's counts its origin's); model_usage_since_last_result[*].costUSD is
+// this process's own spending, reported as the turn's cost.
+//
+// Permissions: running as root, Claude refuses --dangerously-skip-permissions
+// and bypassPermissions (IS_SANDBOX=1 lifts that but makes it probe the
+// internet), so PermitAuto names the tools; PermitAsk passes nothing, and a
+// tool needing approval is refused (Claude tells the model and goes on);
+// the turn then fails, naming the tool.
 package claude
 
 import (
