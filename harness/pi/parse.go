@@ -240,11 +240,7 @@ func (p *parser) add(e *entry, line []byte) {
 			p.sessionName = strings.TrimSpace(*e.Name)
 		}
 	}
-	if m, cost, ok := convert(e, line); ok {
-		if m.Time = t; t.IsZero() && e.Message != nil {
-			m.Time = unixMillis(e.Message.Timestamp)
-		}
-		m.NativeID = e.ID
+	if m, cost, ok := entryMessage(e, line, t); ok {
 		if m.Role == model.Assistant && m.Model != "" {
 			n.model = m.Model
 		}
@@ -260,6 +256,22 @@ func (p *parser) add(e *entry, line []byte) {
 	if e.ID != "" {
 		p.ids[e.ID] = i
 	}
+}
+
+// entryMessage is the message an entry holds, when it holds one, as a run
+// shows it: stamped with the entry's time t (else the message's own) and the
+// entry's id as its NativeID. It also returns what pi priced it at. A turn
+// (turn.go) converts the entries pi appends with it too.
+func entryMessage(e *entry, line []byte, t time.Time) (model.Message, float64, bool) {
+	m, cost, ok := convert(e, line)
+	if !ok {
+		return m, 0, false
+	}
+	if m.Time = t; t.IsZero() && e.Message != nil {
+		m.Time = unixMillis(e.Message.Timestamp)
+	}
+	m.NativeID = e.ID
+	return m, cost, true
 }
 
 // runs cuts the tree into runs: the main line first, then each other leaf

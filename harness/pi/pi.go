@@ -1,6 +1,13 @@
 // Package pi is the pi backend (@mariozechner/pi-coding-agent): it owns pi's
-// session format, where pi keeps its sessions, and how to read one into
-// runs. Later it will also run forks through the pi CLI.
+// session format, where pi keeps its sessions, how to read one into runs,
+// and how to run a turn through the pi CLI (turn.go), with these command
+// lines, verified with pi 0.73.1 (the prompt always on stdin):
+//
+//	new session   pi -p --mode json [--model M]
+//	resume        pi -p --mode json [--model M] --session FILE
+//	fork at end   pi -p --mode json [--model M] --fork ORIGIN_FILE
+//	fork at K     a new session file holding the path to message K, then
+//	              pi -p --mode json [--model M] --session THAT_FILE
 //
 // A pi session is one JSONL file: a header line
 // {"type":"session","version":3,"id","timestamp","cwd","parentSession"?}
@@ -25,8 +32,12 @@ import (
 // ~/.pi/agent. Folders that do not exist are listed all the same; sessions
 // sit in per-cwd subfolders (--<cwd with / as ->--) of the default one, and
 // directly in a custom one.
-func Dirs() []string {
-	home, _ := os.UserHomeDir()
+func Dirs() []string { return dirsFrom(os.Getenv) }
+
+// dirsFrom is Dirs for the environment getenv reads: a turn runs pi with an
+// environment of its own (HOME, PI_CODING_AGENT_DIR), not tine's.
+func dirsFrom(getenv func(string) string) []string {
+	home := getenv("HOME")
 	var dirs []string
 	add := func(d string) {
 		d = expandHome(d, home)
@@ -41,16 +52,23 @@ func Dirs() []string {
 		}
 		dirs = append(dirs, d)
 	}
-	agent := expandHome(os.Getenv("PI_CODING_AGENT_DIR"), home)
-	if agent == "" && home != "" {
-		agent = filepath.Join(home, ".pi", "agent")
-	}
-	add(os.Getenv("PI_CODING_AGENT_SESSION_DIR"))
+	agent := agentDir(getenv)
+	add(getenv("PI_CODING_AGENT_SESSION_DIR"))
 	if agent != "" {
 		add(settingsSessionDir(filepath.Join(agent, "settings.json")))
 		add(filepath.Join(agent, "sessions"))
 	}
 	return dirs
+}
+
+// agentDir is pi's agent folder: $PI_CODING_AGENT_DIR, else ~/.pi/agent.
+func agentDir(getenv func(string) string) string {
+	home := getenv("HOME")
+	agent := expandHome(getenv("PI_CODING_AGENT_DIR"), home)
+	if agent == "" && home != "" {
+		agent = filepath.Join(home, ".pi", "agent")
+	}
+	return agent
 }
 
 // settingsSessionDir reads "sessionDir" from pi's global settings.json, "" if
