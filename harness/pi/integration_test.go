@@ -46,7 +46,7 @@ func realPi(t *testing.T) string {
 type piWorld struct {
 	srv   *modelserver.Server
 	home  string
-	agent *Agent
+	agent *CLI
 	repo  string
 }
 

@@ -86,7 +86,7 @@ const Package = "@mariozechner/pi-coding-agent"
 // just reported: pi writes the line to stdout, then appends the entry.
 const fileWait = 2 * time.Second
 
-// Config configures an Agent.
+// Config configures a CLI.
 type Config struct {
 	// Bin is the pi CLI: a path, or a name looked up in PATH.
 	Bin string
@@ -106,9 +106,9 @@ func ConfigFromEnv() Config {
 	return Config{Bin: bin}
 }
 
-// Agent runs turns through the pi CLI. (It is not called Harness: that is
+// CLI runs turns through the pi CLI. (It is not called Harness: that is
 // the package's name constant, which runs and the registry use.)
-type Agent struct {
+type CLI struct {
 	cfg Config
 	now func() time.Time
 	// started, when set, is told when pi runs (tests measure with it).
@@ -116,28 +116,28 @@ type Agent struct {
 }
 
 var (
-	_ harness.Harness   = (*Agent)(nil)
-	_ harness.Describer = (*Agent)(nil)
+	_ harness.Harness   = (*CLI)(nil)
+	_ harness.Describer = (*CLI)(nil)
 )
 
-// New returns an Agent for c.
-func New(c Config) *Agent {
+// New returns a CLI for c.
+func New(c Config) *CLI {
 	if c.Bin == "" {
 		c.Bin = "pi"
 	}
-	return &Agent{cfg: c, now: time.Now}
+	return &CLI{cfg: c, now: time.Now}
 }
 
 // Name implements harness.Harness.
-func (*Agent) Name() string { return Harness }
+func (*CLI) Name() string { return Harness }
 
 // Capabilities implements harness.Harness: pi forks natively (--fork and its
 // own session format), at any checkpoint (a branch file), resumes, runs
 // tools and streams.
-func (*Agent) Capabilities() harness.Capabilities { return harness.Known[Harness] }
+func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] }
 
 // Describe implements harness.Describer.
-func (h *Agent) Describe(ctx context.Context) harness.Description {
+func (h *CLI) Describe(ctx context.Context) harness.Description {
 	d := harness.Description{Needs: []string{
 		"npm package " + Package + " (the pi CLI; TINE_PI_BIN names another binary)",
 		"a provider in ~/.pi/agent/models.json (baseUrl, api, apiKey, models), or a provider's API key in the environment",
@@ -193,7 +193,7 @@ type plan struct {
 }
 
 // Turn implements harness.Harness.
-func (h *Agent) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
 	if req.Permissions == harness.PermitAsk {
 		return errors.New("pi has no permission prompts: it runs its tools (bash, edit, write) without asking, so it cannot run with --permissions ask; --permissions auto allows it")
 	}
@@ -273,7 +273,7 @@ func cmpOr(a, b string) string {
 }
 
 // plan decides how the turn runs pi: the three cases of a TurnRequest.
-func (h *Agent) plan(req harness.TurnRequest, dir string, getenv func(string) string) (*plan, error) {
+func (h *CLI) plan(req harness.TurnRequest, dir string, getenv func(string) string) (*plan, error) {
 	switch {
 	case req.Origin != nil:
 		o := req.Origin
@@ -296,7 +296,7 @@ func (h *Agent) plan(req harness.TurnRequest, dir string, getenv func(string) st
 
 // planBranch continues the session that holds prefix: the run's own (own)
 // or a fork's origin, whose file is source when tine imported it.
-func (h *Agent) planBranch(prefix []model.Message, input, session, source string, own, atEnd bool, dir string, getenv func(string) string) (*plan, error) {
+func (h *CLI) planBranch(prefix []model.Message, input, session, source string, own, atEnd bool, dir string, getenv func(string) string) (*plan, error) {
 	p := &plan{input: input, userText: input}
 	if strings.TrimSpace(input) == "" {
 		// Answer again: send the prefix's last message again as the prompt.

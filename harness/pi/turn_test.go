@@ -292,7 +292,7 @@ func (es events) deltas() string {
 // fake is a fake pi with a private HOME, replaying one recorded stdout.
 type fake struct {
 	home, log string
-	agent     *Agent
+	agent     *CLI
 }
 
 func newFake(t *testing.T, scene, replay string) *fake {
