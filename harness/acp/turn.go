@@ -1,0 +1,480 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// ErrNeedsHandoff is wrapped by the error of a turn the agent cannot take
+// natively (it cannot fork, or cannot resume a session): a handoff, a new
+// session given the transcript, is the alternative (rule 8).
+var ErrNeedsHandoff = errors.New("fork again with --handoff to start a new session given the transcript")
+
+// Turn implements harness.Harness: one ACP prompt turn on a fresh agent
+// process, in the session the request calls for (see the package doc).
+func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	if err := h.commandProblem(); err != nil {
+		return err
+	}
+	dir, err := turnDir(req)
+	if err != nil {
+		return err
+	}
+	text, err := promptText(req)
+	if err != nil {
+		return err
+	}
+	t := &turn{h: h, req: req, dir: dir, out: newEmitter(emit)}
+	t.asm = newAssembler("", h.now, t.out.push)
+	a, err := h.start(ctx, dir, t)
+	if err != nil {
+		t.out.close()
+		return err
+	}
+	t.mu.Lock()
+	t.agent = a
+	t.mu.Unlock()
+
+	err = t.run(ctx, a, text)
+
+	t.mu.Lock()
+	t.asm.end(nil) // what a failed turn had said so far is kept
+	t.mu.Unlock()
+	if ctx.Err() != nil {
+		a.stopAfter(0)
+	} else {
+		a.stop()
+	}
+	if n := a.skipped(); n > 0 {
+		t.out.push(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("skipped %d lines of %s's output that were not JSON-RPC", n, a.name)})
+	}
+	t.out.close()
+	return err
+}
+
+// turnDir is where the agent works: an absolute path (ACP requires one)
+// to a directory that exists.
+func turnDir(req harness.TurnRequest) (string, error) {
+	dir := req.Dir
+	if dir == "" {
+		dir = req.Run.Cwd
+	}
+	if dir == "" {
+		return "", errors.New("the turn has no directory to run the agent in")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("the agent cannot start: its directory %s is gone", dir)
+	}
+	return dir, nil
+}
+
+// promptText is what session/prompt sends.
+func promptText(req harness.TurnRequest) (string, error) {
+	newSession := req.Handoff || (req.Origin == nil && req.Run.NativeID == "")
+	switch {
+	case newSession && len(req.Prefix) > 0:
+		return harness.HandoffPrompt(req.Prefix, req.Input), nil
+	case req.Input != "":
+		return req.Input, nil
+	}
+	return "", errors.New("an ACP agent needs a message to continue: give one with -m")
+}
+
+// turn is one prompt turn: the ACP client the agent talks to.
+type turn struct {
+	h   *Harness
+	req harness.TurnRequest
+	dir string
+	out *emitter
+
+	mu        sync.Mutex
+	agent     *agent
+	session   sdk.SessionId
+	prompting bool // between session/prompt and its answer
+	// notified is the context the SDK hands session updates with: it
+	// ends once the updates read before a disconnect are handled.
+	notified context.Context
+	asm      *assembler
+	refused  error // a permission refused under PermitAsk
+	aborted  bool
+}
+
+var _ sdk.Client = (*turn)(nil)
+
+// run opens the session and prompts it.
+func (t *turn) run(ctx context.Context, a *agent, text string) error {
+	init, err := a.initialize(ctx)
+	if err != nil {
+		return a.failure(ctx, err)
+	}
+	caps := init.AgentCapabilities
+	req := t.req
+	var (
+		sess  sdk.SessionId
+		state sessionState
+	)
+	switch {
+	case req.Origin != nil && !req.Handoff:
+		o := req.Origin
+		switch {
+		case o.Session == "":
+			return fmt.Errorf("the fork's origin run %s has no %s session id", o.RunID, a.name)
+		case caps.SessionCapabilities.Fork == nil:
+			return fmt.Errorf("%s cannot fork a session (its initialize advertises no sessionCapabilities.fork); %w", a.name, ErrNeedsHandoff)
+		case !o.AtEnd():
+			return fmt.Errorf("%w: %s forks a session only at its end, and this fork keeps %d of its %d messages; %w",
+				harness.ErrParentMovedOn, a.name, o.K, o.Len, ErrNeedsHandoff)
+		}
+		resp, err := a.conn.UnstableForkSession(ctx, sdk.UnstableForkSessionRequest{SessionId: sdk.SessionId(o.Session), Cwd: t.dir})
+		if err != nil {
+			return fmt.Errorf("forking session %s: %w", o.Session, a.failure(ctx, err))
+		}
+		sess, state = resp.SessionId, stateOf(resp)
+		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
+	case req.Run.NativeID != "" && !req.Handoff:
+		sess = sdk.SessionId(req.Run.NativeID)
+		switch {
+		case caps.SessionCapabilities.Resume != nil:
+			resp, err := a.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: sess, Cwd: t.dir, McpServers: []sdk.McpServer{}})
+			if err != nil {
+				return fmt.Errorf("resuming session %s: %w", sess, a.failure(ctx, err))
+			}
+			state = stateOf(resp)
+		case caps.LoadSession:
+			// The agent replays the session as session/update before it
+			// answers; no prompt is running, so none of it is taken.
+			resp, err := a.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sess, Cwd: t.dir, McpServers: []sdk.McpServer{}})
+			if err != nil {
+				return fmt.Errorf("loading session %s: %w", sess, a.failure(ctx, err))
+			}
+			state = stateOf(resp)
+		default:
+			return fmt.Errorf("%s cannot continue an earlier session (it advertises neither session/resume nor session/load); %w", a.name, ErrNeedsHandoff)
+		}
+	default:
+		resp, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: t.dir, McpServers: []sdk.McpServer{}})
+		if err != nil {
+			return fmt.Errorf("starting a session: %w", a.failure(ctx, err))
+		}
+		sess, state = resp.SessionId, stateOf(resp)
+		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
+	}
+	modelName := state.model
+	if req.Model != "" && req.Model != state.model {
+		if err := t.setModel(ctx, a, sess, state); err != nil {
+			return err
+		}
+		modelName = req.Model
+	}
+	t.mu.Lock()
+	t.session = sess
+	t.asm.model = modelName
+	t.mu.Unlock()
+	return t.prompt(ctx, a, sess, text)
+}
+
+// sessionState is what a session's answer says of its model.
+type sessionState struct {
+	model       string
+	modelOption sdk.SessionConfigId // the "model" config option, if any
+	hasModels   bool                // the unstable models state
+}
+
+// stateOf reads the model out of a new, fork, resume or load answer: their
+// Go types differ (stable and unstable), their JSON does not.
+func stateOf(resp any) sessionState {
+	var st sessionState
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return st
+	}
+	var v struct {
+		ConfigOptions []struct {
+			ID           string `json:"id"`
+			Category     string `json:"category"`
+			CurrentValue any    `json:"currentValue"`
+		} `json:"configOptions"`
+		Models *struct {
+			CurrentModelID string `json:"currentModelId"`
+		} `json:"models"`
+	}
+	if json.Unmarshal(b, &v) != nil {
+		return st
+	}
+	if v.Models != nil {
+		st.hasModels, st.model = true, v.Models.CurrentModelID
+	}
+	for _, o := range v.ConfigOptions {
+		if o.Category == "model" || (o.Category == "" && o.ID == "model") {
+			st.modelOption = sdk.SessionConfigId(o.ID)
+			if s, ok := o.CurrentValue.(string); ok && s != "" {
+				st.model = s
+			}
+			break
+		}
+	}
+	return st
+}
+
+// setModel chooses req.Model: through the session's model config option,
+// else the unstable session/set_model.
+func (t *turn) setModel(ctx context.Context, a *agent, sess sdk.SessionId, st sessionState) error {
+	var err error
+	switch {
+	case st.modelOption != "":
+		_, err = a.conn.SetSessionConfigOption(ctx, sdk.SetSessionConfigOptionRequest{ValueId: &sdk.SetSessionConfigOptionValueId{
+			SessionId: sess, ConfigId: st.modelOption, Value: sdk.SessionConfigValueId(t.req.Model),
+		}})
+	case st.hasModels:
+		_, err = a.conn.UnstableSetSessionModel(ctx, sdk.UnstableSetSessionModelRequest{SessionId: sess, ModelId: sdk.UnstableModelId(t.req.Model)})
+	default:
+		return fmt.Errorf("%s does not let a client choose its model (its session has no model option); run without --model", a.name)
+	}
+	if err != nil {
+		return fmt.Errorf("choosing model %q: %w", t.req.Model, a.failure(ctx, err))
+	}
+	return nil
+}
+
+// prompt sends the turn's message and waits for the turn to end. A
+// cancelled ctx sends session/cancel, lets the agent end the prompt for a
+// grace period, then stops it.
+func (t *turn) prompt(ctx context.Context, a *agent, sess sdk.SessionId, text string) error {
+	if t.req.Input != "" {
+		t.out.push(harness.Event{Kind: harness.EventMessage, Message: model.Message{
+			Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: t.req.Input}}, Time: t.h.now(),
+		}})
+	}
+	t.mu.Lock()
+	t.prompting = true
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			t.abort()
+		case <-done:
+		}
+	}()
+	// Not ctx: the SDK would drop the request at once; the agent should
+	// rather hear session/cancel and end its turn itself.
+	resp, err := a.conn.Prompt(context.WithoutCancel(ctx), sdk.PromptRequest{SessionId: sess, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+	close(done)
+	if err != nil {
+		t.drain(a)
+	}
+	t.mu.Lock()
+	t.prompting = false
+	refused := t.refused
+	if err == nil && !t.asm.end(resp.Usage) {
+		t.out.push(harness.Event{Kind: harness.EventNote, Note: "the turn's usage had no assistant message to go on"})
+	}
+	t.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case refused != nil:
+		return refused
+	case err != nil:
+		return a.failure(ctx, err)
+	}
+	note := ""
+	switch resp.StopReason {
+	case sdk.StopReasonEndTurn:
+	case sdk.StopReasonMaxTokens:
+		note = "the model stopped at its output token limit; its last answer may be cut short"
+	case sdk.StopReasonMaxTurnRequests:
+		note = fmt.Sprintf("%s stopped at its limit of model requests for one turn", a.name)
+	case sdk.StopReasonRefusal:
+		return fmt.Errorf("%s refused to go on (stop reason: refusal)", a.name)
+	case sdk.StopReasonCancelled:
+		return fmt.Errorf("%s cancelled the turn itself", a.name)
+	default:
+		note = fmt.Sprintf("%s ended the turn with stop reason %q", a.name, resp.StopReason)
+	}
+	if note != "" {
+		t.out.push(harness.Event{Kind: harness.EventNote, Note: note})
+	}
+	return nil
+}
+
+// drain waits, after the agent disconnected, until the updates it sent
+// before are handled: the SDK answers "disconnected" at once, and what a
+// crashed agent had said is still worth keeping.
+func (t *turn) drain(a *agent) {
+	select {
+	case <-a.conn.Done():
+	default:
+		return // an answer: the SDK handled every update sent before it
+	}
+	t.mu.Lock()
+	n := t.notified
+	t.mu.Unlock()
+	if n == nil {
+		return
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(drainWait):
+	}
+}
+
+// drainWait bounds drain; the SDK itself gives up after 5 s.
+const drainWait = 6 * time.Second
+
+// abort asks the agent to end the running prompt (session/cancel) and
+// stops it if it has not after the grace period.
+func (t *turn) abort() {
+	t.mu.Lock()
+	a, sess, first := t.agent, t.session, !t.aborted
+	t.aborted = true
+	t.mu.Unlock()
+	if !first || a == nil {
+		return
+	}
+	_ = a.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sess})
+	time.AfterFunc(a.grace, a.stopProc)
+}
+
+// SessionUpdate implements sdk.Client. Only updates sent while the prompt
+// runs are the turn's: a loaded session's replay comes before it.
+func (t *turn) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.notified == nil {
+		t.notified = ctx
+	}
+	if !t.prompting || n.SessionId != t.session {
+		return nil
+	}
+	u := n.Update
+	switch {
+	case u.AgentMessageChunk != nil:
+		t.asm.chunk(model.Text, u.AgentMessageChunk.Content, u.AgentMessageChunk.MessageId)
+	case u.AgentThoughtChunk != nil:
+		t.asm.chunk(model.Thinking, u.AgentThoughtChunk.Content, u.AgentThoughtChunk.MessageId)
+	case u.ToolCall != nil:
+		t.asm.tool(fromToolCall(u.ToolCall))
+	case u.ToolCallUpdate != nil:
+		t.asm.tool(fromToolCallUpdate(u.ToolCallUpdate))
+	}
+	return nil
+}
+
+// RequestPermission implements sdk.Client: PermitAuto allows (once if it
+// may), PermitAsk refuses and ends the turn, saying what was refused.
+func (t *turn) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	t.mu.Lock()
+	label := t.toolLabel(p.ToolCall)
+	name := t.h.agentName()
+	var why error
+	if t.req.Permissions != harness.PermitAsk {
+		if id, ok := pickOption(p.Options, sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways); ok {
+			t.mu.Unlock()
+			return selected(id), nil
+		}
+		why = fmt.Errorf("%s asked to use %s and offered no option that allows it", name, label)
+	} else {
+		why = fmt.Errorf("%s asked to use %s, which tine refused (permissions: ask); --permissions auto allows it", name, label)
+	}
+	if t.refused == nil {
+		t.refused = why
+	}
+	t.mu.Unlock()
+	go t.abort()
+	if id, ok := pickOption(p.Options, sdk.PermissionOptionKindRejectOnce, sdk.PermissionOptionKindRejectAlways); ok {
+		return selected(id), nil
+	}
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+}
+
+// toolLabel names the tool a permission request is about, from what the
+// agent said of the call before.
+func (t *turn) toolLabel(tc sdk.ToolCallUpdate) string {
+	c := call{}
+	if known := t.asm.calls[tc.ToolCallId]; known != nil {
+		c = *known
+	}
+	if n := claudeToolName(tc.Meta); n != "" {
+		c.metaName = n
+	}
+	if tc.Title != nil && *tc.Title != "" {
+		c.title = *tc.Title
+	}
+	if tc.Kind != nil && c.kind == "" {
+		c.kind = string(*tc.Kind)
+	}
+	if l := c.label(); l != "" {
+		return l
+	}
+	return "a tool"
+}
+
+func pickOption(opts []sdk.PermissionOption, kinds ...sdk.PermissionOptionKind) (sdk.PermissionOptionId, bool) {
+	for _, k := range kinds {
+		for _, o := range opts {
+			if o.Kind == k {
+				return o.OptionId, true
+			}
+		}
+	}
+	return "", false
+}
+
+func selected(id sdk.PermissionOptionId) sdk.RequestPermissionResponse {
+	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Selected: &sdk.RequestPermissionOutcomeSelected{OptionId: id, Outcome: "selected"}}}
+}
+
+// ReadTextFile implements sdk.Client, inside the turn's directory only.
+func (t *turn) ReadTextFile(_ context.Context, p sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	line, limit := 0, 0
+	if p.Line != nil {
+		line = *p.Line
+	}
+	if p.Limit != nil {
+		limit = *p.Limit
+	}
+	s, err := readText(t.dir, p.Path, line, limit)
+	if err != nil {
+		return sdk.ReadTextFileResponse{}, err
+	}
+	return sdk.ReadTextFileResponse{Content: s}, nil
+}
+
+// WriteTextFile implements sdk.Client, inside the turn's directory only.
+func (t *turn) WriteTextFile(_ context.Context, p sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, writeText(t.dir, p.Path, p.Content)
+}
+
+// Terminals are not offered (clientCapabilities.terminal is false).
+
+func (t *turn) CreateTerminal(ctx context.Context, p sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return refuseAll{}.CreateTerminal(ctx, p)
+}
+func (t *turn) KillTerminal(ctx context.Context, p sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return refuseAll{}.KillTerminal(ctx, p)
+}
+func (t *turn) TerminalOutput(ctx context.Context, p sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return refuseAll{}.TerminalOutput(ctx, p)
+}
+func (t *turn) ReleaseTerminal(ctx context.Context, p sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return refuseAll{}.ReleaseTerminal(ctx, p)
+}
+func (t *turn) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return refuseAll{}.WaitForTerminalExit(ctx, p)
+}
