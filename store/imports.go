@@ -117,6 +117,21 @@ func (s *Store) RunsBySource(ctx context.Context, path string) ([]model.Run, err
 	return s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.source = ? ORDER BY r.created_at, r.rowid`, path)
 }
 
+// DrivenRun finds the fork tine ran whose agent session is nativeID: its
+// messages were stored as they streamed, so the session's file, when it is
+// imported, belongs to that fork and is not stored a second time.
+func (s *Store) DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error) {
+	if nativeID == "" {
+		return model.Run{}, false, nil
+	}
+	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.native_id = ? AND r.harness = ?
+		AND r.source = '' AND r.parent_id IS NOT NULL LIMIT 1`, nativeID, harness)
+	if err != nil || len(runs) == 0 {
+		return model.Run{}, false, err
+	}
+	return runs[0], true, nil
+}
+
 func firstID(runs []model.Run) sql.NullString {
 	if len(runs) == 0 {
 		return sql.NullString{}

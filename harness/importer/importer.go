@@ -36,6 +36,8 @@ type Store interface {
 	ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error)
 	AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error
 	SkipFile(ctx context.Context, src model.Source, reason string) error
+	// DrivenRun finds the fork tine ran as the agent's session nativeID.
+	DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error)
 	RetireSource(ctx context.Context, path string) error
 }
 
@@ -199,19 +201,21 @@ type Progress struct {
 
 // Summary is what an import did.
 type Summary struct {
-	Files     int            `json:"files"`
-	Unchanged int            `json:"unchanged"`
-	Appended  int            `json:"appended"`
-	Reread    int            `json:"reread"`
-	Failed    int            `json:"failed"`
-	Runs      int            `json:"runs"`
-	Messages  int            `json:"messages"`
-	Bytes     int64          `json:"bytes"`
-	Records   int64          `json:"records"`
-	Seconds   float64        `json:"seconds"`
-	Skipped   []harness.Skip `json:"skipped"`
-	Errors    []string       `json:"errors"`
-	RunIDs    []string       `json:"run_ids"`
+	Files     int `json:"files"`
+	Unchanged int `json:"unchanged"`
+	Appended  int `json:"appended"`
+	Reread    int `json:"reread"`
+	// Driven counts sessions that forks tine ran had already stored.
+	Driven   int            `json:"driven"`
+	Failed   int            `json:"failed"`
+	Runs     int            `json:"runs"`
+	Messages int            `json:"messages"`
+	Bytes    int64          `json:"bytes"`
+	Records  int64          `json:"records"`
+	Seconds  float64        `json:"seconds"`
+	Skipped  []harness.Skip `json:"skipped"`
+	Errors   []string       `json:"errors"`
+	RunIDs   []string       `json:"run_ids"`
 }
 
 // Options tune an import.
@@ -327,6 +331,14 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 	runs := fileRuns(parsed, format.Name)
 	if len(runs) == 0 {
 		return st.SkipFile(ctx, src, "no messages")
+	}
+	// A session a fork of tine's ran in is that fork: its messages were
+	// stored as they streamed.
+	if r, ok, err := st.DrivenRun(ctx, runs[0].Run.Harness, runs[0].Run.NativeID); err != nil {
+		return err
+	} else if ok {
+		sum.Driven++
+		return st.SkipFile(ctx, src, "the session of fork "+r.Label()+", which tine ran; its messages are stored there")
 	}
 	created, err := st.ImportFile(ctx, src, runs)
 	if err != nil {

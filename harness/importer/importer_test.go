@@ -215,3 +215,28 @@ func TestDetectAndBadFiles(t *testing.T) {
 	assert.Equal(t, 2, sum.Runs, "the openai files are detected and imported")
 	assert.Len(t, sum.Skipped, 2)
 }
+
+// A fork tine ran through Claude Code stored its messages as they
+// streamed; when Claude's own file of that session is imported, it lands
+// on that fork, not as a second copy.
+func TestASessionTineRanLandsOnItsFork(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	ctx := context.Background()
+	dir := "../../testdata/claude/projects/-tmp-tine-gen-project"
+	main := filepath.Join(dir, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl")
+	importPaths(t, st, main)
+	parent, err := st.Resolve(ctx, "bdf46d96-8219-4f20-a09e-98bcce594a76")
+	require.NoError(t, err)
+	// The fork tine ran: its session is the fork file's.
+	fork := model.Run{ParentID: parent.ID, ForkAt: parent.Len(), Harness: "claude", Name: "mine"}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&fork}))
+	require.NoError(t, st.SetNativeID(ctx, fork.ID, "9b2a2d62-550b-44c4-879e-95104dd85711"))
+
+	sum := importPaths(t, st, filepath.Join(dir, "9b2a2d62-550b-44c4-879e-95104dd85711.jsonl"))
+	assert.Equal(t, 1, sum.Driven)
+	assert.Zero(t, sum.Runs, "no second copy")
+	runs, err := st.TreeRuns(ctx, parent.TreeID)
+	require.NoError(t, err)
+	assert.Len(t, runs, 2, "the session and tine's fork, once")
+}
