@@ -257,8 +257,30 @@ func makeMain(t *testing.T) claudeMain {
 	ctx := context.Background()
 
 	r.push("t1marker", modelserver.Reply{Text: "Hello from turn one.", Usage: modelserver.Usage{InputTokens: 1200, CacheWriteTokens: 3000, OutputTokens: 25}})
-	g1, err := r.turn(ctx, harness.TurnRequest{Input: "say hello t1marker", Dir: repo})
+	// tine's own time around the CLI: Turn called → process started, and
+	// a stdout line → its events; and the CLI's own start (→ first line).
+	var call, started, first, lineAt time.Time
+	var worst time.Duration
+	events := 0
+	r.h.started = func(int) { started = time.Now() }
+	r.h.sawLine = func([]byte) {
+		lineAt = time.Now()
+		if first.IsZero() {
+			first = lineAt
+		}
+	}
+	var g1 got
+	emit := collect(&g1)
+	call = time.Now()
+	err := r.h.Turn(ctx, harness.TurnRequest{Input: "say hello t1marker", Dir: repo, Permissions: harness.PermitAuto}, func(e harness.Event) {
+		worst = max(worst, time.Since(lineAt))
+		events++
+		emit(e)
+	})
 	require.NoError(t, err)
+	t.Logf("Turn → process started %v; started → first stdout line %v (the CLI's own start); line → event at worst %v over %d events",
+		started.Sub(call), first.Sub(started), worst, events)
+	r.h.started, r.h.sawLine = nil, nil
 	require.NotEmpty(t, g1.session)
 	assert.Equal(t, "Hello from turn one.", g1.deltas, "the streamed text")
 	assert.Positive(t, g1.cost, "a new session's cost")
@@ -534,39 +556,6 @@ func TestRealFaults(t *testing.T) {
 	})
 }
 
-// TestRealOverhead measures tine's own time around the CLI: Turn called →
-// process started, and a stdout line → its event.
-func TestRealOverhead(t *testing.T) {
-	r := newRig(t, "")
-	var mu sync.Mutex
-	var call, started, first time.Time
-	var perLine []time.Duration
-	r.h.started = func(int) { mu.Lock(); started = time.Now(); mu.Unlock() }
-	var lineAt time.Time
-	r.h.sawLine = func([]byte) {
-		mu.Lock()
-		lineAt = time.Now()
-		if first.IsZero() {
-			first = lineAt
-		}
-		mu.Unlock()
-	}
-	r.push("", modelserver.Text("Measured."))
-	call = time.Now()
-	err := r.h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: gitRepo(t), Permissions: harness.PermitAuto}, func(harness.Event) {
-		mu.Lock()
-		perLine = append(perLine, time.Since(lineAt))
-		mu.Unlock()
-	})
-	require.NoError(t, err)
-	var worst time.Duration
-	for _, d := range perLine {
-		worst = max(worst, d)
-	}
-	t.Logf("Turn→process started %v; started→first stdout line %v (the CLI's own start); line→event worst %v over %d events",
-		started.Sub(call), first.Sub(started), worst, len(perLine))
-}
-
 // TestRecordTurnTestdata rewrites testdata/turn with the real CLI
 // (TINE_CLAUDE_RECORD=1): the stdout of a few turns, as Turn read it, and
 // their transcripts, for the unit tests' fake CLI.
@@ -584,8 +573,12 @@ func TestRecordTurnTestdata(t *testing.T) {
 	record := func(name, what string, r *rig, req harness.TurnRequest) {
 		var lines bytes.Buffer
 		r.h.sawLine = func(b []byte) { lines.Write(b); lines.WriteByte('\n') }
+		// Fixed ids: the prompt's record is ...0001, the session ...0002.
+		seq := 0
+		r.h.newID = func() string { seq++; return fmt.Sprintf("00000000-0000-4000-8000-%012d", seq) }
 		pl, err := r.h.plan(req)
 		require.NoError(t, err)
+		seq = 0
 		g, err := r.turn(context.Background(), req)
 		e := entry{Name: name, What: what, Session: g.session, Stdout: name + ".stdout.jsonl", Argv: pl.args}
 		if err != nil {

@@ -428,6 +428,10 @@ type stream struct {
 	// held are tool-result records that arrived while it was open.
 	held [][]byte
 
+	// compact is a compaction's boundary, in the transcript's shape,
+	// waiting for the summary that follows it.
+	compact []byte
+
 	result  *resultRecord
 	denials []denial
 }
@@ -443,7 +447,7 @@ func (s *stream) line(b []byte) error {
 	if s.sawLine != nil {
 		s.sawLine(b)
 	}
-	var typ, subtype, session, parentTool, replay, event, message []byte
+	var typ, subtype, session, parentTool, uuid, event, message []byte
 	o := newObject(b)
 	for {
 		k, v, ok := o.next()
@@ -459,8 +463,8 @@ func (s *stream) line(b []byte) error {
 			session = v
 		case `"parent_tool_use_id"`:
 			parentTool = v
-		case `"isReplay"`:
-			replay = v
+		case `"uuid"`:
+			uuid = v
 		case `"event"`:
 			event = v
 		case `"message"`:
@@ -479,6 +483,10 @@ func (s *stream) line(b []byte) error {
 			s.start(strOr(session))
 		case "api_retry":
 			s.retry(b)
+		case "compact_boundary":
+			s.close()
+			s.flushCompact()
+			s.compact = compactRecord(b)
 		case "permission_denied":
 			var d struct {
 				Tool    string `json:"tool_name"`
@@ -492,6 +500,7 @@ func (s *stream) line(b []byte) error {
 		s.event(event)
 	case "assistant":
 		s.start("")
+		s.flushCompact()
 		id := messageID(message)
 		if s.openID != "" && id != s.openID {
 			s.close()
@@ -501,10 +510,17 @@ func (s *stream) line(b []byte) error {
 		}
 		s.open = append(s.open, bytes.Clone(b))
 	case "user":
-		if isTrue(replay) {
-			return nil
+		if s.pl.input != nil && strOr(uuid) == s.pl.uuid {
+			return nil // the person's message, already out
 		}
 		s.start("")
+		if s.compact != nil {
+			// The summary a compaction leaves: one message with its
+			// boundary, as in the transcript.
+			s.put([][]byte{s.compact, markSummary(b)}, model.Usage{})
+			s.compact = nil
+			return nil
+		}
 		if s.openID != "" {
 			if s.streamed {
 				s.held = append(s.held, bytes.Clone(b))
@@ -515,6 +531,7 @@ func (s *stream) line(b []byte) error {
 		s.put([][]byte{b}, model.Usage{})
 	case "result":
 		s.close()
+		s.flushCompact()
 		var r resultRecord
 		if err := json.Unmarshal(b, &r); err == nil {
 			s.result = &r
@@ -763,4 +780,53 @@ func field(obj []byte, key string) []byte {
 			return v
 		}
 	}
+}
+
+// flushCompact emits a compaction boundary no summary followed.
+func (s *stream) flushCompact() {
+	if s.compact != nil {
+		s.put([][]byte{s.compact}, model.Usage{})
+		s.compact = nil
+	}
+}
+
+// compactRecord rewrites stdout's compact_boundary in the transcript's
+// shape (camel case, parentUuid null), which is what the parser reads.
+// stdout gives it no timestamp.
+func compactRecord(b []byte) []byte {
+	var r struct {
+		UUID          string `json:"uuid"`
+		LogicalParent string `json:"logical_parent_uuid"`
+		Timestamp     string `json:"timestamp"`
+		Meta          struct {
+			Trigger   string `json:"trigger"`
+			PreTokens int64  `json:"pre_tokens"`
+		} `json:"compact_metadata"`
+	}
+	_ = json.Unmarshal(b, &r)
+	type meta struct {
+		Trigger   string `json:"trigger,omitempty"`
+		PreTokens int64  `json:"preTokens,omitempty"`
+	}
+	out, _ := json.Marshal(struct {
+		Type          string  `json:"type"`
+		Subtype       string  `json:"subtype"`
+		UUID          string  `json:"uuid"`
+		ParentUUID    *string `json:"parentUuid"`
+		LogicalParent string  `json:"logicalParentUuid,omitempty"`
+		Timestamp     string  `json:"timestamp,omitempty"`
+		Meta          meta    `json:"compactMetadata"`
+	}{"system", "compact_boundary", r.UUID, nil, r.LogicalParent, r.Timestamp, meta(r.Meta)})
+	return out
+}
+
+// markSummary marks a user record as a compaction's summary, as the
+// transcript has it (stdout says only isSynthetic).
+func markSummary(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	out := append([]byte(`{"isCompactSummary":true,`), b[1:]...)
+	if bytes.Equal(bytes.TrimSpace(b[1:]), []byte("}")) {
+		out = []byte(`{"isCompactSummary":true}`)
+	}
+	return out
 }
