@@ -226,7 +226,7 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	hs := describeHarnesses(ctx, harnesses(false, apiFlags{}))
+	hs := describeHarnesses(ctx, withAgents(harnesses(false, apiFlags{})))
 	if *asJSON {
 		return writeJSON(e.stdout, hs)
 	}

@@ -17,8 +17,11 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"tine/harness"
+	"tine/harness/acp"
 	"tine/harness/anthropic"
+	"tine/harness/claude"
 	"tine/harness/openai"
+	"tine/harness/pi"
 	"tine/harness/script"
 	"tine/model"
 	"tine/store"
@@ -47,10 +50,20 @@ func harnesses(paced bool, api apiFlags) *harness.Registry {
 	return harness.NewRegistry(sh, openai.New(oc), anthropic.New(ac))
 }
 
-// newDriver wires the fork driver to a store. Agent forks' worktrees live
-// next to the database, in tine's data dir.
+// withAgents adds the agents that continue their own sessions: each runs
+// its CLI, found in PATH or named by TINE_<AGENT>_BIN (TINE_ACP_AGENT for
+// an ACP agent's command line).
+func withAgents(r *harness.Registry) *harness.Registry {
+	r.Register(claude.New(claude.ConfigFromEnv()))
+	r.Register(pi.New(pi.ConfigFromEnv()))
+	r.Register(acp.New(acp.ConfigFromEnv()))
+	return r
+}
+
+// newDriver wires the fork driver to a store, with every harness. Agent
+// forks' worktrees live next to the database, in tine's data dir.
 func newDriver(st *store.Store, paced bool, api apiFlags) *harness.Driver {
-	return &harness.Driver{Store: st, Harnesses: harnesses(paced, api),
+	return &harness.Driver{Store: st, Harnesses: withAgents(harnesses(paced, api)),
 		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
 }
 

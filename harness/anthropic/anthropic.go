@@ -433,3 +433,14 @@ func (h *Harness) Cost(modelName string, u model.Usage) (usd float64, known bool
 		outMul*float64(u.OutputTokens)*p.out
 	return usd / 1e6, true
 }
+
+// Describe implements harness.Describer: the API needs no program here,
+// only a key and a model.
+func (h *Harness) Describe(context.Context) harness.Description {
+	d := harness.Description{Installed: true, Path: h.cfg.BaseURL,
+		Needs: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_MODEL or --model", "ANTHROPIC_BASE_URL (default " + DefaultBaseURL + ")"}}
+	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
+		d.Problem = "ANTHROPIC_API_KEY is not set"
+	}
+	return d
+}

@@ -486,3 +486,14 @@ func baseModel(name string) string { return snapshot.ReplaceAllString(name, "") 
 // notRun answers a tool call nothing answered: the API rejects a call
 // without a result, and this harness runs no tools.
 const notRun = "not run: this tool call was never executed"
+
+// Describe implements harness.Describer: the API needs no program here,
+// only where to send requests, a key (not for local servers) and a model.
+func (h *Harness) Describe(context.Context) harness.Description {
+	d := harness.Description{Installed: true, Path: h.cfg.BaseURL,
+		Needs: []string{"OPENAI_BASE_URL (default " + DefaultBaseURL + ")", "OPENAI_API_KEY (not for local servers)", "OPENAI_MODEL or --model"}}
+	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
+		d.Problem = "OPENAI_API_KEY is not set (needed for " + DefaultBaseURL + ")"
+	}
+	return d
+}

@@ -128,3 +128,8 @@ func fakeOutput(cmd string, seed uint64) string {
 	}
 	return "ok  \tdemo/model\t0.012s\n"
 }
+
+// Describe implements harness.Describer: built in, offline.
+func (*Harness) Describe(context.Context) harness.Description {
+	return harness.Description{Installed: true, Version: "built in", Needs: []string{"nothing: offline and deterministic"}}
+}
