@@ -13,8 +13,11 @@
 //	CLAUDE_CODE_EXECUTABLE=<the claude binary of @anthropic-ai/claude-code>
 //	ANTHROPIC_BASE_URL=http://127.0.0.1:PORT ANTHROPIC_API_KEY=...
 //	CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
-//	IS_SANDBOX=1 (only as root: the agent passes a skip-permissions flag
-//	              that Claude Code otherwise refuses under root)
+//
+// As root, IS_SANDBOX must be 1 or unset: when it is set at all the agent
+// asks Claude Code to allow skipping permissions, which Claude Code accepts
+// under root only with IS_SANDBOX=1, and session/new then fails with just
+// "Query closed before response received" (the turn's error says why).
 //
 // Its initialize answer advertises loadSession and sessionCapabilities
 // fork, list, resume and close; agentInfo names it and its version.
@@ -187,8 +190,16 @@ type Harness struct {
 	cfg Config
 	now func() time.Time
 	// trace, when set (tests), hears "started" when the agent's process
-	// runs (with its pid) and "first-line" when its first line arrives.
+	// runs (with its pid), "first-line" when its first line arrives,
+	// "session" when the session is open and "prompt-done" when the
+	// prompt has ended.
 	trace func(what string, pid int)
+}
+
+func (h *Harness) traced(what string, pid int) {
+	if h.trace != nil {
+		h.trace(what, pid)
+	}
 }
 
 var (

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -749,3 +750,20 @@ func textContent(s string) sdk.ToolCallContent { return sdk.ToolContent(sdk.Text
 func ptr[T any](v T) *T                        { return &v }
 func kindPtr(k string) *sdk.ToolKind           { return ptr(sdk.ToolKind(k)) }
 func statusPtr(s string) *sdk.ToolCallStatus   { return ptr(sdk.ToolCallStatus(s)) }
+
+func TestRootHint(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Skip("the hint is for root")
+	}
+	boom := errors.New("Query closed before response received")
+	h := New(Config{Command: []string{"claude-agent-acp"}, Env: []string{"IS_SANDBOX=yes"}})
+	assert.EqualError(t, h.rootHint(boom), `Query closed before response received (running as root, claude-agent-acp needs IS_SANDBOX=1 or unset, not "yes")`)
+	assert.ErrorIs(t, h.rootHint(boom), boom)
+	for _, env := range []string{"IS_SANDBOX=1", "IS_SANDBOX="} {
+		h = New(Config{Command: []string{"claude-agent-acp"}, Env: []string{"IS_SANDBOX=yes", env}})
+		assert.Equal(t, boom, h.rootHint(boom), env)
+	}
+	h = New(Config{Command: []string{"codex-acp"}, Env: []string{"IS_SANDBOX=yes"}})
+	assert.Equal(t, boom, h.rootHint(boom), "only Claude's agent")
+}

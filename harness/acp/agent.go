@@ -88,9 +88,7 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*ag
 			// The child has its copy; ours would keep the pipe open after
 			// the agent died, and writes to it would block, not fail.
 			closeInR()
-			if h.trace != nil {
-				h.trace("started", pid)
-			}
+			h.traced("started", pid)
 		},
 		Skipped: a.skippedLine,
 	}
@@ -99,9 +97,7 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*ag
 		res, err := agentproc.Run(procCtx, spec, func(line []byte) error {
 			if first {
 				first = false
-				if h.trace != nil {
-					h.trace("first-line", 0)
-				}
+				h.traced("first-line", 0)
 			}
 			return a.line(line, outW)
 		})

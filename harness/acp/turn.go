@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,10 +51,14 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 
 	t.mu.Lock()
 	t.asm.end(nil) // what a failed turn had said so far is kept
+	sess, canClose := t.session, t.canClose
 	t.mu.Unlock()
 	if ctx.Err() != nil {
 		a.stopAfter(0)
 	} else {
+		if canClose && sess != "" {
+			t.close(a, sess)
+		}
 		a.stop()
 	}
 	if n := a.skipped(); n > 0 {
@@ -112,6 +117,7 @@ type turn struct {
 	asm      *assembler
 	refused  error // a permission refused under PermitAsk
 	aborted  bool
+	canClose bool // the agent advertises session/close
 }
 
 var _ sdk.Client = (*turn)(nil)
@@ -123,6 +129,9 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 		return a.failure(ctx, err)
 	}
 	caps := init.AgentCapabilities
+	t.mu.Lock()
+	t.canClose = caps.SessionCapabilities.Close != nil
+	t.mu.Unlock()
 	req := t.req
 	var (
 		sess  sdk.SessionId
@@ -142,7 +151,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 		}
 		resp, err := a.conn.UnstableForkSession(ctx, sdk.UnstableForkSessionRequest{SessionId: sdk.SessionId(o.Session), Cwd: t.dir})
 		if err != nil {
-			return fmt.Errorf("forking session %s: %w", o.Session, a.failure(ctx, err))
+			return fmt.Errorf("forking session %s: %w", o.Session, t.h.rootHint(a.failure(ctx, err)))
 		}
 		sess, state = resp.SessionId, stateOf(resp)
 		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
@@ -152,7 +161,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 		case caps.SessionCapabilities.Resume != nil:
 			resp, err := a.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: sess, Cwd: t.dir, McpServers: []sdk.McpServer{}})
 			if err != nil {
-				return fmt.Errorf("resuming session %s: %w", sess, a.failure(ctx, err))
+				return fmt.Errorf("resuming session %s: %w", sess, t.h.rootHint(a.failure(ctx, err)))
 			}
 			state = stateOf(resp)
 		case caps.LoadSession:
@@ -160,7 +169,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 			// answers; no prompt is running, so none of it is taken.
 			resp, err := a.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: sess, Cwd: t.dir, McpServers: []sdk.McpServer{}})
 			if err != nil {
-				return fmt.Errorf("loading session %s: %w", sess, a.failure(ctx, err))
+				return fmt.Errorf("loading session %s: %w", sess, t.h.rootHint(a.failure(ctx, err)))
 			}
 			state = stateOf(resp)
 		default:
@@ -169,7 +178,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 	default:
 		resp, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: t.dir, McpServers: []sdk.McpServer{}})
 		if err != nil {
-			return fmt.Errorf("starting a session: %w", a.failure(ctx, err))
+			return fmt.Errorf("starting a session: %w", t.h.rootHint(a.failure(ctx, err)))
 		}
 		sess, state = resp.SessionId, stateOf(resp)
 		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
@@ -185,7 +194,31 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 	t.session = sess
 	t.asm.model = modelName
 	t.mu.Unlock()
-	return t.prompt(ctx, a, sess, text)
+	t.h.traced("session", 0)
+	err = t.prompt(ctx, a, sess, text)
+	t.h.traced("prompt-done", 0)
+	return err
+}
+
+// rootHint explains the error claude-agent-acp gives as root when
+// IS_SANDBOX is set to anything but 1: the agent then passes Claude Code a
+// skip-permissions flag, which Claude Code accepts under root only with
+// IS_SANDBOX=1, and all the agent says is "Query closed before response
+// received". Unset, empty or 1 work.
+func (h *Harness) rootHint(err error) error {
+	if os.Geteuid() != 0 || !strings.Contains(h.agentName(), "claude") || errors.Is(err, context.Canceled) {
+		return err
+	}
+	sandbox := os.Getenv("IS_SANDBOX")
+	for _, kv := range h.cfg.Env {
+		if v, ok := strings.CutPrefix(kv, "IS_SANDBOX="); ok {
+			sandbox = v
+		}
+	}
+	if sandbox == "" || sandbox == "1" {
+		return err
+	}
+	return fmt.Errorf("%w (running as root, %s needs IS_SANDBOX=1 or unset, not %q)", err, h.agentName(), sandbox)
 }
 
 // sessionState is what a session's answer says of its model.
@@ -311,6 +344,18 @@ func (t *turn) prompt(ctx context.Context, a *agent, sess sdk.SessionId, text st
 		t.out.push(harness.Event{Kind: harness.EventNote, Note: note})
 	}
 	return nil
+}
+
+// closeWait bounds session/close at the end of a turn.
+const closeWait = 5 * time.Second
+
+// close ends the session in the agent before the agent is stopped:
+// claude-agent-acp keeps its claude process, and itself, running after
+// stdin closes until the session is closed.
+func (t *turn) close(a *agent, sess sdk.SessionId) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(closeWait, a.grace))
+	defer cancel()
+	_, _ = a.conn.CloseSession(ctx, sdk.CloseSessionRequest{SessionId: sess})
 }
 
 // drain waits, after the agent disconnected, until the updates it sent
