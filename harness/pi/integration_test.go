@@ -217,7 +217,7 @@ func TestRealPiTurns(t *testing.T) {
 	originHash := fileHash(t, origin)
 	forkOf := func(k int, dir, input string) harness.TurnRequest {
 		return harness.TurnRequest{
-			Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all, Input: input, Dir: dir,
+			Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all[:k], Input: input, Dir: dir,
 			Origin: &harness.Origin{Session: session, Source: origin, K: k, Len: len(all)},
 		}
 	}

@@ -71,6 +71,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -280,9 +281,9 @@ func (h *CLI) plan(req harness.TurnRequest, dir string, getenv func(string) stri
 		if o.K < 0 || o.K > len(req.Prefix) {
 			return nil, fmt.Errorf("pi: fork at K=%d of a %d-message prefix", o.K, len(req.Prefix))
 		}
-		return h.planBranch(req.Prefix[:o.K], req.Input, o.Session, o.Source, false, o.AtEnd(), dir, getenv)
+		return h.planBranch(req.Prefix, o.K, req.Input, o.Session, o.Source, false, o.AtEnd(), dir, getenv)
 	case req.Run.NativeID != "" && !req.Handoff:
-		return h.planBranch(req.Prefix, req.Input, req.Run.NativeID, "", true, true, dir, getenv)
+		return h.planBranch(req.Prefix, len(req.Prefix), req.Input, req.Run.NativeID, "", true, false, dir, getenv)
 	}
 	input := req.Input
 	if len(req.Prefix) > 0 {
@@ -294,21 +295,24 @@ func (h *CLI) plan(req harness.TurnRequest, dir string, getenv func(string) stri
 	return &plan{input: input, userText: req.Input}, nil
 }
 
-// planBranch continues the session that holds prefix: the run's own (own)
-// or a fork's origin, whose file is source when tine imported it.
-func (h *CLI) planBranch(prefix []model.Message, input, session, source string, own, atEnd bool, dir string, getenv func(string) string) (*plan, error) {
+// planBranch continues the session that holds prefix[:k]: the run's own
+// (own) or a fork's origin, whose file is source when tine imported it.
+// Messages after k (on a fork whose parent never ran) can only be plain
+// user messages, written into the branch.
+func (h *CLI) planBranch(prefix []model.Message, k int, input, session, source string, own, atEnd bool, dir string, getenv func(string) string) (*plan, error) {
 	p := &plan{input: input, userText: input}
 	if strings.TrimSpace(input) == "" {
 		// Answer again: send the prefix's last message again as the prompt.
-		k := len(prefix)
-		text, ok := "", k > 0
+		n := len(prefix)
+		text, ok := "", n > 0
 		if ok {
-			text, ok = plainUserText(prefix[k-1])
+			text, ok = plainUserText(prefix[n-1])
 		}
 		if !ok || strings.TrimSpace(text) == "" {
 			return nil, errors.New("pi cannot answer again here: it only answers a prompt and the run does not end with one; give a message")
 		}
-		prefix, p.input, p.userText = prefix[:k-1], text, ""
+		prefix, p.input, p.userText = prefix[:n-1], text, ""
+		k = min(k, n-1)
 		atEnd = false // the session holds the message pi is sent again
 	}
 
@@ -318,7 +322,7 @@ func (h *CLI) planBranch(prefix []model.Message, input, session, source string, 
 		if src, err = readSession(path); err != nil {
 			return nil, fmt.Errorf("pi: %w", err)
 		}
-	} else if !allUnsaved(prefix) {
+	} else if !allPlainUser(prefix) || slices.ContainsFunc(prefix[:k], func(m model.Message) bool { return m.NativeID != "" }) {
 		return nil, fmt.Errorf("pi: %w", err)
 	}
 
@@ -326,12 +330,12 @@ func (h *CLI) planBranch(prefix []model.Message, input, session, source string, 
 	// only user messages pi never saved (a turn stopped before the answer).
 	j := 0
 	if src != nil {
-		for k := len(prefix); k > 0; k-- {
-			if id := prefix[k-1].NativeID; id != "" {
+		for i := k; i > 0; i-- {
+			if id := prefix[i-1].NativeID; id != "" {
 				if _, ok := src.byID[id]; !ok {
-					return nil, fmt.Errorf("pi: message %d (entry %s) is not in session file %s", k, id, src.path)
+					return nil, fmt.Errorf("pi: message %d (entry %s) is not in session file %s", i, id, src.path)
 				}
-				j = k
+				j = i
 				break
 			}
 		}
@@ -350,7 +354,7 @@ func (h *CLI) planBranch(prefix []model.Message, input, session, source string, 
 		}
 	}
 	unsaved := prefix[j:]
-	if !allUnsaved(unsaved) {
+	if !allPlainUser(unsaved) {
 		return nil, fmt.Errorf("pi: message %d of the run was never saved in pi's session and is not a plain user message; it cannot be given to pi", j+1)
 	}
 
@@ -403,11 +407,11 @@ func sessionPath(session, source, dir string, getenv func(string) string) (strin
 	return findSession(getenv, session, dir)
 }
 
-// allUnsaved reports whether msgs are user messages of plain text that pi
-// never saved (no NativeID): what a branch can write as new entries.
-func allUnsaved(msgs []model.Message) bool {
+// allPlainUser reports whether msgs are user messages of plain text: what a
+// branch can write as new entries when pi's session does not hold them.
+func allPlainUser(msgs []model.Message) bool {
 	for _, m := range msgs {
-		if _, ok := plainUserText(m); !ok || m.NativeID != "" {
+		if _, ok := plainUserText(m); !ok {
 			return false
 		}
 	}

@@ -98,7 +98,21 @@ func fakePi(scene string) int {
 		s.append(fmt.Sprintf(`{"type":"model_change","id":%q,"parentId":null,"timestamp":%q,"provider":"tine","modelId":"tine-test-model"}`, s.newID(), isoMillis(now)))
 	}
 	fmt.Println(string(s.header))
-	assistants := 0
+	save := func(msg string) {
+		s.append(fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":%q,"message":%s}`, s.newID(), jsonOrNull(s.leaf), isoMillis(time.Now()), msg))
+	}
+	if scene == "lag" {
+		// Entries reach the file 50 ms after their line, in order.
+		queue := make(chan string, 100)
+		write := save
+		go func() {
+			for msg := range queue {
+				time.Sleep(50 * time.Millisecond)
+				write(msg)
+			}
+		}()
+		save = func(msg string) { queue <- msg }
+	}
 	for i, line := range readLines(os.Getenv("TINE_FAKE_PI_REPLAY")) {
 		var ev struct {
 			Type    string          `json:"type"`
@@ -127,15 +141,9 @@ func fakePi(scene string) int {
 		if scene == "die-early" {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
-		if scene == "lag" {
-			time.Sleep(50 * time.Millisecond)
-		}
-		s.append(fmt.Sprintf(`{"type":"message","id":%q,"parentId":%s,"timestamp":%q,"message":%s}`, s.newID(), jsonOrNull(s.leaf), isoMillis(time.Now()), msg))
-		if m.Role == "assistant" {
-			assistants++
-			if scene == "die" {
-				syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			}
+		save(msg)
+		if m.Role == "assistant" && scene == "die" {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
 	if scene == "lag" {
@@ -360,7 +368,7 @@ func mainMessages(t *testing.T) []model.Message {
 func originAt(t *testing.T, k int, dir, input string) harness.TurnRequest {
 	all := mainMessages(t)
 	return harness.TurnRequest{
-		Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all, Input: input, Dir: dir,
+		Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all[:k], Input: input, Dir: dir,
 		Origin: &harness.Origin{Session: mainSession, Source: mainFile, K: k, Len: len(all)},
 	}
 }
@@ -529,6 +537,53 @@ func TestTurnAnswerAgainSendsThePromptAgain(t *testing.T) {
 	assert.ErrorContains(t, err, "pi cannot answer again here")
 }
 
+func TestTurnResumeInAnotherDirectoryBranches(t *testing.T) {
+	// pi would run in the directory its session was recorded in: the run
+	// goes on in a branch recorded for the new one, under a new id.
+	t.Parallel()
+	f := newFake(t, "replay", outDir+"1-hello.stdout.jsonl")
+	first, second := workDir(t), workDir(t)
+	evs, err := f.turn(t, harness.TurnRequest{Input: "say hello", Dir: first})
+	require.NoError(t, err)
+	id, turn1 := evs.session(), evs.messages()
+	old := f.sessionOf(t, id, first)
+
+	evs, err = f.turn(t, harness.TurnRequest{Run: model.Run{NativeID: id}, Prefix: turn1, Input: "again", Dir: second})
+	require.NoError(t, err)
+	fork := evs.session()
+	require.NotEmpty(t, fork)
+	assert.NotEqual(t, id, fork)
+	path := f.sessionOf(t, fork, second)
+	assert.Equal(t, []string{"-p", "--mode", "json", "--session", path}, f.calls(t)[1].Args)
+	var hdr header
+	require.NoError(t, json.Unmarshal(readLines(path)[0], &hdr))
+	assert.Equal(t, second, hdr.Cwd)
+	assert.Equal(t, old, hdr.ParentSession)
+	sameMessages(t, mainLine(t, path), append(turn1, evs.messages()...))
+}
+
+func TestTurnForkWritesUnsavedPromptsIntoTheBranch(t *testing.T) {
+	// The fork's prefix goes on past the origin session with a prompt pi
+	// never saved (its turn was stopped first): the branch holds it.
+	t.Parallel()
+	f := newFake(t, "replay", outDir+"3-fork.stdout.jsonl")
+	dir := workDir(t)
+	req := originAt(t, 2, dir, "now this")
+	lost := model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "a prompt pi never saved"}}}
+	req.Prefix = append(slices.Clone(req.Prefix), lost)
+	evs, err := f.turn(t, req)
+	require.NoError(t, err)
+	got := mainLine(t, f.sessionOf(t, evs.session(), dir))
+	require.Len(t, got, 5)
+	sameMessages(t, got[:2], req.Prefix[:2])
+	assert.Equal(t, "a prompt pi never saved", got[2].PlainText())
+	sameMessages(t, got[3:], evs.messages())
+
+	req.Prefix[2].Parts = append(req.Prefix[2].Parts, model.Part{Kind: model.Image, Raw: "{}"})
+	_, err = f.turn(t, req)
+	assert.EqualError(t, err, "pi: message 3 of the run was never saved in pi's session and is not a plain user message; it cannot be given to pi")
+}
+
 func TestTurnHandoff(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "replay", outDir+"1-hello.stdout.jsonl")
@@ -582,7 +637,9 @@ func TestTurnStalls(t *testing.T) {
 	f := newFake(t, "hang", "")
 	f.agent.cfg.Stall = 300 * time.Millisecond
 	start := time.Now()
-	_, err := f.turn(t, harness.TurnRequest{Input: "hi", Dir: workDir(t)})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := f.turnCtx(ctx, harness.TurnRequest{Input: "hi", Dir: workDir(t)})
 	assert.ErrorIs(t, err, agentproc.ErrStalled)
 	assert.Less(t, time.Since(start), 5*time.Second)
 }
@@ -753,4 +810,29 @@ func mustAbs(t *testing.T, p string) string {
 	abs, err := filepath.Abs(p)
 	require.NoError(t, err)
 	return abs
+}
+
+// BenchmarkStreamLines is tine's own cost per line of pi's stdout: decoding
+// it, emitting its event, and for a finished message reading the entry pi
+// appended. The lines are a recorded turn with a tool call (mostly deltas).
+func BenchmarkStreamLines(b *testing.B) {
+	lines := readLines(outDir + "2-bash.stdout.jsonl")[1:] // the header names no file here
+	src := readLines(mainFile)
+	path := filepath.Join(b.TempDir(), "session.jsonl")
+	// The header, then the four entries pi saved for that turn.
+	require.NoError(b, os.WriteFile(path, append(bytes.Join(append(src[:1:1], src[5:9]...), []byte("\n")), '\n'), 0o644))
+	emitted := 0
+	for b.Loop() {
+		s := &stream{
+			emit: func(harness.Event) { emitted++ }, getenv: os.Getenv, plan: &plan{userText: "run echo hi in the shell"},
+			file: path, known: map[string]bool{}, flushed: true,
+		}
+		for _, l := range lines {
+			_ = s.line(l)
+		}
+		if s.fromFile != 4 {
+			b.Fatalf("the file gave %d messages", s.fromFile)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }
