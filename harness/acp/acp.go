@@ -283,7 +283,11 @@ func (h *Harness) Describe(ctx context.Context) harness.Description {
 		return d
 	}
 	init, err := a.initialize(ctx)
-	a.stop()
+	if err != nil {
+		a.stopAfter(0)
+	} else {
+		a.stop()
+	}
 	if err != nil {
 		d.Problem = fmt.Sprintf("it did not answer initialize: %v", a.failure(ctx, err))
 		return d

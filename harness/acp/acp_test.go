@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -435,6 +436,37 @@ func TestExitAtStartCarriesStderr(t *testing.T) {
 	require.ErrorAs(t, r.err, &ee)
 	assert.Equal(t, "acpagent exited with status 3: acpagent: cannot start: no configuration found", r.err.Error())
 	assert.Empty(t, r.events)
+}
+
+func TestAnAgentThatStopsReadingIsReportedByItsExit(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "closein", "")
+	r := runTurn(t, context.Background(), f.harness(Config{}), harness.TurnRequest{Input: "x", Dir: t.TempDir()})
+	assert.EqualError(t, r.err, "acpagent exited with status 4: acpagent: stdin is not for me", "not the broken pipe the write saw")
+}
+
+func TestFailurePrefersTheProcessWhenStdinBroke(t *testing.T) {
+	t.Parallel()
+	// The SDK reports a write to a dead agent as its own internal error,
+	// possibly before the agent's exit is known.
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	inR.Close()
+	outR, outW := io.Pipe()
+	defer outW.Close()
+	a := &agent{name: "x", stdin: inW, done: make(chan struct{}), stopProc: func() {}}
+	a.conn = sdk.NewClientSideConnection(refuseAll{}, stdinWriter{a}, outR)
+	_, werr := a.conn.Initialize(context.Background(), sdk.InitializeRequest{ProtocolVersion: 1})
+	require.Error(t, werr)
+	exit := &agentproc.ExitError{Name: "x", Code: 4, Stderr: "gone"}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		a.mu.Lock()
+		a.runErr = exit
+		a.mu.Unlock()
+		close(a.done)
+	}()
+	assert.Equal(t, exit, a.failure(context.Background(), werr))
 }
 
 func TestNotInstalledNamesThePackage(t *testing.T) {

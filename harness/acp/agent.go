@@ -44,10 +44,25 @@ type agent struct {
 	res      agentproc.Result
 	runErr   error
 
-	mu      sync.Mutex
-	broken  error // errFraming, with the line
-	notRPC  int   // JSON lines that were not JSON-RPC messages
-	stopped bool
+	mu       sync.Mutex
+	broken   error // errFraming, with the line
+	notRPC   int   // JSON lines that were not JSON-RPC messages
+	stopped  bool
+	inBroken bool // a write to the agent's stdin failed: it is gone
+}
+
+// stdinWriter is the agent's stdin as the SDK writes it; a failed write
+// means the agent is gone, whatever error the SDK then reports.
+type stdinWriter struct{ a *agent }
+
+func (w stdinWriter) Write(b []byte) (int, error) {
+	n, err := w.a.stdin.Write(b)
+	if err != nil {
+		w.a.mu.Lock()
+		w.a.inBroken = true
+		w.a.mu.Unlock()
+	}
+	return n, err
 }
 
 // start runs the agent in dir and connects client to it.
@@ -93,7 +108,6 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*ag
 		Skipped: a.skippedLine,
 	}
 	go func() {
-		defer close(a.done)
 		res, err := agentproc.Run(procCtx, spec, func(line []byte) error {
 			if first {
 				first = false
@@ -101,13 +115,16 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*ag
 			}
 			return a.line(line, outW)
 		})
-		closeInR()
 		a.mu.Lock()
 		a.res, a.runErr = res, err
 		a.mu.Unlock()
+		// done first: whatever fails from here on fails because the
+		// process ended, and failure must see that.
+		close(a.done)
+		closeInR()
 		outW.Close()
 	}()
-	a.conn = sdk.NewClientSideConnection(client, inW, outR)
+	a.conn = sdk.NewClientSideConnection(client, stdinWriter{a}, outR)
 	// The SDK logs to slog.Default, which would print over tine's screen;
 	// what matters reaches the turn as errors.
 	a.conn.SetLogger(slog.New(slog.DiscardHandler))
@@ -233,10 +250,16 @@ func (a *agent) failure(ctx context.Context, err error) error {
 	if b := a.brokenErr(); b != nil {
 		return b
 	}
+	a.mu.Lock()
+	inBroken := a.inBroken
+	a.mu.Unlock()
 	select {
 	case <-a.conn.Done():
 	case <-a.done:
 	default:
+		if inBroken {
+			break // the agent is gone: its process says why
+		}
 		var re *sdk.RequestError
 		if errors.As(err, &re) {
 			return fmt.Errorf("%s answered with an error: %s", a.name, requestErrorText(re))

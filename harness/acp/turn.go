@@ -25,6 +25,9 @@ var ErrNeedsHandoff = errors.New("fork again with --handoff to start a new sessi
 // Turn implements harness.Harness: one ACP prompt turn on a fresh agent
 // process, in the session the request calls for (see the package doc).
 func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := h.commandProblem(); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@
 //	                garbage: stray lines on stdout between messages, then normal
 //	                corrupt: its prompt answer shares a line with other output
 //	                badstart: exits 3 at start with a line on stderr
+//	                closein: closes its stdin, then exits 4 with a line on stderr
 //	                slow: a chunk every 50 ms until session/cancel
 //	                deaf: like slow, but ignores session/cancel and SIGINT
 //	                refusal, maxtokens: ends the prompt with that stop reason
@@ -48,6 +49,13 @@ func main() {
 	if mode == "badstart" {
 		fmt.Fprintln(os.Stderr, "acpagent: cannot start: no configuration found")
 		os.Exit(3)
+	}
+	if mode == "closein" {
+		// Gone for the client at once (writes to it fail), dead a bit later.
+		os.Stdin.Close()
+		time.Sleep(300 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, "acpagent: stdin is not for me")
+		os.Exit(4)
 	}
 	if mode == "deaf" {
 		signal.Ignore(os.Interrupt)
