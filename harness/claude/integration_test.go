@@ -641,3 +641,13 @@ func TestRecordTurnTestdata(t *testing.T) {
 		fmt.Printf("%s: session %s error %q\n", e.Name, e.Session, e.Error)
 	}
 }
+
+func TestRealDescribe(t *testing.T) {
+	t.Parallel()
+	bin := realClaude(t)
+	d := New(Config{Bin: bin, Env: []string{"HOME=" + t.TempDir(), "DISABLE_AUTOUPDATER=1"}}).Describe(context.Background())
+	assert.True(t, d.Installed)
+	assert.Equal(t, bin, d.Path)
+	assert.Equal(t, "2.1.328 (Claude Code)", d.Version)
+	assert.Empty(t, d.Problem)
+}

@@ -510,7 +510,7 @@ func (s *stream) line(b []byte) error {
 		}
 		s.open = append(s.open, bytes.Clone(b))
 	case "user":
-		if s.pl.input != nil && strOr(uuid) == s.pl.uuid {
+		if s.pl.input != nil && strOr(uuid) == s.pl.input.NativeID {
 			return nil // the person's message, already out
 		}
 		s.start("")

@@ -274,6 +274,12 @@ func TestStreamEvents(t *testing.T) {
 		}
 	}
 	assert.Equal(t, "Running both.Both ran: one and two.", deltas)
+	// Were the CLI to echo the prompt, it would not come out twice.
+	n := len(events)
+	s := newStream(func(e harness.Event) { events = append(events, e) }, plan{input: input})
+	s.started = true
+	require.NoError(t, s.line([]byte(`{"type":"user","message":{"role":"user","content":"run two commands"},"uuid":"`+input.NativeID+`"}`)))
+	assert.Len(t, events, n)
 	assert.Equal(t, []float64{0.00422}, cost)
 	// The transcript's own record of the prompt has the uuid sent.
 	pf, err := ParseFile(turnData("parallel.transcript.jsonl"))
