@@ -1015,8 +1015,8 @@ func (t *turnRun) line(b []byte) error {
 			t.lastNote = msg
 			t.emit(harness.Event{Kind: harness.EventNote, Note: "codex: " + harness.OneLine(msg, 280)})
 		}
-		if strings.Contains(msg, "waiting for network") && now.Sub(t.lastProgress) >= t.h.cfg.Offline {
-			t.offline = fmt.Errorf("codex could not reach the model server for %s (%s); stopped it", t.h.cfg.Offline.Round(time.Second), harness.OneLine(msg, 200))
+		if waited := now.Sub(t.lastProgress); strings.Contains(msg, "waiting for network") && waited >= t.h.cfg.Offline {
+			t.offline = fmt.Errorf("codex could not reach the model server for %s (%s); stopped it", waited.Round(time.Second), harness.OneLine(msg, 200))
 			return t.offline
 		}
 		return nil
