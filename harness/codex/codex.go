@@ -1,6 +1,19 @@
 // Package codex is the Codex backend: it owns the rollout format Codex
 // writes under $CODEX_HOME/sessions (where its transcripts live and how to
-// read them); later it will also run turns and forks through the codex CLI.
+// read them) and runs turns and forks through the codex CLI (CLI, turn.go).
+//
+// Turns, as checked with @openai/codex 0.169.0 (the message always on stdin):
+//
+//	new session   codex exec --json --skip-git-repo-check [FLAGS] -              < MSG
+//	resume        codex exec resume --json --skip-git-repo-check [FLAGS] ID -    < MSG
+//	fork at end   codex exec fork --json --skip-git-repo-check [FLAGS] ORIGIN -  < MSG
+//	fork at K     write a rollout holding the origin's records through message K
+//	              (a new id), then codex exec resume ... NEWID -                 < MSG
+//
+// FLAGS: --dangerously-bypass-approvals-and-sandbox (--permissions auto),
+// -m MODEL. The process runs in the turn's directory (exec resume has no
+// -C). A turn's messages are read from the rollout as Codex appends to it,
+// through the parser below, so they carry its ordinals as NativeIDs.
 //
 // A rollout is one JSON record a line, {timestamp, ordinal, type, payload}
 // (ordinal since 0.1xx; older files lack it). What a run is made of:

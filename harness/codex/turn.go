@@ -1,18 +1,12 @@
 package codex
 
 // Turns through the codex CLI (@openai/codex 0.169.0), checked against the
-// real CLI and the scripted model server:
+// real CLI and the scripted model server; the command lines are in the
+// package doc.
 //
-//	new session   codex exec --json --skip-git-repo-check [FLAGS] -              < MSG
-//	resume        codex exec resume --json --skip-git-repo-check [FLAGS] ID -    < MSG
-//	fork at end   codex exec fork --json --skip-git-repo-check [FLAGS] ORIGIN -  < MSG
-//	fork at K     write a rollout holding the prefix (NEWID), then
-//	              codex exec resume --json --skip-git-repo-check [FLAGS] NEWID - < MSG
-//
-// FLAGS: --dangerously-bypass-approvals-and-sandbox for PermitAuto, -m MODEL
-// when the turn names a model. The message goes on stdin ("-"): argv would
-// take a message starting with "-" as a flag, and one argument may not exceed
-// 128 KiB (a handoff transcript can); Codex keeps stdin's text exactly.
+// The message goes on stdin ("-"): argv would take a message starting with
+// "-" as a flag, and one argument may not exceed 128 KiB (a handoff
+// transcript can); Codex keeps stdin's text exactly.
 // Codex runs in the process's directory, also when it resumes a thread
 // recorded under another cwd: it then tells the model the new cwd in an
 // <environment_context> message (exec resume has no -C).
