@@ -425,10 +425,13 @@ func TestRealTurns(t *testing.T) {
 		errs := make([]error, 2)
 		for i := range dirs {
 			r := onServer(t, m.srv, m.home)
-			r.push("write "+names[i],
-				modelserver.Tools(modelserver.Call("Bash", map[string]string{"command": "echo " + names[i] + " > " + names[i], "description": "write"})),
-				modelserver.Text("Done."),
-			)
+			// One writes with Bash, the other with Write: PermitAuto lets
+			// both run without asking.
+			call := modelserver.Call("Bash", map[string]string{"command": "echo " + names[i] + " > " + names[i], "description": "write"})
+			if i == 1 {
+				call = modelserver.Call("Write", map[string]string{"file_path": filepath.Join(dirs[i], names[i]), "content": names[i] + "\n"})
+			}
+			r.push("write "+names[i], modelserver.Tools(call), modelserver.Text("Done."))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
