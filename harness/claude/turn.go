@@ -96,17 +96,22 @@ func (h *CLI) Describe(ctx context.Context) harness.Description {
 	d.Installed, d.Path = true, path
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	// --version is no agent turn: it prints one plain line, which
-	// agentproc (JSON lines only) would skip.
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = agentproc.MergeEnv(nil, h.cfg.Env)
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
+	// --version prints one plain line, which agentproc skips as not JSON.
+	var version string
+	_, err = agentproc.Run(ctx, agentproc.Spec{
+		Name: "claude", Package: NPMPackage, Bin: path, Args: []string{"--version"},
+		Env: h.cfg.Env, Stall: 10 * time.Second, Grace: time.Second,
+		Skipped: func(line []byte) {
+			if version == "" {
+				version = strings.TrimSpace(string(line))
+			}
+		},
+	}, func([]byte) error { return nil })
 	if err != nil {
 		d.Problem = "claude --version failed: " + harness.OneLine(err.Error(), 200)
 		return d
 	}
-	d.Version = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
+	d.Version = harness.OneLine(version, 80)
 	return d
 }
 
