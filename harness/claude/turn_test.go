@@ -777,3 +777,19 @@ func TestStartOverhead(t *testing.T) {
 	require.NoError(t, h.Turn(context.Background(), harness.TurnRequest{Input: "go", Dir: t.TempDir()}, func(harness.Event) {}))
 	t.Logf("Turn → process started: %v", started.Sub(at))
 }
+
+// BenchmarkResumePoint is what a fork adds before the CLI starts: reading
+// the origin's transcript (20 MB here) to find where message K ends.
+func BenchmarkResumePoint(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "11111111-2222-4333-8444-555555555555.jsonl")
+	require.NoError(b, os.WriteFile(path, synthTranscript(20<<20), 0o644))
+	msgs := mainLine(b, path)
+	k := len(msgs) / 2
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := resumePoint(path, msgs, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(msgs)), "messages")
+}
