@@ -20,6 +20,7 @@ import (
 	"tine/harness/acp"
 	"tine/harness/anthropic"
 	"tine/harness/claude"
+	"tine/harness/codex"
 	"tine/harness/openai"
 	"tine/harness/pi"
 	"tine/harness/script"
@@ -55,6 +56,7 @@ func harnesses(paced bool, api apiFlags) *harness.Registry {
 // an ACP agent's command line).
 func withAgents(r *harness.Registry) *harness.Registry {
 	r.Register(claude.New(claude.ConfigFromEnv()))
+	r.Register(codex.New(codex.ConfigFromEnv()))
 	r.Register(pi.New(pi.ConfigFromEnv()))
 	r.Register(acp.New(acp.ConfigFromEnv()))
 	return r
