@@ -22,13 +22,19 @@ package pi
 // the prefix's user messages pi never saved, as new entries. pi opens it,
 // appends after its last entry and sends the model exactly that prefix.
 // This is exact wherever K is, so the origin never has to be at K: a turn
-// never refuses with harness.ErrParentMovedOn. --fork is used only when the
+// never refuses with harness.ErrParentMovedOn (rule 5 in ARCHITECTURE.md
+// does not apply). --fork is used only when the
 // origin file ends at message K (its last entry's path holds exactly the
 // prefix); it copies the whole file, other branches included, as pi does.
 // A run's own session is resumed in place with --session when its file ends
 // where the run does and was recorded for the same directory; otherwise it
 // is branched like a fork (pi itself offers to fork a session of another
 // directory rather than resume it), and the run's native id changes.
+//
+// A file pi opens that holds no assistant message yet (a branch at the first
+// prompt) is written twice by pi: it keeps entries in memory until the first
+// answer, then appends the header and all of them again. The turn skips the
+// repeats as it reads and removes them from the file when pi has exited.
 //
 // What stdout does not say, the session file does: message_end carries no
 // entry id, so the messages a turn emits are read from the file as pi
@@ -58,12 +64,14 @@ package pi
 // models.json, and the sum for the turn is reported as EventCost.
 //
 // Answering again (Input ""): pi -p cannot continue a session without a
-// prompt, so a prefix ending in a plain user message is branched before that
-// message and the message is sent again as the prompt (it is not emitted:
-// the run has it). Any other prefix needs a new message.
+// prompt, so pi is given the session as it was before the prefix's last
+// message, which must be a plain user message, and that message is sent
+// again as the prompt (it is not emitted: the run has it). Any other prefix
+// needs a new message.
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,7 +217,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		return err
 	}
 	args := []string{"-p", "--mode", "json"}
-	if m := cmpOr(req.Model, req.Run.Model); m != "" {
+	if m := cmp.Or(req.Model, req.Run.Model); m != "" {
 		args = append(args, "--model", m)
 	}
 	args = append(args, p.args...)
@@ -233,7 +241,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 // else tine's own, made absolute with its symlinks resolved, as pi's
 // process.cwd() reports it.
 func turnDir(req harness.TurnRequest) (string, error) {
-	dir := cmpOr(req.Dir, req.Run.Cwd)
+	dir := cmp.Or(req.Dir, req.Run.Cwd)
 	if dir == "" {
 		var err error
 		if dir, err = os.Getwd(); err != nil {
@@ -264,13 +272,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // plan decides how the turn runs pi: the three cases of a TurnRequest.
@@ -440,8 +441,7 @@ type stream struct {
 	fromFile int      // how many of out the file has given
 	userDone bool     // the turn's prompt has been seen
 	cost     float64
-	retries  int
-	skipped  int
+	retries  int // pi's retries since its last good answer
 }
 
 // report is a message pi reported as finished on stdout.
@@ -525,6 +525,13 @@ func (s *stream) line(b []byte) error {
 			s.emit(harness.Event{Kind: harness.EventNote, Note: harness.OneLine(fmt.Sprintf(
 				"pi retries the model call (%d of %d, in %s) after: %s", ev.Attempt, ev.MaxAttempts,
 				time.Duration(ev.DelayMs)*time.Millisecond, ev.ErrorMessage), 300)})
+		}
+	case "auto_retry_end":
+		var ev struct {
+			Success bool `json:"success"`
+		}
+		if json.Unmarshal(b, &ev) == nil && ev.Success {
+			s.retries = 0
 		}
 	case "turn_end", "agent_end", "compaction_end":
 		s.sync(false) // a compaction is an entry without a message_end
@@ -686,13 +693,16 @@ func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error)
 		}
 		return errors.New(msg)
 	case last.stopReason == "error":
-		msg := cmpOr(last.errorMessage, "the model call failed")
-		if s.retries > 0 {
+		msg := cmp.Or(last.errorMessage, "the model call failed")
+		switch {
+		case s.retries == 1:
+			msg += " (after a retry)"
+		case s.retries > 1:
 			msg += fmt.Sprintf(" (after %d retries)", s.retries)
 		}
 		return errors.New("pi: " + harness.OneLine(msg, 400))
 	case last.stopReason == "aborted":
-		return errors.New("pi: the model call was aborted: " + harness.OneLine(cmpOr(last.errorMessage, "no reason given"), 300))
+		return errors.New("pi: the model call was aborted: " + harness.OneLine(cmp.Or(last.errorMessage, "no reason given"), 300))
 	}
 	return nil
 }

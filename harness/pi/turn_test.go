@@ -736,9 +736,9 @@ func TestTurnEmitsMessagesAsPiSavesThem(t *testing.T) {
 func TestTurnFailsOnPisErrorResult(t *testing.T) {
 	// pi exits 0 after a failed model call; its last answer says why.
 	for _, c := range []struct{ name, err string }{
-		{"500", "pi: 500 modelserver: injected HTTP 500 (after 1 retries)"},
-		{"429", "pi: 429 modelserver: injected HTTP 429 (after 1 retries)"},
-		{"down", "pi: Connection error. (after 1 retries)"},
+		{"500", "pi: 500 modelserver: injected HTTP 500 (after a retry)"},
+		{"429", "pi: 429 modelserver: injected HTTP 429 (after a retry)"},
+		{"down", "pi: Connection error. (after a retry)"},
 		{"malformed", "pi: Expected property name or '}' in JSON at position 1"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -771,6 +771,19 @@ func TestTurnRecoversAfterARetry(t *testing.T) {
 	assert.Equal(t, []string{"pi retries the model call (1 of 1, in 100ms) after: terminated"}, evs.notes())
 }
 
+func TestTurnCountsOnlyTheRetriesOfTheLastFailure(t *testing.T) {
+	t.Parallel()
+	s := &stream{emit: func(harness.Event) {}, getenv: os.Getenv, plan: &plan{}, known: map[string]bool{}, lost: true}
+	for _, l := range []string{
+		`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"terminated"}`,
+		`{"type":"auto_retry_end","success":true,"attempt":1}`,
+		`{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"context too long"}}`,
+	} {
+		require.NoError(t, s.line([]byte(l)))
+	}
+	assert.EqualError(t, s.finish(context.Background(), agentproc.Result{}, nil), "pi: context too long")
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("TINE_PI_BIN", "/opt/pi/bin/pi")
 	assert.Equal(t, "/opt/pi/bin/pi", ConfigFromEnv().Bin)
@@ -789,7 +802,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, harness.Known["pi"], a.Capabilities())
 
 	bin, err := os.Stat(filepath.Join(agentsBin(), "pi"))
-	if err != nil || bin.IsDir() {
+	if err != nil || bin.IsDir() || testing.Short() {
 		return
 	}
 	d = New(Config{Bin: filepath.Join(agentsBin(), "pi")}).Describe(context.Background())
