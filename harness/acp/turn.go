@@ -121,6 +121,7 @@ type turn struct {
 	refused  error // a permission refused under PermitAsk
 	aborted  bool
 	canClose bool // the agent advertises session/close
+	callSeen *sync.Cond
 }
 
 var _ sdk.Client = (*turn)(nil)
@@ -418,8 +419,10 @@ func (t *turn) SessionUpdate(ctx context.Context, n sdk.SessionNotification) err
 		t.asm.chunk(model.Thinking, u.AgentThoughtChunk.Content, u.AgentThoughtChunk.MessageId)
 	case u.ToolCall != nil:
 		t.asm.tool(fromToolCall(u.ToolCall))
+		t.seen().Broadcast()
 	case u.ToolCallUpdate != nil:
 		t.asm.tool(fromToolCallUpdate(u.ToolCallUpdate))
+		t.seen().Broadcast()
 	}
 	return nil
 }
@@ -428,6 +431,7 @@ func (t *turn) SessionUpdate(ctx context.Context, n sdk.SessionNotification) err
 // may), PermitAsk refuses and ends the turn, saying what was refused.
 func (t *turn) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
 	t.mu.Lock()
+	t.awaitCall(p.ToolCall.ToolCallId)
 	label := t.toolLabel(p.ToolCall)
 	name := t.h.agentName()
 	var why error
@@ -449,6 +453,38 @@ func (t *turn) RequestPermission(_ context.Context, p sdk.RequestPermissionReque
 		return selected(id), nil
 	}
 	return sdk.RequestPermissionResponse{Outcome: sdk.RequestPermissionOutcome{Cancelled: &sdk.RequestPermissionOutcomeCancelled{Outcome: "cancelled"}}}, nil
+}
+
+// callWait bounds awaitCall.
+const callWait = 200 * time.Millisecond
+
+// seen is signalled (under t.mu) when a tool call is heard of.
+func (t *turn) seen() *sync.Cond {
+	if t.callSeen == nil {
+		t.callSeen = sync.NewCond(&t.mu)
+	}
+	return t.callSeen
+}
+
+// awaitCall waits, with t.mu held, until the tool call a permission request
+// is about has been heard of: the SDK answers requests on goroutines of
+// their own, so the request can overtake the tool_call sent before it,
+// which holds the agent's name for the tool.
+func (t *turn) awaitCall(id sdk.ToolCallId) {
+	if !t.prompting {
+		return
+	}
+	expired := false
+	timer := time.AfterFunc(callWait, func() {
+		t.mu.Lock()
+		expired = true
+		t.mu.Unlock()
+		t.seen().Broadcast()
+	})
+	defer timer.Stop()
+	for t.asm.calls[id] == nil && !expired {
+		t.seen().Wait()
+	}
 }
 
 // toolLabel names the tool a permission request is about, from what the

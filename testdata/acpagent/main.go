@@ -22,7 +22,9 @@
 //	ACPAGENT_CAPS   what initialize advertises: any of fork,resume,load
 //	                (default all three)
 //	ACPAGENT_STATE  the directory its sessions are kept in (required)
-//	ACPAGENT_LOG    a file each request's method and params are appended to
+//	ACPAGENT_LOG    a file each request's method and params are appended to,
+//	                and "prompt-cancelled" when session/cancel ended a prompt
+//	                (the SDK calls Cancel itself after the prompt has ended)
 package main
 
 import (
@@ -289,6 +291,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 	case "slow", "deaf":
 		for i := 0; ; i++ {
 			if a.mode == "slow" && ctx.Err() != nil {
+				a.logRequest("prompt-cancelled", map[string]any{"sessionId": p.SessionId})
 				return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 			}
 			say(fmt.Sprintf("tick %d ", i))
@@ -350,6 +353,7 @@ func (a *agent) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.PromptResp
 			// A refused client cancels; wait for it, as an agent would.
 			select {
 			case <-ctx.Done():
+				a.logRequest("prompt-cancelled", map[string]any{"sessionId": p.SessionId})
 				return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 			case <-time.After(10 * time.Second):
 			}
