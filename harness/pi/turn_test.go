@@ -849,3 +849,19 @@ func BenchmarkStreamLines(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }
+
+// BenchmarkPlanForkAtK is what a fork at a checkpoint costs before pi
+// starts: reading the origin's file and writing the branch.
+func BenchmarkPlanForkAtK(b *testing.B) {
+	home, dir := b.TempDir(), b.TempDir()
+	c := New(Config{})
+	getenv := envLookup([]string{"HOME=" + home})
+	pf, err := ParseFile(mainFile)
+	require.NoError(b, err)
+	all := pf.Runs[0].Messages
+	for b.Loop() {
+		if _, err := c.plan(harness.TurnRequest{Prefix: all[:2], Input: "hi", Origin: &harness.Origin{Session: mainSession, Source: mainFile, K: 2, Len: 6}}, dir, getenv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
