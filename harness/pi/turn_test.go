@@ -784,6 +784,28 @@ func TestTurnCountsOnlyTheRetriesOfTheLastFailure(t *testing.T) {
 	assert.EqualError(t, s.finish(context.Background(), agentproc.Result{}, nil), "pi: context too long")
 }
 
+func TestSessionFolderIsPis(t *testing.T) {
+	t.Parallel()
+	// As pi named the generator's session (testdata/pi/sessions).
+	assert.Equal(t, "--tmp-tine-gen-project--", cwdFolder("/tmp/tine-gen/project"))
+	assert.Equal(t, filepath.Base(mainFile), sessionFileName("2026-11-29T09:31:00.429Z", mainSession))
+
+	home, cwd := t.TempDir(), t.TempDir()
+	env := map[string]string{"HOME": home}
+	getenv := func(k string) string { return env[k] }
+	assert.Equal(t, filepath.Join(home, ".pi/agent/sessions", cwdFolder(cwd)), sessionFolder(getenv, cwd))
+	env["PI_CODING_AGENT_DIR"] = "~/agent"
+	assert.Equal(t, filepath.Join(home, "agent/sessions", cwdFolder(cwd)), sessionFolder(getenv, cwd))
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "agent"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(home, "agent/settings.json"), []byte(`{"sessionDir":"~/global"}`), 0o644))
+	assert.Equal(t, filepath.Join(home, "global"), sessionFolder(getenv, cwd), "a sessionDir holds every cwd's sessions")
+	require.NoError(t, os.MkdirAll(filepath.Join(cwd, ".pi"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cwd, ".pi/settings.json"), []byte(`{"sessionDir":"sessions"}`), 0o644))
+	assert.Equal(t, filepath.Join(cwd, "sessions"), sessionFolder(getenv, cwd), "the project's over the global one, from the cwd")
+	env["PI_CODING_AGENT_SESSION_DIR"] = "/srv/pi"
+	assert.Equal(t, "/srv/pi", sessionFolder(getenv, cwd))
+}
+
 func TestConfigFromEnv(t *testing.T) {
 	t.Setenv("TINE_PI_BIN", "/opt/pi/bin/pi")
 	assert.Equal(t, "/opt/pi/bin/pi", ConfigFromEnv().Bin)
