@@ -170,3 +170,149 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 		})
 	}
 }
+
+// gitInit makes dir a git repository on branch main with one commit.
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("a project\n"), 0o644))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "init"}} {
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+}
+
+// TestClaudeForksBestOfNEndToEnd is the command line as a person uses it
+// on a real Claude Code session: import it, fork it at a middle
+// checkpoint three ways with a check, each fork working in its own
+// worktree through the real claude CLI, and the fork whose check passes
+// marked best; compare shows what each changed; a second turn on a fork
+// continues that fork's own session; importing again adds no copies.
+func TestClaudeForksBestOfNEndToEnd(t *testing.T) {
+	bin := agentBin(t, "claude")
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
+	tools := true
+	on := func(marker string, rs ...modelserver.Reply) {
+		for i := range rs {
+			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
+		}
+		srv.Push(rs...)
+	}
+	// The session, made by the real CLI: two turns.
+	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
+	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
+	session := field(agentRun(t, home, env, bin, "-p", "say hello turn-one", "--output-format", "stream-json", "--verbose"), "type", "system", "session_id")
+	require.NotEmpty(t, session)
+	agentRun(t, home, env, bin, "-p", "remember turn-two", "--resume", session, "--output-format", "stream-json", "--verbose")
+	file := ""
+	require.NoError(t, filepath.Walk(filepath.Join(home, ".claude", "projects"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && filepath.Base(p) == session+".jsonl" {
+			file = p
+		}
+		return err
+	}))
+	require.NotEmpty(t, file)
+	before, err := os.ReadFile(file)
+	require.NoError(t, err)
+
+	// tine runs with the same environment the person's shell has.
+	t.Setenv("HOME", home)
+	t.Setenv("CLAUDE_CONFIG_DIR", "") // restored after the test...
+	os.Unsetenv("CLAUDE_CONFIG_DIR")  // ...and unset, as in the shell that made the session
+	t.Setenv("TINE_CLAUDE_BIN", bin)
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := tine(t, db, "checkpoints", session, "--json")
+	require.Equal(t, 0, code, errOut)
+	var cps struct {
+		Messages    int   `json:"messages"`
+		Checkpoints []int `json:"checkpoints"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &cps))
+	require.Equal(t, 4, cps.Messages)
+
+	// Three forks after turn one (K=2), each told to write another file.
+	for _, name := range []string{"good", "bad1", "bad2"} {
+		on("write "+name,
+			modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{modelserver.Call("Bash",
+				map[string]string{"command": "echo " + name + " > " + name + ".txt", "description": "write the file"})}},
+			modelserver.Reply{Text: "Wrote " + name + ".txt."})
+	}
+	out, errOut, code = tine(t, db, "fork", session, "--at", "2", "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
+		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json")
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, res.Forks, 3)
+	dirs := map[string]bool{}
+	for _, f := range res.Forks {
+		require.Equal(t, "completed", f.Status, f.Error)
+		assert.Equal(t, 2, f.ForkAt)
+		assert.Equal(t, "main-fork-"+map[string]string{"good": "1", "bad1": "2", "bad2": "3"}[f.Name], f.Branch)
+		require.NotEmpty(t, f.Worktree)
+		dirs[f.Worktree] = true
+		assert.NotEqual(t, session, f.NativeID, "the fork has a session of its own")
+		// Each wrote its own file, in its own worktree only.
+		for _, other := range []string{"good", "bad1", "bad2"} {
+			_, err := os.Stat(filepath.Join(f.Worktree, other+".txt"))
+			assert.Equal(t, other == f.Name, err == nil, "%s in %s's worktree", other, f.Name)
+		}
+		require.NotNil(t, f.Check)
+		assert.True(t, f.Check.Ran)
+		assert.Equal(t, f.Name == "good", f.Best, "only the fork whose check passed is best")
+	}
+	assert.Len(t, dirs, 3)
+	assert.Equal(t, 0, res.Forks[0].Check.Exit)
+	assert.NotZero(t, res.Forks[1].Check.Exit)
+	_, err = os.Stat(filepath.Join(project, "good.txt"))
+	assert.True(t, os.IsNotExist(err), "nothing was written into the session's own checkout")
+	after, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the session's own file is never written to")
+
+	// Compare shows what each changed.
+	out, errOut, code = tine(t, db, "compare", "good", "bad1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var c comparison
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Runs, 2)
+	require.Len(t, c.Runs[0].Files, 1)
+	assert.Equal(t, "good.txt", c.Runs[0].Files[0].Path)
+	assert.True(t, c.Runs[0].Best)
+
+	// A second turn on a fork continues the fork's own session.
+	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})
+	out, errOut, code = tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, res.Forks[0].Name, "good", "the fork got its next turn itself")
+	reqs := srv.ModelRequests()
+	last := string(reqs[len(reqs)-1].Body)
+	assert.Contains(t, last, "second-turn")
+	assert.Contains(t, last, "Wrote good.txt.", "the agent remembers the fork's first turn")
+	assert.NotContains(t, last, "turn-two", "the fork was made before turn two")
+
+	// Claude's own files of the forks' sessions land on the forks.
+	out, errOut, code = tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum importer.Summary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum))
+	assert.Equal(t, 3, sum.Driven, "three fork sessions, known already")
+	assert.Zero(t, sum.Runs, "no second copies")
+}

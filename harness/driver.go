@@ -253,6 +253,16 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	if parallel <= 0 {
 		parallel = 4
 	}
+	// Worktrees are made one after the other, in the order the forks were
+	// asked for, so fork i of a batch works on <branch>-fork-i; a failure
+	// here is reported by the fork's turn.
+	for _, t := range turns {
+		if run, err := d.Store.Run(ctx, t.RunID); err == nil && run.Status == model.Pending {
+			if _, h, err := d.harnessFor(run, run.Harness); err == nil && h.Capabilities().OwnSessions {
+				_ = d.ensureWorktree(ctx, &run)
+			}
+		}
+	}
 	cancels := &turnCancels{m: map[string]context.CancelFunc{}}
 	stopPoll := d.pollCancels(ctx, cancels)
 	sem := make(chan struct{}, parallel)
@@ -481,33 +491,12 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 // (the fork's own worktree, made on its first turn: rule 10), and, on a
 // fork's first turn, the session it branches (Origin) or the handoff.
 func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps Capabilities, req *TurnRequest) error {
-	bg := context.WithoutCancel(ctx)
-	switch {
-	case run.Worktree != "":
-		req.Dir = run.Worktree
-	case run.ParentID != "" && !run.InPlace && run.NativeID == "":
-		top, branch, err := worktree.Repo(ctx, run.Cwd)
-		if err != nil {
-			return fmt.Errorf("the fork's directory: %w", err)
-		}
-		if run.Branch != "" {
-			branch = run.Branch
-		}
-		wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: d.worktreeRoot(), Branch: branch})
-		if err != nil {
-			return fmt.Errorf("making the fork's worktree from %s: %w", top, err)
-		}
-		if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base); err != nil {
-			return err
-		}
-		run.Worktree, run.Branch, run.BaseCommit = wt.Path, wt.Branch, wt.Base
-		req.Run = *run
-		// The agent works where the parent did, relative to the repository.
-		req.Dir = wt.Path
-		if rel, err := filepath.Rel(top, run.Cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-			req.Dir = filepath.Join(wt.Path, rel)
-		}
+	if err := d.ensureWorktree(ctx, run); err != nil {
+		return err
 	}
+	req.Run = *run
+	req.Dir = d.agentDir(*run)
+	bg := context.WithoutCancel(ctx)
 	if run.NativeID != "" || run.ParentID == "" {
 		return nil // its next turn resumes its own session
 	}
@@ -531,6 +520,47 @@ func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps Capa
 	}
 	req.Origin = origin
 	return nil
+}
+
+// ensureWorktree gives an agent's fork its own git worktree before its
+// first turn (rule 10), from the directory the fork starts from, and
+// records it on run.
+func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
+	if run.Worktree != "" || run.ParentID == "" || run.InPlace || run.NativeID != "" {
+		return nil
+	}
+	_, branch, err := worktree.Repo(ctx, run.Cwd)
+	if err != nil {
+		return fmt.Errorf("the fork's directory: %w", err)
+	}
+	if run.Branch != "" {
+		branch = run.Branch
+	}
+	wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: d.worktreeRoot(), Branch: branch})
+	if err != nil {
+		return fmt.Errorf("making the fork's worktree from %s: %w", run.Cwd, err)
+	}
+	if err := d.Store.SetWorktree(context.WithoutCancel(ctx), run.ID, wt.Path, wt.Branch, wt.Base); err != nil {
+		return err
+	}
+	run.Worktree, run.Branch, run.BaseCommit = wt.Path, wt.Branch, wt.Base
+	return nil
+}
+
+// agentDir is where an agent works on run: its worktree, at the place the
+// run's cwd has in its repository, else its cwd.
+func (d *Driver) agentDir(run model.Run) string {
+	if run.Worktree == "" {
+		return run.Cwd
+	}
+	top, _, err := worktree.Repo(context.Background(), run.Cwd)
+	if err != nil {
+		return run.Worktree
+	}
+	if rel, err := filepath.Rel(top, run.Cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		return filepath.Join(run.Worktree, rel)
+	}
+	return run.Worktree
 }
 
 // originFor finds the native session of harness hname that holds the
