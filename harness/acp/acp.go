@@ -38,11 +38,17 @@
 //   - a later turn of a run tine drove (Run.NativeID): session/resume when
 //     advertised, else session/load (whose replay of the history, sent as
 //     session/update before its answer, is not taken for new messages),
-//     then session/prompt.
+//     then session/prompt. claude-agent-acp resumes a session from any
+//     cwd.
 //   - a handoff or a new run: session/new with cwd = the directory; the
 //     first prompt is harness.HandoffPrompt of the prefix (or the input).
 //   - a model (TurnRequest.Model): session/set_config_option on the
 //     session's "model" option, else the unstable session/set_model.
+//   - the end of the turn: session/close when advertised (claude-agent-acp
+//     does not exit at the end of its stdin while a session is open), then
+//     stdin is closed and the agent exits; after the grace period it gets
+//     SIGINT, then SIGKILL. A cancelled turn sends session/cancel, gives the
+//     agent the grace period to end the prompt, then stops it.
 //
 // session/update notifications become messages: agent_message_chunk is
 // streamed as EventDelta and gathered into one assistant message with the

@@ -238,9 +238,11 @@ func TestRealAgentNewForkResume(t *testing.T) {
 	assert.Contains(t, req[0], "write hello.txt", "the fork's model request holds the origin's turn")
 	assert.Contains(t, req[0], "Wrote hello.txt.")
 
-	// The fork's next turn resumes the fork's own session.
+	// The fork's next turn resumes the fork's own session, here from yet
+	// another directory (a worktree moved, a copy): the agent finds the
+	// session by its id.
 	r.push("what did I ask first", modelserver.Reply{Text: "You asked me to write hello.txt.", Usage: modelserver.Usage{InputTokens: 9, OutputTokens: 4}})
-	again := r.turn(ctx, harness.TurnRequest{Input: "what did I ask first?", Dir: forkDir, Run: model.Run{NativeID: forked}})
+	again := r.turn(ctx, harness.TurnRequest{Input: "what did I ask first?", Dir: t.TempDir(), Run: model.Run{NativeID: forked}})
 	require.NoError(t, again.err)
 	assert.Empty(t, again.session(), "the session keeps its id")
 	assert.Equal(t, []string{`user: text "what did I ask first?"`, `assistant: text "You asked me to write hello.txt."`}, texts(again.messages()))
