@@ -328,6 +328,36 @@ func TestRealCodex(t *testing.T) {
 		assert.NotEqual(t, session(t, evs[0]), session(t, evs[1]))
 	})
 
+	t.Run("answer again", func(t *testing.T) {
+		t.Parallel()
+		// Input "" at turn 2's prompt: branched before it, sent again.
+		dir := filepath.Join(root, "regenwork")
+		copyDir(t, repo, dir)
+		k := 0
+		for i, m := range main {
+			if m.Role == model.User && strings.Contains(m.PlainText(), "BETAPROMPT") {
+				k = i + 1
+			}
+		}
+		require.NotZero(t, k)
+		srv.Push(modelserver.Reply{Text: "Another answer, REGENREPLY.", Match: when("regenwork")})
+		ev, err := turn(t, newCLI(Config{}), harness.TurnRequest{
+			Prefix: main[:k], Dir: dir, Permissions: harness.PermitAuto,
+			Origin: &harness.Origin{Session: mainID, Source: mainPath, K: k, Len: len(main)},
+		})
+		require.NoError(t, err)
+		msgs := ev.messages()
+		require.Len(t, msgs, 1, "only the new answer: the run has the prompt")
+		assert.Equal(t, "Another answer, REGENREPLY.", msgs[0].PlainText())
+		body := string(requestWith(t, srv, "regenwork"))
+		assert.Equal(t, 1, strings.Count(body, "BETAPROMPT write beta.txt"), "the prompt once")
+		assert.NotContains(t, body, "BETAREPLY")
+		path, err := findRollout(session(t, ev), sessions)
+		require.NoError(t, err)
+		parsed := parseOne(t, path).Messages
+		assert.Equal(t, msgs[0], parsed[len(parsed)-1])
+	})
+
 	t.Run("handoff", func(t *testing.T) {
 		t.Parallel()
 		srv.Push(modelserver.Reply{Text: "Taking over, HANDOFFREPLY.", Match: when("HANDOFFPROMPT")})

@@ -121,7 +121,11 @@ func fakeCodex() int {
 			f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		} else {
 			now := time.Now()
-			folder := filepath.Join(home, "sessions", now.Format("2006/01/02"))
+			day := now.Format("2006/01/02")
+			if d := os.Getenv("CODEX_FAKE_DAY"); d != "" {
+				day = d
+			}
+			folder := filepath.Join(home, "sessions", day)
 			os.MkdirAll(folder, 0o755)
 			f, _ = os.Create(filepath.Join(folder, "rollout-"+now.Format("2006-01-02T15-04-05")+"-"+thread+".jsonl"))
 		}
@@ -552,6 +556,7 @@ func TestTurnForkOfExecFork(t *testing.T) {
 		require.NoError(t, err)
 		pr := parseOne(t, file)
 		assert.Equal(t, main[:4], pr.Messages[:4])
+		assert.NotContains(t, readLines(file)[0], "history_base", "the history is in the file; Codex would prepend the base again")
 		assert.Equal(t, forkID, pr.Fork.ParentSession)
 		assert.Equal(t, 14, pr.Fork.BeforeOrdinal)
 	})
@@ -607,6 +612,20 @@ func TestTurnAnswerAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 14, parseOne(t, file).Fork.BeforeOrdinal, "branched after message 4")
 
+	// At the first prompt: a new session asked it again; what Codex injects
+	// before the prompt (developer, environment) is not the run's either.
+	f2 := newFake(t, "CODEX_FAKE_STDOUT="+stdoutFile("1-hello"), "CODEX_FAKE_ROLLOUT="+mainRollout, "CODEX_FAKE_LINES=0:14")
+	f2.install(mainRollout, -1)
+	ev, err = runTurn(t, f2.cli(Config{}), harness.TurnRequest{
+		Prefix: prefix[:3], Dir: f2.dir, Origin: &harness.Origin{Session: mainID, K: 3, Len: len(prefix)},
+	})
+	require.NoError(t, err)
+	calls = f2.calls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-"}, calls[0].Args)
+	assert.Equal(t, "say hello", calls[0].Stdin)
+	assert.Equal(t, prefix[3:4], ev.messages())
+
 	// Nothing to send again: a prefix ending in the model's answer.
 	_, err = runTurn(t, f.cli(Config{}), harness.TurnRequest{
 		Prefix: prefix[:6], Dir: f.dir, Origin: &harness.Origin{Session: mainID, K: 6, Len: len(prefix)},
@@ -623,14 +642,14 @@ func TestTurnHandoff(t *testing.T) {
 		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "A shopping list."}}},
 	}
 	ev, err := runTurn(t, f.cli(Config{}), harness.TurnRequest{
-		Run: model.Run{NativeID: "claude-session"}, Prefix: prefix, Input: "say hello", Handoff: true, Dir: f.dir, Model: "gpt-5.5",
+		Run: model.Run{NativeID: "claude-session"}, Prefix: prefix, Input: "over to you", Handoff: true, Dir: f.dir, Model: "gpt-5.5",
 	})
 	require.NoError(t, err)
 	calls := f.calls()
 	require.Len(t, calls, 1)
 	assert.Equal(t, []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", "gpt-5.5", "-"}, calls[0].Args)
-	assert.Equal(t, harness.HandoffPrompt(prefix, "say hello"), calls[0].Stdin)
-	assert.Equal(t, withInput(mainMessages(t)[:4], "say hello"), ev.messages(), "the person's message is their input, not the transcript")
+	assert.Equal(t, harness.HandoffPrompt(prefix, "over to you"), calls[0].Stdin)
+	assert.Equal(t, withInput(mainMessages(t)[:4], "over to you"), ev.messages(), "the person's message is their input, not the transcript")
 	assert.Equal(t, mainID, ev.of(harness.EventSession)[0].NativeID)
 }
 
@@ -640,10 +659,11 @@ func TestTurnNotInstalled(t *testing.T) {
 	f.install(mainRollout, -1)
 	h := New(Config{Bin: filepath.Join(t.TempDir(), "codex"), Env: f.env})
 	prefix := mainMessages(t)
-	_, err := runTurn(t, h, harness.TurnRequest{
+	ev, err := runTurn(t, h, harness.TurnRequest{
 		Prefix: prefix[:4], Input: "x", Dir: f.dir, Origin: &harness.Origin{Session: mainID, K: 4, Len: 8},
 	})
 	require.ErrorIs(t, err, agentproc.ErrNotInstalled)
+	assert.Empty(t, ev.all, "no session was made")
 	assert.Contains(t, err.Error(), "npm install -g @openai/codex")
 	matches, _ := filepath.Glob(filepath.Join(f.home, "sessions/*/*/*/*.jsonl"))
 	assert.Len(t, matches, 1, "no fork rollout written")
@@ -790,6 +810,50 @@ func TestTurnCancel(t *testing.T) {
 	assert.Equal(t, mainMessages(t)[:4], ev.messages())
 }
 
+func TestTurnRolloutFoundAtEnd(t *testing.T) {
+	t.Parallel()
+	// A rollout not in today's folder (Codex crossed midnight, or keeps
+	// another time zone) is looked for everywhere once codex has ended.
+	f := newFake(t, "CODEX_FAKE_STDOUT="+stdoutFile("1-hello"), "CODEX_FAKE_ROLLOUT="+mainRollout, "CODEX_FAKE_LINES=0:14", "CODEX_FAKE_DAY=2026/11/29")
+	ev, err := runTurn(t, f.cli(Config{}), harness.TurnRequest{Input: "say hello", Dir: f.dir})
+	require.NoError(t, err)
+	assert.Equal(t, mainMessages(t)[:4], ev.messages())
+}
+
+func TestTailHoldsOpenMessage(t *testing.T) {
+	// An assistant message is handed out once its response's usage
+	// record is in, not before: the parser would still add to it.
+	lines := readLines(mainRollout)
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:14], "\n")+"\n"), 0o644))
+	tl, err := openTail(path)
+	require.NoError(t, err)
+	defer tl.close()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	var got []model.Message
+	step := func(n int) {
+		for _, l := range lines[n : n+1] {
+			_, err := f.WriteString(l + "\n")
+			require.NoError(t, err)
+		}
+		require.NoError(t, tl.read())
+		got = append(got, tl.ready(false)...)
+	}
+	for n := 14; n <= 23; n++ { // through the function call of response 2a
+		step(n)
+	}
+	require.Len(t, got, 1, "the prompt; the answer is still open")
+	step(24) // its token_usage_record
+	require.Len(t, got, 2)
+	assert.Equal(t, mainMessages(t)[5], got[1], "with its usage")
+	for n := 25; n < len(lines); n++ {
+		step(n)
+	}
+	assert.Equal(t, mainMessages(t)[4:], append(got, tl.ready(true)...))
+}
+
 func TestTurnNoRollout(t *testing.T) {
 	t.Parallel()
 	f := newFake(t, "CODEX_FAKE_STDOUT="+stdoutFile("1-hello"), "CODEX_FAKE_ROLLOUT="+mainRollout, "CODEX_FAKE_ACT=norollout")
@@ -829,4 +893,24 @@ func TestMessagesEnds(t *testing.T) {
 	// developer, environment, prompt, answer; prompt, reasoning+text+call
 	// (its last item the call at 23), output, answer.
 	assert.Equal(t, []int64{2, 3, 7, 10, 17, 23, 26, 29}, ords)
+}
+
+func TestLocate(t *testing.T) {
+	msgs := mainMessages(t)
+	at, err := locate(msgs, msgs[:5], "f")
+	require.NoError(t, err)
+	assert.Equal(t, 4, at)
+
+	// A message sent again when answering again has another ordinal in the
+	// fork's rollout than in the run: found by its place among the
+	// conversation's messages.
+	keep := append([]model.Message(nil), msgs[:5]...)
+	keep[4].NativeID = "999"
+	at, err = locate(msgs, keep, "f")
+	require.NoError(t, err)
+	assert.Equal(t, 4, at)
+
+	keep[4].Role = model.Tool
+	_, err = locate(msgs, keep, "f")
+	require.Error(t, err)
 }
