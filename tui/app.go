@@ -75,10 +75,15 @@ type App struct {
 
 	imp       importState
 	dialog    *forkDialog
+	dialogGen int         // tells a dialog's async answers from an older one's
+	turn      *turnDialog // the next-turn dialog (m)
 	batches   map[int]*forkBatch
-	pending   map[int]harness.ForkSpec // launched, forks not created yet
+	pending   map[int]launchReq // launched, forks not created yet
 	nextBatch int
-	wg        sync.WaitGroup // running batches, waited for on quit
+	// follow is a run that R or m started: the cursor goes to it once the
+	// tree has been read again.
+	follow string
+	wg     sync.WaitGroup // running batches, waited for on quit
 	// reloading is set while the open tree is being re-read; again asks
 	// for one more read when it returns (events came in meanwhile).
 	reloading, again bool
@@ -107,7 +112,7 @@ func New(st *store.Store, opts Options) *App {
 		tick:    tea.Tick,
 		lib:     newLibraryScreen(),
 		batches: map[int]*forkBatch{},
-		pending: map[int]harness.ForkSpec{},
+		pending: map[int]launchReq{},
 	}
 	a.help.Styles = help.DefaultStyles(true)
 	return a
@@ -312,6 +317,27 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.reloadTree()
 	case forksCreatedMsg:
 		return a, a.forksCreated(msg)
+	case harnessInfoMsg:
+		if a.dialog != nil && a.dialog.gen == msg.gen {
+			a.dialog.info(msg)
+		}
+		return a, nil
+	case turnReadyMsg:
+		return a, a.turnReady(msg)
+	case cancelRequestedMsg:
+		return a, a.cancelRequested(msg)
+	case diffLoadedMsg:
+		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
+			a.compare.diff.loaded(msg, &a.styles)
+		}
+		return a, nil
+	case tea.PasteMsg:
+		switch {
+		case a.dialog != nil:
+			return a, a.dialog.paste(msg)
+		case a.turn != nil:
+			return a, a.turn.paste(msg)
+		}
 	case runEventMsg:
 		b := a.batches[msg.batch]
 		if b == nil {
@@ -343,7 +369,12 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			a.spinning = false
 			return a, nil
 		}
-		return a, a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+		next := a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+		if a.spinFrame%pollEvery == 0 && a.runningElsewhere() {
+			// Forks another process runs are seen by reading them again.
+			return a, tea.Batch(next, a.reloadTree())
+		}
+		return a, next
 	case searchDoneMsg:
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
@@ -395,7 +426,11 @@ func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 			a.tree.moveTo(rowKey{run: int32(ri), msg: int32(msg.focusSeq), kind: rowMessage})
 		}
 	}
-	return tea.Batch(a.relayout(), a.syncDetail())
+	cmds := []tea.Cmd{a.relayout(), a.syncDetail()}
+	if a.treeRunning() {
+		cmds = append(cmds, a.spin())
+	}
+	return tea.Batch(cmds...)
 }
 
 // typing reports whether keys go to a text input now.
@@ -413,12 +448,22 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if a.dialog != nil {
-		res, cmd := a.dialog.update(msg)
+		res, cmd := a.dialog.update(msg, a.keys.Dialog)
 		switch res {
 		case dialogCancel:
 			a.dialog = nil
 		case dialogLaunch:
 			return a.launch()
+		}
+		return cmd
+	}
+	if a.turn != nil {
+		res, cmd := a.turn.update(msg, a.keys.Dialog)
+		switch res {
+		case dialogCancel:
+			a.turn = nil
+		case dialogLaunch:
+			return a.sendTurn()
 		}
 		return cmd
 	}
@@ -454,6 +499,10 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			return a.openDialog()
 		case key.Matches(msg, tk.Cancel):
 			return a.cancelSelected()
+		case key.Matches(msg, tk.Retry):
+			return a.retrySelected()
+		case key.Matches(msg, tk.NextTurn):
+			return a.openTurnDialog()
 		case key.Matches(msg, tk.Compare):
 			runs, labels, k, why := comparisonFor(t)
 			if why != "" {
@@ -585,6 +634,12 @@ func (a *App) relayout() tea.Cmd {
 	if a.compare != nil {
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
 	}
+	if a.dialog != nil {
+		a.dialog.setSize(l.body.w, l.body.h)
+	}
+	if a.turn != nil {
+		a.turn.setSize(l.body.w, l.body.h)
+	}
 	if a.tree == nil {
 		return nil
 	}
@@ -641,7 +696,11 @@ func (a *App) render() string {
 	case a.showHelp:
 		body = block(a.helpView(), l.body.w, l.body.h)
 	case a.dialog != nil:
-		body = block(a.dialog.view(st, l.body.w, l.body.h), l.body.w, l.body.h)
+		body = block(a.dialog.view(st), l.body.w, l.body.h)
+	case a.turn != nil:
+		body = block(a.turn.view(st), l.body.w, l.body.h)
+	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
+		body = block(a.compare.diff.view(st), l.body.w, l.body.h)
 	case a.screen == screenCompare && a.compare != nil:
 		body = block(a.compare.view(st), l.body.w, l.body.h)
 	case a.screen == screenTree && a.tree != nil:
@@ -687,11 +746,7 @@ func (a *App) headerLine() string {
 	case a.loading != "":
 		s += st.Subtle.Render("  " + a.loading)
 	case a.screen == screenCompare && a.compare != nil:
-		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 60) + st.Subtle.Render(" › ") +
-			fmt.Sprintf("compare %d runs from K=%d", len(a.compare.cols), a.compare.forkPoint)
-		if v := a.compare.visible(); v < len(a.compare.cols) {
-			s += st.Subtle.Render(fmt.Sprintf("  columns %d–%d of %d", a.compare.first+1, a.compare.first+v, len(a.compare.cols)))
-		}
+		return a.compareHeader(name)
 	case a.screen == screenTree && a.tree != nil:
 		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 80)
 		if rd := a.tree.currentRun(); rd != nil {
@@ -732,16 +787,16 @@ func (a *App) footerLine() string {
 	if a.showHelp {
 		return st.Subtle.Render("any key closes help")
 	}
-	if a.dialog != nil {
-		return st.Subtle.Render("↑/↓ field · ←/→ change · type a message · ctrl+s fork · esc cancel")
-	}
-	if a.screen == screenCompare {
-		return st.Subtle.Render("←/→ column · ↑/↓ scroll together · b mark best · enter open in tree · esc back")
+	if a.dialog != nil || a.turn != nil {
+		return a.help.ShortHelpView(dialogHelp{a.keys}.ShortHelp())
 	}
 	if t := a.tree; a.screen == screenTree && t != nil && (t.detailOnly || t.detailFocus) {
 		return a.help.ShortHelpView([]key.Binding{a.keys.Tree.Up, a.keys.Tree.Down, a.keys.Tree.PageDown, a.keys.Tree.Focus, a.keys.Global.Back})
 	}
 	k := [3]int{int(a.screen), a.width, 0}
+	if a.screen == screenCompare && a.compare != nil && a.compare.diff != nil {
+		k[0] = -1
+	}
 	if a.styles.IsDark {
 		k[2] = 1
 	}
@@ -752,7 +807,14 @@ func (a *App) footerLine() string {
 }
 
 func (a *App) helpKeys() help.KeyMap {
-	if a.screen == screenTree {
+	switch {
+	case a.dialog != nil || a.turn != nil:
+		return dialogHelp{a.keys}
+	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
+		return diffHelp{a.keys}
+	case a.screen == screenCompare:
+		return compareHelp{a.keys}
+	case a.screen == screenTree:
 		return treeHelp{a.keys}
 	}
 	return libraryHelp{a.keys}
@@ -761,11 +823,18 @@ func (a *App) helpKeys() help.KeyMap {
 func (a *App) helpView() string {
 	st := &a.styles
 	var intro string
-	if a.screen == screenCompare {
-		intro = "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Columns that do not fit page sideways."
-	} else if a.screen == screenTree {
-		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks: → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."
-	} else {
+	switch {
+	case a.dialog != nil:
+		intro = "Fork: where the forks start, how many, which harness runs them and how, what each is told, and an optional check that scores them (the best is marked ★). An agent that cannot branch this run's session continues it only as a handoff, which you turn on here."
+	case a.turn != nil:
+		intro = "Next turn: a message for the run, answered by its own harness or another. A session tine did not make (an imported one) is never written to: a fork at its end gets the turn."
+	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
+		intro = "Diff: everything the fork changed in its worktree against the commit it started from, untracked files included."
+	case a.screen == screenCompare:
+		intro = "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."
+	case a.screen == screenTree:
+		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."
+	default:
 		intro = "Library: every conversation tree, grouped by project, newest first. / filters by title, project or harness; s searches the text of every message; i imports this machine's Claude Code, Codex and pi sessions (only what changed)."
 	}
 	a.help.ShowAll = true

@@ -88,7 +88,8 @@ func (d *driver) run(cmd tea.Cmd) {
 			}
 		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
-			foundMsg, importProgressMsg, importDoneMsg:
+			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
+			cancelRequestedMsg, diffLoadedMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

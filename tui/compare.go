@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"tine/harness"
+	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
 )
@@ -26,7 +30,24 @@ type compareColumn struct {
 	tokens  []token
 	changed []bool // per token: absent from the baseline column
 	lines   []string
+	// files are what the run changed in its worktree against the commit
+	// it started from; filesErr says why they could not be read.
+	files    []worktree.FileStat
+	filesErr string
 }
+
+// headRow is one line of the columns' header.
+type headRow int
+
+const (
+	headName headRow = iota
+	headStats
+	headHarness
+	headFiles
+	headCheck
+	headBest
+	headRule
+)
 
 // token is a word, or a line break, of a column's text.
 type token struct {
@@ -44,6 +65,10 @@ type compareScreen struct {
 	offset        int
 	width, height int
 	builtFor      [2]int // width and theme the lines were laid out for
+	// heads are the header rows some column has something to say in.
+	heads []headRow
+	// diff, when set, is the focused column's whole diff, full screen.
+	diff *diffView
 }
 
 // compareLoadedMsg carries a loaded comparison.
@@ -65,9 +90,34 @@ func loadCompare(st *store.Store, runs []model.Run, labels []string, forkPoint i
 			col.tokens = tokenize(col.msgs)
 			c.cols = append(c.cols, col)
 		}
-		c.diff()
+		c.diffWords()
+		c.readFiles()
 		return compareLoadedMsg{screen: c}
 	}
+}
+
+// readFiles reads what each column's run changed in its worktree, all at
+// once: a git diff each.
+func (c *compareScreen) readFiles() {
+	var wg sync.WaitGroup
+	for i := range c.cols {
+		col := &c.cols[i]
+		if col.run.Worktree == "" {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.BaseCommit)
+			if err != nil {
+				col.filesErr = harness.OneLine(err.Error(), 200)
+			}
+			col.files = files
+		}()
+	}
+	wg.Wait()
 }
 
 // tokenize splits messages into words and line breaks, made safe.
@@ -84,9 +134,9 @@ func tokenize(msgs []model.Message) []token {
 	return toks
 }
 
-// diff marks, in every column, the words the baseline lacks; the baseline
-// (column 0) is marked against column 1.
-func (c *compareScreen) diff() {
+// diffWords marks, in every column, the words the baseline lacks; the
+// baseline (column 0) is marked against column 1.
+func (c *compareScreen) diffWords() {
 	if len(c.cols) < 2 {
 		return
 	}
@@ -142,7 +192,11 @@ func changedTokens(a, b []token) []bool {
 // layout sets the screen's size and lays the columns out again when the
 // width or theme changed.
 func (c *compareScreen) layout(w, h int, st *Styles) {
-	c.width, c.height = w, max(h-3, 1)
+	c.heads = c.headRows()
+	c.width, c.height = w, max(h-len(c.heads), 1)
+	if c.diff != nil {
+		c.diff.setSize(w, h)
+	}
 	key := [2]int{c.colWidth(), 0}
 	if st.IsDark {
 		key[1] = 1
@@ -253,22 +307,26 @@ type compareAction struct {
 	open string // run to open in the tree
 	best *model.Run
 	back bool
+	diff bool // show the focused column's diff
 }
 
 func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
-	nk := k.Tree.NavKeys
+	ck := k.Compare
+	nk := ck.NavKeys
 	switch {
 	case key.Matches(msg, k.Global.Back):
 		return compareAction{back: true}
-	case key.Matches(msg, k.Tree.Into), msg.String() == "tab":
+	case key.Matches(msg, ck.Next):
 		c.focus++
-	case key.Matches(msg, k.Tree.Out), msg.String() == "shift+tab":
+	case key.Matches(msg, ck.Prev):
 		c.focus--
-	case key.Matches(msg, k.Tree.Best):
+	case key.Matches(msg, ck.Best):
 		r := c.cols[c.focus].run
 		return compareAction{best: &r}
-	case msg.String() == "enter":
+	case key.Matches(msg, ck.Open):
 		return compareAction{open: c.cols[c.focus].run.ID}
+	case key.Matches(msg, ck.Diff):
+		return compareAction{diff: true}
 	default:
 		v := nav{cursor: c.offset, offset: c.offset, height: 1}
 		switch {
@@ -284,41 +342,40 @@ func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
 	return compareAction{}
 }
 
+// headRows lists the header rows that some column fills: the name, the
+// status and spending, and the harness always; files, check and best only
+// when a column has them.
+func (c *compareScreen) headRows() []headRow {
+	rows := []headRow{headName, headStats, headHarness}
+	var files, check, best bool
+	for _, col := range c.cols {
+		files = files || col.run.Worktree != "" || col.run.InPlace
+		check = check || col.run.Check != nil
+		best = best || col.run.Best
+	}
+	if files {
+		rows = append(rows, headFiles)
+	}
+	if check {
+		rows = append(rows, headCheck)
+	}
+	if best {
+		rows = append(rows, headBest)
+	}
+	return append(rows, headRule)
+}
+
 // view renders the visible columns: a header each, then their lines.
 func (c *compareScreen) view(st *Styles) string {
 	v := c.visible()
 	cw := c.colWidth()
-	var heads [3][]string
+	heads := make([][]string, len(c.heads))
 	var bodies []string
 	for i := c.first; i < c.first+v; i++ {
+		for j, row := range c.heads {
+			heads[j] = append(heads[j], fit(c.headCell(i, row, cw-1, st), cw-1)+" ")
+		}
 		col := c.cols[i]
-		r := col.run
-		name := col.label
-		if r.Best {
-			name = "★ " + name
-		}
-		nameStyle := st.ForkName
-		if i == c.focus {
-			nameStyle = st.HeaderActive
-		}
-		steps := 0
-		for _, m := range col.msgs {
-			if m.Role == model.Assistant {
-				steps++
-			}
-		}
-		// Spending after the fork point: the original's earlier turns are
-		// not part of the comparison.
-		stats := []string{plural(steps, "step"), tokens(model.OwnUsage(col.msgs, 0).Total()) + " tok"}
-		if cs := cost(r.CostUSD); cs != "" && r.ForkAt == c.forkPoint {
-			stats = append(stats, cs)
-		}
-		if !r.FinishedAt.IsZero() && !r.CreatedAt.IsZero() && r.ForkAt == c.forkPoint {
-			stats = append(stats, r.FinishedAt.Sub(r.CreatedAt).Round(100*time.Millisecond).String())
-		}
-		heads[0] = append(heads[0], fit(nameStyle.Render(model.SafeText(name)), cw-1)+" ")
-		heads[1] = append(heads[1], fit(st.status(r.Status).Render(statusGlyph(r.Status)+" "+string(r.Status))+st.Subtle.Render(" · "+strings.Join(stats, " · ")), cw-1)+" ")
-		heads[2] = append(heads[2], st.Subtle.Render(strings.Repeat("─", max(cw-1, 0)))+" ")
 		end := min(c.offset+c.height, len(col.lines))
 		var body []string
 		if c.offset < end {
@@ -336,6 +393,145 @@ func (c *compareScreen) view(st *Styles) string {
 		out = sideBySide(out, " ", body)
 	}
 	return b.String() + out
+}
+
+// headCell is one column's header line of one row, at most w cells: parts
+// that matter less are left off first.
+func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
+	col := c.cols[i]
+	r := col.run
+	switch row {
+	case headName:
+		name := model.SafeText(col.label)
+		if r.Best {
+			name = "★ " + name
+		}
+		style := st.ForkName
+		if i == c.focus {
+			style = st.HeaderActive
+		}
+		return style.Render(name)
+	case headStats:
+		steps := 0
+		for _, m := range col.msgs {
+			if m.Role == model.Assistant {
+				steps++
+			}
+		}
+		// Spending after the fork point: the original's earlier turns are
+		// not part of the comparison.
+		parts := []string{st.status(r.Status).Render(statusGlyph(r.Status) + " " + string(r.Status)),
+			st.Subtle.Render(plural(steps, "step")), st.Subtle.Render(tokens(model.OwnUsage(col.msgs, 0).Total()) + " tok")}
+		if cs := cost(r.CostUSD); cs != "" && r.ForkAt == c.forkPoint {
+			parts = append(parts, st.Subtle.Render(cs))
+		}
+		if !r.FinishedAt.IsZero() && !r.CreatedAt.IsZero() && r.ForkAt == c.forkPoint {
+			parts = append(parts, st.Subtle.Render(r.FinishedAt.Sub(r.CreatedAt).Round(100*time.Millisecond).String()))
+		}
+		return fitParts(parts, st.Subtle.Render(" · "), w)
+	case headHarness:
+		h := r.Harness
+		if h == "" {
+			h = "unknown harness"
+		}
+		parts := []string{st.Bold.Render(model.SafeText(h))}
+		if r.Handoff {
+			parts = append(parts, st.Warn.Render("handoff"))
+		}
+		if r.InPlace {
+			parts = append(parts, st.Subtle.Render("in place"))
+		}
+		if r.Worktree != "" && r.Branch != "" {
+			parts = append(parts, st.Fork.Render("⎇ "+model.SafeText(r.Branch)))
+		}
+		if r.Model != "" {
+			parts = append(parts, st.Subtle.Render(model.SafeText(r.Model)))
+		}
+		return fitParts(parts, st.Subtle.Render(" · "), w)
+	case headFiles:
+		switch {
+		case col.filesErr != "":
+			return st.Error.Render("files: " + model.SafeText(col.filesErr))
+		case r.Worktree != "":
+			return fileSummary(col.files, w, st)
+		case r.InPlace:
+			return st.Subtle.Render("in place: its files are not kept apart")
+		}
+		return st.Subtle.Render("no worktree")
+	case headCheck:
+		return checkSummary(r, st)
+	case headBest:
+		switch {
+		case r.Best && r.BestReason != "":
+			return st.Warn.Render("★ " + model.SafeText(r.BestReason))
+		case r.Best:
+			return st.Warn.Render("★ marked best")
+		}
+		return ""
+	}
+	return st.Subtle.Render(strings.Repeat("─", max(w, 0)))
+}
+
+// fitParts joins parts with sep, leaving parts off the end until the line
+// fits in w cells; the first part is always kept (and cut if it must be).
+func fitParts(parts []string, sep string, w int) string {
+	for n := len(parts); n > 1; n-- {
+		if s := strings.Join(parts[:n], sep); ansi.StringWidth(s) <= w {
+			return s
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fit(parts[0], w)
+}
+
+// fileSummary is a run's changed files in one line: "3 files +12 −4" and
+// as many names as fit, then how many more.
+func fileSummary(files []worktree.FileStat, w int, st *Styles) string {
+	if len(files) == 0 {
+		return st.Subtle.Render("no files changed")
+	}
+	added, deleted := 0, 0
+	for _, f := range files {
+		added += f.Added
+		deleted += f.Deleted
+	}
+	s := plural(len(files), "file") + " " + st.OK.Render(fmt.Sprintf("+%d", added)) + " " + st.Error.Render(fmt.Sprintf("−%d", deleted))
+	used := ansi.StringWidth(s)
+	for i, f := range files {
+		name := model.SafeText(f.Path)
+		more := ""
+		if rest := len(files) - i - 1; rest > 0 {
+			more = fmt.Sprintf(" +%d", rest)
+		}
+		if used+1+ansi.StringWidth(name)+ansi.StringWidth(more) > w {
+			return s + st.Subtle.Render(fmt.Sprintf(" +%d", len(files)-i))
+		}
+		s += " " + name
+		used += 1 + ansi.StringWidth(name)
+	}
+	return s
+}
+
+// checkSummary is a run's best-of-N check result in a few words.
+func checkSummary(r model.Run, st *Styles) string {
+	c := r.Check
+	switch {
+	case c == nil:
+		return st.Subtle.Render("no check")
+	case !c.Ran && (r.Status == model.Running || r.Status == model.Pending):
+		return st.Subtle.Render("check waits for the turn")
+	case !c.Ran:
+		return st.Subtle.Render("check not run")
+	case c.Error != "":
+		return st.Error.Render("check error: " + model.SafeText(harness.OneLine(c.Error, 80)))
+	case c.Number && c.Score != nil:
+		return st.Info.Render(fmt.Sprintf("check score %g", *c.Score)) + st.Subtle.Render(fmt.Sprintf(" · exit %d", c.Exit))
+	case c.Exit == 0:
+		return st.OK.Render("✓ check passed")
+	}
+	return st.Error.Render(fmt.Sprintf("✗ check failed: exit %d", c.Exit))
 }
 
 // comparisonFor picks what to compare from the tree cursor: the fork under
@@ -384,8 +580,29 @@ type bestSetMsg struct {
 }
 
 func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
+	if v := a.compare.diff; v != nil {
+		if key.Matches(msg, a.keys.Global.Back) {
+			a.compare.diff = nil
+			return nil
+		}
+		v.update(msg, a.keys.Diff)
+		return nil
+	}
 	act := a.compare.update(msg, a.keys)
 	switch {
+	case act.diff:
+		col := a.compare.cols[a.compare.focus]
+		r := col.run
+		label := model.SafeText(col.label)
+		switch {
+		case r.Worktree != "":
+			l := a.layout()
+			a.compare.diff = newDiffView(col, l.body.w, l.body.h)
+			return loadDiff(r.ID, r.Worktree, r.BaseCommit)
+		case r.InPlace:
+			return a.setStatus(label+" ran in place: its changes are mixed with whatever else changed there", levelWarn)
+		}
+		return a.setStatus(label+" has no worktree of its own: its harness changed no files tine keeps apart", levelWarn)
 	case act.back:
 		a.screen, a.compare = screenTree, nil
 		return a.reloadTree()
@@ -406,4 +623,32 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// compareHeader is the screen's header line on the Compare screen, fitted
+// to the terminal: the tree's title gives way first, then the columns
+// note shortens, then the database's name goes.
+func (a *App) compareHeader(name string) string {
+	st := &a.styles
+	c := a.compare
+	what := fmt.Sprintf("compare %d runs from K=%d", len(c.cols), c.forkPoint)
+	cols, short := "", ""
+	if v := c.visible(); v < len(c.cols) {
+		cols = fmt.Sprintf("  columns %d–%d of %d", c.first+1, c.first+v, len(c.cols))
+		short = fmt.Sprintf("  %d–%d/%d", c.first+1, c.first+v, len(c.cols))
+	}
+	sep := st.Subtle.Render(" › ")
+	title := harness.OneLine(a.treeTitle, 60)
+	for _, cand := range []struct{ name, cols string }{{name, cols}, {name, short}, {"tine", short}} {
+		head := st.Title.Render(cand.name) + sep
+		tail := what + st.Subtle.Render(cand.cols)
+		room := a.width - ansi.StringWidth(head) - ansi.StringWidth(tail) - ansi.StringWidth(sep)
+		if room >= min(ansi.StringWidth(title), 12) {
+			return head + fit(title, min(room, ansi.StringWidth(title))) + sep + tail
+		}
+		if a.width-ansi.StringWidth(head)-ansi.StringWidth(tail) >= 0 {
+			return head + tail
+		}
+	}
+	return st.Title.Render("tine") + sep + what
 }

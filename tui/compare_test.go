@@ -76,7 +76,7 @@ func TestCompareColumnsPageSideways(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		c.cols = append(c.cols, compareColumn{tokens: tokenize([]modelMsg{textMsg(strings.Repeat("word ", i+1))}), msgs: []modelMsg{textMsg("x")}})
 	}
-	c.diff()
+	c.diffWords()
 	st := NewStyles(true)
 	for _, w := range []int{120, 200, 300} {
 		c.layout(w, 30, &st)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -144,6 +145,40 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 		row("snapped", fmt.Sprintf("asked %s, snapped to %d: %s", r.Asked, r.ForkAt, r.SnapReason))
 	}
 	row("messages", fmt.Sprintf("%d own, %d inherited", len(rd.own), r.ForkAt))
+	if r.Handoff {
+		row("handoff", "yes: a new session whose first message was the transcript so far")
+	}
+	row("worktree", r.Worktree)
+	if r.Worktree != "" {
+		row("branch", r.Branch)
+	}
+	if r.BaseCommit != "" {
+		row("base", model.ShortID(r.BaseCommit)+" ("+r.BaseCommit+")")
+	}
+	if r.InPlace {
+		row("works in", "place: "+r.Cwd)
+	}
+	if c := r.Check; c != nil {
+		row("check", c.Cmd)
+		row("result", checkResult(c))
+		if c.Output != "" {
+			row("output", tailLines(strings.TrimRight(c.Output, "\n"), 8))
+		}
+	}
+	if r.Best {
+		reason := r.BestReason
+		if reason == "" {
+			reason = "marked by hand"
+		}
+		row("best", "★ "+reason)
+	}
+	row("note", r.Note)
+	if r.Status == model.Running && r.OwnerPID != 0 {
+		row("run by", fmt.Sprintf("process %d", r.OwnerPID))
+	}
+	if r.CancelRequested && r.Status == model.Running {
+		row("cancel", "asked for; waiting for its process to stop it")
+	}
 	row("tokens", usageLine(r.Usage))
 	row("cost", cost(r.CostUSD))
 	if !r.CreatedAt.IsZero() {
@@ -153,6 +188,36 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 		row("finished", r.FinishedAt.Local().Format("2006-01-02 15:04:05"))
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// checkResult says how a best-of-N check went.
+func checkResult(c *model.Check) string {
+	var s string
+	switch {
+	case !c.Ran:
+		return "not run yet"
+	case c.Error != "":
+		s = "error: " + c.Error
+	case c.Number && c.Score != nil:
+		s = fmt.Sprintf("score %g (exit %d)", *c.Score, c.Exit)
+	case c.Exit == 0:
+		s = "✓ passed (exit 0)"
+	default:
+		s = fmt.Sprintf("✗ failed: exit %d", c.Exit)
+	}
+	if c.Duration > 0 {
+		s += fmt.Sprintf(" in %s", c.Duration.Round(10*time.Millisecond))
+	}
+	return s
+}
+
+// tailLines keeps the last n lines of s, saying how many went.
+func tailLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return fmt.Sprintf("… %d lines before\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
 }
 
 func usageLine(u model.Usage) string {

@@ -3,11 +3,15 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 
 	"tine/harness"
 	"tine/model"
@@ -25,89 +29,246 @@ const (
 
 var whereLabels = []string{"after this message", "end of the run", "last user message (regenerate)", "after this step"}
 
-// dialog fields, in focus order
+// dialog fields, in display and focus order: a field's id orders it.
 const (
 	fieldWhere = iota
 	fieldReplace
 	fieldN
 	fieldHarness
+	fieldHandoff
+	fieldWorkdir
+	fieldModel
+	fieldBaseURL
+	fieldAPIKey
 	fieldPerFork
-	fieldInputs // then the message and name inputs, then the launch button
+	fieldMessage = 100 // + i: branch i's message
+	fieldName    = 200 // + i: branch i's name
+	fieldCheck   = 300
+	fieldScore   = 301
+	fieldButton  = 400
 )
 
+// apiInputs are what the dialog asks of a model-API harness.
+type apiInputs struct{ model, baseURL, key textinput.Model }
+
 // forkDialog is the Fork screen: where to cut, how many branches, what each
-// is told, and which harness runs them.
+// is told, which harness runs them and how, and how they are scored.
 type forkDialog struct {
 	parent     model.Run
 	transcript []model.Message
 	selected   int // the selected message's index in the transcript
-	where      forkWhere
-	n          int
-	perFork    bool
-	replace    bool // regenerating: hide the original in views
-	harnesses  []string
-	harness    int
-	inputs     []textinput.Model // messages[0..n) then names[0..n)
-	focus      int
-	scroll     int
-	err        string
+	runs       map[string]model.Run
+	reg        *harness.Registry
+	getenv     func(string) string
+
+	where       forkWhere
+	n           int
+	perFork     bool
+	replace     bool // regenerating: hide the original in views
+	harnesses   []string
+	harness     int
+	handoff     bool
+	inPlace     bool
+	checkNumber bool
+	inputs      []textinput.Model // messages[0..n) then names[0..n)
+	api         map[string]*apiInputs
+	check       textinput.Model
+
+	// gen tells this dialog's harness descriptions from an older one's.
+	gen       int
+	descs     map[string]harness.Description
+	described bool
+	repo      repoState
+
+	cur           int // the focused field's id
+	scroll        int
+	width, height int
+	err           string
+	// launching is set while the forks are being created; batch says
+	// which launch the answer belongs to.
+	launching bool
+	batch     int
+
+	cutAt  model.ContinueFrom
+	cut    model.Cut
+	cutErr error
 }
 
-func newForkDialog(parent model.Run, transcript []model.Message, selected int, harnesses []string, def string) *forkDialog {
-	d := &forkDialog{parent: parent, transcript: transcript, selected: selected, n: 1, harnesses: harnesses}
-	for i, h := range harnesses {
+// newForkDialog opens the Fork screen on message selected of parent's
+// transcript. runs holds the tree's runs by id (to find the agent session
+// that holds the prefix); def is the harness chosen first.
+func newForkDialog(parent model.Run, transcript []model.Message, selected int, reg *harness.Registry, def string, runs map[string]model.Run) *forkDialog {
+	d := &forkDialog{parent: parent, transcript: transcript, selected: selected, n: 1, reg: reg, runs: runs,
+		harnesses: reg.Names(), getenv: os.Getenv, api: map[string]*apiInputs{}, width: 80, height: 20}
+	for i, h := range d.harnesses {
 		if h == def {
 			d.harness = i
 		}
+		if api, ok := apiHarnesses[h]; ok {
+			in := &apiInputs{model: newInput(""), baseURL: newInput(""), key: newInput("")}
+			in.key.EchoMode, in.key.EchoCharacter = textinput.EchoPassword, '•'
+			d.api[h] = in
+			d.placeholders(h, api)
+		}
 	}
+	d.check = newInput("a shell command run in each finished fork, e.g. go test ./...")
 	d.resize()
 	return d
 }
 
-// resize keeps one message and one name input per branch.
+// placeholders say where an API harness's settings come from when its
+// fields are left empty.
+func (d *forkDialog) placeholders(name string, api apiHarness) {
+	in := d.api[name]
+	in.model.Placeholder = "required: the model to ask for"
+	switch {
+	case d.getenv(api.modelEnv) != "":
+		in.model.Placeholder = "from " + api.modelEnv + ": " + harness.OneLine(d.getenv(api.modelEnv), 40)
+	case d.parent.Harness == name && d.parent.Model != "":
+		in.model.Placeholder = "the run's: " + harness.OneLine(d.parent.Model, 40)
+	}
+	in.baseURL.Placeholder = "default " + api.defaultURL
+	if u := d.getenv(api.urlEnv); u != "" {
+		in.baseURL.Placeholder = "from " + api.urlEnv + ": " + harness.OneLine(u, 60)
+	}
+	in.key.Placeholder = "none: set " + api.keyEnv + " or type one (a local server needs none)"
+	if d.getenv(api.keyEnv) != "" {
+		in.key.Placeholder = "from " + api.keyEnv
+	}
+}
+
+// resize keeps one message and one name input per branch, keeping what
+// was typed.
 func (d *forkDialog) resize() {
 	msgs, names := d.inputs, []textinput.Model(nil)
 	if len(d.inputs) >= 2 {
 		half := len(d.inputs) / 2
 		msgs, names = d.inputs[:half], d.inputs[half:]
 	}
-	newIn := newInput
 	var out []textinput.Model
 	for i := 0; i < d.n; i++ {
 		if i < len(msgs) {
 			out = append(out, msgs[i])
 		} else {
-			out = append(out, newIn("message (empty: create the fork only)"))
+			out = append(out, newInput("message (empty: create the fork only)"))
 		}
 	}
 	for i := 0; i < d.n; i++ {
 		if i < len(names) {
 			out = append(out, names[i])
 		} else {
-			out = append(out, newIn(fmt.Sprintf("%s-fork-%d", d.parent.Label(), i+1)))
+			out = append(out, newInput(fmt.Sprintf("%s-fork-%d", d.parent.Label(), i+1)))
 		}
 	}
 	d.inputs = out
+	d.setSize(d.width, d.height)
 }
 
-// fields lists the focusable fields now: choices, visible inputs, button.
+// setSize lays the dialog out for a w x h region: the inputs' widths.
+func (d *forkDialog) setSize(w, h int) {
+	d.width, d.height = w, h
+	for _, in := range d.allInputs() {
+		in.SetWidth(max(w-18, 8))
+	}
+}
+
+func (d *forkDialog) allInputs() []*textinput.Model {
+	var out []*textinput.Model
+	for i := range d.inputs {
+		out = append(out, &d.inputs[i])
+	}
+	for _, name := range d.harnesses {
+		if in := d.api[name]; in != nil {
+			out = append(out, &in.model, &in.baseURL, &in.key)
+		}
+	}
+	return append(out, &d.check)
+}
+
+// input is the text input of field f, nil for a choice.
+func (d *forkDialog) input(f int) *textinput.Model {
+	in := d.api[d.harnessName()]
+	switch {
+	case f == fieldModel && in != nil:
+		return &in.model
+	case f == fieldBaseURL && in != nil:
+		return &in.baseURL
+	case f == fieldAPIKey && in != nil:
+		return &in.key
+	case f == fieldCheck:
+		return &d.check
+	case f >= fieldMessage && f < fieldMessage+d.n:
+		return &d.inputs[f-fieldMessage]
+	case f >= fieldName && f < fieldName+d.n:
+		return &d.inputs[d.n+f-fieldName]
+	}
+	return nil
+}
+
+func (d *forkDialog) harnessName() string {
+	if len(d.harnesses) == 0 {
+		return ""
+	}
+	return d.harnesses[d.harness]
+}
+
+// currentCut resolves where the forks start, once per choice.
+func (d *forkDialog) currentCut() (model.Cut, error) {
+	if at := d.at(); at != d.cutAt || (d.cut == model.Cut{} && d.cutErr == nil) {
+		d.cutAt = at
+		d.cut, d.cutErr = model.Resolve(d.transcript, at)
+	}
+	return d.cut, d.cutErr
+}
+
+// fitOf is what harness name can do with the fork as the dialog has it.
+func (d *forkDialog) fitOf(name string) harnessFit {
+	cut, _ := d.currentCut()
+	return fitOf(d.reg, name, d.runs, d.parent, cut.K, len(d.transcript))
+}
+
+func (d *forkDialog) fit() harnessFit { return d.fitOf(d.harnessName()) }
+
+// fields lists the focusable fields now, in order.
 func (d *forkDialog) fields() []int {
 	f := []int{fieldWhere}
 	if d.where == whereLastUser {
 		f = append(f, fieldReplace)
 	}
-	f = append(f, fieldN, fieldHarness, fieldPerFork)
+	f = append(f, fieldN, fieldHarness)
+	fit := d.fit()
+	if fit.handoff != "" {
+		f = append(f, fieldHandoff)
+	}
+	if fit.agent {
+		f = append(f, fieldWorkdir)
+	}
+	if d.api[d.harnessName()] != nil {
+		f = append(f, fieldModel, fieldBaseURL, fieldAPIKey)
+	}
+	f = append(f, fieldPerFork)
 	msgs := 1
 	if d.perFork {
 		msgs = d.n
 	}
 	for i := 0; i < msgs; i++ {
-		f = append(f, fieldInputs+i)
+		f = append(f, fieldMessage+i)
 	}
 	for i := 0; i < d.n; i++ {
-		f = append(f, fieldInputs+d.n+i)
+		f = append(f, fieldName+i)
 	}
-	return append(f, -1) // the launch button
+	return append(f, fieldCheck, fieldScore, fieldButton)
+}
+
+// focusIndex is the focused field's place in fields; a field that went
+// away (a choice hid it) hands the focus to the next one.
+func (d *forkDialog) focusIndex(fields []int) int {
+	for i, f := range fields {
+		if f >= d.cur {
+			return i
+		}
+	}
+	return len(fields) - 1
 }
 
 // at is the continue_from the dialog asks for.
@@ -130,7 +291,7 @@ func (d *forkDialog) at() model.ContinueFrom {
 
 // explain says in words where the forks will start.
 func (d *forkDialog) explain() (string, bool) {
-	cut, err := model.Resolve(d.transcript, d.at())
+	cut, err := d.currentCut()
 	if err != nil {
 		return err.Error(), false
 	}
@@ -142,10 +303,57 @@ func (d *forkDialog) explain() (string, bool) {
 	return s, true
 }
 
+// settings are the API fields of harness name as typed.
+func (d *forkDialog) settings(name string) apiSettings {
+	in := d.api[name]
+	if in == nil {
+		return apiSettings{}
+	}
+	return apiSettings{model: strings.TrimSpace(in.model.Value()), baseURL: strings.TrimSpace(in.baseURL.Value()),
+		key: strings.TrimSpace(in.key.Value())}
+}
+
+// problem says why the dialog cannot launch as it is, "" when it can. It
+// checks what the driver would refuse, before anything is created, and
+// says it in terms of the dialog's own fields.
+func (d *forkDialog) problem() string {
+	if s, ok := d.explain(); !ok {
+		return s
+	}
+	name := d.harnessName()
+	fit := d.fit()
+	switch {
+	case fit.blocked != "":
+		return fit.blocked
+	case fit.handoff != "" && !d.handoff:
+		s := fit.handoff + ": turn on handoff to continue in a new " + name + " session whose first message is the transcript"
+		if own := d.parent.Harness; own != name && slices.Contains(d.harnesses, own) {
+			s += ", or pick " + own
+		}
+		return s
+	case fit.agent && d.repo.fatal:
+		return d.repo.problem
+	case fit.agent && !d.inPlace && d.repo.problem != "":
+		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
+	}
+	if api, ok := apiHarnesses[name]; ok && d.api[name] != nil {
+		return apiProblem(name, api, d.settings(name), d.getenv, d.parent)
+	}
+	return ""
+}
+
 // spec turns the dialog into a fork request.
 func (d *forkDialog) spec() harness.ForkSpec {
-	spec := harness.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: d.harnesses[d.harness],
-		ReplaceOriginal: d.where == whereLastUser && d.replace}
+	name := d.harnessName()
+	fit := d.fit()
+	spec := harness.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: name,
+		ReplaceOriginal: d.where == whereLastUser && d.replace,
+		Handoff:         d.handoff && fit.handoff != "",
+		InPlace:         d.inPlace && fit.agent,
+		Model:           d.settings(name).model,
+		Check:           strings.TrimSpace(d.check.Value()),
+	}
+	spec.CheckNumber = d.checkNumber && spec.Check != ""
 	var msgs, names []string
 	for i := 0; i < d.n; i++ {
 		names = append(names, strings.TrimSpace(d.inputs[d.n+i].Value()))
@@ -176,6 +384,13 @@ func (d *forkDialog) spec() harness.ForkSpec {
 	return spec
 }
 
+// driver is the driver this launch runs on: base, or a copy whose API
+// harness has the base URL and key typed here.
+func (d *forkDialog) driver(base *harness.Driver) *harness.Driver {
+	name := d.harnessName()
+	return launchDriver(base, name, d.settings(name))
+}
+
 // dialogResult is what a key in the dialog asks the app to do.
 type dialogResult int
 
@@ -185,90 +400,132 @@ const (
 	dialogLaunch
 )
 
-func (d *forkDialog) update(msg tea.KeyPressMsg) (dialogResult, tea.Cmd) {
+func (d *forkDialog) update(msg tea.KeyPressMsg, keys DialogKeys) (dialogResult, tea.Cmd) {
+	if d.launching {
+		if key.Matches(msg, keys.Cancel) {
+			return dialogCancel, nil
+		}
+		return dialogStay, nil
+	}
 	fields := d.fields()
-	d.focus = min(d.focus, len(fields)-1)
-	cur := fields[d.focus]
-	switch msg.String() {
-	case "esc":
+	at := d.focusIndex(fields)
+	d.cur = fields[at]
+	switch {
+	case key.Matches(msg, keys.Cancel):
 		return dialogCancel, nil
-	case "ctrl+s":
+	case key.Matches(msg, keys.Launch):
 		return d.launch()
-	case "tab", "down":
-		return dialogStay, d.setFocus(d.focus + 1)
-	case "shift+tab", "up":
-		return dialogStay, d.setFocus(d.focus - 1)
-	case "enter":
-		if cur == -1 {
+	case msg.String() == "enter":
+		if d.cur == fieldButton {
 			return d.launch()
 		}
-		return dialogStay, d.setFocus(d.focus + 1)
-	case "left", "right", "space", "+", "-":
+		return dialogStay, d.setFocus(at + 1)
+	case key.Matches(msg, keys.NextField):
+		return dialogStay, d.setFocus(at + 1)
+	case key.Matches(msg, keys.PrevField):
+		return dialogStay, d.setFocus(at - 1)
+	case key.Matches(msg, keys.Change) && d.input(d.cur) == nil:
 		dir := 1
 		if s := msg.String(); s == "left" || s == "-" {
 			dir = -1
 		}
-		switch cur {
-		case fieldWhere:
-			d.where = forkWhere((int(d.where) + dir + len(whereLabels)) % len(whereLabels))
-			return dialogStay, nil
-		case fieldN:
-			d.n = min(max(d.n+dir, 1), harness.MaxForks)
-			d.resize()
-			return dialogStay, nil
-		case fieldHarness:
-			d.harness = (d.harness + dir + len(d.harnesses)) % len(d.harnesses)
-			return dialogStay, nil
-		case fieldPerFork:
-			d.perFork = !d.perFork
-			return dialogStay, nil
-		case fieldReplace:
-			d.replace = !d.replace
-			return dialogStay, nil
-		}
+		d.change(dir)
+		return dialogStay, nil
 	}
-	if cur >= fieldInputs {
+	if in := d.input(d.cur); in != nil {
+		d.err = ""
 		var cmd tea.Cmd
-		d.inputs[cur-fieldInputs], cmd = d.inputs[cur-fieldInputs].Update(msg)
+		*in, cmd = in.Update(msg)
 		return dialogStay, cmd
 	}
 	return dialogStay, nil
 }
 
+// paste puts pasted text into the focused input.
+func (d *forkDialog) paste(msg tea.PasteMsg) tea.Cmd {
+	in := d.input(d.cur)
+	if in == nil || d.launching {
+		return nil
+	}
+	var cmd tea.Cmd
+	*in, cmd = in.Update(msg)
+	return cmd
+}
+
+// change moves the focused choice one step in dir.
+func (d *forkDialog) change(dir int) {
+	d.err = ""
+	switch d.cur {
+	case fieldWhere:
+		d.where = forkWhere((int(d.where) + dir + len(whereLabels)) % len(whereLabels))
+	case fieldN:
+		d.n = min(max(d.n+dir, 1), harness.MaxForks)
+		d.resize()
+	case fieldHarness:
+		d.harness = (d.harness + dir + len(d.harnesses)) % len(d.harnesses)
+	case fieldPerFork:
+		d.perFork = !d.perFork
+	case fieldReplace:
+		d.replace = !d.replace
+	case fieldHandoff:
+		d.handoff = !d.handoff
+	case fieldWorkdir:
+		d.inPlace = !d.inPlace
+	case fieldScore:
+		d.checkNumber = !d.checkNumber
+	}
+}
+
 func (d *forkDialog) launch() (dialogResult, tea.Cmd) {
-	if s, ok := d.explain(); !ok {
-		d.err = s
+	if p := d.problem(); p != "" {
+		d.err = p
 		return dialogStay, nil
 	}
+	d.err = ""
 	return dialogLaunch, nil
 }
 
+// setFocus focuses the i-th field now shown.
 func (d *forkDialog) setFocus(i int) tea.Cmd {
 	fields := d.fields()
-	d.focus = (i + len(fields)) % len(fields)
+	d.cur = fields[(i+len(fields))%len(fields)]
+	focused := d.input(d.cur)
 	var cmd tea.Cmd
-	for j := range d.inputs {
-		if fieldInputs+j == fields[d.focus] {
-			cmd = d.inputs[j].Focus()
+	for _, in := range d.allInputs() {
+		if in == focused {
+			cmd = in.Focus()
 		} else {
-			d.inputs[j].Blur()
+			in.Blur()
 		}
 	}
 	return cmd
 }
 
-// view lays the dialog out in w x h, scrolled to keep the focus in view.
-func (d *forkDialog) view(st *Styles, w, h int) string {
+// info takes the harnesses' descriptions and the directory check.
+func (d *forkDialog) info(msg harnessInfoMsg) {
+	d.descs, d.described, d.repo = msg.descs, true, msg.repo
+}
+
+// view lays the dialog out, scrolled to keep the focus in view.
+func (d *forkDialog) view(st *Styles) string {
+	w, h := d.width, d.height
 	fields := d.fields()
+	cur := fields[d.focusIndex(fields)]
 	var lines []string
 	focusLine := 0
 	add := func(field int, label, value string) {
 		mark := "  "
-		if field == fields[min(d.focus, len(fields)-1)] {
+		if field == cur {
 			mark = st.CursorMark.Render("▶ ")
 			focusLine = len(lines)
 		}
 		lines = append(lines, mark+st.Subtle.Render(fit(label, 14))+value)
+	}
+	const indent = "                "
+	note := func(style lipgloss.Style, s string) {
+		for _, l := range strings.Split(wrap(s, max(w-len(indent), 10)), "\n") {
+			lines = append(lines, indent+style.Render(l))
+		}
 	}
 	choice := func(s string) string { return st.Key.Render("‹ ") + s + st.Key.Render(" ›") }
 	lines = append(lines, st.Title.Render("Fork "+model.SafeText(d.parent.Label())),
@@ -279,8 +536,11 @@ func (d *forkDialog) view(st *Styles, w, h int) string {
 	if !ok {
 		style = st.Error
 	}
-	for _, l := range strings.Split(wrap(expl, max(w-16, 10)), "\n") {
-		lines = append(lines, "                "+style.Render(l))
+	note(style, expl)
+	name := d.harnessName()
+	fit := d.fit()
+	if fit.agent && !fit.caps.ForkAtK {
+		note(st.Warn, name+" forks only at a session's end: anywhere else is a handoff")
 	}
 	if d.where == whereLastUser {
 		orig := "keep it visible"
@@ -290,13 +550,50 @@ func (d *forkDialog) view(st *Styles, w, h int) string {
 		add(fieldReplace, "original", choice(orig))
 	}
 	add(fieldN, "branches", choice(strconv.Itoa(d.n)))
-	add(fieldHarness, "harness", choice(d.harnesses[d.harness]))
+	add(fieldHarness, "harness", choice(name))
+	lines = append(lines, d.harnessList(st)...)
+	if fit.handoff != "" {
+		v := "off"
+		if d.handoff {
+			v = "on"
+		}
+		add(fieldHandoff, "handoff", choice(v)+st.Subtle.Render("  handoff: new session with the transcript"))
+		note(st.Warn, fit.handoff)
+	}
+	if fit.agent {
+		v := "own git worktree"
+		if d.inPlace {
+			v = "in place"
+		}
+		add(fieldWorkdir, "work in", choice(v))
+		switch {
+		case !d.repo.checked:
+			note(st.Subtle, "checking the run's directory…")
+		case d.repo.fatal:
+			note(st.Error, d.repo.problem)
+		case d.repo.problem != "":
+			s := d.repo.problem + ": run them in place (sharing " + model.SafeText(d.repo.dir) + ")"
+			if d.inPlace {
+				note(st.Subtle, s)
+			} else {
+				note(st.Warn, s)
+			}
+		case d.inPlace:
+			note(st.Subtle, "every fork works in "+model.SafeText(d.repo.dir)+" itself, sharing it")
+		default:
+			note(st.Subtle, "each fork gets a git worktree and branch of its own, from "+model.SafeText(d.repo.dir))
+		}
+	}
+	if in := d.api[name]; in != nil {
+		add(fieldModel, "model", in.model.View())
+		add(fieldBaseURL, "base URL", in.baseURL.View())
+		add(fieldAPIKey, "API key", in.key.View())
+	}
 	per := "one message for all"
 	if d.perFork {
 		per = "a message per branch"
 	}
 	add(fieldPerFork, "messages", choice(per))
-	inW := max(w-18, 8)
 	msgs := 1
 	if d.perFork {
 		msgs = d.n
@@ -306,17 +603,28 @@ func (d *forkDialog) view(st *Styles, w, h int) string {
 		if d.perFork {
 			label = fmt.Sprintf("message %d", i+1)
 		}
-		d.inputs[i].SetWidth(inW)
-		add(fieldInputs+i, label, d.inputs[i].View())
+		add(fieldMessage+i, label, d.inputs[i].View())
 	}
 	for i := 0; i < d.n; i++ {
-		d.inputs[d.n+i].SetWidth(inW)
-		add(fieldInputs+d.n+i, fmt.Sprintf("name %d", i+1), d.inputs[d.n+i].View())
+		add(fieldName+i, fmt.Sprintf("name %d", i+1), d.inputs[d.n+i].View())
 	}
+	add(fieldCheck, "check", d.check.View())
+	score := "exit status: 0 passes"
+	if d.checkNumber {
+		score = "the number on its last line: highest wins"
+	}
+	add(fieldScore, "score by", choice(score))
 	lines = append(lines, "")
-	add(-1, "", st.Key.Render("[ Fork ]")+st.Subtle.Render("  enter here or ctrl+s anywhere · esc cancels"))
+	button := st.Key.Render("[ Fork ]") + st.Subtle.Render("  enter here or ctrl+s anywhere · esc cancels")
+	if d.launching {
+		button = st.Subtle.Render("[ creating… ]  esc closes this screen")
+	}
+	add(fieldButton, "", button)
 	if d.err != "" {
-		lines = append(lines, st.Error.Render(wrap(d.err, max(w-2, 10))))
+		for _, l := range strings.Split(wrap(d.err, max(w-2, 10)), "\n") {
+			lines = append(lines, "  "+st.Error.Render(l))
+		}
+		focusLine = len(lines) - 1 // the error is what to read now
 	}
 	// Keep the focused line in view.
 	if focusLine < d.scroll {
@@ -327,6 +635,50 @@ func (d *forkDialog) view(st *Styles, w, h int) string {
 	}
 	d.scroll = min(max(d.scroll, 0), max(len(lines)-h, 0))
 	return strings.Join(lines[d.scroll:], "\n")
+}
+
+// harnessList shows every harness under the harness field: whether it can
+// run here, what it can do, and why it cannot make this fork as it is.
+func (d *forkDialog) harnessList(st *Styles) []string {
+	nameW := 0
+	for _, n := range d.harnesses {
+		nameW = max(nameW, len(n))
+	}
+	var lines []string
+	for i, n := range d.harnesses {
+		mark := "  "
+		if i == d.harness {
+			mark = st.CursorMark.Render("› ")
+		}
+		var here string
+		ok := true
+		if desc, has := d.descs[n]; has {
+			here, ok = hereLine(n, &desc, d.getenv)
+		} else if h, err := d.reg.Get(n); err == nil {
+			if _, describes := h.(harness.Describer); describes && !d.described {
+				here = "checking…"
+			} else {
+				here, ok = hereLine(n, nil, d.getenv)
+			}
+		}
+		hereStyle := st.OK
+		if !ok {
+			hereStyle = st.Error
+		}
+		f := d.fitOf(n)
+		line := "              " + mark + st.Bold.Render(fit(n, nameW)) + "  " + hereStyle.Render(here)
+		switch {
+		case f.blocked != "":
+			line += st.Error.Render(" · " + strings.TrimPrefix(f.blocked, n+" "))
+		case f.handoff != "":
+			line += st.Warn.Render(" · " + strings.TrimPrefix(f.handoff, n+" ") + ": handoff")
+		}
+		lines = append(lines, line+st.Subtle.Render(" · "+capsLine(f.caps)))
+	}
+	if own := d.parent.Harness; own != "" && !slices.Contains(d.harnesses, own) {
+		lines = append(lines, "                "+st.Dim.Render(fit(model.SafeText(own), nameW)+"  this run's own harness: it cannot run turns here"))
+	}
+	return lines
 }
 
 // Messages for forks launched from the TUI.

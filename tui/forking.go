@@ -16,7 +16,8 @@ const spinEvery = 120 * time.Millisecond
 
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
-// openDialog opens the Fork screen on the selected message.
+// openDialog opens the Fork screen on the selected message, and asks the
+// harnesses whether they are installed here.
 func (a *App) openDialog() tea.Cmd {
 	t := a.tree
 	if a.opts.Driver == nil {
@@ -36,32 +37,69 @@ func (a *App) openDialog() tea.Cmd {
 		return a.setStatus("this fork has no messages yet: fork its parent instead", levelWarn)
 	}
 	run := t.data.runs[ri].run()
-	def := run.Harness
-	names := a.opts.Driver.Harnesses.Names()
-	if _, err := a.opts.Driver.Harnesses.Get(def); err != nil {
-		def = a.opts.Driver.DefaultHarness
+	reg := a.opts.Driver.Harnesses
+	runs := make(map[string]model.Run, len(t.data.runs))
+	for _, rd := range t.data.runs {
+		runs[rd.run().ID] = rd.run()
 	}
-	a.dialog = newForkDialog(run, transcript, selected, names, def)
-	return nil
+	a.dialogGen++
+	a.dialog = newForkDialog(run, transcript, selected, reg, a.ownHarness(run), runs)
+	a.dialog.gen = a.dialogGen
+	l := a.layout()
+	a.dialog.setSize(l.body.w, l.body.h)
+	dir := run.Worktree
+	if dir == "" {
+		dir = run.Cwd
+	}
+	return describeHarnesses(a.dialogGen, reg, dir)
+}
+
+// ownHarness is the harness a run continues with by default: its own when
+// it is registered here, else the driver's default.
+func (a *App) ownHarness(run model.Run) string {
+	if _, err := a.opts.Driver.Harnesses.Get(run.Harness); err == nil {
+		return run.Harness
+	}
+	return a.opts.Driver.DefaultHarness
+}
+
+// launchReq is a launch waiting for its forks to be created: what was
+// asked for, and the driver that runs it.
+type launchReq struct {
+	spec   harness.ForkSpec
+	driver *harness.Driver
 }
 
 // launch creates the dialog's forks; their turns start once they exist.
+// The dialog stays open meanwhile, so a refusal shows where it can be fixed.
 func (a *App) launch() tea.Cmd {
-	spec := a.dialog.spec()
-	a.dialog = nil
+	d := a.dialog
+	spec := d.spec()
+	drv := d.driver(a.opts.Driver)
 	a.nextBatch++
-	a.pending[a.nextBatch] = spec
+	d.launching, d.batch = true, a.nextBatch
+	a.pending[a.nextBatch] = launchReq{spec: spec, driver: drv}
 	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo),
-		createForks(a.opts.Driver, spec, a.nextBatch))
+		createForks(drv, spec, a.nextBatch))
 }
 
 // forksCreated shows the new forks at once and starts their turns.
 func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
-	spec := a.pending[msg.batch]
+	req := a.pending[msg.batch]
 	delete(a.pending, msg.batch)
+	inDialog := a.dialog != nil && a.dialog.launching && a.dialog.batch == msg.batch
 	if msg.err != nil {
-		return a.errorStatus(fmt.Errorf("fork: %w", msg.err))
+		if inDialog {
+			a.dialog.launching, a.dialog.err = false, tuiError(msg.err)
+			a.status = ""
+			return nil
+		}
+		return a.setStatus("fork: "+tuiError(msg.err), levelError)
 	}
+	if inDialog {
+		a.dialog = nil
+	}
+	spec := req.spec
 	note := fmt.Sprintf("%s at K=%d", plural(len(msg.runs), "fork"), msg.cut.K)
 	if msg.cut.Reason != "" {
 		note = fmt.Sprintf("%s (%s)", note, msg.cut.Describe())
@@ -82,17 +120,24 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		}
 		turns = append(turns, harness.Turn{RunID: r.ID, Input: input})
 	}
+	cmds = append(cmds, a.startTurns(msg.batch, req.driver, turns), a.setStatus(note+"; running", levelInfo))
+	return tea.Batch(cmds...)
+}
+
+// startTurns runs turns as batch id on drv, in the background, streaming
+// their events to the screen.
+func (a *App) startTurns(id int, drv *harness.Driver, turns []harness.Turn) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &forkBatch{cancel: cancel, events: make(chan harness.RunEvent, 64), runs: map[string]bool{}}
-	for _, r := range msg.runs {
-		b.runs[r.ID] = true
+	for _, t := range turns {
+		b.runs[t.RunID] = true
 	}
-	a.batches[msg.batch] = b
+	a.batches[id] = b
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer close(b.events)
-		a.opts.Driver.RunTurns(ctx, turns, func(ev harness.RunEvent) {
+		drv.RunTurns(ctx, turns, func(ev harness.RunEvent) {
 			if ev.Delta != "" {
 				// Streamed text shows in the fork's line as it comes; when
 				// the screen is behind, a piece is dropped rather than the
@@ -106,8 +151,100 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 			b.events <- ev
 		})
 	}()
-	cmds = append(cmds, listen(b, msg.batch), a.setStatus(note+"; running", levelInfo), a.spin())
-	return tea.Batch(cmds...)
+	return tea.Batch(listen(b, id), a.spin())
+}
+
+// turnReadyMsg says which run gets a turn that R (retry) or m (next turn)
+// asked for, once the driver made or found it.
+type turnReadyMsg struct {
+	batch int
+	run   model.Run
+	input string
+	err   error
+	retry bool
+}
+
+// retrySelected retries the failed or cancelled fork under the cursor: a
+// new sibling made the same way gets the same message (the failed one
+// stays, as history does).
+func (a *App) retrySelected() tea.Cmd {
+	rd := a.tree.currentRun()
+	if rd == nil {
+		return nil
+	}
+	run := rd.run()
+	switch {
+	case a.opts.Driver == nil:
+		return a.setStatus("forking is not available here", levelWarn)
+	case run.ParentID == "" || rd.subagent:
+		return a.setStatus("R retries a failed or cancelled fork; "+model.SafeText(run.Label())+" is not a fork", levelWarn)
+	case run.Status != model.Failed && run.Status != model.Cancelled:
+		return a.setStatus(fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status), levelWarn)
+	}
+	a.nextBatch++
+	batch, drv, id := a.nextBatch, a.opts.Driver, run.ID
+	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
+		r, input, err := drv.PrepareRetry(context.Background(), id)
+		return turnReadyMsg{batch: batch, run: r, input: input, err: err, retry: true}
+	})
+}
+
+// openTurnDialog asks for the next turn of the run under the cursor.
+func (a *App) openTurnDialog() tea.Cmd {
+	rd := a.tree.currentRun()
+	if rd == nil {
+		return nil
+	}
+	if a.opts.Driver == nil {
+		return a.setStatus("running turns is not available here", levelWarn)
+	}
+	run := rd.run()
+	if run.Status == model.Running {
+		return a.setStatus(model.SafeText(run.Label())+" is running: wait for it, or stop it with x", levelWarn)
+	}
+	a.turn = newTurnDialog(run, a.opts.Driver.Harnesses, a.ownHarness(run))
+	l := a.layout()
+	a.turn.setSize(l.body.w, l.body.h)
+	return a.turn.input.Focus()
+}
+
+// sendTurn asks the driver which run gets the dialog's turn.
+func (a *App) sendTurn() tea.Cmd {
+	d := a.turn
+	a.nextBatch++
+	d.launching, d.batch = true, a.nextBatch
+	batch, drv, id, name, input := a.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
+	return func() tea.Msg {
+		r, err := drv.NextTurnRun(context.Background(), id, name)
+		return turnReadyMsg{batch: batch, run: r, input: input, err: err}
+	}
+}
+
+// turnReady runs the turn R or m asked for, and follows its run.
+func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
+	inDialog := a.turn != nil && a.turn.launching && a.turn.batch == msg.batch
+	if msg.err != nil {
+		if inDialog {
+			a.turn.launching, a.turn.err = false, turnError(msg.err)
+			return nil
+		}
+		what := "next turn"
+		if msg.retry {
+			what = "retry"
+		}
+		return a.setStatus(what+": "+tuiError(msg.err), levelError)
+	}
+	if inDialog {
+		a.turn = nil
+	}
+	a.follow = msg.run.ID
+	label := model.SafeText(msg.run.Label())
+	status := "running " + label
+	if msg.retry {
+		status = "retrying as " + label
+	}
+	return tea.Batch(a.reloadTree(), a.setStatus(status, levelInfo),
+		a.startTurns(msg.batch, a.opts.Driver, []harness.Turn{{RunID: msg.run.ID, Input: msg.input}}))
 }
 
 // spin starts the spinner unless it runs.
@@ -117,6 +254,31 @@ func (a *App) spin() tea.Cmd {
 	}
 	a.spinning = true
 	return a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+}
+
+// pollEvery is how many spinner frames pass between reads of a tree whose
+// forks another process runs (about once a second).
+const pollEvery = 8
+
+// runningElsewhere reports whether the open tree has a run in progress that
+// no batch of this screen runs: its progress is only seen by reading again.
+func (a *App) runningElsewhere() bool {
+	if a.tree == nil {
+		return false
+	}
+	for _, r := range a.tree.data.runs {
+		if r.run().Status != model.Running {
+			continue
+		}
+		ours := false
+		for _, b := range a.batches {
+			ours = ours || b.runs[r.run().ID]
+		}
+		if !ours {
+			return true
+		}
+	}
+	return false
 }
 
 // treeRunning reports whether the open tree has a run in progress.
@@ -132,20 +294,55 @@ func (a *App) treeRunning() bool {
 	return false
 }
 
-// cancelSelected cancels the batch the fork under the cursor runs in.
+// cancelRequestedMsg answers a cancel request made through the store.
+type cancelRequestedMsg struct {
+	label string
+	was   model.Status
+	err   error
+}
+
+// cancelSelected stops the fork under the cursor, whoever runs it: a batch
+// this screen started is cancelled directly (with the forks launched with
+// it); any other running fork is asked to stop through the store, and the
+// process that owns it stops it (rule 4 in ARCHITECTURE.md).
 func (a *App) cancelSelected() tea.Cmd {
 	rd := a.tree.currentRun()
 	if rd == nil {
 		return nil
 	}
-	id := rd.run().ID
+	run := rd.run()
+	label := model.SafeText(run.Label())
 	for _, b := range a.batches {
-		if b.runs[id] {
+		if b.runs[run.ID] {
 			b.cancel()
-			return a.setStatus(fmt.Sprintf("cancelling %s started together", plural(len(b.runs), "fork")), levelWarn)
+			if len(b.runs) == 1 {
+				return a.setStatus("cancelling "+label, levelWarn)
+			}
+			return a.setStatus(fmt.Sprintf("cancelling %s and the %s launched with it", label, plural(len(b.runs)-1, "fork")), levelWarn)
 		}
 	}
-	return a.setStatus(rd.run().Label()+" is not running here", levelWarn)
+	if run.Status != model.Running && run.Status != model.Pending {
+		return a.setStatus(fmt.Sprintf("%s is not running (%s)", label, run.Status), levelWarn)
+	}
+	st, id := a.st, run.ID
+	return func() tea.Msg {
+		was, err := st.RequestCancel(context.Background(), id)
+		return cancelRequestedMsg{label: label, was: was, err: err}
+	}
+}
+
+// cancelRequested says what the cancel request did.
+func (a *App) cancelRequested(msg cancelRequestedMsg) tea.Cmd {
+	switch {
+	case msg.err != nil:
+		return a.errorStatus(fmt.Errorf("cancel %s: %w", msg.label, msg.err))
+	case msg.was == model.Running:
+		return tea.Batch(a.reloadTree(), a.spin(),
+			a.setStatus("asked the process running "+msg.label+" to stop it", levelWarn))
+	case msg.was == model.Pending:
+		return tea.Batch(a.reloadTree(), a.setStatus("cancelled "+msg.label+" before it started", levelWarn))
+	}
+	return tea.Batch(a.reloadTree(), a.setStatus(fmt.Sprintf("%s is not running (%s)", msg.label, msg.was), levelWarn))
 }
 
 // reloadTree re-reads the open tree, once at a time.
@@ -188,6 +385,14 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	t.invalidate()
 	if ri, ok := t.data.index[keepRun]; ok {
 		t.moveTo(rowKey{run: int32(ri), msg: keep.msg, kind: keep.kind})
+	}
+	if ri, ok := t.data.index[a.follow]; ok {
+		// A run that R or m started: show it as it runs.
+		a.follow = ""
+		t.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
+		if own := t.data.runs[ri].own; len(own) > 0 && t.data.runs[ri].parent < 0 {
+			t.moveTo(rowKey{run: int32(ri), msg: int32(t.data.runs[ri].run().Len() - 1), kind: rowMessage})
+		}
 	}
 	t.clamp()
 	cmds := []tea.Cmd{next, a.syncDetail()}

@@ -2,11 +2,15 @@ package tui
 
 import "charm.land/bubbles/v2/key"
 
-// KeyMap is every key tine answers, grouped by screen.
+// KeyMap is every key tine answers, grouped by screen. Each key is defined
+// here once, with its help text; the footers and ? read these bindings.
 type KeyMap struct {
 	Global  GlobalKeys
 	Library LibraryKeys
 	Tree    TreeKeys
+	Compare CompareKeys
+	Diff    DiffKeys
+	Dialog  DialogKeys
 }
 
 // GlobalKeys work on every screen.
@@ -27,7 +31,24 @@ type TreeKeys struct {
 	Into, Out, NextSibling, PrevSibling key.Binding
 	Fold, FoldAll, Focus, Detail        key.Binding
 	NextCheckpoint, PrevCheckpoint      key.Binding
-	Fork, Cancel, Compare, Best         key.Binding
+	Fork, Cancel, Compare               key.Binding
+	Retry, NextTurn                     key.Binding
+}
+
+// CompareKeys are the Compare screen's; its NavKeys scroll every column.
+type CompareKeys struct {
+	NavKeys
+	Next, Prev, Best, Open, Diff key.Binding
+}
+
+// DiffKeys are the full-screen diff's.
+type DiffKeys struct {
+	NavKeys
+}
+
+// DialogKeys are the Fork and next-turn dialogs'.
+type DialogKeys struct {
+	NextField, PrevField, Change, Launch, Cancel key.Binding
 }
 
 // DefaultKeyMap returns tine's keys.
@@ -45,6 +66,9 @@ func DefaultKeyMap() KeyMap {
 	}
 	libNav := navKeys
 	libNav.PageDown = b("pgdn", "page down", "pgdown", "ctrl+f", "ctrl+d", "space")
+	scroll := navKeys
+	scroll.Up = b("↑/k", "scroll up", "up", "k")
+	scroll.Down = b("↓/j", "scroll down", "down", "j")
 	return KeyMap{
 		Global: GlobalKeys{
 			Help:      b("?", "help", "?"),
@@ -75,9 +99,26 @@ func DefaultKeyMap() KeyMap {
 			NextCheckpoint: b("}", "next checkpoint", "}"),
 			PrevCheckpoint: b("{", "prev checkpoint", "{"),
 			Fork:           b("f", "fork here", "f"),
-			Cancel:         b("x", "cancel running forks", "x"),
+			Cancel:         b("x", "cancel running fork", "x"),
 			Compare:        b("c", "compare forks", "c"),
-			Best:           b("b", "mark best", "b"),
+			Retry:          b("R", "retry failed fork", "R"),
+			NextTurn:       b("m", "next turn", "m"),
+		},
+		Compare: CompareKeys{
+			NavKeys: scroll,
+			Next:    b("→/l", "next column", "right", "l", "tab"),
+			Prev:    b("←/h", "prev column", "left", "h", "shift+tab"),
+			Best:    b("b", "mark best", "b"),
+			Open:    b("enter", "open in tree", "enter"),
+			Diff:    b("d", "files changed (diff)", "d"),
+		},
+		Diff: DiffKeys{NavKeys: scroll},
+		Dialog: DialogKeys{
+			NextField: b("↓/tab", "next field", "down", "tab"),
+			PrevField: b("↑", "prev field", "up", "shift+tab"),
+			Change:    b("←/→", "change", "left", "right", "space", "+", "-"),
+			Launch:    b("ctrl+s", "go", "ctrl+s"),
+			Cancel:    b("esc", "cancel", "esc"),
 		},
 	}
 }
@@ -104,7 +145,7 @@ type treeHelp struct{ k KeyMap }
 
 func (h treeHelp) ShortHelp() []key.Binding {
 	t := h.k.Tree
-	return []key.Binding{t.Fork, t.Compare, t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
+	return []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
 }
 
 func (h treeHelp) FullHelp() [][]key.Binding {
@@ -112,7 +153,47 @@ func (h treeHelp) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
 		{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
-		{t.Fork, t.Compare, t.Cancel, t.Fold, t.FoldAll, t.Detail, t.Focus},
+		{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
+		{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit},
+	}
+}
+
+// compareHelp is the Compare screen's help.
+type compareHelp struct{ k KeyMap }
+
+func (h compareHelp) ShortHelp() []key.Binding {
+	c := h.k.Compare
+	return []key.Binding{c.Prev, c.Next, c.Down, c.Diff, c.Best, c.Open, h.k.Global.Back}
+}
+
+func (h compareHelp) FullHelp() [][]key.Binding {
+	c, g := h.k.Compare, h.k.Global
+	return [][]key.Binding{
+		{c.Prev, c.Next, c.Up, c.Down, c.PageUp, c.PageDown, c.Top, c.Bottom},
+		{c.Diff, c.Best, c.Open},
 		{g.Back, g.Help, g.Quit},
 	}
 }
+
+// diffHelp is the full-screen diff's help.
+type diffHelp struct{ k KeyMap }
+
+func (h diffHelp) ShortHelp() []key.Binding {
+	d := h.k.Diff
+	return []key.Binding{d.Up, d.Down, d.PageDown, d.Top, d.Bottom, h.k.Global.Back}
+}
+
+func (h diffHelp) FullHelp() [][]key.Binding {
+	d, g := h.k.Diff, h.k.Global
+	return [][]key.Binding{{d.Up, d.Down, d.PageUp, d.PageDown, d.Top, d.Bottom}, {g.Back, g.Help, g.Quit}}
+}
+
+// dialogHelp is the Fork and next-turn dialogs' help.
+type dialogHelp struct{ k KeyMap }
+
+func (h dialogHelp) ShortHelp() []key.Binding {
+	d := h.k.Dialog
+	return []key.Binding{d.NextField, d.PrevField, d.Change, d.Launch, d.Cancel}
+}
+
+func (h dialogHelp) FullHelp() [][]key.Binding { return [][]key.Binding{h.ShortHelp()} }

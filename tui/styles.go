@@ -28,6 +28,8 @@ type Styles struct {
 	Match                    lipgloss.Style
 	Thinking, ToolOutput     lipgloss.Style
 	Key, KeyDesc             lipgloss.Style
+	DiffAdd, DiffDel         lipgloss.Style
+	DiffHunk, DiffFile       lipgloss.Style
 }
 
 // NewStyles builds the styles for a dark or light background. Colours are
@@ -89,6 +91,10 @@ func NewStyles(isDark bool) Styles {
 		ToolOutput:  base.Foreground(fg),
 		Key:         base.Foreground(accent).Bold(true),
 		KeyDesc:     base.Foreground(subtle),
+		DiffAdd:     base.Foreground(green),
+		DiffDel:     base.Foreground(red),
+		DiffHunk:    base.Foreground(cyan),
+		DiffFile:    base.Bold(true),
 	}
 	return s
 }

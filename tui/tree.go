@@ -387,6 +387,12 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		}
 		parts = append(parts, at)
 	}
+	if run.Handoff {
+		parts = append(parts, "handoff")
+	}
+	if c := checkMark(run.Check); c != "" {
+		parts = append(parts, c)
+	}
 	glyph := statusGlyph(run.Status)
 	if run.Status == model.Running {
 		glyph = spinFrames[t.spinFrame%len(spinFrames)]
@@ -419,11 +425,38 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if run.Hidden {
 		parts = append(parts, "hidden")
 	}
-	if st == nil {
-		return fmt.Sprintf("%s%s%s%s  %s · %s", guides, fold, mark, label, status, strings.Join(parts, " · "))
+	// Where the fork works: its own branch in a worktree, or in place.
+	where := ""
+	switch {
+	case run.Worktree != "" && run.Branch != "":
+		where = " ⎇ " + harness.OneLine(run.Branch, 30)
+	case run.Worktree != "":
+		where = " ⎇ worktree"
+	case run.InPlace:
+		where = " ⌂ in place"
 	}
-	return st.Fork.Render(guides+fold+mark) + st.ForkName.Render(label) + "  " +
+	if st == nil {
+		return fmt.Sprintf("%s%s%s%s%s  %s · %s", guides, fold, mark, label, where, status, strings.Join(parts, " · "))
+	}
+	return st.Fork.Render(guides+fold+mark) + st.ForkName.Render(label) + st.Fork.Render(where) + "  " +
 		st.status(run.Status).Render(status) + st.Subtle.Render(" · "+strings.Join(parts, " · "))
+}
+
+// checkMark is a fork's check result in a word or two, "" without one.
+func checkMark(c *model.Check) string {
+	switch {
+	case c == nil:
+		return ""
+	case !c.Ran:
+		return "check pending"
+	case c.Error != "":
+		return "check error"
+	case c.Number && c.Score != nil:
+		return fmt.Sprintf("score %g", *c.Score)
+	case c.Exit == 0:
+		return "check ✓"
+	}
+	return fmt.Sprintf("check ✗ exit %d", c.Exit)
 }
 
 // messageSnippet is the one-line summary of a message in the tree.

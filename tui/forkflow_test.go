@@ -1,0 +1,458 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+	"tine/harness/openai"
+	"tine/harness/script"
+	"tine/harness/worktree"
+	"tine/internal/modelserver"
+	"tine/model"
+	"tine/store"
+)
+
+// newDriverWith is newDriver with a fork driver, so f, m and R work.
+func newDriverWith(t *testing.T, st *store.Store, w, h int, drv *harness.Driver) *driver {
+	a := New(st, Options{Title: "test", Driver: drv})
+	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	d := &driver{t: t, a: a}
+	d.send(tea.WindowSizeMsg{Width: w, Height: h})
+	d.run(a.Init())
+	return d
+}
+
+// cursorTo puts the tree's cursor on the fork line of the run named name.
+func (d *driver) cursorTo(name string) {
+	d.t.Helper()
+	tr := d.a.tree
+	for i, r := range tr.rows {
+		if r.kind == rowFork && tr.data.runs[r.run].run().Name == name {
+			tr.cursor = i
+			tr.clamp()
+			d.run(d.a.syncDetail())
+			return
+		}
+	}
+	d.t.Fatalf("no fork %q in the tree", name)
+}
+
+func (d *driver) typeText(s string) {
+	for _, r := range s {
+		d.keys(string(r))
+	}
+}
+
+// runNamed reads the run called name from the open tree.
+func (d *driver) runNamed(name string) model.Run {
+	d.t.Helper()
+	for _, rd := range d.a.tree.data.runs {
+		if rd.run().Name == name {
+			return rd.run()
+		}
+	}
+	d.t.Fatalf("no run %q", name)
+	return model.Run{}
+}
+
+// TestForkWithTypedAPISettings: a base URL, key and model typed in the
+// Fork screen reach the model API, and the key never reaches the screen.
+func TestForkWithTypedAPISettings(t *testing.T) {
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"} {
+		t.Setenv(v, "")
+	}
+	srv := modelserver.New(modelserver.Options{})
+	t.Cleanup(func() { srv.Close() })
+	srv.Push(modelserver.Text("Berlin is 12C."))
+	st := seedStore(t, 0)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.ConfigFromEnv()))}
+	d := newDriverWith(t, st, 140, 40, drv)
+	d.keys("enter", "G", "f")
+	dlg := d.a.dialog
+	require.NotNil(t, dlg)
+	require.Equal(t, "openai", dlg.harnessName(), "the run's own harness")
+	for dlg.cur != fieldModel {
+		d.keys("down")
+	}
+	d.typeText("tine-test-model")
+	d.keys("down")
+	d.send(tea.PasteMsg{Content: srv.URL() + "/v1"})
+	d.keys("down")
+	d.typeText("sk-test-secret")
+	assert.NotContains(t, d.plain(), "sk-test-secret")
+	for dlg.cur != fieldMessage {
+		d.keys("down")
+	}
+	d.typeText("And Berlin?")
+	d.keys("ctrl+s")
+	require.Nil(t, d.a.dialog, "launched")
+	s := d.plain()
+	assert.Contains(t, s, "Berlin is 12C.")
+	assert.Contains(t, s, "✓ completed")
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, "Bearer sk-test-secret", reqs[0].Header.Get("Authorization"), "the key typed")
+	assert.Equal(t, "tine-test-model", reqs[0].Model, "the model typed")
+	assert.Equal(t, "tine-test-model", d.runNamed(d.a.tree.data.runs[0].run().Label()+"-fork-1").Model)
+	assert.NotContains(t, d.screen(), "sk-test-secret")
+}
+
+// TestForkRefusedShowsInTheDialog: what the driver refuses before anything
+// runs shows in the dialog, in its own words, and the dialog stays.
+func TestForkRefusedShowsInTheDialog(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	id := firstTree(t, st)
+	dir := t.TempDir() // not a git repository
+	require.NoError(t, st.CreateRun(ctx, &model.Run{ParentID: id, ForkAt: 6, Name: "by-claude", Harness: "claude", NativeID: "sess-1", Cwd: dir},
+		[]model.Message{text(model.User, "more"), text(model.Assistant, "sure")}))
+	reg := agentRegistry()
+	d := newDriverWith(t, st, 140, 40, &harness.Driver{Store: st, Harnesses: reg})
+	d.keys("enter")
+	d.cursorTo("by-claude")
+	d.keys("f")
+	dlg := d.a.dialog
+	require.NotNil(t, dlg)
+	// As if the directory check had not answered yet: the driver refuses.
+	dlg.repo = repoState{}
+	d.keys("ctrl+s")
+	require.NotNil(t, d.a.dialog, "the dialog stays to be fixed")
+	s := d.plain()
+	assert.Contains(t, s, "which is not a git repository")
+	assert.Contains(t, s, "choose “in place” under work in")
+	assert.NotContains(t, s, "--in-place")
+}
+
+// TestForkWithCheck: a check typed in the Fork screen scores the forks;
+// the best is marked, in the tree and its detail.
+func TestForkWithCheck(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := newDriverWith(t, st, 160, 40, drv)
+	d.keys("enter", "G", "f")
+	dlg := d.a.dialog
+	require.NotNil(t, dlg)
+	for dlg.cur != fieldMessage {
+		d.keys("down")
+	}
+	d.typeText("go on")
+	for dlg.cur != fieldCheck {
+		d.keys("down")
+	}
+	d.typeText("echo score: 0.75")
+	d.keys("down", "space", "ctrl+s")
+	require.Nil(t, d.a.dialog)
+	fork := d.a.tree.data.runs[0].run().Label() + "-fork-1"
+	r := d.runNamed(fork)
+	require.NotNil(t, r.Check)
+	assert.Equal(t, "echo score: 0.75", r.Check.Cmd)
+	assert.True(t, r.Check.Number)
+	require.NotNil(t, r.Check.Score)
+	assert.InDelta(t, 0.75, *r.Check.Score, 1e-9)
+	assert.True(t, r.Best)
+	s := d.plain()
+	assert.Contains(t, s, "★ "+fork)
+	assert.Contains(t, s, "score 0.75")
+	d.cursorTo(fork)
+	s = d.plain()
+	assert.Contains(t, s, "check     echo score: 0.75")
+	assert.Contains(t, s, "result    score 0.75 (exit 0)")
+	assert.Contains(t, s, "best      ★ the only score: 0.75")
+}
+
+// TestCancelAForkAnotherProcessRuns: x on a fork that another tine runs
+// asks that process, through the store, to stop it; it does.
+func TestCancelAForkAnotherProcessRuns(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	other, err := store.Open(st.Path()) // the other process, on the same file
+	require.NoError(t, err)
+	t.Cleanup(func() { other.Close() })
+	s := &streamer{release: make(chan struct{})} // never released
+	elsewhere := &harness.Driver{Store: other, Harnesses: harness.NewRegistry(s), CancelPoll: 20 * time.Millisecond}
+	forks, _, err := elsewhere.Fork(ctx, harness.ForkSpec{Parent: firstTree(t, st), At: "end", Names: []string{"elsewhere"}, Harness: "stream"})
+	require.NoError(t, err)
+	done := make(chan []model.Run, 1)
+	go func() {
+		done <- elsewhere.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "and Berlin?"}}, nil)
+	}()
+	require.Eventually(t, func() bool {
+		r, err := st.Run(ctx, forks[0].ID)
+		return err == nil && r.Status == model.Running
+	}, 5*time.Second, 10*time.Millisecond)
+
+	d := newDriver(t, st, 120, 30)
+	d.keys("enter")
+	d.cursorTo("elsewhere")
+	assert.Contains(t, d.plain(), "running")
+	d.keys("x")
+	assert.Contains(t, d.plain(), "asked the process running elsewhere to stop it")
+	select {
+	case runs := <-done:
+		require.Len(t, runs, 1)
+		assert.Equal(t, model.Cancelled, runs[0].Status)
+	case <-time.After(5 * time.Second):
+		close(s.release)
+		t.Fatal("the process running the fork never stopped it")
+	}
+	d.run(d.a.reloadTree())
+	assert.Contains(t, d.plain(), "⊘ cancelled")
+	d.keys("x")
+	assert.Contains(t, d.plain(), "elsewhere is not running (cancelled)")
+}
+
+// TestRetryAFailedFork: R on a failed fork makes a sibling the same way
+// and runs it, showing it live with the cursor on it.
+func TestRetryAFailedFork(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := newDriverWith(t, st, 120, 30, drv)
+	d.keys("enter")
+	d.cursorTo("ask-again")
+	d.keys("R")
+	assert.Contains(t, d.plain(), "R retries a failed or cancelled fork; ask-again is completed")
+	d.cursorTo("terse")
+	d.keys("R")
+	r, ok := d.a.tree.selected()
+	require.True(t, ok)
+	assert.Equal(t, "fork:terse-retry", describe(d.a.tree), "the cursor follows the retry")
+	retry := d.a.tree.data.runs[r.run].run()
+	assert.Equal(t, model.Completed, retry.Status)
+	assert.Equal(t, 5, retry.ForkAt, "at the failed fork's boundary")
+	assert.Contains(t, d.plain(), "terse-retry  ✓ completed")
+	assert.Contains(t, d.plain(), "terse  ✗ failed", "the failed fork stays")
+}
+
+// TestNextTurn: m asks for a message and gives the run its next turn: on
+// a root, a fork at its end gets it; on a fork tine ran, the fork itself.
+func TestNextTurn(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	d := newDriverWith(t, st, 120, 30, drv)
+	d.keys("enter", "G", "m")
+	require.NotNil(t, d.a.turn)
+	root := d.a.tree.data.runs[0].run().Label()
+	s := d.plain()
+	assert.Contains(t, s, "Next turn of "+root)
+	assert.Contains(t, s, "a new fork at the end of "+root+" gets the turn")
+	assert.Contains(t, s, "‹ script ›", "openai cannot run here: the driver's default")
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "type the message the turn starts with")
+	d.typeText("And Berlin?")
+	d.keys("enter")
+	require.Nil(t, d.a.turn)
+	fork := root + "-fork-1"
+	assert.Equal(t, "fork:"+fork, describe(d.a.tree), "the cursor follows the new fork")
+	s = d.plain()
+	assert.Contains(t, s, fork+"  ✓ completed · 2 msgs")
+	assert.Contains(t, s, "And Berlin?")
+
+	d.keys("m")
+	assert.Contains(t, d.plain(), fork+" gets the turn itself")
+	d.typeText("And Madrid?")
+	d.keys("ctrl+s")
+	assert.Contains(t, d.plain(), fork+"  ✓ completed · 4 msgs", "the fork tine ran got the turn itself")
+	assert.Contains(t, d.plain(), "And Madrid?")
+	d.keys("m", "esc")
+	assert.Nil(t, d.a.turn)
+}
+
+func TestNextTurnDialogSaysWhoGetsTheTurn(t *testing.T) {
+	reg := agentRegistry()
+	imported := model.Run{ID: "imp00000", Name: "imported", Harness: "claude", NativeID: "s1", Source: "/home/a/.claude/projects/x/s1.jsonl", Status: model.Completed}
+	d := newTurnDialog(imported, reg, "claude")
+	s, ok := d.explain()
+	assert.True(t, ok)
+	assert.Equal(t, "imported is claude's own session, imported: tine never writes to it, so a new fork at its end gets the turn", s)
+	d.setFocus(turnHarness)
+	d.update(press("right"), dialogKeys)
+	s, _ = d.explain()
+	assert.Contains(t, s, "With codex this is a handoff: a new codex session whose first message is the transcript so far")
+	assert.Equal(t, "codex", d.harnessArg())
+	d.update(press("left"), dialogKeys)
+	assert.Empty(t, d.harnessArg(), "the run's own harness")
+
+	running := imported
+	running.Status = model.Running
+	_, ok = newTurnDialog(running, reg, "claude").explain()
+	assert.False(t, ok)
+}
+
+// worktreeFixture is a tree whose two forks ran in git worktrees of their
+// own, were checked, and one was marked best.
+func worktreeFixture(t *testing.T) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	repo := gitRepo(t)
+	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	root := model.Run{Title: "fix the parser", Harness: "claude", NativeID: "sess-0", Cwd: repo, Branch: "main", Status: model.Completed, CreatedAt: t0}
+	require.NoError(t, st.CreateRun(ctx, &root, []model.Message{text(model.User, "Fix the parser."), text(model.Assistant, "Which way?")}))
+	wroot := t.TempDir()
+	at := t0
+	mk := func(name, answer string, files map[string]string, c model.Check) model.Run {
+		at = at.Add(time.Minute)
+		r := model.Run{ParentID: root.ID, ForkAt: 2, Name: name, Harness: "claude", NativeID: "sess-" + name, Cwd: repo,
+			Status: model.Completed, CreatedAt: at, FinishedAt: at.Add(time.Minute)}
+		require.NoError(t, st.CreateRun(ctx, &r, []model.Message{text(model.User, "Use "+name+"."), text(model.Assistant, answer)}))
+		wt, err := worktree.Create(ctx, worktree.Spec{Source: repo, Root: wroot, Branch: "main"})
+		require.NoError(t, err)
+		for p, body := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(wt.Path, p), []byte(body), 0o644))
+		}
+		require.NoError(t, st.SetWorktree(ctx, r.ID, wt.Path, wt.Branch, wt.Base))
+		require.NoError(t, st.SetCheck(ctx, r.ID, c))
+		return r
+	}
+	one, zero := 1.0, 0.0
+	a := mk("table", "Done with a table.", map[string]string{
+		"parser.go": "package parser\n\n// Parse reads a table.\nfunc Parse() { table() }\n",
+		// A file's text is untrusted: this one tries to retitle the window.
+		"table.go": "package parser\n\nfunc table() {} // \x1b]0;pwned\x07\n",
+	}, model.Check{Cmd: "go test ./...", Ran: true, Exit: 0, Score: &one, Duration: time.Second})
+	mk("regexp", "Done with a regexp.", map[string]string{
+		"parser.go": "package parser\n\nfunc Parse() { regexp() }\n",
+	}, model.Check{Cmd: "go test ./...", Ran: true, Exit: 1, Score: &zero, Output: "--- FAIL: TestParse\nFAIL\n"})
+	require.NoError(t, st.MarkBest(ctx, a.ID, "the only fork of 2 whose check passed"))
+	require.NoError(t, st.AddNote(ctx, a.ID, "skipped 1 unreadable line"))
+	return st
+}
+
+// TestCompareShowsFilesChecksAndBest: each column says what its fork
+// changed, how its check went and why it is the best; d shows its diff.
+func TestCompareShowsFilesChecksAndBest(t *testing.T) {
+	st := worktreeFixture(t)
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	d.cursorTo("table")
+	s := d.plain()
+	assert.Contains(t, s, "★ table ⎇ main-fork-1  ✓ completed", "the tree line shows the branch and the best")
+	assert.Contains(t, s, "regexp ⎇ main-fork-2  ✓ completed")
+	assert.Contains(t, s, "check ✗ exit 1")
+	assert.Contains(t, s, "worktree  ")
+	assert.Contains(t, s, "branch    main-fork-1")
+	assert.Contains(t, s, "check     go test ./...")
+	assert.Contains(t, s, "result    ✓ passed (exit 0) in 1s")
+	assert.Contains(t, s, "best      ★ the only fork of 2 whose check passed")
+	assert.Contains(t, s, "note      skipped 1 unreadable line")
+	d.cursorTo("regexp")
+	assert.Contains(t, d.plain(), "FAIL: TestParse", "the check's output tail")
+
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	s = d.plain()
+	assert.Contains(t, s, "compare 2 runs from K=2")
+	assert.Contains(t, s, "claude · ⎇ main-fork-1")
+	assert.Contains(t, s, "2 files +5 −1 parser.go table.go")
+	assert.Contains(t, s, "1 file +1 −1 parser.go")
+	assert.Contains(t, s, "✓ check passed")
+	assert.Contains(t, s, "✗ check failed: exit 1")
+	assert.Contains(t, s, "★ the only fork of 2 whose check passed")
+	requireFits(t, d.screen(), 160, 40)
+
+	d.keys("d")
+	require.NotNil(t, d.a.compare.diff)
+	s = d.plain()
+	assert.Contains(t, s, "diff of table (⎇ main-fork-1) against")
+	assert.Contains(t, s, "+++ b/table.go")
+	assert.Contains(t, s, "+// Parse reads a table.")
+	assert.NotContains(t, s, "pwned", "the escape sequence is dropped with its payload")
+	assert.NotContains(t, d.screen(), "\x1b]0;")
+	assert.Contains(t, d.plain(), "↓/j scroll down", "the footer has the diff's keys")
+	requireFits(t, d.screen(), 160, 40)
+	d.keys("esc")
+	assert.Nil(t, d.a.compare.diff)
+	require.Equal(t, screenCompare, d.a.screen, "esc goes back to Compare")
+	d.keys("l", "d")
+	assert.Contains(t, d.plain(), "diff of regexp")
+	assert.Contains(t, d.plain(), "+func Parse() { regexp() }")
+}
+
+// TestCompareHeaderFitsAt80: at 80 columns the header keeps what the
+// screen is and gives up the tree's title first.
+func TestCompareHeaderFitsAt80(t *testing.T) {
+	st := worktreeFixture(t)
+	ctx := context.Background()
+	id := firstTree(t, st)
+	require.NoError(t, st.SetTitle(ctx, id, strings.Repeat("a very long title about the parser ", 4)))
+	for _, name := range []string{"third", "fourth"} {
+		require.NoError(t, st.CreateRun(ctx, &model.Run{ParentID: id, ForkAt: 2, Name: name, Harness: "script"}, []model.Message{text(model.Assistant, name)}))
+	}
+	d := newDriver(t, st, 80, 24)
+	d.keys("enter")
+	d.cursorTo("table")
+	d.keys("c")
+	head := strings.Split(d.plain(), "\n")[0]
+	assert.Contains(t, head, "compare 4 runs from K=2  columns 1–2 of 4")
+	assert.Contains(t, head, "a very long", "the title, shortened")
+	requireFits(t, d.screen(), 80, 24)
+	d.send(tea.WindowSizeMsg{Width: 50, Height: 20})
+	head = strings.Split(d.plain(), "\n")[0]
+	assert.Contains(t, head, "compare 4 runs from K=2", "what the screen is stays")
+	assert.NotContains(t, head, "a very long")
+}
+
+// TestNewViewsFitTheTerminal: the Fork and next-turn dialogs, Compare with
+// files and checks, and the diff, at every size.
+func TestNewViewsFitTheTerminal(t *testing.T) {
+	st := worktreeFixture(t)
+	reg := agentRegistry()
+	reg.Register(openai.New(openai.Config{}))
+	drv := &harness.Driver{Store: st, Harnesses: reg}
+	for _, sz := range [][2]int{{40, 10}, {80, 24}, {120, 35}, {200, 50}} {
+		w, h := sz[0], sz[1]
+		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {
+			d := newDriverWith(t, st, w, h, drv)
+			d.keys("enter")
+			d.cursorTo("table")
+			d.keys("f")
+			dlg := d.a.dialog
+			require.NotNil(t, dlg)
+			requireFits(t, d.screen(), w, h)
+			for i := 0; i < 20; i++ {
+				d.keys("down")
+				requireFits(t, d.screen(), w, h)
+			}
+			for dlg.cur != fieldHarness {
+				d.keys("up")
+			}
+			d.keys("right") // codex: a handoff
+			requireFits(t, d.screen(), w, h)
+			d.keys("ctrl+s") // refused: handoff is off
+			require.NotNil(t, d.a.dialog)
+			requireFits(t, d.screen(), w, h)
+			d.keys("right") // openai: model, base URL and key
+			for i := 0; i < 8; i++ {
+				d.keys("down")
+				requireFits(t, d.screen(), w, h)
+			}
+			d.keys("esc", "m")
+			require.NotNil(t, d.a.turn)
+			requireFits(t, d.screen(), w, h)
+			d.keys("down", "right", "esc", "c")
+			require.Equal(t, screenCompare, d.a.screen)
+			requireFits(t, d.screen(), w, h)
+			d.keys("d")
+			require.NotNil(t, d.a.compare.diff)
+			requireFits(t, d.screen(), w, h)
+			d.keys("j", "G", "pgdown")
+			requireFits(t, d.screen(), w, h)
+			d.keys("?")
+			requireFits(t, d.screen(), w, h)
+			d.keys("x", "esc", "esc")
+			requireFits(t, d.screen(), w, h)
+		})
+	}
+}

@@ -1,0 +1,319 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness"
+	"tine/harness/anthropic"
+	"tine/harness/openai"
+	"tine/harness/worktree"
+	"tine/model"
+)
+
+// describeTimeout bounds how long one harness may take to say whether it is
+// installed (an agent's CLI asked for its version).
+const describeTimeout = 5 * time.Second
+
+// repoState is what the Fork screen knows of the directory an agent's
+// forks start from: whether each can get a git worktree of its own
+// (rule 10 in ARCHITECTURE.md).
+type repoState struct {
+	checked bool
+	dir     string
+	problem string // "" when dir is in a git repository
+	// fatal: an agent cannot run there at all, not even in place (no
+	// directory recorded, or it is gone).
+	fatal bool
+}
+
+// harnessInfoMsg answers describeHarnesses for the dialog of generation gen.
+type harnessInfoMsg struct {
+	gen   int
+	descs map[string]harness.Description
+	repo  repoState
+}
+
+// describeHarnesses asks every harness that can say so whether it is
+// installed here, and checks whether dir is in a git repository: I/O that
+// stays off the UI goroutine.
+func describeHarnesses(gen int, reg *harness.Registry, dir string) tea.Cmd {
+	return func() tea.Msg {
+		msg := harnessInfoMsg{gen: gen, descs: map[string]harness.Description{}, repo: repoState{checked: true, dir: dir}}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, name := range reg.Names() {
+			h, err := reg.Get(name)
+			if err != nil {
+				continue
+			}
+			d, ok := h.(harness.Describer)
+			if !ok {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+				defer cancel()
+				desc := d.Describe(ctx)
+				mu.Lock()
+				msg.descs[name] = desc
+				mu.Unlock()
+			}()
+		}
+		msg.repo.problem, msg.repo.fatal = repoProblem(dir)
+		wg.Wait()
+		return msg
+	}
+}
+
+// repoProblem says why dir cannot give forks worktrees of their own, ""
+// when it can; fatal when an agent cannot run there at all.
+func repoProblem(dir string) (problem string, fatal bool) {
+	if dir == "" {
+		return "this run has no working directory recorded, so an agent has nowhere to run", true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+	defer cancel()
+	_, _, err := worktree.Repo(ctx, dir)
+	switch {
+	case err == nil:
+		return "", false
+	case errors.Is(err, worktree.ErrMissing):
+		return fmt.Sprintf("the run's directory %s no longer exists", model.SafeText(dir)), true
+	case errors.Is(err, worktree.ErrNotRepo):
+		return fmt.Sprintf("%s is not a git repository, so forks cannot get worktrees of their own", model.SafeText(dir)), false
+	}
+	return harness.OneLine(err.Error(), 200), false
+}
+
+// apiHarness is how a model-API harness is configured: the environment it
+// reads, and how to build one with a base URL and key typed in the dialog.
+type apiHarness struct {
+	keyEnv, urlEnv, modelEnv string
+	defaultURL               string
+	build                    func(baseURL, key string) harness.Harness
+}
+
+// apiHarnesses are the model APIs the Fork screen can configure.
+var apiHarnesses = map[string]apiHarness{
+	"openai": {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", modelEnv: "OPENAI_MODEL", defaultURL: openai.DefaultBaseURL,
+		build: func(baseURL, key string) harness.Harness {
+			c := openai.ConfigFromEnv()
+			if baseURL != "" {
+				c.BaseURL = baseURL
+			}
+			if key != "" {
+				c.APIKey = key
+			}
+			return openai.New(c)
+		}},
+	"anthropic": {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", modelEnv: "ANTHROPIC_MODEL", defaultURL: anthropic.DefaultBaseURL,
+		build: func(baseURL, key string) harness.Harness {
+			c := anthropic.ConfigFromEnv()
+			if baseURL != "" {
+				c.BaseURL = baseURL
+			}
+			if key != "" {
+				c.APIKey = key
+			}
+			return anthropic.New(c)
+		}},
+}
+
+// apiSettings are what the dialog holds for one API harness: what was typed,
+// with the environment behind it.
+type apiSettings struct {
+	model, baseURL, key string
+}
+
+// apiProblem checks an API harness's settings before launch: the base URL
+// parses with an http or https scheme; a key is there when the API needs
+// one (the vendor's own endpoint); a model is named somewhere. It never
+// repeats the key.
+func apiProblem(name string, api apiHarness, s apiSettings, getenv func(string) string, parent model.Run) string {
+	raw := s.baseURL
+	from := "base URL"
+	if raw == "" {
+		raw, from = getenv(api.urlEnv), api.urlEnv
+	}
+	vendor := raw == ""
+	if raw != "" {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			shown := harness.OneLine(raw, 60)
+			if err == nil {
+				shown = harness.OneLine(u.Redacted(), 60)
+			}
+			return fmt.Sprintf("%s must be an http:// or https:// URL with a host, not %q", from, shown)
+		}
+		def, _ := url.Parse(api.defaultURL)
+		vendor = strings.EqualFold(u.Hostname(), def.Hostname())
+	}
+	if vendor && s.key == "" && getenv(api.keyEnv) == "" {
+		host := strings.TrimPrefix(api.defaultURL, "https://")
+		host, _, _ = strings.Cut(host, "/")
+		return fmt.Sprintf("%s needs an API key for %s: set %s or type one under API key (a local server's base URL needs none)", name, host, api.keyEnv)
+	}
+	if s.model == "" && getenv(api.modelEnv) == "" && (parent.Harness != name || parent.Model == "") {
+		return fmt.Sprintf("%s needs a model: type one under model (or set %s)", name, api.modelEnv)
+	}
+	return ""
+}
+
+// launchDriver is d, or a copy of it whose API harness name is built with
+// the base URL and key typed in the dialog: the driver's own registry is
+// shared by every launch, so a launch's settings go on a copy.
+func launchDriver(d *harness.Driver, name string, s apiSettings) *harness.Driver {
+	api, ok := apiHarnesses[name]
+	if !ok || (s.baseURL == "" && s.key == "") {
+		return d
+	}
+	reg := harness.NewRegistry()
+	for _, n := range d.Harnesses.Names() {
+		if h, err := d.Harnesses.Get(n); err == nil {
+			reg.Register(h)
+		}
+	}
+	reg.Register(api.build(s.baseURL, s.key))
+	c := *d
+	c.Harnesses = reg
+	return &c
+}
+
+// harnessFit is what a harness can do with the fork the dialog describes.
+type harnessFit struct {
+	caps  harness.Capabilities
+	agent bool // it keeps sessions of its own (an agent CLI or ACP)
+	// handoff says why this fork, with this harness, must be a handoff;
+	// "" when the harness can branch the session itself.
+	handoff string
+	// blocked says why this harness cannot make this fork at all.
+	blocked string
+}
+
+// fitOf mirrors the checks harness.Driver.Fork makes before anything runs,
+// on the tree already loaded: for an agent, whether one of its sessions
+// holds the first k messages of parent (and, for one that forks only at a
+// session's end, ends there); for any other harness, whether it can fork
+// at k. runs holds the tree's runs by id.
+func fitOf(reg *harness.Registry, name string, runs map[string]model.Run, parent model.Run, k, length int) harnessFit {
+	h, err := reg.Get(name)
+	if err != nil {
+		return harnessFit{blocked: errorText(err)}
+	}
+	f := harnessFit{caps: h.Capabilities()}
+	f.agent = f.caps.OwnSessions
+	if !f.agent {
+		if !f.caps.ForkAtK && k != length {
+			f.blocked = fmt.Sprintf("%s forks only at a run's end", name)
+		}
+		return f
+	}
+	origin, ok := originIn(runs, parent, k, name)
+	switch {
+	case !ok && parent.Harness == name:
+		f.handoff = fmt.Sprintf("no %s session holds these %d messages", name, k)
+	case !ok:
+		made := "this"
+		if parent.Harness != "" {
+			made += " " + model.SafeText(parent.Harness)
+		}
+		f.handoff = fmt.Sprintf("%s cannot branch %s session", name, made)
+	case !f.caps.ForkAtK && origin.Len() != k:
+		f.handoff = fmt.Sprintf("%s forks only at a session's end", name)
+	}
+	return f
+}
+
+// originIn is the run whose native session of agent name holds the first
+// k messages of r: r's own, or an ancestor's when r never ran (the search
+// harness.Driver makes, over loaded runs).
+func originIn(runs map[string]model.Run, r model.Run, k int, name string) (model.Run, bool) {
+	for {
+		// A handoff's session starts with a transcript: only its own
+		// messages are in it.
+		if r.NativeID != "" && r.Harness == name && (!r.Handoff || k > r.ForkAt) {
+			return r, true
+		}
+		if r.ParentID == "" || k > r.ForkAt {
+			return model.Run{}, false
+		}
+		p, ok := runs[r.ParentID]
+		if !ok {
+			return model.Run{}, false
+		}
+		r = p
+	}
+}
+
+// capsLine says briefly what a harness can do.
+func capsLine(c harness.Capabilities) string {
+	var s []string
+	switch {
+	case c.ForkAtK:
+		s = append(s, "forks at any checkpoint")
+	case c.Fork:
+		s = append(s, "forks at the end only")
+	default:
+		s = append(s, "cannot fork")
+	}
+	if c.Tools {
+		s = append(s, "runs tools")
+	}
+	if c.Stream {
+		s = append(s, "streams")
+	}
+	return strings.Join(s, " · ")
+}
+
+// hereLine says whether a harness can run here: an agent's CLI installed
+// (with its version), an API's key present, or nothing needed.
+func hereLine(name string, desc *harness.Description, getenv func(string) string) (string, bool) {
+	if api, ok := apiHarnesses[name]; ok {
+		if getenv(api.keyEnv) != "" {
+			return "API · key from " + api.keyEnv, true
+		}
+		return "API · no " + api.keyEnv, true
+	}
+	if desc == nil {
+		return "here", true
+	}
+	if !desc.Installed {
+		s := "not installed"
+		if desc.Problem != "" {
+			s += ": " + harness.OneLine(desc.Problem, 80)
+		} else if len(desc.Needs) > 0 {
+			s += ": needs " + harness.OneLine(strings.Join(desc.Needs, ", "), 80)
+		}
+		return s, false
+	}
+	s := "installed"
+	if desc.Version != "" {
+		s += " " + harness.OneLine(desc.Version, 24)
+	}
+	if desc.Problem != "" {
+		return s + ": " + harness.OneLine(desc.Problem, 80), false
+	}
+	return s, true
+}
+
+// forTUI rephrases the driver's errors, which name command-line flags, in
+// terms of the dialog's own fields.
+var forTUI = strings.NewReplacer(
+	"pass --handoff to do that", "turn on handoff to do that",
+	"fork again with --handoff", "fork again with handoff on",
+	"pass --in-place to run them there, sharing it", "choose “in place” under work in to run them there, sharing it",
+	"pick one with --harness", "pick another harness",
+	"pass --model or set", "type a model or set",
+)
+
+func tuiError(err error) string { return forTUI.Replace(errorText(err)) }
