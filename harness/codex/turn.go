@@ -96,7 +96,7 @@ const NPMPackage = "@openai/codex"
 const DefaultOffline = 2 * time.Minute
 
 // pollEvery is how often a running turn looks for new rollout records.
-const pollEvery = 20 * time.Millisecond
+const pollEvery = 10 * time.Millisecond
 
 // Config says how to run the codex CLI.
 type Config struct {
@@ -229,11 +229,11 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	}
 	if p.rollout != "" {
 		if t.tail, err = openTail(p.rollout); err != nil {
+			if p.wrote != "" {
+				_ = os.Remove(p.wrote)
+			}
 			return fmt.Errorf("codex: %w", err)
 		}
-	}
-	if p.session != "" && p.session != req.Run.NativeID {
-		t.emit(harness.Event{Kind: harness.EventSession, NativeID: p.session})
 	}
 	stop := make(chan struct{})
 	polled := make(chan struct{})
@@ -261,6 +261,12 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 			ran = true
 			if h.started != nil {
 				h.started(pid)
+			}
+			// A fork's new thread exists once codex runs on it.
+			if p.session != "" && p.session != req.Run.NativeID {
+				t.mu.Lock()
+				t.emit(harness.Event{Kind: harness.EventSession, NativeID: p.session})
+				t.mu.Unlock()
 			}
 		},
 	}, t.line)
@@ -988,6 +994,10 @@ func (t *turnRun) line(b []byte) error {
 		Error    *struct {
 			Message string `json:"message"`
 		} `json:"error"`
+		Item struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"item"`
 	}
 	if json.Unmarshal(b, &ev) != nil {
 		return nil
@@ -995,6 +1005,10 @@ func (t *turnRun) line(b []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.h.now()
+	if ev.Type == "item.completed" && ev.Item.Type == "error" {
+		// A warning that did not stop the turn (an unknown model's metadata).
+		ev.Type, ev.Message = "error", ev.Item.Message
+	}
 	switch ev.Type {
 	case "thread.started":
 		if ev.ThreadID != "" && t.thread == "" {

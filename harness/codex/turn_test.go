@@ -914,3 +914,15 @@ func TestLocate(t *testing.T) {
 	_, err = locate(msgs, keep, "f")
 	require.Error(t, err)
 }
+
+func TestTurnWarningItem(t *testing.T) {
+	t.Parallel()
+	// An unknown model slug: Codex warns with an error item and answers.
+	f := newFake(t, "CODEX_FAKE_STDOUT=testdata/turn/unknown-model.stdout.jsonl", "CODEX_FAKE_ROLLOUT="+mainRollout, "CODEX_FAKE_LINES=0:14")
+	ev, err := runTurn(t, f.cli(Config{}), harness.TurnRequest{Input: "say hello", Model: "gpt-test", Dir: f.dir})
+	require.NoError(t, err)
+	notes := ev.of(harness.EventNote)
+	require.Len(t, notes, 1)
+	assert.Equal(t, "codex: Model metadata for `gpt-test` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.", notes[0].Note)
+	assert.Len(t, ev.messages(), 4)
+}
