@@ -184,22 +184,115 @@ func gitInit(t *testing.T, dir string) {
 	}
 }
 
-// TestClaudeForksBestOfNEndToEnd is the command line as a person uses it
-// on a real Claude Code session: import it, fork it at a middle
-// checkpoint three ways with a check, each fork working in its own
-// worktree through the real claude CLI, and the fork whose check passes
+// e2eAgent is how the end-to-end test drives one real agent: its
+// environment (private HOME, pointed at the scripted server), how to make
+// a two-turn session with its CLI, and the tool call that writes a file.
+type e2eAgent struct {
+	name    string
+	bin     string
+	env     []string
+	session func(t *testing.T) string
+	write   func(file string) modelserver.ToolCall
+	// sessionFile finds the agent's own transcript of session id.
+	dir string
+}
+
+func setupAgent(t *testing.T, name, home, url string) e2eAgent {
+	bin := agentBin(t, name)
+	a := e2eAgent{name: name, bin: bin}
+	common := []string{"HOME=" + home, "TINE_" + strings.ToUpper(name) + "_BIN=" + bin}
+	switch name {
+	case "claude":
+		a.env = append(common, "ANTHROPIC_BASE_URL="+url, "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+			"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_MAX_RETRIES=1")
+		a.dir = filepath.Join(home, ".claude", "projects")
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, bin, "-p", "say hello turn-one", "--output-format", "stream-json", "--verbose"), "type", "system", "session_id")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, bin, "-p", "remember turn-two", "--resume", id, "--output-format", "stream-json", "--verbose")
+			return id
+		}
+		a.write = func(file string) modelserver.ToolCall {
+			return modelserver.Call("Bash", map[string]string{"command": "echo x > " + file, "description": "write the file"})
+		}
+	case "codex":
+		codexHome := filepath.Join(home, ".codex")
+		require.NoError(t, os.MkdirAll(codexHome, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(fmt.Sprintf(
+			"model = \"gpt-5.5\"\nmodel_provider = \"tine\"\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\"\n\n"+
+				"[analytics]\nenabled = false\n\n[model_providers.tine]\nname = \"tine\"\nbase_url = \"%s/v1\"\nwire_api = \"responses\"\nenv_key = \"TINE_TEST_API_KEY\"\n",
+			url)), 0o644))
+		a.env = append(common, "CODEX_HOME="+codexHome, "TINE_TEST_API_KEY=test")
+		a.dir = filepath.Join(codexHome, "sessions")
+		flags := []string{"--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin, "exec"}, flags...), "say hello turn-one")...), "type", "thread.started", "thread_id")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin, "exec", "resume"}, flags...), id, "remember turn-two")...)
+			return id
+		}
+		a.write = func(file string) modelserver.ToolCall {
+			return modelserver.Call("exec_command", map[string]string{"cmd": "echo x > " + file})
+		}
+	case "pi":
+		agentDir := filepath.Join(home, ".pi", "agent")
+		require.NoError(t, os.MkdirAll(agentDir, 0o755))
+		models := fmt.Sprintf(`{"providers": {"tine": {"baseUrl": "%s/v1", "api": "openai-completions", "apiKey": "TINE_TEST_API_KEY",
+			"models": [{"id": "tine-test-model", "name": "tine", "contextWindow": 128000, "maxTokens": 4096}]}}}`, url)
+		require.NoError(t, os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(agentDir, "settings.json"), []byte(`{"retry": {"enabled": false}}`), 0o644))
+		a.env = append(common, "PI_OFFLINE=1", "PI_TELEMETRY=0", "TINE_TEST_API_KEY=test")
+		a.dir = filepath.Join(agentDir, "sessions")
+		flags := []string{"-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin}, flags...), "say hello turn-one")...), "type", "session", "id")
+			require.NotEmpty(t, id)
+			file := a.file(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--session", file, "remember turn-two")...)
+			return id
+		}
+		a.write = func(file string) modelserver.ToolCall {
+			return modelserver.Call("bash", map[string]string{"command": "echo x > " + file})
+		}
+	}
+	return a
+}
+
+// file finds the agent's own transcript of session id.
+func (a e2eAgent) file(t *testing.T, id string) string {
+	t.Helper()
+	found := ""
+	require.NoError(t, filepath.Walk(a.dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(filepath.Base(p), id) {
+			found = p
+		}
+		return err
+	}))
+	require.NotEmpty(t, found, "%s's file of session %s", a.name, id)
+	return found
+}
+
+// TestAgentForksBestOfNEndToEnd is the command line as a person uses it on
+// a real Claude Code, Codex and pi session: import it, fork it after its
+// first turn three ways with a check, each fork working in its own
+// worktree through the agent's own CLI, and the fork whose check passes
 // marked best; compare shows what each changed; a second turn on a fork
-// continues that fork's own session; importing again adds no copies.
-func TestClaudeForksBestOfNEndToEnd(t *testing.T) {
-	bin := agentBin(t, "claude")
+// continues that fork's own session; importing again adds no copies, and
+// the session's own file is never written to.
+func TestAgentForksBestOfNEndToEnd(t *testing.T) {
+	for _, name := range []string{"claude", "codex", "pi"} {
+		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
+	}
+}
+
+func agentForksEndToEnd(t *testing.T, name string) {
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
-	env := []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
+	a := setupAgent(t, name, home, srv.URL())
 	tools := true
 	on := func(marker string, rs ...modelserver.Reply) {
 		for i := range rs {
@@ -210,49 +303,42 @@ func TestClaudeForksBestOfNEndToEnd(t *testing.T) {
 	// The session, made by the real CLI: two turns.
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
-	session := field(agentRun(t, home, env, bin, "-p", "say hello turn-one", "--output-format", "stream-json", "--verbose"), "type", "system", "session_id")
-	require.NotEmpty(t, session)
-	agentRun(t, home, env, bin, "-p", "remember turn-two", "--resume", session, "--output-format", "stream-json", "--verbose")
-	file := ""
-	require.NoError(t, filepath.Walk(filepath.Join(home, ".claude", "projects"), func(p string, info os.FileInfo, err error) error {
-		if err == nil && filepath.Base(p) == session+".jsonl" {
-			file = p
-		}
-		return err
-	}))
-	require.NotEmpty(t, file)
+	session := a.session(t)
+	file := a.file(t, session)
 	before, err := os.ReadFile(file)
 	require.NoError(t, err)
 
-	// tine runs with the same environment the person's shell has.
-	t.Setenv("HOME", home)
-	t.Setenv("CLAUDE_CONFIG_DIR", "") // restored after the test...
-	os.Unsetenv("CLAUDE_CONFIG_DIR")  // ...and unset, as in the shell that made the session
-	t.Setenv("TINE_CLAUDE_BIN", bin)
-	for _, kv := range env {
+	// tine runs with the environment the person's shell has.
+	for _, k := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"} {
+		t.Setenv(k, "") // restored after the test...
+		os.Unsetenv(k)  // ...and unset, as in the shell that made the session
+	}
+	for _, kv := range a.env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
-	out, errOut, code := tine(t, db, "checkpoints", session, "--json")
+	out, errOut, code := tine(t, db, "show", session, "--json")
 	require.Equal(t, 0, code, errOut)
-	var cps struct {
-		Messages    int   `json:"messages"`
-		Checkpoints []int `json:"checkpoints"`
+	var shown showJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	k := 0
+	for _, m := range shown.Transcript {
+		if m.Role == "assistant" && strings.Contains(fmt.Sprint(m.Parts), "ready when you are") {
+			k = m.K
+		}
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &cps))
-	require.Equal(t, 4, cps.Messages)
+	require.NotZero(t, k, "turn one's answer")
+	require.Less(t, k, len(shown.Transcript), "a checkpoint in the middle")
 
-	// Three forks after turn one (K=2), each told to write another file.
-	for _, name := range []string{"good", "bad1", "bad2"} {
-		on("write "+name,
-			modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{modelserver.Call("Bash",
-				map[string]string{"command": "echo " + name + " > " + name + ".txt", "description": "write the file"})}},
-			modelserver.Reply{Text: "Wrote " + name + ".txt."})
+	// Three forks after turn one, each told to write another file.
+	for _, f := range []string{"good", "bad1", "bad2"} {
+		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{a.write(f + ".txt")}},
+			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
-	out, errOut, code = tine(t, db, "fork", session, "--at", "2", "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
+	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
 		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json")
 	var res struct {
 		Forks []forkJSON `json:"forks"`
@@ -261,10 +347,10 @@ func TestClaudeForksBestOfNEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Len(t, res.Forks, 3)
 	dirs := map[string]bool{}
-	for _, f := range res.Forks {
+	for i, f := range res.Forks {
 		require.Equal(t, "completed", f.Status, f.Error)
-		assert.Equal(t, 2, f.ForkAt)
-		assert.Equal(t, "main-fork-"+map[string]string{"good": "1", "bad1": "2", "bad2": "3"}[f.Name], f.Branch)
+		assert.Equal(t, k, f.ForkAt)
+		assert.Equal(t, fmt.Sprintf("main-fork-%d", i+1), f.Branch)
 		require.NotEmpty(t, f.Worktree)
 		dirs[f.Worktree] = true
 		assert.NotEqual(t, session, f.NativeID, "the fork has a session of its own")
@@ -301,14 +387,14 @@ func TestClaudeForksBestOfNEndToEnd(t *testing.T) {
 	out, errOut, code = tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	assert.Equal(t, res.Forks[0].Name, "good", "the fork got its next turn itself")
+	assert.Equal(t, "good", res.Forks[0].Name, "the fork got its next turn itself")
 	reqs := srv.ModelRequests()
 	last := string(reqs[len(reqs)-1].Body)
 	assert.Contains(t, last, "second-turn")
 	assert.Contains(t, last, "Wrote good.txt.", "the agent remembers the fork's first turn")
 	assert.NotContains(t, last, "turn-two", "the fork was made before turn two")
 
-	// Claude's own files of the forks' sessions land on the forks.
+	// The agent's own files of the forks' sessions land on the forks.
 	out, errOut, code = tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 	var sum importer.Summary
