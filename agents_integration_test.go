@@ -402,3 +402,105 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Equal(t, 3, sum.Driven, "three fork sessions, known already")
 	assert.Zero(t, sum.Runs, "no second copies")
 }
+
+// TestACPForksEndToEnd drives the real ACP agent (claude-agent-acp) from
+// the command line. An imported Claude Code session is not an ACP
+// session, so continuing it through ACP is a labelled handoff (two forks,
+// each in its own worktree, the check picks one); the handoff fork's own
+// ACP session is then forked natively at its end (session/fork), and that
+// fork's next turn resumes its own session.
+func TestACPForksEndToEnd(t *testing.T) {
+	dir := os.Getenv("TINE_AGENTS_BIN")
+	if dir == "" {
+		dir = "/tmp/tine-agents/node_modules/.bin"
+	}
+	acpBin := agentBin(t, "claude-agent-acp")
+	claudeExe, err := filepath.EvalSymlinks(filepath.Join(dir, "claude"))
+	if err != nil {
+		t.Skipf("claude is not installed in %s", dir)
+	}
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	a := setupAgent(t, "claude", home, srv.URL())
+	tools := true
+	on := func(marker string, rs ...modelserver.Reply) {
+		for i := range rs {
+			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
+		}
+		srv.Push(rs...)
+	}
+	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
+	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
+	session := a.session(t)
+
+	for _, k := range []string{"CLAUDE_CONFIG_DIR", "IS_SANDBOX"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for _, kv := range append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+
+	// Without --handoff, the refusal says what to do.
+	_, errOut, code = tine(t, db, "fork", session, "--harness", "acp", "-m", "x")
+	require.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--handoff")
+
+	for _, f := range []string{"good", "bad"} {
+		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{a.write(f + ".txt")}},
+			modelserver.Reply{Text: "Wrote " + f + ".txt."})
+	}
+	out, errOut, code := tine(t, db, "fork", session, "--harness", "acp", "--handoff", "-n", "2", "--name", "good", "--name", "bad",
+		"-m", "write good", "-m", "write bad", "--check", "test -f good.txt", "--wait", "--json")
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Equal(t, 0, code, errOut)
+	require.Len(t, res.Forks, 2)
+	for _, f := range res.Forks {
+		require.Equal(t, "completed", f.Status, f.Error)
+		assert.True(t, f.Handoff, "labelled a handoff")
+		assert.Equal(t, "acp", f.Harness)
+		require.NotEmpty(t, f.Worktree)
+		_, err := os.Stat(filepath.Join(f.Worktree, f.Name+".txt"))
+		assert.NoError(t, err, "%s wrote its file in its worktree", f.Name)
+		assert.Equal(t, f.Name == "good", f.Best)
+	}
+	// The handoff's first request carried the transcript.
+	var handoff string
+	for _, r := range srv.ModelRequests() {
+		if strings.Contains(string(r.Body), "write good") {
+			handoff = string(r.Body)
+			break
+		}
+	}
+	assert.Contains(t, handoff, "ready when you are", "the transcript so far went with the handoff")
+
+	// The handoff fork's ACP session is forked natively at its end.
+	on("native-fork", modelserver.Reply{Text: "Forked; you had me write good."})
+	out, errOut, code = tine(t, db, "fork", "good", "--name", "deeper", "-m", "what did I ask? native-fork", "--wait", "--json")
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Equal(t, 0, code, errOut)
+	deeper := res.Forks[0]
+	assert.False(t, deeper.Handoff, "a native ACP fork, not a handoff")
+	assert.NotEqual(t, "", deeper.NativeID)
+	reqs := srv.ModelRequests()
+	assert.Contains(t, string(reqs[len(reqs)-1].Body), "Wrote good.txt.", "the fork holds its parent's session")
+
+	on("next-turn", modelserver.Reply{Text: "Still here."})
+	out, errOut, code = tine(t, db, "run", "deeper", "-m", "and now? next-turn", "--wait", "--json")
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, deeper.ID, res.Forks[0].ID, "its next turn goes on it")
+	reqs = srv.ModelRequests()
+	assert.Contains(t, string(reqs[len(reqs)-1].Body), "native-fork", "it resumed its own session")
+}
