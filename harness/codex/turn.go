@@ -442,7 +442,7 @@ func hasNonSystem(msgs []model.Message) bool {
 // locate finds the message of msgs (a session's history) that ends keep:
 // by its NativeID (the rollout ordinal), else, when the run's copy of it
 // carries another ordinal (a message sent again by answering again), by
-// its place among the messages that are not system messages.
+// its place among the messages that are not system messages and its text.
 func locate(msgs []model.Message, keep []model.Message, path string) (int, error) {
 	if len(keep) == 0 {
 		return -1, errors.New("codex: nothing to fork: the prefix is empty")
@@ -467,7 +467,7 @@ func locate(msgs []model.Message, keep []model.Message, path string) (int, error
 				continue
 			}
 			if n--; n == 0 {
-				if m.Role == last.Role {
+				if m.Role == last.Role && m.PlainText() == last.PlainText() {
 					return i, nil
 				}
 				break
@@ -484,15 +484,32 @@ func within(path, dir string) bool {
 }
 
 // sessionRoots are where a thread's rollout may be: Codex's sessions
-// folder, then the sessions folder of an imported file (a rollout's parent
-// is kept next to it, three date folders up).
+// folder, then those of an imported file: the sessions folder it is in
+// (three date folders up), and its own folder.
 func sessionRoots(home, source string) []string {
 	roots := []string{filepath.Join(home, "sessions")}
-	if source != "" {
-		up := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(source))))
-		roots = append(roots, up, filepath.Dir(source))
+	if source == "" {
+		return roots
 	}
-	return roots
+	day := filepath.Dir(source)
+	month := filepath.Dir(day)
+	year := filepath.Dir(month)
+	if digits(filepath.Base(day), 2) && digits(filepath.Base(month), 2) && digits(filepath.Base(year), 4) {
+		roots = append(roots, filepath.Dir(year))
+	}
+	return append(roots, day)
+}
+
+func digits(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // originRollout is the rollout of session: source when it is that

@@ -913,6 +913,17 @@ func TestLocate(t *testing.T) {
 	keep[4].Role = model.Tool
 	_, err = locate(msgs, keep, "f")
 	require.Error(t, err)
+	keep[4] = msgs[4]
+	keep[4].NativeID, keep[4].Parts = "999", []model.Part{{Kind: model.Text, Text: "something else"}}
+	_, err = locate(msgs, keep, "f")
+	require.Error(t, err, "not the same message")
+}
+
+func TestSessionRoots(t *testing.T) {
+	assert.Equal(t, []string{"/h/sessions", "/backup/sessions", "/backup/sessions/2026/11/29"},
+		sessionRoots("/h", "/backup/sessions/2026/11/29/rollout-x.jsonl"))
+	assert.Equal(t, []string{"/h/sessions", "/home/me/Downloads"},
+		sessionRoots("/h", "/home/me/Downloads/rollout-x.jsonl"), "no walk of a tree that is not a sessions folder")
 }
 
 func TestTurnWarningItem(t *testing.T) {
