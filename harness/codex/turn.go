@@ -44,17 +44,18 @@ package codex
 // history is read through that chain. exec fork is used only when the
 // origin's rollout is in $CODEX_HOME and ends at message K; otherwise the
 // prefix is written, which is exact wherever K is, so a turn never refuses
-// with harness.ErrParentMovedOn.
+// with harness.ErrParentMovedOn (rule 5 in ARCHITECTURE.md).
 //
 // Permissions: exec always runs with approval policy "never" (a -c
 // approval_policy override is ignored), so Codex never asks. PermitAuto
-// passes --dangerously-bypass-approvals-and-sandbox (0.169 has no
-// --full-auto; the workspace-write sandbox works in this container but a git
-// worktree's metadata lives outside it). PermitAsk passes nothing: the
-// user's config decides, by default a read-only sandbox, where a write fails
-// inside the command ("Read-only file system") and a request for escalated
-// permissions is rejected; the model is told and the turn goes on. Such a
-// turn then fails, naming the tool, once it ends.
+// passes --dangerously-bypass-approvals-and-sandbox, which Codex accepts as
+// root (0.169 has no --full-auto; -s workspace-write is the nearest, and
+// would also let commands write anywhere under /tmp). PermitAsk passes
+// nothing: the user's config decides, by default a read-only sandbox (it is
+// enforced in this container), where a write fails inside the command
+// ("Read-only file system") and a request for escalated permissions is
+// rejected; the model is told and the turn goes on. Such a turn then fails,
+// naming the tool, once it ends.
 //
 // Errors: Codex retries 5xx and 429 itself (error items "Reconnecting...
 // N/5"), then ends with turn.failed and exit status 1. A model server it
