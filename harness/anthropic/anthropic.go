@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,18 +152,28 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		emit(harness.Event{Kind: harness.EventMessage, Message: *user})
 	}
 	msg, err := h.call(ctx, body, emit)
-	if err != nil {
-		return err
-	}
 	if msg.Model == "" {
 		msg.Model = modelName
+	}
+	if err != nil {
+		if len(msg.Parts) == 0 {
+			return err
+		}
+		// Text reached the screen before the stream failed: it is kept,
+		// marked partial, rather than lost with the turn.
+		note, err := apihttp.Partial(err, msg)
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg})
+		emit(harness.Event{Kind: harness.EventNote, Note: "anthropic: " + note})
+		return err
 	}
 	emit(harness.Event{Kind: harness.EventMessage, Message: msg})
 	return nil
 }
 
 // call posts body, retrying what is worth retrying, and returns the
-// assembled answer.
+// assembled answer. When the stream fails after text was shown, it returns
+// the error with the partial answer: what streamed, without its tool calls,
+// whose input may be cut off.
 func (h *Harness) call(ctx context.Context, body []byte, emit func(harness.Event)) (model.Message, error) {
 	var a *assembler
 	err := h.api.Post(ctx, body, func() apihttp.Stream {
@@ -170,6 +181,9 @@ func (h *Harness) call(ctx context.Context, body []byte, emit func(harness.Event
 		return a
 	})
 	if err != nil {
+		if a != nil && a.Shown() {
+			return a.partial(h.now()), err
+		}
 		return model.Message{}, err
 	}
 	return a.message(h.now()), nil
@@ -386,6 +400,14 @@ func (a *assembler) message(now time.Time) model.Message {
 			m.Parts = append(m.Parts, model.Part{Kind: model.Other, Raw: string(b.raw)})
 		}
 	}
+	return m
+}
+
+// partial is the message so far of a stream that failed: its text,
+// thinking and other blocks, without tool calls.
+func (a *assembler) partial(now time.Time) model.Message {
+	m := a.message(now)
+	m.Parts = slices.DeleteFunc(m.Parts, func(p model.Part) bool { return p.Kind == model.ToolCall })
 	return m
 }
 

@@ -285,8 +285,9 @@ func TestDroppedMidStream(t *testing.T) {
 	ev, err := turn(t, h, harness.TurnRequest{Input: "hi"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "stream ended early from "+s.Addr())
+	assert.Contains(t, err.Error(), "kept as a partial answer")
 	assert.NotEmpty(t, ev.deltas(), "text had arrived")
-	assert.Len(t, ev.messages(), 1, "only the user message")
+	assertPartialKept(t, ev)
 	assert.Len(t, s.ModelRequests(), 1, "not retried once text was shown")
 }
 

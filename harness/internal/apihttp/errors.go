@@ -2,9 +2,12 @@ package apihttp
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"tine/harness"
+	"tine/model"
 )
 
 // ErrorMessage pulls one line out of an API error body: OpenAI's and
@@ -52,4 +55,18 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Partial says that a turn failed with err after part of its answer, m,
+// had streamed, and that m is kept: note is stored with the run, the
+// returned error ends the turn.
+func Partial(err error, m model.Message) (note string, _ error) {
+	chars := 0
+	for _, p := range m.Parts {
+		if p.Kind == model.Text {
+			chars += utf8.RuneCountInString(p.Text)
+		}
+	}
+	note = fmt.Sprintf("the last answer is partial: the stream failed after %d characters of text, which are kept", chars)
+	return note, fmt.Errorf("%w (the %d characters streamed before that are kept as a partial answer)", err, chars)
 }
