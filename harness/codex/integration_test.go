@@ -194,13 +194,23 @@ func TestRealCodex(t *testing.T) {
 	t.Run("fork at the end", func(t *testing.T) {
 		t.Parallel()
 		srv.Push(modelserver.Reply{Text: "Bye from GAMMAREPLY.", Match: when("GAMMAPROMPT")})
-		ev, err := turn(t, newCLI(Config{}), harness.TurnRequest{
+		h := newCLI(Config{})
+		var threadLine time.Time
+		h.sawLine = func(b []byte) {
+			if bytes.Contains(b, []byte(`"thread.started"`)) {
+				threadLine = time.Now()
+			}
+		}
+		ev, err := turn(t, h, harness.TurnRequest{
 			Prefix: main, Input: "GAMMAPROMPT say bye", Dir: repo, Permissions: harness.PermitAuto,
 			Origin: &harness.Origin{Session: mainID, Source: mainPath, K: len(main), Len: len(main)},
 		})
 		require.NoError(t, err)
 		id := session(t, ev)
 		assert.NotEqual(t, mainID, id)
+		ev.mu.Lock()
+		t.Logf("stdout thread.started → EventSession: %v", ev.at[0].Sub(threadLine))
+		ev.mu.Unlock()
 		path, err := findRollout(id, sessions)
 		require.NoError(t, err)
 		hist, err := loadHistory(path, -1, sessions, 0)
