@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -503,4 +504,72 @@ func TestACPForksEndToEnd(t *testing.T) {
 	assert.Equal(t, deeper.ID, res.Forks[0].ID, "its next turn goes on it")
 	reqs = srv.ModelRequests()
 	assert.Contains(t, string(reqs[len(reqs)-1].Body), "native-fork", "it resumed its own session")
+}
+
+// TestCancelARealAgentFromAnotherProcess: a fork's turn runs in the
+// background process `tine fork` starts; `tine cancel`, from elsewhere,
+// stops it: the real agent is stopped, the fork is recorded cancelled
+// with what it had stored, and nothing is left running.
+func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	gitInit(t, filepath.Join(home, "project"))
+	a := setupAgent(t, "claude", home, srv.URL())
+	tools := true
+	srv.Push(modelserver.Reply{Text: "Hello.", Match: &modelserver.Match{Tools: &tools, Contains: "turn-one"}},
+		modelserver.Reply{Text: "Noted.", Match: &modelserver.Match{Tools: &tools, Contains: "turn-two"}},
+		modelserver.Reply{Text: "slow", Match: &modelserver.Match{Tools: &tools, Contains: "take your time"},
+			Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 2 * time.Minute}})
+	session := a.session(t)
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	os.Unsetenv("CLAUDE_CONFIG_DIR")
+	for _, kv := range a.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = tine(t, db, "fork", session, "--name", "slow", "-m", "take your time")
+	require.Equal(t, 0, code, errOut)
+	// The background process runs it; wait until the model is asked.
+	require.Eventually(t, func() bool {
+		for _, r := range srv.ModelRequests() {
+			if strings.Contains(string(r.Body), "take your time") {
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 100*time.Millisecond)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	fork, err := st.Resolve(context.Background(), "slow")
+	require.NoError(t, err)
+	require.Equal(t, model.Running, fork.Status)
+	owner := fork.OwnerPID
+	require.NotZero(t, owner)
+	require.NotEqual(t, os.Getpid(), owner, "another process runs it")
+
+	start := time.Now()
+	out, errOut, code := tine(t, db, "cancel", "slow")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "slow: cancelled")
+	t.Logf("tine cancel took %s", time.Since(start).Round(time.Millisecond))
+	fork, err = st.Resolve(context.Background(), "slow")
+	require.NoError(t, err)
+	assert.Equal(t, model.Cancelled, fork.Status)
+	assert.GreaterOrEqual(t, fork.OwnMessages, 1, "the message it was given is kept")
+	// The background process ends once its only turn is over (here it
+	// stays a zombie: the test, its parent, never waits for it).
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", owner))
+		if err != nil {
+			return syscall.Kill(owner, 0) != nil
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		return i > 0 && strings.HasPrefix(string(b[i+1:]), " Z")
+	}, 30*time.Second, 100*time.Millisecond)
 }
