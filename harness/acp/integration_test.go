@@ -21,7 +21,7 @@ import (
 	"tine/model"
 )
 
-// The real ACP agent these tests drive, at the version DESIGN checked.
+// The real ACP agent these tests drive, at the pinned version.
 const claudeACPPackage = "@zed-industries/claude-agent-acp@0.23.1"
 
 // realAgent finds claude-agent-acp and the pinned claude binary it runs, or

@@ -1,5 +1,5 @@
 // Package worktree gives each fork of a coding agent its own git worktree
-// (DESIGN rule 10), so N forks of one run never write into one checkout and
+// (rule 10 in ARCHITECTURE.md), so N forks of one run never write into one checkout and
 // comparing forks can include what each changed on disk.
 //
 // A fork starts from exactly the files its parent had: Create checks out the
