@@ -321,6 +321,9 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if a.dialog != nil && a.dialog.gen == msg.gen {
 			a.dialog.info(msg)
 		}
+		if a.turn != nil && a.turn.gen == msg.gen {
+			a.turn.descs = msg.descs
+		}
 		return a, nil
 	case turnReadyMsg:
 		return a, a.turnReady(msg)

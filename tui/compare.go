@@ -498,18 +498,26 @@ func fileSummary(files []worktree.FileStat, w int, st *Styles) string {
 		deleted += f.Deleted
 	}
 	s := plural(len(files), "file") + " " + st.OK.Render(fmt.Sprintf("+%d", added)) + " " + st.Error.Render(fmt.Sprintf("−%d", deleted))
-	used := ansi.StringWidth(s)
-	for i, f := range files {
+	// Names that do not fit give way to the ones after them; a long path
+	// first gives way to its file name. Room is kept for "+N more".
+	room := w - ansi.StringWidth(s) - len(" +10 more")
+	left := 0
+	for _, f := range files {
 		name := model.SafeText(f.Path)
-		more := ""
-		if rest := len(files) - i - 1; rest > 0 {
-			more = fmt.Sprintf(" +%d", rest)
+		if ansi.StringWidth(name)+1 > room {
+			if j := strings.LastIndexByte(name, '/'); j >= 0 {
+				name = "…" + name[j:]
+			}
 		}
-		if used+1+ansi.StringWidth(name)+ansi.StringWidth(more) > w {
-			return s + st.Subtle.Render(fmt.Sprintf(" +%d", len(files)-i))
+		if n := ansi.StringWidth(name) + 1; n <= room {
+			s += " " + name
+			room -= n
+		} else {
+			left++
 		}
-		s += " " + name
-		used += 1 + ansi.StringWidth(name)
+	}
+	if left > 0 {
+		s += st.Subtle.Render(fmt.Sprintf(" +%d more", left))
 	}
 	return s
 }
@@ -600,9 +608,9 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 			a.compare.diff = newDiffView(col, l.body.w, l.body.h)
 			return loadDiff(r.ID, r.Worktree, r.BaseCommit)
 		case r.InPlace:
-			return a.setStatus(label+" ran in place: its changes are mixed with whatever else changed there", levelWarn)
+			return a.setStatus(label+" ran in place: its files are not kept apart", levelWarn)
 		}
-		return a.setStatus(label+" has no worktree of its own: its harness changed no files tine keeps apart", levelWarn)
+		return a.setStatus(label+" has no worktree of its own: no files to show", levelWarn)
 	case act.back:
 		a.screen, a.compare = screenTree, nil
 		return a.reloadTree()

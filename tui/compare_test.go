@@ -7,6 +7,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/harness/worktree"
 )
 
 func TestChangedTokens(t *testing.T) {
@@ -92,4 +94,20 @@ func TestCompareColumnsPageSideways(t *testing.T) {
 	}
 	assert.Equal(t, 9, c.focus)
 	assert.Equal(t, 6, c.first, "the focused column pages into view")
+}
+
+func TestFileSummaryGivesWayToNamesThatFit(t *testing.T) {
+	st := NewStyles(true)
+	files := []worktree.FileStat{
+		{Path: "internal/a/very/long/path/to/the/parser_table.go", Added: 10, Deleted: 2},
+		{Path: "parser.go", Added: 2, Deleted: 1},
+		{Path: "docs/an/even/longer/path/to/a/file/with/a/long/name/README.md", Added: 1},
+	}
+	assert.Equal(t, "3 files +13 −3 internal/a/very/long/path/to/the/parser_table.go parser.go docs/an/even/longer/path/to/a/file/with/a/long/name/README.md",
+		ansi.Strip(fileSummary(files, 200, &st)))
+	assert.Equal(t, "3 files +13 −3 …/parser_table.go parser.go …/README.md", ansi.Strip(fileSummary(files, 70, &st)),
+		"long paths give way to their file names")
+	assert.Equal(t, "3 files +13 −3 …/parser_table.go parser.go +1 more", ansi.Strip(fileSummary(files, 60, &st)))
+	assert.Equal(t, "3 files +13 −3 parser.go +2 more", ansi.Strip(fileSummary(files, 40, &st)))
+	assert.Equal(t, "no files changed", ansi.Strip(fileSummary(nil, 40, &st)))
 }

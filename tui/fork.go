@@ -337,9 +337,20 @@ func (d *forkDialog) problem() string {
 		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
 	}
 	if api, ok := apiHarnesses[name]; ok && d.api[name] != nil {
-		return apiProblem(name, api, d.settings(name), d.getenv, d.parent)
+		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent); p != "" {
+			return p
+		}
+	}
+	if _, p := d.here(name); p != "" && d.runsTurns() {
+		return model.SafeText(p) + " (with no message the forks are only created)"
 	}
 	return ""
+}
+
+// runsTurns reports whether launching runs the forks' first turns now: a
+// message was given, or the model is asked to answer again.
+func (d *forkDialog) runsTurns() bool {
+	return len(d.spec().Messages) > 0 || d.where == whereLastUser
 }
 
 // spec turns the dialog into a fork request.
@@ -501,6 +512,19 @@ func (d *forkDialog) setFocus(i int) tea.Cmd {
 	return cmd
 }
 
+// here says whether harness name can run here, once it has said so.
+func (d *forkDialog) here(name string) (here, problem string) {
+	if desc, ok := d.descs[name]; ok {
+		return hereLine(name, &desc, d.getenv)
+	}
+	if h, err := d.reg.Get(name); err == nil {
+		if _, describes := h.(harness.Describer); describes && !d.described {
+			return "checking…", ""
+		}
+	}
+	return hereLine(name, nil, d.getenv)
+}
+
 // info takes the harnesses' descriptions and the directory check.
 func (d *forkDialog) info(msg harnessInfoMsg) {
 	d.descs, d.described, d.repo = msg.descs, true, msg.repo
@@ -637,43 +661,43 @@ func (d *forkDialog) view(st *Styles) string {
 	return strings.Join(lines[d.scroll:], "\n")
 }
 
-// harnessList shows every harness under the harness field: whether it can
-// run here, what it can do, and why it cannot make this fork as it is.
+// harnessList shows every harness under the harness field: why it cannot
+// make this fork as it is, whether it can run here, and what it can do;
+// then, for the chosen one, what stops it running here.
 func (d *forkDialog) harnessList(st *Styles) []string {
 	nameW := 0
 	for _, n := range d.harnesses {
 		nameW = max(nameW, len(n))
 	}
 	var lines []string
+	var chosenProblem string
 	for i, n := range d.harnesses {
 		mark := "  "
 		if i == d.harness {
 			mark = st.CursorMark.Render("› ")
 		}
-		var here string
-		ok := true
-		if desc, has := d.descs[n]; has {
-			here, ok = hereLine(n, &desc, d.getenv)
-		} else if h, err := d.reg.Get(n); err == nil {
-			if _, describes := h.(harness.Describer); describes && !d.described {
-				here = "checking…"
-			} else {
-				here, ok = hereLine(n, nil, d.getenv)
-			}
-		}
+		here, problem := d.here(n)
 		hereStyle := st.OK
-		if !ok {
+		if problem != "" {
 			hereStyle = st.Error
 		}
+		if i == d.harness {
+			chosenProblem = problem
+		}
 		f := d.fitOf(n)
-		line := "              " + mark + st.Bold.Render(fit(n, nameW)) + "  " + hereStyle.Render(here)
+		line := "              " + mark + st.Bold.Render(fit(n, nameW)) + "  "
 		switch {
 		case f.blocked != "":
-			line += st.Error.Render(" · " + strings.TrimPrefix(f.blocked, n+" "))
+			line += st.Error.Render(strings.TrimPrefix(f.blocked, n+" ")) + st.Subtle.Render(" · ")
 		case f.handoff != "":
-			line += st.Warn.Render(" · " + strings.TrimPrefix(f.handoff, n+" ") + ": handoff")
+			line += st.Warn.Render(strings.TrimPrefix(f.handoff, n+" ")+": handoff") + st.Subtle.Render(" · ")
 		}
-		lines = append(lines, line+st.Subtle.Render(" · "+capsLine(f.caps)))
+		lines = append(lines, line+hereStyle.Render(here)+st.Subtle.Render(" · "+capsLine(f.caps)))
+	}
+	if chosenProblem != "" {
+		for _, l := range strings.Split(wrap(model.SafeText(chosenProblem), max(d.width-16, 10)), "\n") {
+			lines = append(lines, "                "+st.Error.Render(l))
+		}
 	}
 	if own := d.parent.Harness; own != "" && !slices.Contains(d.harnesses, own) {
 		lines = append(lines, "                "+st.Dim.Render(fit(model.SafeText(own), nameW)+"  this run's own harness: it cannot run turns here"))

@@ -106,8 +106,8 @@ func TestForkDialogDefaults(t *testing.T) {
 
 	d.info(describeHarnesses(d.gen, reg, parent.Cwd)().(harnessInfoMsg))
 	text := dialogText(d)
-	assert.Contains(t, text, "claude  installed 2.0.14")
-	assert.Contains(t, text, "codex   not installed: needs npm i -g @openai/codex")
+	assert.Contains(t, text, "claude  installed (2.0.14)")
+	assert.Contains(t, text, "codex   cannot branch this claude session: handoff · not installed · forks at any checkpoint")
 	assert.Contains(t, text, "is not a git repository, so forks cannot get worktrees of their own: run them in place")
 	assert.Contains(t, text, "‹ own git worktree ›", "worktree stays the default")
 	assert.Contains(t, d.problem(), "choose “in place” under work in")
@@ -126,13 +126,21 @@ func TestForkDialogDefaults(t *testing.T) {
 	require.Equal(t, "codex", d.harnessName())
 	assert.Contains(t, d.fields(), fieldHandoff)
 	text = dialogText(d)
-	assert.Contains(t, text, "codex   not installed: needs npm i -g @openai/codex · cannot branch this claude session: handoff")
+	assert.Contains(t, text, "codex needs npm i -g @openai/codex", "what stops the chosen harness, in full")
 	assert.Contains(t, text, "handoff       ‹ off ›  handoff: new session with the transcript")
 	assert.Contains(t, d.problem(), "codex cannot branch this claude session: turn on handoff")
 	assert.Contains(t, d.problem(), "or pick claude")
 	assert.False(t, d.spec().Handoff, "never a handoff unless asked for")
 	focusField(t, d, fieldHandoff)
 	d.update(press("space"), dialogKeys)
+	assert.Empty(t, d.problem(), "creating forks needs nothing installed")
+	focusField(t, d, fieldMessage)
+	typeInto(d, "try it")
+	assert.Equal(t, "codex needs npm i -g @openai/codex (with no message the forks are only created)", d.problem(),
+		"running a turn needs the agent installed")
+	for range "try it" {
+		d.update(press("backspace"), dialogKeys)
+	}
 	assert.Empty(t, d.problem())
 	spec = d.spec()
 	assert.True(t, spec.Handoff)
@@ -164,7 +172,7 @@ func TestForkDialogEndOnlyAgent(t *testing.T) {
 	assert.Equal(t, "acp forks only at a session's end", d.fit().handoff)
 	text := dialogText(d)
 	assert.Contains(t, text, "acp forks only at a session's end: anywhere else is a handoff")
-	assert.Contains(t, text, "acp     installed · forks only at a session's end: handoff · forks at the end only")
+	assert.Contains(t, text, "acp     forks only at a session's end: handoff · installed · forks at the end only")
 	d.update(press("right"), dialogKeys) // continue from the end
 	assert.Equal(t, model.ContinueFrom("end"), d.at())
 	assert.Empty(t, d.fit().handoff)

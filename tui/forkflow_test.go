@@ -287,6 +287,12 @@ func TestNextTurnDialogSaysWhoGetsTheTurn(t *testing.T) {
 	running.Status = model.Running
 	_, ok = newTurnDialog(running, reg, "claude").explain()
 	assert.False(t, ok)
+
+	d.descs = describeHarnesses(0, reg, "")().(harnessInfoMsg).descs
+	d.update(press("right"), dialogKeys)
+	s, ok = d.explain()
+	assert.False(t, ok, "an agent that is not installed cannot take the turn")
+	assert.Equal(t, "codex needs npm i -g @openai/codex", s)
 }
 
 // worktreeFixture is a tree whose two forks ran in git worktrees of their

@@ -203,9 +203,11 @@ func (a *App) openTurnDialog() tea.Cmd {
 		return a.setStatus(model.SafeText(run.Label())+" is running: wait for it, or stop it with x", levelWarn)
 	}
 	a.turn = newTurnDialog(run, a.opts.Driver.Harnesses, a.ownHarness(run))
+	a.dialogGen++
+	a.turn.gen = a.dialogGen
 	l := a.layout()
 	a.turn.setSize(l.body.w, l.body.h)
-	return a.turn.input.Focus()
+	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.dialogGen, a.opts.Driver.Harnesses, ""))
 }
 
 // sendTurn asks the driver which run gets the dialog's turn.

@@ -275,35 +275,37 @@ func capsLine(c harness.Capabilities) string {
 	return strings.Join(s, " · ")
 }
 
-// hereLine says whether a harness can run here: an agent's CLI installed
-// (with its version), an API's key present, or nothing needed.
-func hereLine(name string, desc *harness.Description, getenv func(string) string) (string, bool) {
+// hereLine says in a few words whether a harness can run here: an
+// agent's CLI installed (with its version), an API's key present, or
+// nothing needed. problem is the whole story when it cannot run.
+func hereLine(name string, desc *harness.Description, getenv func(string) string) (here, problem string) {
 	if api, ok := apiHarnesses[name]; ok {
 		if getenv(api.keyEnv) != "" {
-			return "API · key from " + api.keyEnv, true
+			return "API · key from " + api.keyEnv, ""
 		}
-		return "API · no " + api.keyEnv, true
+		return "API · no " + api.keyEnv, ""
 	}
 	if desc == nil {
-		return "here", true
+		return "here", ""
 	}
 	if !desc.Installed {
-		s := "not installed"
-		if desc.Problem != "" {
-			s += ": " + harness.OneLine(desc.Problem, 80)
-		} else if len(desc.Needs) > 0 {
-			s += ": needs " + harness.OneLine(strings.Join(desc.Needs, ", "), 80)
+		problem = desc.Problem
+		if problem == "" && len(desc.Needs) > 0 {
+			problem = name + " needs " + strings.Join(desc.Needs, ", ")
 		}
-		return s, false
+		if problem == "" {
+			problem = name + " is not installed here"
+		}
+		return "not installed", harness.OneLine(problem, 300)
 	}
-	s := "installed"
+	here = "installed"
 	if desc.Version != "" {
-		s += " " + harness.OneLine(desc.Version, 24)
+		here += " (" + harness.OneLine(desc.Version, 24) + ")"
 	}
 	if desc.Problem != "" {
-		return s + ": " + harness.OneLine(desc.Problem, 80), false
+		return here + " but cannot run", harness.OneLine(desc.Problem, 300)
 	}
-	return s, true
+	return here, ""
 }
 
 // forTUI rephrases the driver's errors, which name command-line flags, in

@@ -36,6 +36,10 @@ type turnDialog struct {
 	launching bool
 	batch     int
 	width     int
+	// gen and descs: whether each harness is installed here, once the
+	// harnesses have said so (off the UI goroutine).
+	gen   int
+	descs map[string]harness.Description
 }
 
 func newTurnDialog(run model.Run, reg *harness.Registry, def string) *turnDialog {
@@ -88,6 +92,11 @@ func (d *turnDialog) explain() (string, bool) {
 	if api, ok := apiHarnesses[name]; ok {
 		if p := apiProblem(name, api, apiSettings{}, d.getenv, r); p != "" {
 			return p + "; or fork with f, which takes a model, base URL and key", false
+		}
+	}
+	if desc, ok := d.descs[name]; ok {
+		if _, p := hereLine(name, &desc, d.getenv); p != "" {
+			return model.SafeText(p), false
 		}
 	}
 	var s string
