@@ -35,6 +35,7 @@ const (
 	DefaultStallTimeout   = apihttp.DefaultStallTimeout
 	DefaultMaxRetries     = apihttp.DefaultMaxRetries
 	DefaultMaxRetryWait   = apihttp.DefaultMaxRetryWait
+	DefaultMaxEventBytes  = apihttp.DefaultMaxEventBytes
 )
 
 // Config configures a Harness; ConfigFromEnv fills it from the environment.
@@ -58,20 +59,31 @@ type Config struct {
 	// 408, 5xx, overloaded_error, a connection that failed before any text
 	// arrived). 0 means DefaultMaxRetries; a negative value turns retries off.
 	MaxRetries int
-	// MaxRetryWait caps one wait between tries, from backoff or retry-after.
+	// MaxRetryWait caps one wait between tries, from backoff or retry-after
+	// (TINE_MAX_RETRY_WAIT).
 	MaxRetryWait time.Duration
+	// MaxEventBytes bounds one event of the stream; a bigger one fails the
+	// turn. 0 means DefaultMaxEventBytes.
+	MaxEventBytes int
 	// HTTPClient, when set, sends the requests. Its Timeout, if any, bounds
-	// a whole streamed answer, so it is best left zero.
+	// a whole streamed answer, so it is best left zero. A redirect to
+	// another host is never followed: the key must not go there.
 	HTTPClient *http.Client
+
+	envErr error // a setting in the environment that could not be read
 }
 
-// ConfigFromEnv reads ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY and
-// ANTHROPIC_MODEL.
+// ConfigFromEnv reads ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY,
+// ANTHROPIC_MODEL and TINE_MAX_RETRY_WAIT. A TINE_MAX_RETRY_WAIT that is no
+// duration fails every turn, saying so, rather than being ignored.
 func ConfigFromEnv() Config {
+	wait, err := apihttp.MaxRetryWaitFromEnv()
 	return Config{
-		BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
-		APIKey:  os.Getenv("ANTHROPIC_API_KEY"),
-		Model:   os.Getenv("ANTHROPIC_MODEL"),
+		BaseURL:      os.Getenv("ANTHROPIC_BASE_URL"),
+		APIKey:       os.Getenv("ANTHROPIC_API_KEY"),
+		Model:        os.Getenv("ANTHROPIC_MODEL"),
+		MaxRetryWait: wait,
+		envErr:       err,
 	}
 }
 
@@ -116,6 +128,7 @@ func New(cfg Config) *Harness {
 		StallTimeout:   cfg.StallTimeout,
 		MaxRetries:     cfg.MaxRetries,
 		MaxRetryWait:   cfg.MaxRetryWait,
+		MaxEventBytes:  cfg.MaxEventBytes,
 		HTTPClient:     cfg.HTTPClient,
 	})
 	return &Harness{cfg: cfg, api: api, now: time.Now}
@@ -131,6 +144,9 @@ func (*Harness) Capabilities() harness.Capabilities { return harness.Known["anth
 // set), a delta for each piece of streamed text, and the finished assistant
 // message.
 func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	if h.cfg.envErr != nil {
+		return fmt.Errorf("%s: %w", h.Name(), h.cfg.envErr)
+	}
 	modelName := req.Model
 	if modelName == "" {
 		modelName = h.cfg.Model
@@ -463,6 +479,9 @@ func (h *Harness) Describe(context.Context) harness.Description {
 		Needs: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_MODEL or --model", "ANTHROPIC_BASE_URL (default " + DefaultBaseURL + ")"}}
 	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
 		d.Problem = "ANTHROPIC_API_KEY is not set"
+	}
+	if h.cfg.envErr != nil {
+		d.Problem = h.cfg.envErr.Error()
 	}
 	return d
 }

@@ -27,6 +27,7 @@ const (
 	DefaultStallTimeout   = apihttp.DefaultStallTimeout
 	DefaultMaxRetries     = apihttp.DefaultMaxRetries
 	DefaultMaxRetryWait   = apihttp.DefaultMaxRetryWait
+	DefaultMaxEventBytes  = apihttp.DefaultMaxEventBytes
 )
 
 // Config configures a Harness. The zero value talks to api.openai.com with
@@ -50,19 +51,30 @@ type Config struct {
 	// DefaultMaxRetries; a negative value turns retries off.
 	MaxRetries int
 	// MaxRetryWait caps one wait between tries, whether it comes from
-	// backoff or from the server's retry-after.
+	// backoff or from the server's retry-after (TINE_MAX_RETRY_WAIT).
 	MaxRetryWait time.Duration
+	// MaxEventBytes bounds one event of the stream; a bigger one fails the
+	// turn. 0 means DefaultMaxEventBytes.
+	MaxEventBytes int
 	// HTTPClient, when set, sends the requests. Its Timeout, if any, bounds
-	// a whole streamed answer, so it is best left zero.
+	// a whole streamed answer, so it is best left zero. A redirect to
+	// another host is never followed: the key must not go there.
 	HTTPClient *http.Client
+
+	envErr error // a setting in the environment that could not be read
 }
 
-// ConfigFromEnv reads OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL.
+// ConfigFromEnv reads OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL and
+// TINE_MAX_RETRY_WAIT. A TINE_MAX_RETRY_WAIT that is no duration fails
+// every turn, saying so, rather than being ignored.
 func ConfigFromEnv() Config {
+	wait, err := apihttp.MaxRetryWaitFromEnv()
 	return Config{
-		BaseURL: os.Getenv("OPENAI_BASE_URL"),
-		APIKey:  os.Getenv("OPENAI_API_KEY"),
-		Model:   os.Getenv("OPENAI_MODEL"),
+		BaseURL:      os.Getenv("OPENAI_BASE_URL"),
+		APIKey:       os.Getenv("OPENAI_API_KEY"),
+		Model:        os.Getenv("OPENAI_MODEL"),
+		MaxRetryWait: wait,
+		envErr:       err,
 	}
 }
 
@@ -99,6 +111,7 @@ func New(cfg Config) *Harness {
 		StallTimeout:   cfg.StallTimeout,
 		MaxRetries:     cfg.MaxRetries,
 		MaxRetryWait:   cfg.MaxRetryWait,
+		MaxEventBytes:  cfg.MaxEventBytes,
 		HTTPClient:     cfg.HTTPClient,
 	})
 	return &Harness{cfg: cfg, api: api, now: time.Now}
@@ -114,6 +127,9 @@ func (*Harness) Capabilities() harness.Capabilities { return harness.Known["open
 // set), a delta for each piece of streamed text, and the finished assistant
 // message.
 func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	if h.cfg.envErr != nil {
+		return fmt.Errorf("%s: %w", h.Name(), h.cfg.envErr)
+	}
 	modelName := req.Model
 	if modelName == "" {
 		modelName = h.cfg.Model
@@ -517,6 +533,9 @@ func (h *Harness) Describe(context.Context) harness.Description {
 		Needs: []string{"OPENAI_BASE_URL (default " + DefaultBaseURL + ")", "OPENAI_API_KEY (not for local servers)", "OPENAI_MODEL or --model"}}
 	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
 		d.Problem = "OPENAI_API_KEY is not set (needed for " + DefaultBaseURL + ")"
+	}
+	if h.cfg.envErr != nil {
+		d.Problem = h.cfg.envErr.Error()
 	}
 	return d
 }

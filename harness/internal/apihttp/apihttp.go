@@ -1,6 +1,7 @@
 // Package apihttp is the HTTP transport tine's model-API harnesses share:
-// requests with retries honouring retry-after, streamed lines with a stall
-// timeout, one-line errors without secrets.
+// requests with retries honouring retry-after (each wait capped), streamed
+// lines with a stall timeout and a size limit, redirects that never carry
+// the API key to another host, one-line errors without secrets.
 //
 // What differs between APIs (the endpoint, headers, which answers are worth
 // another try, how events become a message) is passed in through Config and
@@ -18,6 +19,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"tine/harness"
 )
 
 // Defaults for the zero fields of a Config.
@@ -26,6 +29,9 @@ const (
 	DefaultStallTimeout   = 120 * time.Second
 	DefaultMaxRetries     = 3
 	DefaultMaxRetryWait   = 60 * time.Second
+	// DefaultMaxEventBytes bounds one line and one event of a stream; the
+	// largest real events (a long tool input in one delta) are far smaller.
+	DefaultMaxEventBytes = 32 << 20
 )
 
 // Config describes one API's endpoint and carries the transport settings of
@@ -61,7 +67,11 @@ type Config struct {
 	MaxRetries int
 	// MaxRetryWait caps one wait between tries, from backoff or retry-after.
 	MaxRetryWait time.Duration
-	// HTTPClient, when set, sends the requests.
+	// MaxEventBytes bounds one line and one event's data; a bigger one
+	// fails the turn. 0 means DefaultMaxEventBytes.
+	MaxEventBytes int
+	// HTTPClient, when set, sends the requests. Its redirect policy is
+	// wrapped so a redirect to another host is never followed.
 	HTTPClient *http.Client
 }
 
@@ -94,11 +104,17 @@ func New(cfg Config) *Client {
 	if cfg.MaxRetryWait <= 0 {
 		cfg.MaxRetryWait = DefaultMaxRetryWait
 	}
+	if cfg.MaxEventBytes <= 0 {
+		cfg.MaxEventBytes = DefaultMaxEventBytes
+	}
 	if cfg.Retryable == nil {
 		cfg.Retryable = func(resp *http.Response) bool { return RetryableStatus(resp.StatusCode) }
 	}
-	client := cfg.HTTPClient
-	if client == nil {
+	var client *http.Client
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		client = &c
+	} else {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DialContext = (&net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}).DialContext
 		t.TLSHandshakeTimeout = cfg.ConnectTimeout
@@ -106,6 +122,7 @@ func New(cfg Config) *Client {
 		// timeout watches the stream instead.
 		client = &http.Client{Transport: t}
 	}
+	client.CheckRedirect = sameHostOnly(client.CheckRedirect)
 	host := cfg.BaseURL
 	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
 		host = u.Host
@@ -181,7 +198,12 @@ func (c *Client) attempt(ctx context.Context, body []byte, newStream func() Stre
 			return c.cancelled(ctx)
 		}
 		if context.Cause(reqCtx) == errStalled {
-			return c.stallError()
+			return c.stallError(err)
+		}
+		var re *redirectError
+		if errors.As(err, &re) {
+			return fmt.Errorf("%s: %s redirected the request to %s; not followed, so the API key goes nowhere else (set the base URL to the new address if you trust it)",
+				c.cfg.Name, c.host, harness.OneLine(re.to, 200))
 		}
 		// The request never got an answer: safe to send again.
 		return &retryableError{err: fmt.Errorf("%s: cannot reach %s: %w", c.cfg.Name, c.host, err), after: -1}
@@ -196,7 +218,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, newStream func() Stre
 
 	s := newStream()
 	events := 0
-	err = readSSE(resp.Body, func() { dog.Reset(c.cfg.StallTimeout) }, func(name, data string) (bool, error) {
+	err = readSSE(resp.Body, c.cfg.MaxEventBytes, func() { dog.Reset(c.cfg.StallTimeout) }, func(name, data string) (bool, error) {
 		events++
 		return s.Event(name, data)
 	})
@@ -206,7 +228,11 @@ func (c *Client) attempt(ctx context.Context, body []byte, newStream func() Stre
 	case ctx.Err() != nil:
 		return c.cancelled(ctx)
 	case context.Cause(reqCtx) == errStalled:
-		return c.stallError()
+		return c.stallError(err)
+	}
+	var big *TooLargeError
+	if errors.As(err, &big) {
+		return fmt.Errorf("%s: %s sent %s; the turn stops there", c.cfg.Name, c.host, big)
 	}
 	var bad *MalformedError
 	if errors.As(err, &bad) {
@@ -233,8 +259,39 @@ func (c *Client) cancelled(ctx context.Context) error {
 	return fmt.Errorf("%s: turn cancelled: %w", c.cfg.Name, ctx.Err())
 }
 
-func (c *Client) stallError() error {
+// stallError says the server went quiet; err is what the read or the
+// request ended with, which tells bytes that never made a line from none.
+func (c *Client) stallError(err error) error {
+	var cut *cutLineError
+	if errors.As(err, &cut) {
+		return fmt.Errorf("%s: %s sent %d bytes but no complete line for %s (stall timeout)", c.cfg.Name, c.host, cut.n, c.cfg.StallTimeout)
+	}
 	return fmt.Errorf("%s: %s sent nothing for %s (stall timeout)", c.cfg.Name, c.host, c.cfg.StallTimeout)
+}
+
+// redirectError is a redirect sameHostOnly refused.
+type redirectError struct{ to string }
+
+func (e *redirectError) Error() string { return "redirect to " + e.to + " not followed" }
+
+// sameHostOnly wraps a client's redirect policy (nil: Go's default of at
+// most 10) so that a redirect to another host, or from https to http, is
+// refused: Go forwards headers such as x-api-key on a redirect, and the key
+// must reach only the host the user named.
+func sameHostOnly(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if req.URL.Host != first.Host || (first.Scheme == "https" && req.URL.Scheme != "https") {
+			return &redirectError{to: req.URL.Scheme + "://" + req.URL.Host}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 }
 
 // statusError turns a non-200 answer into an error, retryable when

@@ -395,19 +395,19 @@ func TestReadSSE(t *testing.T) {
 	type ev struct{ name, data string }
 	var got []ev
 	ticks := 0
-	err := readSSE(strings.NewReader(in), func() { ticks++ }, func(name, data string) (bool, error) {
+	err := readSSE(strings.NewReader(in), 1<<20, func() { ticks++ }, func(name, data string) (bool, error) {
 		got = append(got, ev{name, data})
 		return false, nil
 	})
 	assert.Equal(t, io.EOF, err, "an unterminated event is not delivered")
 	assert.Equal(t, []ev{{"first", "one\ntwo"}, {"", `{"x":1}`}}, got)
-	assert.Equal(t, 11, ticks, "one tick a line")
+	assert.Equal(t, 10, ticks, "one tick a complete line; the last has no newline")
 
 	stop := errors.New("stop")
-	err = readSSE(strings.NewReader("data: a\n\ndata: b\n\n"), func() {}, func(string, string) (bool, error) { return false, stop })
+	err = readSSE(strings.NewReader("data: a\n\ndata: b\n\n"), 1<<20, func() {}, func(string, string) (bool, error) { return false, stop })
 	assert.Equal(t, stop, err)
 	n := 0
-	err = readSSE(strings.NewReader("data: a\n\ndata: b\n\n"), func() {}, func(string, string) (bool, error) { n++; return true, nil })
+	err = readSSE(strings.NewReader("data: a\n\ndata: b\n\n"), 1<<20, func() {}, func(string, string) (bool, error) { n++; return true, nil })
 	assert.NoError(t, err)
 	assert.Equal(t, 1, n)
 }

@@ -2,8 +2,11 @@ package apihttp
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +33,7 @@ func RetryableStatus(code int) bool {
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+			return seconds(ms / 1000), true
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -38,12 +41,50 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 {
-		return time.Duration(s * float64(time.Second)), true
+		return seconds(s), true
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// longestRetryAfter bounds what a server may ask for: "Retry-After: 1e300"
+// must not overflow into a negative wait.
+const longestRetryAfter = 24 * time.Hour
+
+// seconds converts s seconds (s >= 0, maybe +Inf) to a Duration, at most
+// longestRetryAfter.
+func seconds(s float64) time.Duration {
+	if s >= longestRetryAfter.Seconds() {
+		return longestRetryAfter
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// EnvMaxRetryWait names the environment variable that caps one wait between
+// tries (Config.MaxRetryWait) for every model-API harness.
+const EnvMaxRetryWait = "TINE_MAX_RETRY_WAIT"
+
+// MaxRetryWaitFromEnv reads TINE_MAX_RETRY_WAIT: a duration ("90s", "2m")
+// or a number of seconds. Unset, it returns 0, which leaves the default.
+func MaxRetryWaitFromEnv() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(EnvMaxRetryWait))
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		s, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || math.IsNaN(s) || math.IsInf(s, 0) {
+			return 0, fmt.Errorf("%s=%q is not a duration (say 90s, 2m or a number of seconds)", EnvMaxRetryWait, v)
+		}
+		d = seconds(max(s, 0))
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s=%q: the wait must be longer than zero", EnvMaxRetryWait, v)
+	}
+	return d, nil
 }
 
 // backoff is the wait before try n+2 when the server named none: 0.5 s
