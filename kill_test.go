@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/internal/modelserver"
+)
+
+// TestKillNineLeavesNothingRunning kills `tine fork --wait` with SIGKILL
+// at random moments while its forks stream: afterwards no fork is left
+// "running" (the next tine marks them failed: interrupted, keeping what
+// they stored) and the database is intact. TINE_KILL_TRIALS sets how many
+// trials (default 12; the closing figures used 100).
+func TestKillNineLeavesNothingRunning(t *testing.T) {
+	trials := 12
+	if n, err := strconv.Atoi(os.Getenv("TINE_KILL_TRIALS")); err == nil && n > 0 {
+		trials = n
+	}
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {},
+		Default: &modelserver.Reply{Text: strings.Repeat("streaming along ", 200), ChunkDelay: 5 * time.Millisecond}})
+	require.NoError(t, err)
+	defer srv.Close()
+	db, id := importSeed(t)
+	interrupted := 0
+	for i := range trials {
+		cmd := exec.Command(os.Args[0], "--db", db, "fork", id, "-n", "3", "-m", "go", "--harness", "openai",
+			"--base-url", srv.URL()+"/v1", "--model", "test-model", "--wait")
+		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		require.NoError(t, cmd.Start())
+		time.Sleep(time.Duration(20+rand.IntN(700)) * time.Millisecond)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+		out, errOut, code := tine(t, db, "ls", "--json")
+		require.Equal(t, 0, code, "trial %d: %s", i, errOut)
+		require.NotContains(t, out, `"status": "running"`, "trial %d", i)
+		interrupted = strings.Count(out, `interrupted: the process running it stopped`)
+	}
+	t.Logf("%d kill -9 trials of 3 forks each; %d forks found interrupted and marked so", trials, interrupted)
+	assert.Positive(t, interrupted, "some kills landed mid-turn")
+	conn, err := sql.Open("sqlite", db)
+	require.NoError(t, err)
+	defer conn.Close()
+	var verdict string
+	require.NoError(t, conn.QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&verdict))
+	assert.Equal(t, "ok", verdict)
+}
