@@ -25,8 +25,11 @@ type Boundaries struct {
 
 // NewBoundaries finds the tool batches of msgs and the cuts they forbid.
 // For an assistant message at index i whose calls' last result is at index
-// e, every K with i+1 <= K <= e would split it (rule 1); when some call is
-// never answered, every K > i would.
+// e, every K with i+1 <= K <= e would split it (rule 1). A call that is
+// never answered was abandoned (an interruption, an aborted turn): the next
+// message a person typed, at index p, closes it, so every K with
+// i+1 <= K <= p is unsafe and the cuts after p are safe again; with no
+// prompt after it, every K > i is unsafe (the call may still be running).
 func NewBoundaries(msgs []Message) Boundaries {
 	b := Boundaries{unsafe: make([]int, len(msgs)+1), end: make([]int, len(msgs))}
 	for k := range b.unsafe {
@@ -40,6 +43,16 @@ func NewBoundaries(msgs []Message) Boundaries {
 			if p.Kind == ToolResult && p.ToolCallID != "" {
 				results[p.ToolCallID] = append(results[p.ToolCallID], j)
 			}
+		}
+	}
+	// nextPrompt[i] is the index of the first message a person typed at
+	// or after i, len(msgs) when there is none.
+	nextPrompt := make([]int, len(msgs)+1)
+	nextPrompt[len(msgs)] = len(msgs)
+	for j := len(msgs) - 1; j >= 0; j-- {
+		nextPrompt[j] = nextPrompt[j+1]
+		if msgs[j].IsPrompt() {
+			nextPrompt[j] = j
 		}
 	}
 	for i, m := range msgs {
@@ -56,14 +69,16 @@ func NewBoundaries(msgs []Message) Boundaries {
 			at := firstAfter(results[c.ToolCallID], i)
 			if at < 0 {
 				all = false
-				break
+				continue
 			}
 			last = max(last, at)
 		}
 		end := last // unsafe K runs i+1..end inclusive
 		b.end[i] = last + 1
 		if !all {
-			end = len(msgs)
+			// Abandoned: closed by the next prompt, the cut right after
+			// it being the first safe one again.
+			end = max(last, nextPrompt[i+1])
 			b.end[i] = -1
 		}
 		for k := i + 1; k <= end; k++ {

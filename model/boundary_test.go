@@ -65,8 +65,13 @@ func TestCheckpoints(t *testing.T) {
 			[]Message{user("q"), calls("a"), result("a"), calls("b"), result("b"), say("ok")}, []int{1, 3, 5, 6}},
 		{"calls never answered at the end",
 			[]Message{user("q"), say("x"), calls("a", "b"), result("a")}, []int{1, 2}},
-		{"a call never answered, then the chat goes on",
-			[]Message{user("q"), calls("a"), user("stop"), say("ok")}, []int{1}},
+		{"a call never answered (abandoned), then the chat goes on: the next prompt closes it",
+			[]Message{user("q"), calls("a"), user("stop"), say("ok")}, []int{1, 3, 4}},
+		{"an abandoned call stays open past notes and carriers, up to the next prompt",
+			[]Message{user("q"), calls("a", "b"), result("a"), {Role: System, Parts: []Part{{Kind: Text, Text: "turn aborted"}}}, carrier("x"), user("go on"), calls("c"), result("c")},
+			[]int{1, 6, 8}},
+		{"an unanswered call with no prompt after it stays open to the end",
+			[]Message{user("q"), calls("a"), {Role: System, Parts: []Part{{Kind: Text, Text: "turn aborted"}}}, say("x")}, []int{1}},
 		{"user message in the middle of a batch",
 			[]Message{user("q"), calls("a", "b"), result("a"), user("hurry"), result("b"), say("ok")}, []int{1, 5, 6}},
 		{"empty", nil, []int{}},
@@ -79,6 +84,21 @@ func TestCheckpoints(t *testing.T) {
 			assert.Equal(t, tt.want, Checkpoints(tt.msgs))
 		})
 	}
+}
+
+func TestAbandonedCallReason(t *testing.T) {
+	// Rule 1: cuts between an abandoned call and the next prompt still say
+	// why they are unsafe; the step never finished.
+	msgs := []Message{user("q"), calls("a"), user("stop"), say("ok")}
+	b := NewBoundaries(msgs)
+	k, reason := b.SnapDown(2)
+	assert.Equal(t, 1, k)
+	assert.Equal(t, "tool calls never answered", reason)
+	assert.Equal(t, "", b.Reason(3))
+	assert.Equal(t, -1, Steps(msgs)[0].End)
+	cut, err := Resolve(msgs, "last_user")
+	require.NoError(t, err)
+	assert.Equal(t, Cut{Asked: "last_user", K: 3}, cut)
 }
 
 func TestSnapDownNestedBatches(t *testing.T) {

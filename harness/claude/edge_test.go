@@ -378,3 +378,16 @@ func TestServerToolsDoNotPair(t *testing.T) {
 	assert.Equal(t, []model.PartKind{model.Other, model.Other, model.Text}, kinds(msgs[1]))
 	assert.Equal(t, []int{1, 2, 3}, model.Checkpoints(msgs))
 }
+
+func TestEdgeInterruptedCall(t *testing.T) {
+	// Claude Code interrupted while the model was writing a tool call: the
+	// call has no result, "[Request interrupted by user]" follows and the
+	// person goes on. The abandoned call is closed by that message (rule 1):
+	// the cuts after it are checkpoints again.
+	pf := parseFile(t, filepath.Join(testdata, "claude/edge/interrupted.jsonl"))
+	assert.Empty(t, pf.Skipped)
+	require.Len(t, pf.Runs, 1)
+	msgs := pf.Runs[0].Messages
+	assert.Equal(t, []string{"list the files, slowly", `Bash {"command":"sleep 100; ls"}`, "[Request interrupted by user]", "never mind, just say hi", "Hi."}, texts(msgs))
+	assert.Equal(t, []int{1, 3, 4, 5}, model.Checkpoints(msgs))
+}

@@ -620,3 +620,14 @@ func TestReadError(t *testing.T) {
 	_, err = ParseFile(filepath.Join(t.TempDir(), "missing.jsonl"))
 	assert.Error(t, err)
 }
+
+func TestAbortedTurnClosesItsCall(t *testing.T) {
+	// A turn aborted while its call ran (turn_aborted, then Codex's
+	// <turn_aborted> note): the call has no output. The next prompt closes it
+	// (rule 1): the cuts after it are checkpoints again.
+	pf := parseEdge(t, "aborted.jsonl")
+	assert.Empty(t, pf.Skipped)
+	msgs := pf.Runs[0].Messages
+	assert.Equal(t, []model.Role{model.User, model.Assistant, model.System, model.User, model.Assistant}, roles(msgs))
+	assert.Equal(t, []int{1, 4, 5}, model.Checkpoints(msgs))
+}

@@ -561,3 +561,15 @@ func TestOddShapes(t *testing.T) {
 	assert.Equal(t, []string{"x1"}, nativeIDs(orphan.Messages))
 	assert.Equal(t, "orphan", orphan.Run.Title)
 }
+
+func TestAbortedCall(t *testing.T) {
+	// pi aborted mid tool call (stopReason "aborted"): the call never ran and
+	// has no result. The next prompt closes it (rule 1): the cuts after it
+	// are checkpoints again.
+	pf := parseFile(t, filepath.Join(testdata, "pi/edge/aborted.jsonl"))
+	assert.Empty(t, pf.Skipped)
+	require.Len(t, pf.Runs, 1)
+	msgs := pf.Runs[0].Messages
+	assert.Equal(t, []model.Role{model.User, model.Assistant, model.User, model.Assistant}, roles(msgs))
+	assert.Equal(t, []int{1, 3, 4}, model.Checkpoints(msgs))
+}
