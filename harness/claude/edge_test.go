@@ -391,3 +391,30 @@ func TestEdgeInterruptedCall(t *testing.T) {
 	assert.Equal(t, []string{"list the files, slowly", `Bash {"command":"sleep 100; ls"}`, "[Request interrupted by user]", "never mind, just say hi", "Hi."}, texts(msgs))
 	assert.Equal(t, []int{1, 3, 4, 5}, model.Checkpoints(msgs))
 }
+
+func TestEdgeOneAPIMessageAcrossResults(t *testing.T) {
+	// Claude Code runs a tool as soon as its block is written, so a
+	// parallel batch can come out as assistant(A), user(result A),
+	// assistant(B) with the same message.id, user(result B). It is one
+	// model response: one assistant message holding A and B, then the
+	// results, with no checkpoint inside it and its usage counted once.
+	pf := edge(t, "split-message.jsonl")
+	assert.Empty(t, pf.Skipped)
+	require.Len(t, pf.Runs, 1)
+	msgs := pf.Runs[0].Messages
+	assert.Equal(t, []model.Role{model.User, model.Assistant, model.Tool, model.Tool, model.Assistant}, roleList(msgs))
+	assert.Equal(t, []model.PartKind{model.Text, model.ToolCall, model.Text, model.ToolCall}, kinds(msgs[1]))
+	assert.Equal(t, "m2", msgs[1].NativeID)
+	assert.Equal(t, []string{"m4", "m7"}, []string{msgs[2].NativeID, msgs[3].NativeID})
+	assert.Equal(t, []int{1, 4, 5}, model.Checkpoints(msgs))
+	assert.Equal(t, model.Usage{InputTokens: 10, OutputTokens: 40, CacheReadTokens: 100, CacheWriteTokens: 20}, msgs[1].Usage)
+	assert.Equal(t, model.Usage{InputTokens: 20, OutputTokens: 45, CacheReadTokens: 200, CacheWriteTokens: 40}, pf.Runs[0].Run.Usage)
+}
+
+func roleList(msgs []model.Message) []model.Role {
+	var out []model.Role
+	for _, m := range msgs {
+		out = append(out, m.Role)
+	}
+	return out
+}

@@ -565,9 +565,14 @@ func (p *parser) place(i int32) {
 	case kMessage, kCompact, kLocalEcho:
 		pl := &p.pays[n.pay]
 		// Claude writes one assistant record per content block, chained,
-		// all with the same message.id: they are one message.
+		// all with the same message.id: they are one message. It runs a
+		// tool as soon as its block is written, so the results of the
+		// blocks before may sit in the chain between two of them: the
+		// message is still one model response, and its results follow it.
 		if pm >= 0 && pl.msgID != "" && pl.msg.Role == model.Assistant {
-			if pmn := &p.msgs[pm]; pmn.msgID == pl.msgID && pmn.m.Role == model.Assistant {
+			if q := p.sameResponse(pm, pl.msgID); q >= 0 {
+				pmn := &p.msgs[q]
+				pm = q
 				pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
 				pmn.m.Usage = maxUsage(pmn.m.Usage, pl.msg.Usage)
 				if pmn.m.Model == "" {
@@ -599,6 +604,26 @@ func (p *parser) place(i int32) {
 	if n.msg >= 0 {
 		p.touch(n.msg, i)
 	}
+}
+
+// sameResponse is the assistant message with message.id id that a block
+// record under message pm continues: pm itself, or the message above the
+// tool results of its earlier blocks; -1 when there is none.
+func (p *parser) sameResponse(pm int32, id string) int32 {
+	for steps := 0; pm >= 0 && steps < 256; steps++ {
+		mn := &p.msgs[pm]
+		switch {
+		case mn.m.Role == model.Assistant:
+			if mn.msgID == id {
+				return pm
+			}
+			return -1
+		case !mn.carrier:
+			return -1
+		}
+		pm = mn.parent
+	}
+	return -1
 }
 
 // touch notes that record i belongs to or sits under message m.
