@@ -72,6 +72,10 @@ type App struct {
 	compare   *compareScreen
 	treeTitle string
 	loading   string
+	// view counts the user's moves between screens. A tree or comparison
+	// is read for the view it was asked from and dropped when the user
+	// has moved on since (STYLE.md, lesson 13).
+	view int
 
 	imp       importState
 	dialog    *forkDialog
@@ -138,6 +142,7 @@ type (
 	}
 	treeLoadedMsg struct {
 		id       string
+		view     int // App.view when it was asked for
 		data     *treeData
 		focusRun string
 		focusSeq int
@@ -171,12 +176,20 @@ func (a *App) loadTrees() tea.Cmd {
 
 // loadTree reads a tree's runs and each run's own messages.
 func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
-	st := a.st
+	st, view := a.st, a.view
 	return func() tea.Msg {
 		ctx := context.Background()
 		data, err := LoadTree(ctx, st, treeID, nil)
-		return treeLoadedMsg{id: treeID, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
+		return treeLoadedMsg{id: treeID, view: view, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
 	}
+}
+
+// show moves to screen s: whatever was being read for the screen left
+// behind is dropped when it arrives.
+func (a *App) show(s screenID) {
+	a.screen = s
+	a.view++
+	a.loading = ""
 }
 
 // LoadTree reads one tree from the store: its runs and their own messages.
@@ -287,20 +300,27 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return a, tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
 	case treeLoadedMsg:
-		a.loading = ""
 		if msg.reload {
 			return a, a.reloaded(msg)
 		}
+		if msg.view != a.view {
+			return a, nil // the user moved on while it was read
+		}
+		a.loading = ""
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
 		return a, a.openTree(msg)
 	case compareLoadedMsg:
+		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
+			return a, nil // asked for from a screen the user has left
+		}
 		a.loading = ""
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
 		}
-		a.compare, a.screen = msg.screen, screenCompare
+		a.compare = msg.screen
+		a.show(screenCompare)
 		l := a.layout()
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
 		return a, nil
@@ -416,7 +436,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	t := newTreeScreen(msg.data)
 	a.tree = &t
-	a.screen = screenTree
+	a.show(screenTree)
 	a.treeTitle = ""
 	if msg.data.root != nil {
 		a.treeTitle = msg.data.root.Run.Title
@@ -491,7 +511,8 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			case t.detailFocus:
 				t.detailFocus = false
 			default:
-				a.screen, a.tree = screenLibrary, nil
+				a.tree = nil
+				a.show(screenLibrary)
 				return a.loadTrees()
 			}
 			return nil
@@ -512,7 +533,7 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 				return a.setStatus(why, levelWarn)
 			}
 			a.loading = "comparing…"
-			return loadCompare(a.st, runs, labels, k)
+			return loadCompare(a.st, a.view, runs, labels, k)
 		}
 		if key.Matches(msg, tk.Focus) {
 			if a.layout().detail.w == 0 {

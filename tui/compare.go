@@ -73,18 +73,19 @@ type compareScreen struct {
 
 // compareLoadedMsg carries a loaded comparison.
 type compareLoadedMsg struct {
+	view   int // App.view when it was asked for
 	screen *compareScreen
 	err    error
 }
 
 // loadCompare reads the runs and diffs their words, off the UI goroutine.
-func loadCompare(st *store.Store, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
+func loadCompare(st *store.Store, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
 	return func() tea.Msg {
 		c := &compareScreen{forkPoint: forkPoint}
 		for i, r := range runs {
 			msgs, _, err := st.Messages(context.Background(), r.ID)
 			if err != nil {
-				return compareLoadedMsg{err: err}
+				return compareLoadedMsg{view: view, err: err}
 			}
 			col := compareColumn{run: r, label: labels[i], msgs: msgs[min(forkPoint, len(msgs)):]}
 			col.tokens = tokenize(col.msgs)
@@ -92,7 +93,7 @@ func loadCompare(st *store.Store, runs []model.Run, labels []string, forkPoint i
 		}
 		c.diffWords()
 		c.readFiles()
-		return compareLoadedMsg{screen: c}
+		return compareLoadedMsg{view: view, screen: c}
 	}
 }
 
@@ -612,10 +613,12 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return a.setStatus(label+" has no worktree of its own: no files to show", levelWarn)
 	case act.back:
-		a.screen, a.compare = screenTree, nil
+		a.compare = nil
+		a.show(screenTree)
 		return a.reloadTree()
 	case act.open != "":
-		a.screen, a.compare = screenTree, nil
+		a.compare = nil
+		a.show(screenTree)
 		if ri, ok := a.tree.data.index[act.open]; ok {
 			rd := a.tree.data.runs[ri]
 			a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})

@@ -111,3 +111,22 @@ func TestFileSummaryGivesWayToNamesThatFit(t *testing.T) {
 	assert.Equal(t, "3 files +13 −3 parser.go +2 more", ansi.Strip(fileSummary(files, 40, &st)))
 	assert.Equal(t, "no files changed", ansi.Strip(fileSummary(nil, 40, &st)))
 }
+
+// A comparison that arrives after the user left the tree is dropped:
+// c, then esc before it loads, stays on the library, and keys there do
+// not reach a Compare screen over no tree.
+func TestCompareArrivingLateIsDropped(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter")
+	d.cursorTo("terse")
+	_, cmd := d.a.Update(press("c"))
+	require.NotNil(t, cmd)
+	d.keys("esc")
+	require.Equal(t, screenLibrary, d.a.screen)
+	d.run(cmd) // the comparison arrives now
+	assert.Equal(t, screenLibrary, d.a.screen, "a comparison for a tree the user left is dropped")
+	assert.NotContains(t, d.plain(), "comparing…")
+	d.keys("enter", "esc", "j")
+	assert.Equal(t, screenLibrary, d.a.screen)
+
+}
