@@ -328,7 +328,7 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 			failed = fmt.Errorf("some worktrees were not removed")
 			continue
 		}
-		if err := st.SetWorktree(ctx, r.ID, "", r.Branch, r.BaseCommit); err != nil {
+		if err := st.SetWorktree(ctx, r.ID, "", r.Branch, r.BaseCommit, r.StartTree); err != nil {
 			return err
 		}
 		if kept {

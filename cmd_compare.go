@@ -87,12 +87,12 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff b
 		cr := comparedRunJS{ID: r.ID, Name: r.Label(), Status: string(r.Status), Error: r.Error, Usage: r.Usage,
 			CostUSD: r.CostUSD, messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
 			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
-		if r.Worktree != "" && r.BaseCommit != "" {
-			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.BaseCommit); err != nil {
+		if r.Worktree != "" && r.DiffBase() != "" {
+			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.DiffBase()); err != nil {
 				cr.FilesErr = harness.OneLine(err.Error(), 200)
 			}
 			if withDiff && err == nil {
-				if cr.Diff, err = worktree.Diff(ctx, r.Worktree, r.BaseCommit); err != nil {
+				if cr.Diff, err = worktree.Diff(ctx, r.Worktree, r.DiffBase()); err != nil {
 					cr.FilesErr = harness.OneLine(err.Error(), 200)
 				}
 			}

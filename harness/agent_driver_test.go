@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
 )
@@ -124,6 +125,11 @@ func TestAgentForksGetTheirSessionOriginAndOwnWorktrees(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(r.Worktree, "wip.txt"))
 		require.NoError(t, err)
 		assert.Equal(t, "uncommitted\n", string(b))
+		// What the fork changed is its own work, not what it was given.
+		files, err := worktree.DiffStat(ctx, r.Worktree, r.DiffBase())
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		assert.Equal(t, "out.txt", files[0].Path)
 	}
 	assert.Equal(t, map[string]bool{"main-fork-1": true, "main-fork-2": true}, branches)
 	_, err = os.Stat(filepath.Join(repo, "out.txt"))

@@ -29,7 +29,7 @@ type Store interface {
 	SetNativeID(ctx context.Context, id, nativeID string) error
 	SetHidden(ctx context.Context, id string, hidden bool) error
 	AddCost(ctx context.Context, id string, usd float64) error
-	SetWorktree(ctx context.Context, id, worktree, branch, base string) error
+	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
 	SetCheck(ctx context.Context, id string, c model.Check) error
 	MarkBest(ctx context.Context, id, reason string) error
 	AddNote(ctx context.Context, id, note string) error
@@ -540,10 +540,10 @@ func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
 	if err != nil {
 		return fmt.Errorf("making the fork's worktree from %s: %w", run.Cwd, err)
 	}
-	if err := d.Store.SetWorktree(context.WithoutCancel(ctx), run.ID, wt.Path, wt.Branch, wt.Base); err != nil {
+	if err := d.Store.SetWorktree(context.WithoutCancel(ctx), run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
 		return err
 	}
-	run.Worktree, run.Branch, run.BaseCommit = wt.Path, wt.Branch, wt.Base
+	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
 	return nil
 }
 

@@ -190,8 +190,10 @@ type Run struct {
 	// SpawnedBy is the run whose tool call SpawnedCall started this one (a
 	// subagent): a relation, not a fork, so nothing is inherited.
 	SpawnedBy, SpawnedCall string
-	// BaseCommit is the commit the run's worktree was made from.
-	BaseCommit string
+	// BaseCommit is the commit the run's worktree was made from; StartTree
+	// the git tree of the files it started with (BaseCommit plus the
+	// parent's uncommitted work carried over).
+	BaseCommit, StartTree string
 	// Handoff: the run began as a handoff (rule 8): its agent got the
 	// prefix as a transcript in its first message, not as its own history.
 	Handoff bool
@@ -208,6 +210,15 @@ type Run struct {
 	OwnerPID int
 	// CancelRequested: someone asked to stop the run's turn (tine cancel).
 	CancelRequested bool
+}
+
+// DiffBase is what a fork's changes are measured against: the files its
+// worktree started with, else the commit it was made from.
+func (r Run) DiffBase() string {
+	if r.StartTree != "" {
+		return r.StartTree
+	}
+	return r.BaseCommit
 }
 
 // Check is a command run in a finished fork's worktree to score it.

@@ -18,7 +18,7 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens,
 	r.cost_usd, r.hidden, r.own_messages, r.branch, r.worktree, r.best,
 	r.source, r.spawned_by, r.spawned_call,
-	r.base_commit, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
+	r.base_commit, r.start_tree, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
 	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
 	r.best_reason, r.note, r.owner_pid, r.cancel_requested`
 
@@ -40,7 +40,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Usage.InputTokens, &r.Usage.OutputTokens, &r.Usage.CacheReadTokens, &r.Usage.CacheWriteTokens,
 		&r.CostUSD, &r.Hidden, &r.OwnMessages, &r.Branch, &r.Worktree, &r.Best,
 		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
-		&r.BaseCommit, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
+		&r.BaseCommit, &r.StartTree, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
 		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
 		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
@@ -305,11 +305,12 @@ func (s *Store) SetNativeID(ctx context.Context, id, nativeID string) error {
 	return s.update(ctx, "set native id", id, `UPDATE runs SET native_id = ? WHERE id = ?`, nativeID, id)
 }
 
-// SetWorktree records the git worktree and branch run id works in, and
-// the commit the worktree was made from.
-func (s *Store) SetWorktree(ctx context.Context, id, worktree, branch, base string) error {
+// SetWorktree records the git worktree and branch run id works in, the
+// commit the worktree was made from and the tree of the files it started
+// with.
+func (s *Store) SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error {
 	return s.update(ctx, "set worktree", id,
-		`UPDATE runs SET worktree = ?, branch = ?, base_commit = ? WHERE id = ?`, worktree, branch, base, id)
+		`UPDATE runs SET worktree = ?, branch = ?, base_commit = ?, start_tree = ? WHERE id = ?`, worktree, branch, base, start, id)
 }
 
 // Worktree returns the git worktree and branch of run id ("" when none).

@@ -296,7 +296,7 @@ func TestSetters(t *testing.T) {
 	require.NoError(t, s.SetNativeID(ctx, r.ID, "native-1"))
 	require.NoError(t, s.AddCost(ctx, r.ID, 0.5))
 	require.NoError(t, s.AddCost(ctx, r.ID, 0.25))
-	require.NoError(t, s.SetWorktree(ctx, r.ID, "/tmp/wt", "main-fork-1", "abc123"))
+	require.NoError(t, s.SetWorktree(ctx, r.ID, "/tmp/wt", "main-fork-1", "abc123", "def456"))
 
 	got, err = s.Run(ctx, r.ID)
 	require.NoError(t, err)

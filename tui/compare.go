@@ -79,11 +79,11 @@ type compareLoadedMsg struct {
 }
 
 // loadCompare reads the runs and diffs their words, off the UI goroutine.
-func loadCompare(st *store.Store, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
+func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
 	return func() tea.Msg {
 		c := &compareScreen{forkPoint: forkPoint}
 		for i, r := range runs {
-			msgs, _, err := st.Messages(context.Background(), r.ID)
+			msgs, _, err := st.Messages(ctx, r.ID)
 			if err != nil {
 				return compareLoadedMsg{view: view, err: err}
 			}
@@ -92,14 +92,14 @@ func loadCompare(st *store.Store, view int, runs []model.Run, labels []string, f
 			c.cols = append(c.cols, col)
 		}
 		c.diffWords()
-		c.readFiles()
+		c.readFiles(ctx)
 		return compareLoadedMsg{view: view, screen: c}
 	}
 }
 
 // readFiles reads what each column's run changed in its worktree, all at
 // once: a git diff each.
-func (c *compareScreen) readFiles() {
+func (c *compareScreen) readFiles(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range c.cols {
 		col := &c.cols[i]
@@ -109,9 +109,9 @@ func (c *compareScreen) readFiles() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.BaseCommit)
+			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.DiffBase())
 			if err != nil {
 				col.filesErr = harness.OneLine(err.Error(), 200)
 			}
@@ -607,7 +607,7 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 		case r.Worktree != "":
 			l := a.layout()
 			a.compare.diff = newDiffView(col, l.body.w, l.body.h)
-			return loadDiff(r.ID, r.Worktree, r.BaseCommit)
+			return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
 		case r.InPlace:
 			return a.setStatus(label+" ran in place: its files are not kept apart", levelWarn)
 		}
@@ -628,9 +628,9 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return a.syncDetail()
 	case act.best != nil:
-		st, id, best := a.st, act.best.ID, !act.best.Best
+		ctx, st, id, best := a.ctx, a.st, act.best.ID, !act.best.Best
 		return func() tea.Msg {
-			return bestSetMsg{id: id, best: best, err: st.SetBest(context.Background(), id, best)}
+			return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
 		}
 	}
 	return nil

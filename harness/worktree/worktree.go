@@ -162,6 +162,9 @@ type Worktree struct {
 	// Carried is how many files differ between Base and the files the fork
 	// starts with: the parent's uncommitted changes and untracked files.
 	Carried int
+	// Start is the git tree of the files the fork starts with (Base plus
+	// what was carried): what the fork changed is its diff against Start.
+	Start string
 }
 
 // Create makes a worktree on a new branch from Source's HEAD and carries over
@@ -233,7 +236,7 @@ func Create(ctx context.Context, s Spec) (Worktree, error) {
 		}
 		return Worktree{}, err
 	}
-	wt.Carried = r.carried
+	wt.Carried, wt.Start = r.carried, r.work
 	return wt, nil
 }
 

@@ -3,6 +3,9 @@
 -- and who is running a run (so a dead owner's run is not "running"
 -- forever) and whether someone asked to cancel it.
 ALTER TABLE runs ADD COLUMN base_commit TEXT NOT NULL DEFAULT '';
+-- the git tree of the files a fork's worktree started with (base_commit
+-- plus the parent's uncommitted work): what the fork changed is against it
+ALTER TABLE runs ADD COLUMN start_tree TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN handoff INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN in_place INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN check_cmd TEXT NOT NULL DEFAULT '';
