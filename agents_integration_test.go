@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
 	"tine/harness/importer"
 	"tine/internal/modelserver"
 	"tine/model"
@@ -402,6 +403,30 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
 	assert.Equal(t, 3, sum.Driven, "three fork sessions, known already")
 	assert.Zero(t, sum.Runs, "no second copies")
+
+	// Worktrees go when asked: rm one, prune the rest but the best.
+	branches := func() string {
+		cmd := exec.Command("git", "branch", "--list", "main-fork-*")
+		cmd.Dir = project
+		b, err := cmd.Output()
+		require.NoError(t, err)
+		return string(b)
+	}
+	out, errOut, code = tine(t, db, "worktree", "rm", "bad1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "removed")
+	_, err = os.Stat(res.Forks[0].Worktree)
+	require.NoError(t, err, "good's worktree stays")
+	assert.NotContains(t, branches(), "main-fork-2", "a branch with no commits of its own goes with its worktree")
+	out, errOut, code = tine(t, db, "worktree", "prune")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "bad2")
+	assert.NotContains(t, out, "good", "the best fork's worktree is kept")
+	assert.Contains(t, branches(), "main-fork-1")
+	assert.NotContains(t, branches(), "main-fork-3")
+	out, errOut, code = tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 1, strings.Count(out, `/worktrees/`), "only good still has a worktree")
 }
 
 // TestACPForksEndToEnd drives the real ACP agent (claude-agent-acp) from
@@ -572,4 +597,38 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 		i := strings.LastIndexByte(string(b), ')')
 		return i > 0 && strings.HasPrefix(string(b[i+1:]), " Z")
 	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// TestHarnessesSaysWhatIsHere: every harness is listed with what it can
+// do; an agent whose CLI is missing says which npm package provides it,
+// and one that is installed gives its path and version.
+func TestHarnessesSaysWhatIsHere(t *testing.T) {
+	t.Setenv("TINE_CLAUDE_BIN", "/nonexistent/claude")
+	t.Setenv("TINE_ACP_AGENT", "")
+	if dir := os.Getenv("TINE_AGENTS_BIN"); dir != "" {
+		t.Setenv("TINE_CODEX_BIN", filepath.Join(dir, "codex"))
+	} else {
+		t.Setenv("TINE_CODEX_BIN", "/tmp/tine-agents/node_modules/.bin/codex")
+	}
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses", "--json")
+	require.Equal(t, 0, code, errOut)
+	var hs []harnessJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &hs))
+	byName := map[string]harnessJSON{}
+	for _, h := range hs {
+		byName[h.Name] = h
+	}
+	for _, n := range []string{"acp", "anthropic", "claude", "codex", "openai", "pi", "script"} {
+		require.Contains(t, byName, n)
+		assert.Equal(t, harness.Known[n], byName[n].Capabilities, n)
+	}
+	assert.False(t, byName["claude"].Installed)
+	assert.Contains(t, byName["claude"].Problem, "npm install -g @anthropic-ai/claude-code")
+	assert.False(t, byName["acp"].Installed)
+	assert.Contains(t, byName["acp"].Problem, "TINE_ACP_AGENT")
+	assert.True(t, byName["script"].Installed)
+	if _, err := os.Stat(os.Getenv("TINE_CODEX_BIN")); err == nil {
+		assert.True(t, byName["codex"].Installed)
+		assert.Contains(t, byName["codex"].Version, "0.169.0")
+	}
 }

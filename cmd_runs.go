@@ -38,6 +38,10 @@ type runJSON struct {
 	Hidden     bool        `json:"hidden,omitempty"`
 	SpawnedBy  string      `json:"spawned_by,omitempty"`
 	Best       bool        `json:"best,omitempty"`
+	Worktree   string      `json:"worktree,omitempty"`
+	Branch     string      `json:"branch,omitempty"`
+	Handoff    bool        `json:"handoff,omitempty"`
+	Check      *checkJSON  `json:"check,omitempty"`
 }
 
 func toRunJSON(r model.Run) runJSON {
@@ -46,6 +50,7 @@ func toRunJSON(r model.Run) runJSON {
 		Name: r.Name, Harness: r.Harness, NativeID: r.NativeID, Model: r.Model, Status: string(r.Status),
 		Error: r.Error, Messages: r.Len(), Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
 		Usage: r.Usage, CostUSD: r.CostUSD, Hidden: r.Hidden, SpawnedBy: r.SpawnedBy, Best: r.Best,
+		Worktree: r.Worktree, Branch: r.Branch, Handoff: r.Handoff, Check: toCheckJSON(r.Check),
 	}
 	if !r.FinishedAt.IsZero() {
 		t := r.FinishedAt
