@@ -288,7 +288,7 @@ func TestNextTurnDialogSaysWhoGetsTheTurn(t *testing.T) {
 	_, ok = newTurnDialog(running, reg, "claude").explain()
 	assert.False(t, ok)
 
-	d.descs = describeHarnesses(0, reg, "")().(harnessInfoMsg).descs
+	d.descs = describeHarnesses(context.Background(), 0, reg, "")().(harnessInfoMsg).descs
 	d.update(press("right"), dialogKeys)
 	s, ok = d.explain()
 	assert.False(t, ok, "an agent that is not installed cannot take the turn")
@@ -318,7 +318,7 @@ func worktreeFixture(t *testing.T) *store.Store {
 		for p, body := range files {
 			require.NoError(t, os.WriteFile(filepath.Join(wt.Path, p), []byte(body), 0o644))
 		}
-		require.NoError(t, st.SetWorktree(ctx, r.ID, wt.Path, wt.Branch, wt.Base))
+		require.NoError(t, st.SetWorktree(ctx, r.ID, wt.Path, wt.Branch, wt.Base, wt.Start))
 		require.NoError(t, st.SetCheck(ctx, r.ID, c))
 		return r
 	}
