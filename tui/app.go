@@ -54,6 +54,10 @@ const statusClearAfter = 5 * time.Second
 
 // App is the root model.
 type App struct {
+	// ctx is the program's: every command and background job runs under
+	// it, and quitting cancels it.
+	ctx    context.Context
+	cancel context.CancelFunc
 	st     *store.Store
 	opts   Options
 	keys   KeyMap
@@ -106,7 +110,10 @@ type App struct {
 
 // New returns the root model over st.
 func New(st *store.Store, opts Options) *App {
+	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{
+		ctx:     ctx,
+		cancel:  cancel,
 		st:      st,
 		opts:    opts,
 		keys:    DefaultKeyMap(),
@@ -125,7 +132,8 @@ func New(st *store.Store, opts Options) *App {
 // Run starts the program on the terminal and blocks until it quits.
 func Run(ctx context.Context, st *store.Store, opts Options) error {
 	a := New(st, opts)
-	p := tea.NewProgram(a, tea.WithContext(ctx))
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	p := tea.NewProgram(a, tea.WithContext(a.ctx))
 	_, err := p.Run()
 	a.shutdown()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
@@ -167,18 +175,17 @@ func (a *App) Init() tea.Cmd {
 }
 
 func (a *App) loadTrees() tea.Cmd {
-	st := a.st
+	ctx, st := a.ctx, a.st
 	return func() tea.Msg {
-		trees, err := st.Trees(context.Background())
+		trees, err := st.Trees(ctx)
 		return treesLoadedMsg{trees: trees, err: err}
 	}
 }
 
 // loadTree reads a tree's runs and each run's own messages.
 func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
-	st, view := a.st, a.view
+	ctx, st, view := a.ctx, a.st, a.view
 	return func() tea.Msg {
-		ctx := context.Background()
 		data, err := LoadTree(ctx, st, treeID, nil)
 		return treeLoadedMsg{id: treeID, view: view, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
 	}
@@ -232,9 +239,9 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 }
 
 func (a *App) search(q string) tea.Cmd {
-	st := a.st
+	ctx, st := a.ctx, a.st
 	return func() tea.Msg {
-		hits, err := st.Search(context.Background(), q, 200)
+		hits, err := st.Search(ctx, q, 200)
 		return searchDoneMsg{query: q, hits: hits, err: err}
 	}
 }
@@ -366,18 +373,24 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if b == nil {
 			return a, nil
 		}
-		if msg.ev.Delta != "" {
+		cmds := []tea.Cmd{listen(b, msg.batch)}
+		reload := false
+		for _, n := range msg.news {
 			if a.tree != nil {
-				a.tree.streaming[msg.ev.RunID] = lastRunes(a.tree.streaming[msg.ev.RunID]+msg.ev.Delta, 200)
+				if n.stored {
+					delete(a.tree.streaming, n.runID)
+				}
+				if n.tail != "" {
+					a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
+				}
 			}
-			return a, listen(b, msg.batch)
+			reload = reload || n.stored
+			if n.status == model.Failed && n.err != nil {
+				cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
+			}
 		}
-		if a.tree != nil && (msg.ev.Message != nil || msg.ev.Status != "") {
-			delete(a.tree.streaming, msg.ev.RunID)
-		}
-		cmds := []tea.Cmd{listen(b, msg.batch), a.reloadTree()}
-		if msg.ev.Status == model.Failed && msg.ev.Err != nil {
-			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(msg.ev.Err), levelWarn))
+		if reload {
+			cmds = append(cmds, a.reloadTree())
 		}
 		return a, tea.Batch(cmds...)
 	case batchDoneMsg:
@@ -533,7 +546,7 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 				return a.setStatus(why, levelWarn)
 			}
 			a.loading = "comparing…"
-			return loadCompare(a.st, a.view, runs, labels, k)
+			return loadCompare(a.ctx, a.st, a.view, runs, labels, k)
 		}
 		if key.Matches(msg, tk.Focus) {
 			if a.layout().detail.w == 0 {

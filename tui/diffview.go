@@ -55,9 +55,9 @@ func newDiffView(col compareColumn, w, h int) *diffView {
 }
 
 // loadDiff reads a worktree's diff off the UI goroutine.
-func loadDiff(runID, dir, base string) tea.Cmd {
+func loadDiff(ctx context.Context, runID, dir, base string) tea.Cmd {
 	return func() tea.Msg {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		text, err := worktree.Diff(ctx, dir, base)
 		return diffLoadedMsg{runID: runID, text: text, err: err}

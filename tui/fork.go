@@ -714,7 +714,7 @@ type (
 		err   error
 	}
 	runEventMsg struct {
-		ev    harness.RunEvent
+		news  []runNews
 		batch int
 	}
 	batchDoneMsg struct{ batch int }
@@ -724,26 +724,26 @@ type (
 // forkBatch is one launch: its forks run under one context.
 type forkBatch struct {
 	cancel context.CancelFunc
-	events chan harness.RunEvent
+	events *runMailbox
 	runs   map[string]bool
 }
 
 // createForks makes the forks off the UI goroutine.
-func createForks(d *harness.Driver, spec harness.ForkSpec, batch int) tea.Cmd {
+func createForks(ctx context.Context, d *harness.Driver, spec harness.ForkSpec, batch int) tea.Cmd {
 	return func() tea.Msg {
-		runs, cut, err := d.Fork(context.Background(), spec)
+		runs, cut, err := d.Fork(ctx, spec)
 		return forksCreatedMsg{runs: runs, cut: cut, batch: batch, err: err}
 	}
 }
 
-// listen waits for the next event of a batch.
+// listen waits for what happened in a batch since the last look.
 func listen(b *forkBatch, id int) tea.Cmd {
 	return func() tea.Msg {
-		ev, ok := <-b.events
-		if !ok {
+		news, done := b.events.take()
+		if done {
 			return batchDoneMsg{batch: id}
 		}
-		return runEventMsg{ev: ev, batch: id}
+		return runEventMsg{news: news, batch: id}
 	}
 }
 

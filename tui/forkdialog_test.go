@@ -104,7 +104,7 @@ func TestForkDialogDefaults(t *testing.T) {
 	assert.Contains(t, d.fields(), fieldWorkdir, "an agent's forks get a worktree choice")
 	assert.Contains(t, dialogText(d), "checking…", "installed or not is asked off the UI goroutine")
 
-	d.info(describeHarnesses(d.gen, reg, parent.Cwd)().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, reg, parent.Cwd)().(harnessInfoMsg))
 	text := dialogText(d)
 	assert.Contains(t, text, "claude  installed (2.0.14)")
 	assert.Contains(t, text, "codex   cannot branch this claude session: handoff · not installed · forks at any checkpoint")
@@ -154,7 +154,7 @@ func TestForkDialogDefaults(t *testing.T) {
 	// A git repository: worktrees, and nothing to say against them.
 	parent.Cwd = gitRepo(t)
 	d = newForkDialog(parent, data.transcript(0), 5, reg, "claude", map[string]model.Run{parent.ID: parent})
-	d.info(describeHarnesses(d.gen, reg, parent.Cwd)().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, reg, parent.Cwd)().(harnessInfoMsg))
 	assert.Empty(t, d.problem())
 	assert.Contains(t, dialogText(d), "each fork gets a git worktree and branch of its own")
 	assert.False(t, d.spec().InPlace)
@@ -168,7 +168,7 @@ func TestForkDialogEndOnlyAgent(t *testing.T) {
 	parent.Harness, parent.NativeID = "acp", "sess-acp"
 	reg := agentRegistry()
 	d := newForkDialog(parent, data.transcript(0), 2, reg, "acp", map[string]model.Run{parent.ID: parent})
-	d.info(describeHarnesses(d.gen, reg, "")().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, reg, "")().(harnessInfoMsg))
 	assert.Equal(t, "acp forks only at a session's end", d.fit().handoff)
 	text := dialogText(d)
 	assert.Contains(t, text, "acp forks only at a session's end: anywhere else is a handoff")

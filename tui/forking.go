@@ -51,7 +51,7 @@ func (a *App) openDialog() tea.Cmd {
 	if dir == "" {
 		dir = run.Cwd
 	}
-	return describeHarnesses(a.dialogGen, reg, dir)
+	return describeHarnesses(a.ctx, a.dialogGen, reg, dir)
 }
 
 // ownHarness is the harness a run continues with by default: its own when
@@ -80,7 +80,7 @@ func (a *App) launch() tea.Cmd {
 	d.launching, d.batch = true, a.nextBatch
 	a.pending[a.nextBatch] = launchReq{spec: spec, driver: drv}
 	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo),
-		createForks(drv, spec, a.nextBatch))
+		createForks(a.ctx, drv, spec, a.nextBatch))
 }
 
 // forksCreated shows the new forks at once and starts their turns.
@@ -127,8 +127,8 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 // startTurns runs turns as batch id on drv, in the background, streaming
 // their events to the screen.
 func (a *App) startTurns(id int, drv *harness.Driver, turns []harness.Turn) tea.Cmd {
-	ctx, cancel := context.WithCancel(context.Background())
-	b := &forkBatch{cancel: cancel, events: make(chan harness.RunEvent, 64), runs: map[string]bool{}}
+	ctx, cancel := context.WithCancel(a.ctx)
+	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
 	for _, t := range turns {
 		b.runs[t.RunID] = true
 	}
@@ -136,20 +136,10 @@ func (a *App) startTurns(id int, drv *harness.Driver, turns []harness.Turn) tea.
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		defer close(b.events)
-		drv.RunTurns(ctx, turns, func(ev harness.RunEvent) {
-			if ev.Delta != "" {
-				// Streamed text shows in the fork's line as it comes; when
-				// the screen is behind, a piece is dropped rather than the
-				// turn slowed (the message is stored whole anyway).
-				select {
-				case b.events <- ev:
-				default:
-				}
-				return
-			}
-			b.events <- ev
-		})
+		defer b.events.close()
+		// Events are merged per run, so a screen that is behind (or has
+		// quit) never slows a turn.
+		drv.RunTurns(ctx, turns, b.events.put)
 	}()
 	return tea.Batch(listen(b, id), a.spin())
 }
@@ -182,9 +172,9 @@ func (a *App) retrySelected() tea.Cmd {
 		return a.setStatus(fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status), levelWarn)
 	}
 	a.nextBatch++
-	batch, drv, id := a.nextBatch, a.opts.Driver, run.ID
+	ctx, batch, drv, id := a.ctx, a.nextBatch, a.opts.Driver, run.ID
 	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
-		r, input, err := drv.PrepareRetry(context.Background(), id)
+		r, input, err := drv.PrepareRetry(ctx, id)
 		return turnReadyMsg{batch: batch, run: r, input: input, err: err, retry: true}
 	})
 }
@@ -207,7 +197,7 @@ func (a *App) openTurnDialog() tea.Cmd {
 	a.turn.gen = a.dialogGen
 	l := a.layout()
 	a.turn.setSize(l.body.w, l.body.h)
-	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.dialogGen, a.opts.Driver.Harnesses, ""))
+	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.dialogGen, a.opts.Driver.Harnesses, ""))
 }
 
 // sendTurn asks the driver which run gets the dialog's turn.
@@ -215,9 +205,9 @@ func (a *App) sendTurn() tea.Cmd {
 	d := a.turn
 	a.nextBatch++
 	d.launching, d.batch = true, a.nextBatch
-	batch, drv, id, name, input := a.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
+	ctx, batch, drv, id, name, input := a.ctx, a.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
 	return func() tea.Msg {
-		r, err := drv.NextTurnRun(context.Background(), id, name)
+		r, err := drv.NextTurnRun(ctx, id, name)
 		return turnReadyMsg{batch: batch, run: r, input: input, err: err}
 	}
 }
@@ -326,9 +316,9 @@ func (a *App) cancelSelected() tea.Cmd {
 	if run.Status != model.Running && run.Status != model.Pending {
 		return a.setStatus(fmt.Sprintf("%s is not running (%s)", label, run.Status), levelWarn)
 	}
-	st, id := a.st, run.ID
+	ctx, st, id := a.ctx, a.st, run.ID
 	return func() tea.Msg {
-		was, err := st.RequestCancel(context.Background(), id)
+		was, err := st.RequestCancel(ctx, id)
 		return cancelRequestedMsg{label: label, was: was, err: err}
 	}
 }
@@ -357,9 +347,9 @@ func (a *App) reloadTree() tea.Cmd {
 		return nil
 	}
 	a.reloading = true
-	st, id, prev := a.st, a.tree.data.root.Run.ID, a.tree.data
+	ctx, st, id, prev := a.ctx, a.st, a.tree.data.root.Run.ID, a.tree.data
 	return func() tea.Msg {
-		data, err := LoadTree(context.Background(), st, id, prev)
+		data, err := LoadTree(ctx, st, id, prev)
 		return treeLoadedMsg{id: id, data: data, reload: true, err: err}
 	}
 }
@@ -404,12 +394,11 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// shutdown cancels running forks and waits a moment for them to record
-// that they were cancelled.
+// shutdown cancels everything running (forks, an import, reads) through
+// the program's context and waits a moment for forks to record that they
+// were cancelled.
 func (a *App) shutdown() {
-	for _, b := range a.batches {
-		b.cancel()
-	}
+	a.cancel()
 	done := make(chan struct{})
 	go func() { a.wg.Wait(); close(done) }()
 	select {

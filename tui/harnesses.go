@@ -44,7 +44,7 @@ type harnessInfoMsg struct {
 // describeHarnesses asks every harness that can say so whether it is
 // installed here, and checks whether dir is in a git repository: I/O that
 // stays off the UI goroutine.
-func describeHarnesses(gen int, reg *harness.Registry, dir string) tea.Cmd {
+func describeHarnesses(ctx context.Context, gen int, reg *harness.Registry, dir string) tea.Cmd {
 	return func() tea.Msg {
 		msg := harnessInfoMsg{gen: gen, descs: map[string]harness.Description{}, repo: repoState{checked: true, dir: dir}}
 		var mu sync.Mutex
@@ -61,7 +61,7 @@ func describeHarnesses(gen int, reg *harness.Registry, dir string) tea.Cmd {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+				ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 				defer cancel()
 				desc := d.Describe(ctx)
 				mu.Lock()
@@ -69,7 +69,7 @@ func describeHarnesses(gen int, reg *harness.Registry, dir string) tea.Cmd {
 				mu.Unlock()
 			}()
 		}
-		msg.repo.problem, msg.repo.fatal = repoProblem(dir)
+		msg.repo.problem, msg.repo.fatal = repoProblem(ctx, dir)
 		wg.Wait()
 		return msg
 	}
@@ -77,11 +77,11 @@ func describeHarnesses(gen int, reg *harness.Registry, dir string) tea.Cmd {
 
 // repoProblem says why dir cannot give forks worktrees of their own, ""
 // when it can; fatal when an agent cannot run there at all.
-func repoProblem(dir string) (problem string, fatal bool) {
+func repoProblem(ctx context.Context, dir string) (problem string, fatal bool) {
 	if dir == "" {
 		return "this run has no working directory recorded, so an agent has nowhere to run", true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
 	_, _, err := worktree.Repo(ctx, dir)
 	switch {
@@ -238,21 +238,16 @@ func fitOf(reg *harness.Registry, name string, runs map[string]model.Run, parent
 // k messages of r: r's own, or an ancestor's when r never ran (the search
 // harness.Driver makes, over loaded runs).
 func originIn(runs map[string]model.Run, r model.Run, k int, name string) (model.Run, bool) {
-	for {
-		// A handoff's session starts with a transcript: only its own
-		// messages are in it.
-		if r.NativeID != "" && r.Harness == name && (!r.Handoff || k > r.ForkAt) {
-			return r, true
+	o, err := harness.OriginOf(r, k, name, func(id string) (model.Run, error) {
+		if p, ok := runs[id]; ok {
+			return p, nil
 		}
-		if r.ParentID == "" || k > r.ForkAt {
-			return model.Run{}, false
-		}
-		p, ok := runs[r.ParentID]
-		if !ok {
-			return model.Run{}, false
-		}
-		r = p
+		return model.Run{}, fmt.Errorf("run %s is not loaded", id)
+	})
+	if err != nil || o == nil {
+		return model.Run{}, false
 	}
+	return runs[o.RunID], true
 }
 
 // capsLine says briefly what a harness can do.

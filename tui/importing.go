@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -52,7 +51,7 @@ func (a *App) startImport() tea.Cmd {
 	}
 	im.running = true
 	im.events = make(chan tea.Msg, 16)
-	st, events := a.st, im.events
+	ctx, st, events := a.ctx, a.st, im.events
 	go func() {
 		defer close(events)
 		files, err := importer.Discover()
@@ -60,13 +59,16 @@ func (a *App) startImport() tea.Cmd {
 			events <- importDoneMsg{err: err}
 			return
 		}
-		sum, err := importer.Import(context.Background(), st, files, importer.Options{Progress: func(p importer.Progress) {
+		sum, err := importer.Import(ctx, st, files, importer.Options{Progress: func(p importer.Progress) {
 			select {
 			case events <- importProgressMsg{p: p}:
 			default: // the screen is behind: drop a progress step, never block the import
 			}
 		}})
-		events <- importDoneMsg{sum: sum, err: err}
+		select {
+		case events <- importDoneMsg{sum: sum, err: err}:
+		case <-ctx.Done(): // quitting: nobody reads any more
+		}
 	}()
 	return tea.Batch(a.nextImportEvent(), a.setStatus("importing this machine's agent sessions…", levelInfo))
 }

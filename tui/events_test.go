@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// chatty stores many messages, then runs until it is cancelled.
+type chatty struct{ sent chan struct{} }
+
+func (c *chatty) Name() string { return "chatty" }
+func (c *chatty) Capabilities() harness.Capabilities {
+	return harness.Capabilities{Fork: true, ForkAtK: true}
+}
+func (c *chatty) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	for i := range 150 {
+		emit(harness.Event{Kind: harness.EventDelta, Delta: "piece "})
+		emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.Assistant,
+			Parts: []model.Part{{Kind: model.Text, Text: fmt.Sprint("line ", i)}}}})
+	}
+	close(c.sent)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestQuitWhileForksStream: a screen that stops reading never blocks the
+// driver, and quitting cancels the running turn through the program's
+// context at once.
+func TestQuitWhileForksStream(t *testing.T) {
+	st := seedStore(t, 0)
+	h := &chatty{sent: make(chan struct{})}
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
+	d := newDriverWith(t, st, 120, 30, drv)
+	runs, _, err := drv.Fork(context.Background(), harness.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "chatty"})
+	require.NoError(t, err)
+	// The turn starts; its listener is never run: the screen reads nothing.
+	d.a.startTurns(1, drv, []harness.Turn{{RunID: runs[0].ID, Input: "go"}})
+	select {
+	case <-h.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the driver blocked on a screen that does not read")
+	}
+	start := time.Now()
+	d.a.shutdown()
+	assert.Less(t, time.Since(start), time.Second, "quitting cancels the turn and does not wait")
+	r, err := st.Run(context.Background(), runs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Cancelled, r.Status)
+}
+
+// TestMailboxMergesPerRun: news piles up per run and is taken at once.
+func TestMailboxMergesPerRun(t *testing.T) {
+	m := newRunMailbox()
+	m.put(harness.RunEvent{RunID: "a", Delta: "hello "})
+	m.put(harness.RunEvent{RunID: "b", Status: model.Running})
+	m.put(harness.RunEvent{RunID: "a", Delta: "world"})
+	news, done := m.take()
+	require.False(t, done)
+	require.Len(t, news, 2)
+	assert.Equal(t, runNews{runID: "a", tail: "hello world"}, news[0])
+	assert.True(t, news[1].stored)
+	m.put(harness.RunEvent{RunID: "a", Status: model.Failed, Err: fmt.Errorf("boom")})
+	m.close()
+	news, done = m.take()
+	require.False(t, done)
+	assert.Equal(t, model.Failed, news[0].status)
+	_, done = m.take()
+	assert.True(t, done)
+}
