@@ -563,10 +563,17 @@ func (d *Driver) agentDir(run model.Run) string {
 	return run.Worktree
 }
 
-// originFor finds the native session of harness hname that holds the
-// first k messages of run r: r's own, or an ancestor's when r never ran.
-// It returns nil when there is none (the prefix was made elsewhere).
+// originFor is OriginOf over the store.
 func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string) (*Origin, error) {
+	return OriginOf(r, k, hname, func(id string) (model.Run, error) { return d.Store.Run(ctx, id) })
+}
+
+// OriginOf finds the native session of harness hname that holds the first
+// k messages of run r: r's own, or an ancestor's when r never ran. get
+// reads a run by id (the store, or runs a screen has loaded). It returns
+// nil when there is none: the prefix was made elsewhere, and only a
+// handoff can continue it (rule 8).
+func OriginOf(r model.Run, k int, hname string, get func(id string) (model.Run, error)) (*Origin, error) {
 	for {
 		// A handoff's session starts with a transcript, not its inherited
 		// messages: only its own messages are in it.
@@ -576,7 +583,7 @@ func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string
 		if r.ParentID == "" || k > r.ForkAt {
 			return nil, nil
 		}
-		parent, err := d.Store.Run(ctx, r.ParentID)
+		parent, err := get(r.ParentID)
 		if err != nil {
 			return nil, err
 		}

@@ -247,6 +247,9 @@ func originIn(runs map[string]model.Run, r model.Run, k int, name string) (model
 	if err != nil || o == nil {
 		return model.Run{}, false
 	}
+	if o.RunID == r.ID {
+		return r, true
+	}
 	return runs[o.RunID], true
 }
 
