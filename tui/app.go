@@ -600,20 +600,46 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 	}
 }
 
+// wheel scrolls what is under the pointer: the detail pane or the tree's
+// list, the Compare columns, the diff, or the library.
 func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
-	k := tea.KeyPressMsg{Code: tea.KeyDown}
-	if msg.Mouse().Button == tea.MouseWheelUp {
+	m := msg.Mouse()
+	var k tea.KeyPressMsg
+	switch m.Button {
+	case tea.MouseWheelUp:
 		k = tea.KeyPressMsg{Code: tea.KeyUp}
+	case tea.MouseWheelDown:
+		k = tea.KeyPressMsg{Code: tea.KeyDown}
+	default:
+		return nil
 	}
-	if a.screen == screenTree && a.tree != nil {
-		before := a.tree.cursor
-		a.tree.update(k, a.keys.Tree)
-		if a.tree.cursor != before {
+	if a.showHelp || a.dialog != nil || a.turn != nil {
+		return nil
+	}
+	l := a.layout()
+	switch {
+	case a.screen == screenCompare && a.compare != nil:
+		if a.compare.diff != nil {
+			a.compare.diff.update(k, a.keys.Diff)
+		} else {
+			a.compare.update(k, a.keys)
+		}
+		return nil
+	case a.screen == screenTree && a.tree != nil:
+		t := a.tree
+		if t.detailOnly || (l.detail.w > 0 && m.X >= l.detail.x) {
+			t.detail.update(k, a.keys.Tree)
+			return nil
+		}
+		before := t.cursor
+		t.move(k, a.keys.Tree.NavKeys, len(t.rows)) // the list, even when the detail has focus
+		if t.cursor != before {
 			return a.syncDetail()
 		}
 		return nil
+	case a.screen == screenLibrary:
+		a.lib.update(k, a.keys.Library)
 	}
-	a.lib.update(k, a.keys.Library)
 	return nil
 }
 

@@ -245,3 +245,40 @@ func TestRunningForkShowsWhatItWrites(t *testing.T) {
 	assert.Contains(t, line, "the latest words”")
 	assert.NotContains(t, line, "\x1b")
 }
+
+func wheelAt(x, y int, down bool) tea.MouseWheelMsg {
+	b := tea.MouseWheelUp
+	if down {
+		b = tea.MouseWheelDown
+	}
+	return tea.MouseWheelMsg{X: x, Y: y, Button: b}
+}
+
+// TestWheelScrollsWhatIsUnderThePointer: over the detail pane the wheel
+// scrolls it, over the list it moves the list (even when the detail has
+// focus), and on Compare it scrolls the columns, not the library.
+func TestWheelScrollsWhatIsUnderThePointer(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 12)
+	d.keys("enter", "j", "j", "j")
+	tr := d.a.tree
+	// A detail long enough to scroll.
+	tr.detail.lines = strings.Split(strings.Repeat("line\n", 50), "\n")
+	l := d.a.layout()
+	cursor := tr.cursor
+	d.send(wheelAt(l.detail.x+3, 5, true))
+	assert.Equal(t, cursor, tr.cursor, "the wheel over the detail leaves the list alone")
+	assert.Equal(t, 1, tr.detail.offset, "and scrolls the detail")
+	d.keys("tab") // the detail has focus
+	d.send(wheelAt(2, 5, true))
+	assert.Equal(t, cursor+1, tr.cursor, "the wheel over the list moves the list")
+
+	d.keys("esc")
+	d.cursorTo("terse")
+	libCursor := d.a.lib.cursor
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	d.a.compare.cols[0].lines = strings.Split(strings.Repeat("x\n", 60), "\n")
+	d.send(wheelAt(5, 5, true))
+	assert.Equal(t, libCursor, d.a.lib.cursor, "the hidden library does not move")
+	assert.Equal(t, 1, d.a.compare.offset, "the columns scroll")
+}
