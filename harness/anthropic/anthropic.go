@@ -221,10 +221,10 @@ func retryable(resp *http.Response) bool {
 // --- the stream ---
 
 type wireUsage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	InputTokens              tokens `json:"input_tokens"`
+	OutputTokens             tokens `json:"output_tokens"`
+	CacheCreationInputTokens tokens `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     tokens `json:"cache_read_input_tokens"`
 }
 
 // streamEvent is any event of a Messages stream; each type fills some fields.
@@ -274,6 +274,7 @@ type assembler struct {
 	blocks    []*blockBuilder
 	byIndex   map[int]*blockBuilder
 	usage     model.Usage
+	badUsage  bool // a count was corrupt: the usage is dropped
 	stop      string
 	emitted   bool
 }
@@ -376,18 +377,29 @@ func (a *assembler) text(b *blockBuilder, s string) {
 
 // addUsage takes each count the event reports: message_start has the
 // input side, message_delta the final output (and, lately, input again).
+// A count that is not a token count drops the message's usage, with a
+// note, rather than failing the answer or being stored.
 func (a *assembler) addUsage(u wireUsage) {
-	if u.InputTokens > 0 {
-		a.usage.InputTokens = u.InputTokens
+	if a.badUsage {
+		return
 	}
-	if u.OutputTokens > 0 {
-		a.usage.OutputTokens = u.OutputTokens
+	if bad := firstBad(map[string]tokens{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+		"cache_creation_input_tokens": u.CacheCreationInputTokens, "cache_read_input_tokens": u.CacheReadInputTokens}); bad != "" {
+		a.usage, a.badUsage = model.Usage{}, true
+		a.emit(harness.Event{Kind: harness.EventNote, Note: "anthropic: the server's usage was dropped: " + bad})
+		return
 	}
-	if u.CacheReadInputTokens > 0 {
-		a.usage.CacheReadTokens = u.CacheReadInputTokens
+	if u.InputTokens.n > 0 {
+		a.usage.InputTokens = u.InputTokens.n
 	}
-	if u.CacheCreationInputTokens > 0 {
-		a.usage.CacheWriteTokens = u.CacheCreationInputTokens
+	if u.OutputTokens.n > 0 {
+		a.usage.OutputTokens = u.OutputTokens.n
+	}
+	if u.CacheReadInputTokens.n > 0 {
+		a.usage.CacheReadTokens = u.CacheReadInputTokens.n
+	}
+	if u.CacheCreationInputTokens.n > 0 {
+		a.usage.CacheWriteTokens = u.CacheCreationInputTokens.n
 	}
 }
 

@@ -3,6 +3,7 @@ package claude
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"tine/model"
@@ -44,7 +45,13 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 		pl.msg.Role = model.Assistant
 		pl.msgID = strOr(id)
 		pl.msg.Model = strOr(mdl)
-		pl.msg.Usage = readUsage(usage)
+		u, err := checkedUsage(usage)
+		if err != nil {
+			// A corrupt count is never stored: the message stays,
+			// without its usage, and the line says why.
+			p.skip("assistant record usage dropped: " + err.Error())
+		}
+		pl.msg.Usage = u
 	} else {
 		pl.msg.Role = model.User
 		if compactSummary {
@@ -85,8 +92,17 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 	return pl, k, nil
 }
 
-// readUsage reads an Anthropic usage object.
+// readUsage reads an Anthropic usage object; one holding a count that is
+// not a token count (see checkedUsage) counts nothing.
 func readUsage(raw []byte) model.Usage {
+	u, _ := checkedUsage(raw)
+	return u
+}
+
+// checkedUsage reads an Anthropic usage object. A count that is not a
+// number in 0..2^53 (model.ParseTokens) makes the whole object suspect:
+// it is dropped, and the error says which count.
+func checkedUsage(raw []byte) (model.Usage, error) {
 	var u model.Usage
 	o := newObject(raw)
 	for {
@@ -94,18 +110,29 @@ func readUsage(raw []byte) model.Usage {
 		if !ok {
 			break
 		}
+		var field *int64
 		switch string(k) {
 		case `"input_tokens"`:
-			u.InputTokens = integer(v)
+			field = &u.InputTokens
 		case `"output_tokens"`:
-			u.OutputTokens = integer(v)
+			field = &u.OutputTokens
 		case `"cache_read_input_tokens"`:
-			u.CacheReadTokens = integer(v)
+			field = &u.CacheReadTokens
 		case `"cache_creation_input_tokens"`:
-			u.CacheWriteTokens = integer(v)
+			field = &u.CacheWriteTokens
+		default:
+			continue
 		}
+		if isNull(v) {
+			continue
+		}
+		n, err := model.ParseTokens(string(v))
+		if err != nil {
+			return model.Usage{}, fmt.Errorf("%s: %w", k[1:len(k)-1], err)
+		}
+		*field = n
 	}
-	return u
+	return u, nil
 }
 
 // block holds the raw fields of a content block that tine reads.

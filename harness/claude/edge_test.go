@@ -418,3 +418,27 @@ func roleList(msgs []model.Message) []model.Role {
 	}
 	return out
 }
+
+func TestUsageOutOfRange(t *testing.T) {
+	// A count outside 0..2^53 is corrupt: the message is kept without its
+	// usage, and the line is listed with why; nothing overflows.
+	src := `{"type":"user","uuid":"o1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"count"}}
+{"type":"assistant","uuid":"o2","parentUuid":"o1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"huge"}],"usage":{"input_tokens":5,"output_tokens":1e30}}}
+{"type":"user","uuid":"o3","parentUuid":"o2","sessionId":"s","message":{"role":"user","content":"again"}}
+{"type":"assistant","uuid":"o4","parentUuid":"o3","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"negative"}],"usage":{"input_tokens":-7,"output_tokens":3}}}
+{"type":"user","uuid":"o5","parentUuid":"o4","sessionId":"s","message":{"role":"user","content":"and"}}
+{"type":"assistant","uuid":"o6","parentUuid":"o5","sessionId":"s","message":{"id":"m3","role":"assistant","content":[{"type":"text","text":"fine"}],"usage":{"input_tokens":9007199254740992,"output_tokens":2,"cache_read_input_tokens":null}}}
+`
+	pf, err := Parse(strings.NewReader(src), "usage.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 2)
+	assert.Equal(t, 2, pf.Skipped[0].Line)
+	assert.Contains(t, pf.Skipped[0].Reason, "output_tokens")
+	assert.Equal(t, 4, pf.Skipped[1].Line)
+	assert.Contains(t, pf.Skipped[1].Reason, "input_tokens: -7")
+	msgs := pf.Runs[0].Messages
+	assert.Equal(t, []string{"count", "huge", "again", "negative", "and", "fine"}, texts(msgs))
+	assert.Zero(t, msgs[1].Usage)
+	assert.Zero(t, msgs[3].Usage)
+	assert.Equal(t, model.Usage{InputTokens: model.MaxTokens, OutputTokens: 2}, pf.Runs[0].Run.Usage)
+}

@@ -434,7 +434,7 @@ func compactText(meta []byte) string {
 		case `"trigger"`:
 			trigger = strOr(v)
 		case `"preTokens"`:
-			pre = integer(v)
+			pre, _ = model.ParseTokens(string(v))
 		}
 	}
 	var b strings.Builder

@@ -356,18 +356,6 @@ func strOr(raw []byte) string {
 	return s
 }
 
-// integer decodes a JSON number holding an integer (a float is truncated;
-// anything else is 0).
-func integer(raw []byte) int64 {
-	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
-		return n
-	}
-	if f, err := strconv.ParseFloat(string(raw), 64); err == nil {
-		return int64(f)
-	}
-	return 0
-}
-
 // number decodes a JSON number, 0 for anything else.
 func number(raw []byte) float64 {
 	f, _ := strconv.ParseFloat(string(raw), 64)

@@ -38,8 +38,8 @@ type toolCall struct {
 }
 
 type chatUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens     tokens `json:"prompt_tokens"`
+	CompletionTokens tokens `json:"completion_tokens"`
 }
 
 // Parse reads an openai-format transcript. name labels errors and skips. A
@@ -78,10 +78,13 @@ func Parse(data []byte, name string) (harness.Transcript, error) {
 		return parseLines(data, name)
 	}
 	for i, raw := range raws {
-		m, err := convert(raw)
+		m, warn, err := convert(raw)
 		if err != nil {
 			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: i + 1, Reason: "message " + fmt.Sprint(i+1) + ": " + err.Error()})
 			continue
+		}
+		if warn != "" {
+			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: i + 1, Reason: "message " + fmt.Sprint(i+1) + ": " + warn})
 		}
 		t.Messages = append(t.Messages, m)
 	}
@@ -100,10 +103,13 @@ func parseLines(data []byte, name string) (harness.Transcript, error) {
 		if len(b) == 0 {
 			continue
 		}
-		m, err := convert(b)
+		m, warn, err := convert(b)
 		if err != nil {
 			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: line, Reason: err.Error()})
 			continue
+		}
+		if warn != "" {
+			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: line, Reason: warn})
 		}
 		t.Messages = append(t.Messages, m)
 	}
@@ -146,8 +152,15 @@ func finish(t *harness.Transcript, name string) {
 	}
 }
 
-// convert turns one Chat Completions message into a model.Message.
-func convert(raw []byte) (model.Message, error) {
+// convert turns one Chat Completions message into a model.Message. warn
+// says what was left out of a message that is still kept (a usage whose
+// counts are corrupt).
+func convert(raw []byte) (m model.Message, warn string, err error) {
+	m, err = convertMessage(raw, &warn)
+	return m, warn, err
+}
+
+func convertMessage(raw []byte, warn *string) (model.Message, error) {
 	var cm chatMessage
 	if err := json.Unmarshal(raw, &cm); err != nil {
 		return model.Message{}, fmt.Errorf("not a JSON message: %s", shortErr(err))
@@ -167,8 +180,12 @@ func convert(raw []byte) (model.Message, error) {
 	default:
 		return m, fmt.Errorf("unknown role %q", cm.Role)
 	}
-	if cm.Usage != nil {
-		m.Usage = model.Usage{InputTokens: cm.Usage.PromptTokens, OutputTokens: cm.Usage.CompletionTokens}
+	if u := cm.Usage; u != nil {
+		if bad := firstBad(map[string]tokens{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens}); bad != "" {
+			*warn = "usage dropped: " + bad
+		} else {
+			m.Usage = model.Usage{InputTokens: u.PromptTokens.n, OutputTokens: u.CompletionTokens.n}
+		}
 	}
 	if cm.Reasoning != "" {
 		m.Parts = append(m.Parts, model.Part{Kind: model.Thinking, Text: cm.Reasoning})

@@ -48,12 +48,8 @@ func convertMessage(m *message, line []byte) (model.Message, float64, bool) {
 		out := model.Message{Role: model.Assistant, Parts: parts(m.Content, line), Model: modelName(m.Provider, m.Model)}
 		var cost float64
 		if u := m.Usage; u != nil {
-			out.Usage = model.Usage{
-				InputTokens:      int64(u.Input),
-				OutputTokens:     int64(u.Output),
-				CacheReadTokens:  int64(u.CacheRead),
-				CacheWriteTokens: int64(u.CacheWrite),
-			}
+			// A corrupt count drops the usage (the parser says so).
+			out.Usage, _ = usageOf(u)
 			if u.Cost != nil {
 				cost = u.Cost.Total
 			}
@@ -88,6 +84,26 @@ func convertMessage(m *message, line []byte) (model.Message, float64, bool) {
 		return system(fmt.Sprintf("conversation compacted (%d tokens before); summary:\n\n%s", int64(m.TokensBefore), m.Summary)), 0, true
 	}
 	return model.Message{}, 0, false
+}
+
+// usageOf converts pi's usage. A count that is not a number in 0..2^53
+// (model.CheckTokens) makes the whole usage suspect: it is dropped, and the
+// error says which count.
+func usageOf(u *usage) (model.Usage, error) {
+	var out model.Usage
+	for _, f := range []struct {
+		name string
+		v    float64
+		to   *int64
+	}{{"input", u.Input, &out.InputTokens}, {"output", u.Output, &out.OutputTokens},
+		{"cacheRead", u.CacheRead, &out.CacheReadTokens}, {"cacheWrite", u.CacheWrite, &out.CacheWriteTokens}} {
+		n, err := model.CheckTokens(f.v)
+		if err != nil {
+			return model.Usage{}, fmt.Errorf("usage.%s: %w", f.name, err)
+		}
+		*f.to = n
+	}
+	return out, nil
 }
 
 // bashText is pi's bashExecutionToText.

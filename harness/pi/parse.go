@@ -240,6 +240,11 @@ func (p *parser) add(e *entry, line []byte) {
 			p.sessionName = strings.TrimSpace(*e.Name)
 		}
 	}
+	if e.Message != nil && e.Message.Usage != nil {
+		if _, err := usageOf(e.Message.Usage); err != nil {
+			p.skip("message " + e.ID + ": usage dropped: " + err.Error())
+		}
+	}
 	if m, cost, ok := entryMessage(e, line, t); ok {
 		if m.Role == model.Assistant && m.Model != "" {
 			n.model = m.Model

@@ -573,3 +573,27 @@ func TestAbortedCall(t *testing.T) {
 	assert.Equal(t, []model.Role{model.User, model.Assistant, model.User, model.Assistant}, roles(msgs))
 	assert.Equal(t, []int{1, 3, 4}, model.Checkpoints(msgs))
 }
+
+func TestUsageOutOfRange(t *testing.T) {
+	// A count outside 0..2^53 is corrupt: the message is kept without its
+	// usage, and the line is listed with why; nothing overflows.
+	src := `{"type":"session","version":3,"id":"s1","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/tmp"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-29T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"count"}]}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-29T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"huge"}],"usage":{"input":5,"output":1e30,"cacheRead":0,"cacheWrite":0}}}
+{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-11-29T10:00:03.000Z","message":{"role":"user","content":[{"type":"text","text":"again"}]}}
+{"type":"message","id":"a2","parentId":"u2","timestamp":"2026-11-29T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"negative"}],"usage":{"input":-7,"output":3,"cacheRead":0,"cacheWrite":0}}}
+{"type":"message","id":"a3","parentId":"a2","timestamp":"2026-11-29T10:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"fine"}],"usage":{"input":9007199254740992,"output":2,"cacheRead":0,"cacheWrite":0}}}
+`
+	pf, err := Parse(strings.NewReader(src), "usage.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 2)
+	assert.Equal(t, 3, pf.Skipped[0].Line)
+	assert.Contains(t, pf.Skipped[0].Reason, "usage.output: 1e+30 is not a token count")
+	assert.Equal(t, 5, pf.Skipped[1].Line)
+	assert.Contains(t, pf.Skipped[1].Reason, "usage.input: -7")
+	msgs := pf.Runs[0].Messages
+	require.Len(t, msgs, 5)
+	assert.Zero(t, msgs[1].Usage)
+	assert.Zero(t, msgs[3].Usage)
+	assert.Equal(t, model.Usage{InputTokens: model.MaxTokens, OutputTokens: 2}, pf.Runs[0].Run.Usage)
+}
