@@ -93,7 +93,7 @@ func DefaultKeyMap() KeyMap {
 			NextSibling:    b("]", "next sibling fork", "]"),
 			PrevSibling:    b("[", "prev sibling fork", "["),
 			Fold:           b("space", "fold fork", "space", "z"),
-			FoldAll:        b("Z", "fold all forks", "Z"),
+			FoldAll:        b("Z", "fold all forks / unfold all", "Z"),
 			Focus:          b("tab", "focus detail", "tab"),
 			Detail:         b("enter", "read message", "enter"),
 			NextCheckpoint: b("}", "next checkpoint", "}"),

@@ -130,7 +130,7 @@ func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) 
 	case key.Matches(msg, keys.Fold):
 		return t.fold()
 	case key.Matches(msg, keys.FoldAll):
-		t.foldAll()
+		return t.foldAll()
 	case key.Matches(msg, keys.NextCheckpoint):
 		return t.checkpoint(+1)
 	case key.Matches(msg, keys.PrevCheckpoint):
@@ -159,6 +159,7 @@ func (t *treeScreen) into() string {
 	id := t.data.runs[target].run().ID
 	if t.folded[id] {
 		t.folded[id] = false
+		t.invalidate()
 		t.refold()
 	}
 	h := t.forkRow(int32(target))
@@ -257,14 +258,16 @@ func (t *treeScreen) fold() string {
 	}
 	id := t.data.runs[r.run].run().ID
 	t.folded[id] = !t.folded[id]
+	t.invalidate() // cached fork lines show the fold arrow
 	t.rows = t.data.flatten(t.folded)
 	t.cursor = t.forkRow(r.run)
 	t.clamp()
 	return ""
 }
 
-// foldAll folds every fork, or unfolds them all when all are folded.
-func (t *treeScreen) foldAll() {
+// foldAll folds every fork, or unfolds them all when all are folded
+// already; it says which it did.
+func (t *treeScreen) foldAll() string {
 	all := true
 	for _, r := range t.data.runs[1:] {
 		all = all && t.folded[r.run().ID]
@@ -272,7 +275,15 @@ func (t *treeScreen) foldAll() {
 	for _, r := range t.data.runs[1:] {
 		t.folded[r.run().ID] = !all
 	}
+	t.invalidate()
 	t.refold()
+	switch {
+	case len(t.data.runs) == 1:
+		return "this tree has no forks to fold"
+	case all:
+		return "unfolded every fork (Z again folds them all)"
+	}
+	return "folded every fork (Z again unfolds them all)"
 }
 
 // checkpoint moves to the next or previous pair-safe message in view order.

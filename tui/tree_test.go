@@ -282,3 +282,41 @@ func TestWheelScrollsWhatIsUnderThePointer(t *testing.T) {
 	assert.Equal(t, libCursor, d.a.lib.cursor, "the hidden library does not move")
 	assert.Equal(t, 1, d.a.compare.offset, "the columns scroll")
 }
+
+// TestZFoldsEveryForkLine: after Z every fork line on screen shows the
+// closed arrow, not a cached open one, and Z says what it did.
+func TestZFoldsEveryForkLine(t *testing.T) {
+	ts := newTreeScreen(sampleTree())
+	ts.setSize(80, 20)
+	st := NewStyles(true)
+	keys := DefaultKeyMap().Tree
+	ts.view(&st) // every row cached, unfolded
+	assert.Contains(t, ts.update(press("Z"), keys), "folded every fork")
+	plain := ansi.Strip(ts.view(&st))
+	assert.NotContains(t, plain, "▾", plain)
+	assert.Equal(t, 2, strings.Count(plain, "▸"), plain)
+	assert.Contains(t, ts.update(press("Z"), keys), "unfolded every fork")
+	plain = ansi.Strip(ts.view(&st))
+	assert.NotContains(t, plain, "▸", plain)
+}
+
+// TestHiddenRunShowsOnlyWhatItsForksShare: a run hidden when its
+// regeneration replaced it shows its messages up to where its forks
+// start; its own continuation is not shown.
+func TestHiddenRunShowsOnlyWhatItsForksShare(t *testing.T) {
+	data := sampleTree()
+	data.runs[0].node.Run.Hidden = true // the root, forked at K=1 and K=5
+	rows := data.flatten(map[string]bool{})
+	for _, r := range rows {
+		if r.kind == rowMessage && r.run == 0 {
+			assert.Less(t, int(r.msg), 5, "message %d of the hidden root is past its last fork", r.msg+1)
+		}
+	}
+	// A hidden fork with no forks of its own is not shown at all.
+	data = sampleTree()
+	data.runs[data.index["forkbbbb2222"]].node.Run.Hidden = true
+	ts := newTreeScreen(data)
+	for _, r := range ts.rows {
+		assert.NotEqual(t, int32(data.index["forkbbbb2222"]), r.run, "the hidden fork is gone")
+	}
+}

@@ -166,6 +166,9 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	rows := make([]row, 0, n)
 	var emitRun func(ri int, depth int16)
 	emitFork := func(ci int, depth int16) {
+		if c := t.runs[ci]; c.run().Hidden && len(c.children) == 0 && len(c.subagents) == 0 {
+			return // replaced by its regenerations (rule 7): nothing of it is shown
+		}
 		rows = append(rows, row{kind: rowFork, depth: depth, run: int32(ci), msg: -1})
 		if !folded[t.runs[ci].run().ID] {
 			emitRun(ci, depth)
@@ -177,13 +180,23 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 		if r.subagent {
 			start = 0
 		}
+		end := start + len(r.own)
+		if r.run().Hidden {
+			// A hidden run was replaced (rule 7 in ARCHITECTURE.md): what its
+			// forks share with it stays, its own continuation is not shown.
+			last := start
+			for _, c := range r.children {
+				last = max(last, t.runs[c].run().ForkAt)
+			}
+			end = min(end, last)
+		}
 		ci, si := 0, 0
 		// Forks made inside the inherited prefix come first.
 		for ci < len(r.children) && t.runs[r.children[ci]].run().ForkAt <= start {
 			emitFork(r.children[ci], depth+1)
 			ci++
 		}
-		for i := start; i < start+len(r.own); i++ {
+		for i := start; i < end; i++ {
 			rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
 			for si < len(r.subagents) && t.runs[r.subagents[si]].spawnedAt <= i {
 				emitFork(r.subagents[si], depth+1)
