@@ -421,7 +421,7 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		}
 		// Spending after the fork point: the original's earlier turns are
 		// not part of the comparison.
-		parts := []string{st.status(r.Status).Render(statusGlyph(r.Status) + " " + string(r.Status)),
+		parts := []string{st.status(r.Status).Render(statusText(r, col.msgs)),
 			st.Subtle.Render(plural(steps, "step")), st.Subtle.Render(tokens(model.OwnUsage(col.msgs, 0).Total()) + " tok")}
 		if cs := cost(r.CostUSD); cs != "" && r.ForkAt == c.forkPoint {
 			parts = append(parts, st.Subtle.Render(cs))

@@ -135,7 +135,7 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 		}
 	}
 	row("id", r.ID)
-	row("status", statusGlyph(r.Status)+" "+string(r.Status))
+	row("status", statusText(r, rd.own))
 	row("error", r.Error)
 	row("harness", r.Harness)
 	row("model", r.Model)

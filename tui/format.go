@@ -60,6 +60,42 @@ func age(t, now time.Time) string {
 	}
 }
 
+// statusText is a run's status in words, its glyph first. A completed run
+// whose last message calls tools that nobody ran did not finish its work:
+// it stopped at those calls (own is the run's own messages).
+func statusText(r model.Run, own []model.Message) string {
+	if r.Status == model.Completed && endsOnOpenCalls(own) {
+		return "◌ stopped at tool calls"
+	}
+	return statusGlyph(r.Status) + " " + string(r.Status)
+}
+
+// endsOnOpenCalls reports whether msgs end with tool calls some of which
+// have no result after them.
+func endsOnOpenCalls(msgs []model.Message) bool {
+	answered := map[string]bool{}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := msgs[i]
+		if calls := m.ToolCalls(); len(calls) > 0 {
+			for _, c := range calls {
+				if !answered[c.ToolCallID] {
+					return true
+				}
+			}
+			return false
+		}
+		if m.Role != model.Tool {
+			return false
+		}
+		for _, p := range m.Parts {
+			if p.Kind == model.ToolResult {
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	return false
+}
+
 // statusGlyph marks a run's status so it reads without colour.
 func statusGlyph(st model.Status) string {
 	switch st {

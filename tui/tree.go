@@ -404,11 +404,10 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if c := checkMark(run.Check); c != "" {
 		parts = append(parts, c)
 	}
-	glyph := statusGlyph(run.Status)
+	status := statusText(run, rd.own)
 	if run.Status == model.Running {
-		glyph = spinFrames[t.spinFrame%len(spinFrames)]
+		status = spinFrames[t.spinFrame%len(spinFrames)] + " " + string(run.Status)
 	}
-	status := glyph + " " + string(run.Status)
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + harness.OneLine(run.Error, 60)
 	}

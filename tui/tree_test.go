@@ -320,3 +320,18 @@ func TestHiddenRunShowsOnlyWhatItsForksShare(t *testing.T) {
 		assert.NotEqual(t, int32(data.index["forkbbbb2222"]), r.run, "the hidden fork is gone")
 	}
 }
+
+// TestStoppedAtToolCalls: a completed run whose last message calls tools
+// nobody ran says so instead of "completed".
+func TestStoppedAtToolCalls(t *testing.T) {
+	data := sampleTree()
+	ri := data.index["forkaaaa1111"]
+	data.runs[ri].own = append(data.runs[ri].own, callMsg("x1", "x2"), resultMsg("x1", "ok"))
+	ts := newTreeScreen(data)
+	ts.setSize(120, 20)
+	line := ts.forkText(data.runs[ri], 1, nil)
+	assert.Contains(t, line, "stopped at tool calls")
+	assert.NotContains(t, line, "completed")
+	assert.False(t, endsOnOpenCalls([]model.Message{callMsg("y"), resultMsg("y", "ok")}), "answered calls are done")
+	assert.False(t, endsOnOpenCalls([]model.Message{callMsg("y"), resultMsg("y", "ok"), text(model.Assistant, "done")}))
+}
