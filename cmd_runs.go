@@ -189,14 +189,17 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	var lines []line
 	var walk func(n *model.Node, depth int, sub bool)
 	walk = func(n *model.Node, depth int, sub bool) {
+		under := depth + 1
 		if *all || !n.Run.Hidden {
 			lines = append(lines, line{n, depth, sub})
+		} else {
+			under = depth // its forks (what replaced it) take its place
 		}
 		for _, c := range n.Children {
-			walk(c, depth+1, false)
+			walk(c, under, false)
 		}
 		for _, s := range spawned[n.Run.ID] {
-			walk(s, depth+1, true)
+			walk(s, under, true)
 		}
 	}
 	for _, t := range trees {
