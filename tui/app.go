@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
@@ -62,7 +61,6 @@ type App struct {
 	opts   Options
 	keys   KeyMap
 	styles Styles
-	help   help.Model
 	now    func() time.Time
 	// tick schedules a message later (tea.Tick); tests replace it.
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
@@ -70,6 +68,10 @@ type App struct {
 	width, height int
 	screen        screenID
 	showHelp      bool
+	helpOffset    int // the first help line shown
+	// confirmQuit is set while asking whether to quit and lose what was
+	// typed in a dialog.
+	confirmQuit bool
 
 	lib       libraryScreen
 	tree      *treeScreen
@@ -105,7 +107,13 @@ type App struct {
 	// shortHelp caches the footer's key hints, which cost a lot to lay out
 	// for what they are, by what they depend on.
 	shortHelp    string
-	shortHelpKey [3]int
+	shortHelpKey shortHelpKey
+}
+
+type shortHelpKey struct {
+	id    string
+	width int
+	dark  bool
 }
 
 // New returns the root model over st.
@@ -118,14 +126,12 @@ func New(st *store.Store, opts Options) *App {
 		opts:    opts,
 		keys:    DefaultKeyMap(),
 		styles:  NewStyles(true),
-		help:    help.New(),
 		now:     time.Now,
 		tick:    tea.Tick,
 		lib:     newLibraryScreen(),
 		batches: map[int]*forkBatch{},
 		pending: map[int]launchReq{},
 	}
-	a.help.Styles = help.DefaultStyles(true)
 	return a
 }
 
@@ -270,7 +276,6 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.relayout()
 	case tea.BackgroundColorMsg:
 		a.styles = NewStyles(msg.IsDark())
-		a.help.Styles = help.DefaultStyles(msg.IsDark())
 		if a.tree != nil {
 			a.tree.invalidate()
 		}
@@ -469,19 +474,29 @@ func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// typing reports whether keys go to a text input now.
-func (a *App) typing() bool {
-	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
-}
-
-func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
+// dialogKey handles a key while the Fork or next-turn dialog is open. On a
+// choice field ? is help and q quits; in a text field they are text (f1
+// is help). Quitting asks first when something was typed.
+func (a *App) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 	g := a.keys.Global
-	if key.Matches(msg, g.ForceQuit) {
-		return tea.Quit
+	typing, typed := false, false
+	if a.dialog != nil {
+		typing = a.dialog.input(a.dialog.cur) != nil
+		typed = a.dialog.typed()
+	} else {
+		typing = a.turn.cur == turnMessage
+		typed = a.turn.message() != ""
 	}
-	if a.showHelp {
-		a.showHelp = false
+	switch {
+	case key.Matches(msg, g.Help) && (!typing || msg.String() == "f1"):
+		a.openHelp()
 		return nil
+	case key.Matches(msg, g.ForceQuit), key.Matches(msg, g.Quit) && !typing:
+		if typed {
+			a.confirmQuit = true
+			return nil
+		}
+		return tea.Quit
 	}
 	if a.dialog != nil {
 		res, cmd := a.dialog.update(msg, a.keys.Dialog)
@@ -493,20 +508,54 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return cmd
 	}
-	if a.turn != nil {
-		res, cmd := a.turn.update(msg, a.keys.Dialog)
-		switch res {
-		case dialogCancel:
-			a.turn = nil
-		case dialogLaunch:
-			return a.sendTurn()
+	res, cmd := a.turn.update(msg, a.keys.Dialog)
+	switch res {
+	case dialogCancel:
+		a.turn = nil
+	case dialogLaunch:
+		return a.sendTurn()
+	}
+	return cmd
+}
+
+// typing reports whether keys go to a text input now.
+func (a *App) typing() bool {
+	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
+}
+
+func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
+	g := a.keys.Global
+	if a.confirmQuit {
+		a.confirmQuit = false
+		if msg.String() == "y" {
+			return tea.Quit
 		}
-		return cmd
+		a.status = ""
+		return nil
+	}
+	if a.showHelp {
+		if a.scrollHelp(msg) {
+			return nil
+		}
+		a.showHelp = false
+		if !key.Matches(msg, g.ForceQuit) {
+			return nil
+		}
+	}
+	if a.dialog != nil || a.turn != nil {
+		return a.dialogKey(msg)
+	}
+	if key.Matches(msg, g.ForceQuit) {
+		return tea.Quit
+	}
+	if a.typing() && msg.String() == "f1" {
+		a.openHelp()
+		return nil
 	}
 	if !a.typing() {
 		switch {
 		case key.Matches(msg, g.Help):
-			a.showHelp = true
+			a.openHelp()
 			return nil
 		case key.Matches(msg, g.Quit):
 			return tea.Quit
@@ -693,7 +742,6 @@ func (a *App) layout() screenLayout { return computeLayout(a.width, a.height) }
 func (a *App) relayout() tea.Cmd {
 	l := a.layout()
 	a.layoutLibrary()
-	a.help.SetWidth(l.body.w)
 	if a.compare != nil {
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
 	}
@@ -837,6 +885,9 @@ func (a *App) headerLine() string {
 
 func (a *App) footerLine() string {
 	st := &a.styles
+	if a.confirmQuit {
+		return st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")
+	}
 	if a.status != "" {
 		switch a.statusLevel {
 		case levelError:
@@ -848,63 +899,79 @@ func (a *App) footerLine() string {
 		}
 	}
 	if a.showHelp {
-		return st.Subtle.Render("any key closes help")
+		hk := a.keys.Help
+		return footerHelp([]key.Binding{withHelp(hk.Down, "↑/↓", "scroll"), hk.Close, a.keys.Global.ForceQuit}, a.width, st)
 	}
-	if a.dialog != nil || a.turn != nil {
-		return a.help.ShortHelpView(dialogHelp{a.keys}.ShortHelp())
-	}
-	if t := a.tree; a.screen == screenTree && t != nil && (t.detailOnly || t.detailFocus) {
-		return a.help.ShortHelpView([]key.Binding{a.keys.Tree.Up, a.keys.Tree.Down, a.keys.Tree.PageDown, a.keys.Tree.Focus, a.keys.Global.Back})
-	}
-	k := [3]int{int(a.screen), a.width, 0}
-	if a.screen == screenCompare && a.compare != nil && a.compare.diff != nil {
-		k[0] = -1
-	}
-	if a.styles.IsDark {
-		k[2] = 1
-	}
+	h := a.currentHelp()
+	k := shortHelpKey{id: h.id, width: a.width, dark: st.IsDark}
 	if k != a.shortHelpKey || a.shortHelp == "" {
-		a.shortHelp, a.shortHelpKey = a.help.ShortHelpView(a.helpKeys().ShortHelp()), k
+		a.shortHelp, a.shortHelpKey = footerHelp(h.short, a.width, st), k
 	}
 	return a.shortHelp
 }
 
-func (a *App) helpKeys() help.KeyMap {
+// currentHelp is the help of whatever has the keys now: a dialog, the
+// diff, Compare, the detail pane, the tree or the library (in its mode).
+func (a *App) currentHelp() screenHelp {
 	switch {
-	case a.dialog != nil || a.turn != nil:
-		return dialogHelp{a.keys}
+	case a.dialog != nil:
+		return dialogHelp(a.keys, false, a.dialog.input(a.dialog.cur) != nil)
+	case a.turn != nil:
+		return dialogHelp(a.keys, true, a.turn.cur == turnMessage)
 	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
-		return diffHelp{a.keys}
+		return diffHelp(a.keys)
 	case a.screen == screenCompare:
-		return compareHelp{a.keys}
+		return compareHelp(a.keys)
+	case a.screen == screenTree && a.tree != nil && (a.tree.detailOnly || a.tree.detailFocus):
+		return detailHelp(a.keys, a.tree.detailOnly)
 	case a.screen == screenTree:
-		return treeHelp{a.keys}
+		return treeHelp(a.keys)
 	}
-	return libraryHelp{a.keys}
+	return libraryHelp(a.keys, a.lib.mode)
+}
+
+func (a *App) openHelp() {
+	a.showHelp, a.helpOffset = true, 0
+}
+
+// helpContent is the whole help: the keys first (so a small terminal
+// shows them), then what the screen is for, then where the data is.
+func (a *App) helpContent() []string {
+	st := &a.styles
+	h := a.currentHelp()
+	w := max(a.width, 10)
+	lines := []string{st.Title.Render("Keys")}
+	lines = append(lines, helpLines(h.full, w, st)...)
+	lines = append(lines, "")
+	lines = append(lines, strings.Split(wrap(h.intro, w), "\n")...)
+	if p := dbPath(a.st); p != "" {
+		lines = append(lines, "", st.Subtle.Render(fit("Data: "+p, w)))
+	}
+	return lines
+}
+
+// scrollHelp scrolls the help; it reports whether msg was for that.
+func (a *App) scrollHelp(msg tea.KeyPressMsg) bool {
+	n := len(a.helpContent())
+	h := max(a.layout().body.h, 1)
+	v := nav{cursor: a.helpOffset, offset: a.helpOffset, height: 1}
+	hk := a.keys.Help
+	switch {
+	case key.Matches(msg, hk.PageUp):
+		v.cursor -= max(h-1, 1)
+	case key.Matches(msg, hk.PageDown):
+		v.cursor += max(h-1, 1)
+	case !v.move(msg, hk.NavKeys, n):
+		return false
+	}
+	a.helpOffset = min(max(v.cursor, 0), max(n-h, 0))
+	return true
 }
 
 func (a *App) helpView() string {
-	st := &a.styles
-	var intro string
-	switch {
-	case a.dialog != nil:
-		intro = "Fork: where the forks start, how many, which harness runs them and how, what each is told, and an optional check that scores them (the best is marked ★). An agent that cannot branch this run's session continues it only as a handoff, which you turn on here."
-	case a.turn != nil:
-		intro = "Next turn: a message for the run, answered by its own harness or another. A session tine did not make (an imported one) is never written to: a fork at its end gets the turn."
-	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
-		intro = "Diff: everything the fork changed in its worktree against the commit it started from, untracked files included."
-	case a.screen == screenCompare:
-		intro = "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."
-	case a.screen == screenTree:
-		intro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."
-	default:
-		intro = "Library: every conversation tree, grouped by project, newest first. / filters by title, project or harness; s searches the text of every message; i imports this machine's Claude Code, Codex and pi sessions (only what changed)."
-	}
-	a.help.ShowAll = true
-	full := a.help.FullHelpView(a.helpKeys().FullHelp())
-	a.help.ShowAll = false
-	return st.Title.Render("Keys") + "\n" + wrap(intro, max(a.width-2, 10)) + "\n\n" + full +
-		"\n\n" + st.Subtle.Render("Data: "+dbPath(a.st))
+	lines := a.helpContent()
+	off := min(a.helpOffset, len(lines))
+	return strings.Join(lines[off:], "\n")
 }
 
 func dbPath(st *store.Store) string {

@@ -426,7 +426,7 @@ func (d *forkDialog) update(msg tea.KeyPressMsg, keys DialogKeys) (dialogResult,
 		return dialogCancel, nil
 	case key.Matches(msg, keys.Launch):
 		return d.launch()
-	case msg.String() == "enter":
+	case key.Matches(msg, keys.Enter):
 		if d.cur == fieldButton {
 			return d.launch()
 		}
@@ -449,7 +449,21 @@ func (d *forkDialog) update(msg tea.KeyPressMsg, keys DialogKeys) (dialogResult,
 		*in, cmd = in.Update(msg)
 		return dialogStay, cmd
 	}
+	if msg.Text != "" {
+		// A character typed on a choice is not lost without a word.
+		d.err = "this field is a choice: ←/→ or space change it; ↓ goes on to the text fields"
+	}
 	return dialogStay, nil
+}
+
+// typed reports whether anything was typed into the dialog.
+func (d *forkDialog) typed() bool {
+	for _, in := range d.allInputs() {
+		if in.Value() != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // paste puts pasted text into the focused input.

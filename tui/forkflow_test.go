@@ -376,7 +376,7 @@ func TestCompareShowsFilesChecksAndBest(t *testing.T) {
 	assert.Contains(t, s, "+// Parse reads a table.")
 	assert.NotContains(t, s, "pwned", "the escape sequence is dropped with its payload")
 	assert.NotContains(t, d.screen(), "\x1b]0;")
-	assert.Contains(t, d.plain(), "↓/j scroll down", "the footer has the diff's keys")
+	assert.Contains(t, d.plain(), "↑/↓ scroll", "the footer has the diff's keys")
 	requireFits(t, d.screen(), 160, 40)
 	d.keys("esc")
 	assert.Nil(t, d.a.compare.diff)

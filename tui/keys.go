@@ -1,11 +1,18 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"github.com/charmbracelet/x/ansi"
+)
 
 // KeyMap is every key tine answers, grouped by screen. Each key is defined
 // here once, with its help text; the footers and ? read these bindings.
 type KeyMap struct {
 	Global  GlobalKeys
+	Help    HelpKeys
 	Library LibraryKeys
 	Tree    TreeKeys
 	Compare CompareKeys
@@ -18,11 +25,19 @@ type GlobalKeys struct {
 	Help, Quit, ForceQuit, Back key.Binding
 }
 
+// HelpKeys scroll the help while it shows; any other key closes it.
+type HelpKeys struct {
+	NavKeys
+	Close key.Binding
+}
+
 // LibraryKeys are the library screen's.
 type LibraryKeys struct {
 	NavKeys
 	Open, Filter, Search, ClearFilter key.Binding
 	Refresh, Import, FoldProject      key.Binding
+	// Apply and CancelInput end typing a filter or a search.
+	Apply, CancelInput key.Binding
 }
 
 // TreeKeys are the tree screen's.
@@ -49,6 +64,8 @@ type DiffKeys struct {
 // DialogKeys are the Fork and next-turn dialogs'.
 type DialogKeys struct {
 	NextField, PrevField, Change, Launch, Cancel key.Binding
+	// Enter goes to the next field, or launches on the button.
+	Enter key.Binding
 }
 
 // DefaultKeyMap returns tine's keys.
@@ -71,11 +88,12 @@ func DefaultKeyMap() KeyMap {
 	scroll.Down = b("↓/j", "scroll down", "down", "j")
 	return KeyMap{
 		Global: GlobalKeys{
-			Help:      b("?", "help", "?"),
+			Help:      b("?", "help", "?", "f1"),
 			Quit:      b("q", "quit", "q"),
 			ForceQuit: b("ctrl+c", "quit", "ctrl+c"),
 			Back:      b("esc", "back", "esc", "backspace"),
 		},
+		Help: HelpKeys{NavKeys: scroll, Close: b("any key", "close help")},
 		Library: LibraryKeys{
 			NavKeys:     libNav,
 			Open:        b("enter", "open tree", "enter", "l", "right"),
@@ -85,6 +103,8 @@ func DefaultKeyMap() KeyMap {
 			Refresh:     b("r", "refresh", "r"),
 			Import:      b("i", "import this machine's sessions", "i"),
 			FoldProject: b("z", "fold project", "z", "tab"),
+			Apply:       b("enter", "apply", "enter"),
+			CancelInput: b("esc", "cancel", "esc"),
 		},
 		Tree: TreeKeys{
 			NavKeys:        navKeys,
@@ -119,81 +139,183 @@ func DefaultKeyMap() KeyMap {
 			Change:    b("←/→", "change", "left", "right", "space", "+", "-"),
 			Launch:    b("ctrl+s", "go", "ctrl+s"),
 			Cancel:    b("esc", "cancel", "esc"),
+			Enter:     b("enter", "next field (on the button: go)", "enter"),
 		},
 	}
 }
 
-// libraryHelp is the library's help: a short line and the full table.
-type libraryHelp struct{ k KeyMap }
-
-func (h libraryHelp) ShortHelp() []key.Binding {
-	l := h.k.Library
-	return []key.Binding{l.Open, l.Filter, l.Search, h.k.Global.Help, h.k.Global.Quit}
+// screenHelp is what the footer and ? say about the screen that has the
+// keys now: both read the bindings that handle the keys.
+type screenHelp struct {
+	id    string // names it for the footer's cache
+	short []key.Binding
+	full  [][]key.Binding
+	intro string
 }
 
-func (h libraryHelp) FullHelp() [][]key.Binding {
-	l, g := h.k.Library, h.k.Global
-	return [][]key.Binding{
-		{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom},
-		{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh, l.Import, l.FoldProject},
-		{g.Help, g.Back, g.Quit, g.ForceQuit},
+// withHelp is b with other help text: the same keys, said for a context.
+func withHelp(b key.Binding, keys, desc string) key.Binding {
+	b.SetHelp(keys, desc)
+	return b
+}
+
+func libraryHelp(k KeyMap, mode libMode) screenHelp {
+	l, g := k.Library, k.Global
+	switch mode {
+	case libFilter, libSearch:
+		apply := l.Apply
+		if mode == libSearch {
+			apply = withHelp(l.Apply, "enter", "search")
+		}
+		return screenHelp{id: fmt.Sprint("lib-typing", mode),
+			short: []key.Binding{apply, withHelp(l.Down, "↑/↓", "move"), l.CancelInput, withHelp(g.Help, "f1", "help"), g.ForceQuit},
+			full:  [][]key.Binding{{apply, l.CancelInput, withHelp(l.Up, "↑", "up"), withHelp(l.Down, "↓", "down"), withHelp(g.Help, "f1", "help"), g.ForceQuit}},
+			intro: "Typing a filter or a search: keys go to the text (f1 is help, ctrl+c quits); ↑/↓ still move the list."}
+	case libHits:
+		open := withHelp(l.Open, "enter", "open at the hit")
+		return screenHelp{id: "lib-hits",
+			short: []key.Binding{open, l.Down, l.Search, withHelp(l.ClearFilter, "esc", "back"), g.Help, g.Quit},
+			full:  [][]key.Binding{{l.Up, l.Down, l.Top, l.Bottom}, {open, withHelp(l.Search, "s", "search again"), withHelp(l.ClearFilter, "esc", "back to the list")}, {g.Help, g.Quit, g.ForceQuit}},
+			intro: "Search hits: every message whose text matched, newest first; enter opens its tree on that message."}
 	}
+	return screenHelp{id: "lib",
+		short: []key.Binding{l.Open, l.Filter, l.Search, l.Import, l.FoldProject, l.Refresh, g.Help, g.Quit},
+		full: [][]key.Binding{
+			{l.Up, l.Down, l.PageUp, l.PageDown, l.Top, l.Bottom},
+			{l.Open, l.Filter, l.Search, l.ClearFilter, l.Refresh, l.Import, l.FoldProject},
+			{g.Help, g.Quit, g.ForceQuit},
+		},
+		intro: "Library: every conversation tree, grouped by project, newest first. / filters by title, project or harness; s searches the text of every message; i imports this machine's Claude Code, Codex and pi sessions (only what changed)."}
 }
 
-// treeHelp is the tree screen's help.
-type treeHelp struct{ k KeyMap }
-
-func (h treeHelp) ShortHelp() []key.Binding {
-	t := h.k.Tree
-	return []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Fold, t.Detail, h.k.Global.Back, h.k.Global.Help}
+func treeHelp(k KeyMap) screenHelp {
+	t, g := k.Tree, k.Global
+	return screenHelp{id: "tree",
+		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Fold, t.Detail, g.Back, g.Help, g.Quit},
+		full: [][]key.Binding{
+			{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
+			{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
+			{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
+			{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
+		},
+		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."}
 }
 
-func (h treeHelp) FullHelp() [][]key.Binding {
-	t, g := h.k.Tree, h.k.Global
-	return [][]key.Binding{
-		{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
-		{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
-		{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
-		{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit},
+// detailHelp is the tree's while the detail pane has the keys.
+func detailHelp(k KeyMap, full bool) screenHelp {
+	t, g := k.Tree, k.Global
+	focus := withHelp(t.Focus, "tab", "back to the list")
+	back := withHelp(g.Back, "esc", "back to the list")
+	return screenHelp{id: "detail",
+		short: []key.Binding{withHelp(t.Down, "↑/↓", "scroll"), t.PageDown, focus, back, g.Help, g.Quit},
+		full:  [][]key.Binding{{withHelp(t.Up, "↑/k", "scroll up"), withHelp(t.Down, "↓/j", "scroll down"), t.PageUp, t.PageDown, t.Top, t.Bottom}, {focus, back, g.Help, g.Quit, g.ForceQuit}},
+		intro: "The message in full: ↑/↓ scroll it; tab or esc go back to the list."}
+}
+
+func compareHelp(k KeyMap) screenHelp {
+	c, g := k.Compare, k.Global
+	return screenHelp{id: "compare",
+		short: []key.Binding{c.Prev, c.Next, withHelp(c.Down, "↑/↓", "scroll"), c.Diff, c.Best, c.Open, g.Back, g.Help, g.Quit},
+		full: [][]key.Binding{
+			{c.Prev, c.Next, c.Up, c.Down, c.PageUp, c.PageDown, c.Top, c.Bottom},
+			{c.Diff, c.Best, c.Open},
+			{g.Back, g.Help, g.Quit, g.ForceQuit},
+		},
+		intro: "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."}
+}
+
+func diffHelp(k KeyMap) screenHelp {
+	d, g := k.Diff, k.Global
+	return screenHelp{id: "diff",
+		short: []key.Binding{withHelp(d.Down, "↑/↓", "scroll"), d.PageDown, d.Top, d.Bottom, g.Back, g.Help, g.Quit},
+		full:  [][]key.Binding{{d.Up, d.Down, d.PageUp, d.PageDown, d.Top, d.Bottom}, {g.Back, g.Help, g.Quit, g.ForceQuit}},
+		intro: "Diff: everything the fork changed in its worktree against the files it started with, untracked files included."}
+}
+
+// dialogHelp is the Fork and next-turn dialogs' help; typing says whether
+// a text field has the keys (then ? and q are text, and f1 is help).
+func dialogHelp(k KeyMap, turn, typing bool) screenHelp {
+	d, g := k.Dialog, k.Global
+	help, quit := g.Help, g.Quit
+	if typing {
+		help = withHelp(g.Help, "f1", "help")
+		quit = g.ForceQuit
 	}
-}
-
-// compareHelp is the Compare screen's help.
-type compareHelp struct{ k KeyMap }
-
-func (h compareHelp) ShortHelp() []key.Binding {
-	c := h.k.Compare
-	return []key.Binding{c.Prev, c.Next, c.Down, c.Diff, c.Best, c.Open, h.k.Global.Back}
-}
-
-func (h compareHelp) FullHelp() [][]key.Binding {
-	c, g := h.k.Compare, h.k.Global
-	return [][]key.Binding{
-		{c.Prev, c.Next, c.Up, c.Down, c.PageUp, c.PageDown, c.Top, c.Bottom},
-		{c.Diff, c.Best, c.Open},
-		{g.Back, g.Help, g.Quit},
+	h := screenHelp{id: fmt.Sprint("dialog", turn, typing),
+		short: []key.Binding{d.NextField, d.PrevField, d.Change, d.Launch, d.Cancel, help, quit},
+		full:  [][]key.Binding{{d.NextField, d.PrevField, d.Change, d.Enter, d.Launch, d.Cancel}, {help, quit, g.ForceQuit}},
+		intro: "Fork: where the forks start, how many, which harness runs them and how, what each is told, and an optional check that scores them (the best is marked ★). An agent that cannot branch this run's session continues it only as a handoff, which you turn on here. In a text field, keys are text: f1 is help, ctrl+c quits."}
+	if turn {
+		h.intro = "Next turn: a message for the run, answered by its own harness or another. A session tine did not make (an imported one) is never written to: a fork at its end gets the turn. In the text field, keys are text: f1 is help, ctrl+c quits."
 	}
+	return h
 }
 
-// diffHelp is the full-screen diff's help.
-type diffHelp struct{ k KeyMap }
-
-func (h diffHelp) ShortHelp() []key.Binding {
-	d := h.k.Diff
-	return []key.Binding{d.Up, d.Down, d.PageDown, d.Top, d.Bottom, h.k.Global.Back}
+// helpLines lays the bindings out as "key  what it does", in as many
+// columns as fit in width, each binding once.
+func helpLines(groups [][]key.Binding, width int, st *Styles) []string {
+	type item struct{ k, d string }
+	var items []item
+	seen := map[item]bool{}
+	kw, dw := 0, 0
+	for _, g := range groups {
+		for _, b := range g {
+			h := b.Help()
+			it := item{h.Key, h.Desc}
+			if !b.Enabled() || it.k == "" || seen[it] {
+				continue
+			}
+			seen[it] = true
+			items = append(items, it)
+			kw, dw = max(kw, ansi.StringWidth(it.k)), max(dw, ansi.StringWidth(it.d))
+		}
+	}
+	colW := kw + 2 + dw + 3
+	cols := max(min(width/max(colW, 1), 3), 1)
+	rows := (len(items) + cols - 1) / cols
+	var lines []string
+	for r := 0; r < rows; r++ {
+		var b strings.Builder
+		for c := 0; c < cols; c++ {
+			i := c*rows + r
+			if i >= len(items) {
+				break
+			}
+			cell := st.Key.Render(fitRight(items[i].k, kw)) + "  " + st.Subtle.Render(items[i].d)
+			if cols > 1 {
+				cell = fit(cell, colW)
+			}
+			b.WriteString(cell)
+		}
+		lines = append(lines, fit(b.String(), width))
+	}
+	return lines
 }
 
-func (h diffHelp) FullHelp() [][]key.Binding {
-	d, g := h.k.Diff, h.k.Global
-	return [][]key.Binding{{d.Up, d.Down, d.PageUp, d.PageDown, d.Top, d.Bottom}, {g.Back, g.Help, g.Quit}}
+// footerHelp is the footer's key hints in width cells: help and quit are
+// always there (they are last in short); the others give way from the end.
+func footerHelp(short []key.Binding, width int, st *Styles) string {
+	part := func(b key.Binding) string {
+		h := b.Help()
+		return st.Key.Render(h.Key) + " " + st.Subtle.Render(h.Desc)
+	}
+	sep := st.Subtle.Render(" · ")
+	var keep []string
+	n := len(short)
+	tail := []string{}
+	// The last two (help, quit) stay; the rest are added while they fit.
+	fixed := min(2, n)
+	for _, b := range short[n-fixed:] {
+		tail = append(tail, part(b))
+	}
+	used := ansi.StringWidth(strings.Join(tail, sep))
+	for _, b := range short[:n-fixed] {
+		p := part(b)
+		if used+ansi.StringWidth(p)+ansi.StringWidth(sep) > width {
+			break
+		}
+		keep = append(keep, p)
+		used += ansi.StringWidth(p) + ansi.StringWidth(sep)
+	}
+	return fit(strings.Join(append(keep, tail...), sep), width)
 }
-
-// dialogHelp is the Fork and next-turn dialogs' help.
-type dialogHelp struct{ k KeyMap }
-
-func (h dialogHelp) ShortHelp() []key.Binding {
-	d := h.k.Dialog
-	return []key.Binding{d.NextField, d.PrevField, d.Change, d.Launch, d.Cancel}
-}
-
-func (h dialogHelp) FullHelp() [][]key.Binding { return [][]key.Binding{h.ShortHelp()} }

@@ -135,9 +135,9 @@ func (d *turnDialog) update(msg tea.KeyPressMsg, keys DialogKeys) (dialogResult,
 	switch {
 	case key.Matches(msg, keys.Cancel):
 		return dialogCancel, nil
-	case key.Matches(msg, keys.Launch), msg.String() == "enter" && d.cur != turnHarness:
+	case key.Matches(msg, keys.Launch), key.Matches(msg, keys.Enter) && d.cur != turnHarness:
 		return d.launch()
-	case msg.String() == "enter", key.Matches(msg, keys.NextField):
+	case key.Matches(msg, keys.Enter), key.Matches(msg, keys.NextField):
 		return dialogStay, d.setFocus(d.cur + 1)
 	case key.Matches(msg, keys.PrevField):
 		return dialogStay, d.setFocus(d.cur - 1)

@@ -1,0 +1,145 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+	"tine/harness/script"
+)
+
+// helpScreen is one place the help is asked for: how to get there, and
+// keys its help must name (with what they do) and must not.
+type helpScreen struct {
+	name    string
+	reach   func(d *driver)
+	must    []string
+	mustNot []string
+}
+
+// TestHelpTellsTheTruthEverywhere visits every screen and dialog at small
+// and large sizes: ? opens that screen's keys (the keys first, so a small
+// terminal shows them), scrolling reaches the rest, the footer keeps
+// "? help" and quit, and no screen lists another's keys.
+func TestHelpTellsTheTruthEverywhere(t *testing.T) {
+	st := seedStore(t, 0)
+	screens := []helpScreen{
+		{name: "library", reach: func(d *driver) {},
+			must: []string{"/ ", "filter", "search messages", "import"}, mustNot: []string{"mark best", "fork here"}},
+		{name: "filter", reach: func(d *driver) { d.keys("/") },
+			must: []string{"enter", "apply", "esc", "cancel"}, mustNot: []string{"fork here"}},
+		{name: "tree", reach: func(d *driver) { d.keys("enter") },
+			must: []string{"fork here", "compare forks", "fold all", "next checkpoint"}, mustNot: []string{"filter", "mark best"}},
+		{name: "detail", reach: func(d *driver) { d.keys("enter", "enter") },
+			must: []string{"back to the list", "scroll"}, mustNot: []string{"focus detail", "filter"}},
+		{name: "compare", reach: func(d *driver) { d.keys("enter"); d.cursorTo("terse"); d.keys("c") },
+			must: []string{"b ", "mark best", "←/h", "prev column", "→/l", "next column"}, mustNot: []string{"filter", "search messages", "import"}},
+		{name: "fork", reach: func(d *driver) { d.keys("enter", "G", "f") },
+			must: []string{"next field", "change", "ctrl+s", "cancel"}, mustNot: []string{"filter", "fork here"}},
+		{name: "next turn", reach: func(d *driver) { d.keys("enter", "G", "m", "tab") },
+			must: []string{"next field", "ctrl+s"}, mustNot: []string{"filter", "fork here"}},
+	}
+	for _, sz := range [][2]int{{40, 10}, {80, 24}, {120, 35}} {
+		w, h := sz[0], sz[1]
+		for _, sc := range screens {
+			t.Run(fmt.Sprintf("%s_%dx%d", sc.name, w, h), func(t *testing.T) {
+				drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+				d := newDriverWith(t, st, w, h, drv)
+				sc.reach(d)
+				if sc.name == "fork" || sc.name == "next turn" {
+					require.True(t, d.a.dialog != nil || d.a.turn != nil)
+				}
+				foot := d.plain()[strings.LastIndex(d.plain(), "\n")+1:]
+				assert.Contains(t, foot, "help", "the footer offers help")
+				assert.Contains(t, foot, "quit", "and quit")
+				d.send(tea.KeyPressMsg{Code: tea.KeyF1})
+				require.True(t, d.a.showHelp, "f1 opens help")
+				requireFits(t, d.screen(), w, h)
+				body := strings.Split(d.plain(), "\n")[1:]
+				assert.Contains(t, body[0], "Keys", "the keys come first")
+				assert.NotEmpty(t, strings.TrimSpace(body[1]), "and show at once")
+				// Scroll through it all: every key it must name is there.
+				var all strings.Builder
+				for range 40 {
+					all.WriteString(d.plain())
+					d.keys("j")
+				}
+				for _, m := range sc.must {
+					assert.Contains(t, all.String(), m)
+				}
+				for _, m := range sc.mustNot {
+					assert.NotContains(t, all.String(), m)
+				}
+				d.keys("x")
+				assert.False(t, d.a.showHelp, "another key closes it")
+			})
+		}
+	}
+}
+
+// TestEveryHelpedKeyIsHandled: each screen's help names only bindings that
+// have keys, and its footer is made of the same bindings.
+func TestEveryHelpedKeyIsHandled(t *testing.T) {
+	k := DefaultKeyMap()
+	for _, h := range []screenHelp{libraryHelp(k, libBrowse), libraryHelp(k, libHits), libraryHelp(k, libFilter), treeHelp(k),
+		detailHelp(k, false), compareHelp(k), diffHelp(k), dialogHelp(k, false, true), dialogHelp(k, true, false)} {
+		for _, g := range append(h.full, h.short) {
+			for _, b := range g {
+				assert.NotEmpty(t, b.Keys(), "%s: %q has keys", h.id, b.Help().Key)
+			}
+		}
+		assert.Equal(t, "quit", h.short[len(h.short)-1].Help().Desc, "%s: quit is last in the footer", h.id)
+	}
+}
+
+// TestForkScreenHelpAndQuit: on a choice of the Fork screen ? is help and
+// q quits; in a text field they are text; quitting with typed text asks.
+func TestForkScreenHelpAndQuit(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	d := newDriverWith(t, st, 100, 30, drv)
+	d.keys("enter", "G", "f")
+	require.NotNil(t, d.a.dialog)
+	require.Nil(t, d.a.dialog.input(d.a.dialog.cur), "the first field is a choice")
+	d.keys("?")
+	assert.True(t, d.a.showHelp, "? on a choice is help")
+	d.keys("esc")
+	d.keys("w")
+	assert.Contains(t, d.plain(), "this field is a choice", "a typed character is not dropped silently")
+	for d.a.dialog.cur != fieldMessage {
+		d.keys("down")
+	}
+	d.typeText("q?")
+	assert.Equal(t, "q?", d.a.dialog.inputs[0].Value(), "in a text field ? and q are text")
+	assert.False(t, d.a.showHelp)
+	_, cmd := d.a.Update(press("ctrl+c"))
+	assert.Nil(t, cmd, "ctrl+c with typed text asks first")
+	assert.Contains(t, d.plain(), "quit and lose what you typed?")
+	d.keys("n")
+	require.NotNil(t, d.a.dialog, "any other key goes back")
+	assert.Equal(t, "q?", d.a.dialog.inputs[0].Value())
+	d.keys("up")
+	_, cmd = d.a.Update(press("q"))
+	assert.Nil(t, cmd)
+	_, cmd = d.a.Update(press("y"))
+	require.NotNil(t, cmd)
+	assert.IsType(t, tea.QuitMsg{}, cmd(), "y quits")
+}
+
+func TestFooterKeepsHelpAndQuit(t *testing.T) {
+	st := NewStyles(true)
+	h := treeHelp(DefaultKeyMap())
+	for _, w := range []int{30, 60, 120, 200} {
+		f := ansi.Strip(footerHelp(h.short, w, &st))
+		assert.LessOrEqual(t, ansi.StringWidth(f), w)
+		if w >= 40 {
+			assert.True(t, strings.HasSuffix(strings.TrimSpace(f), "? help · q quit"), "%d: %q", w, f)
+		}
+	}
+}
