@@ -49,11 +49,19 @@ func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.F
 }
 
 // AppendFile adds the messages read from a grown file's new bytes to the
-// run that file is, and records how far the file was read.
+// run that file is, with the usage they add (usage alone, when the new
+// bytes only report it), and records how far the file was read.
 func (s *Store) AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := appendMessages(ctx, tx, runID, msgs, u); err != nil {
 			return err
+		}
+		if len(msgs) == 0 && !u.IsZero() {
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+				cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ? WHERE id = ?`,
+				u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, runID); err != nil {
+				return err
+			}
 		}
 		return putSource(ctx, tx, src, runID)
 	})
@@ -61,6 +69,18 @@ func (s *Store) AppendFile(ctx context.Context, src model.Source, runID string, 
 		return fmt.Errorf("import %s: %w", src.Path, err)
 	}
 	return nil
+}
+
+// SetImportedEnd records how the run imported from a grown file ends now,
+// as the file says: its status, error and (when known) finish time.
+func (s *Store) SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error {
+	var fin sql.NullInt64
+	if !finished.IsZero() {
+		fin = nanos(finished)
+	}
+	return s.update(ctx, "set imported end", runID,
+		`UPDATE runs SET status = ?, error = ?, finished_at = coalesce(?, finished_at), last_at = max(last_at, coalesce(?, 0))
+		WHERE id = ? AND source != ''`, string(st), errText, fin, fin, runID)
 }
 
 // SkipFile records a file that was read and held nothing to store, so it

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -556,11 +557,10 @@ func TestUsageEdgeCases(t *testing.T) {
 	r := parse(meta + user + asst + flat)
 	assert.Equal(t, model.Usage{InputTokens: 40, CacheReadTokens: 10, OutputTokens: 5}, r.Messages[1].Usage)
 
-	// A token_count with no assistant message left to bill repeats a
-	// response billed before (say, by an earlier import that read its
-	// token_usage_record): dropped.
+	// A token_count with no assistant message before it (a failed
+	// response, a compaction) is not dropped: it goes to the next one.
 	r = parse(meta + user + flat + asst)
-	assert.True(t, r.Run.Usage.IsZero())
+	assert.Equal(t, model.Usage{InputTokens: 40, CacheReadTokens: 10, OutputTokens: 5}, r.Messages[1].Usage)
 
 	// A token_usage_record before any assistant message goes to the next one.
 	r = parse(meta + user + record + asst)
@@ -572,7 +572,8 @@ func TestUsageEdgeCases(t *testing.T) {
 
 	// A growing 0.169 file read in two parts, the cut after a response's
 	// token_usage_record and before its token_count repeat: the tail (the
-	// header line, then the rest) adds nothing to the usage.
+	// header line, then the rest, read by ParseTail) adds only what the
+	// thread's total grew by after the cut.
 	runs := genRuns(t)
 	data, err := os.ReadFile(filepath.Join(testdata, runs["2-bash"].Transcript))
 	require.NoError(t, err)
@@ -587,8 +588,11 @@ func TestUsageEdgeCases(t *testing.T) {
 	}
 	whole := parse(string(data))
 	first := parse(string(head))
-	rest := parse(string(lines[0]) + string(tail))
-	assert.Equal(t, whole.Run.Usage, first.Run.Usage.Add(rest.Run.Usage))
+	pf, err := ParseTail(strings.NewReader(string(lines[0])+string(tail)), "tail.jsonl", bytes.NewReader(data), int64(len(head)))
+	require.NoError(t, err)
+	require.Len(t, pf.Runs, 1)
+	assert.Equal(t, whole.Run.Usage, first.Run.Usage.Add(pf.Runs[0].Run.Usage))
+	assert.Equal(t, model.Completed, pf.Runs[0].Run.Status)
 
 	// Arguments that are not JSON are kept as a JSON string; a call never
 	// answered leaves no checkpoint after it.
@@ -630,4 +634,86 @@ func TestAbortedTurnClosesItsCall(t *testing.T) {
 	msgs := pf.Runs[0].Messages
 	assert.Equal(t, []model.Role{model.User, model.Assistant, model.System, model.User, model.Assistant}, roles(msgs))
 	assert.Equal(t, []int{1, 4, 5}, model.Checkpoints(msgs))
+}
+
+// usageLine is a token_usage_record of a response with usage last and the
+// thread's total after it.
+func usageLine(ord int, last, total [3]int) string {
+	u := func(v [3]int) string {
+		return fmt.Sprintf(`{"input_tokens":%d,"cached_input_tokens":%d,"cache_write_input_tokens":0,"output_tokens":%d,"reasoning_output_tokens":0,"total_tokens":%d}`, v[0], v[1], v[2], v[0]+v[2])
+	}
+	return fmt.Sprintf(`{"timestamp":"2026-01-07T00:00:%02d.000Z","ordinal":%d,"type":"token_usage_record","payload":{"usage":%s,"thread_token_usage":%s}}`, ord, ord, u(last), u(total)) + "\n"
+}
+
+func TestUsageIsTheLastTotal(t *testing.T) {
+	item := func(ord int, payload string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-01-07T00:00:%02d.000Z","ordinal":%d,"type":"%s","payload":%s}`, ord, ord, "response_item", payload) + "\n"
+	}
+	event := func(ord int, payload string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-01-07T00:00:%02d.000Z","ordinal":%d,"type":"event_msg","payload":%s}`, ord, ord, payload) + "\n"
+	}
+	meta := `{"timestamp":"2026-01-07T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"0000aaaa-0000-7000-8000-000000000007"}}` + "\n"
+	src := meta +
+		event(1, `{"type":"task_started","turn_id":"t1"}`) +
+		item(2, `{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}`) +
+		item(3, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"one"}]}`) +
+		usageLine(4, [3]int{100, 0, 10}, [3]int{100, 0, 10}) +
+		// A response (a compaction, say) whose own report is missing: the
+		// total still grows by it.
+		item(5, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"two"}]}`) +
+		usageLine(6, [3]int{300, 200, 5}, [3]int{450, 250, 20}) +
+		event(7, `{"type":"task_complete","turn_id":"t1"}`)
+	pf, err := Parse(strings.NewReader(src), "r.jsonl")
+	require.NoError(t, err)
+	r := pf.Runs[0]
+	// The run's usage is the last total (450 in, 250 of them cached, 20
+	// out), not the sum of the responses' own reports (400, 200, 15).
+	assert.Equal(t, model.Usage{InputTokens: 200, CacheReadTokens: 250, OutputTokens: 20}, r.Run.Usage)
+	assert.Equal(t, r.Run.Usage, model.OwnUsage(r.Messages, 0), "the messages add up to the run")
+	assert.Equal(t, model.Completed, r.Run.Status)
+
+	// Ended mid-turn (Codex stopped, or still running): interrupted.
+	pf, err = Parse(strings.NewReader(src+event(8, `{"type":"task_started","turn_id":"t2"}`)+
+		item(9, `{"type":"message","role":"user","content":[{"type":"input_text","text":"more"}]}`)), "r.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, pf.Runs[0].Run.Status)
+	assert.Equal(t, "interrupted: the session ended mid-turn", pf.Runs[0].Run.Error)
+	// Ended by an aborted turn: interrupted too, saying so.
+	pf, err = Parse(strings.NewReader(src+event(8, `{"type":"task_started","turn_id":"t2"}`)+
+		event(9, `{"type":"turn_aborted","turn_id":"t2","reason":"interrupted"}`)), "r.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, pf.Runs[0].Run.Status)
+	assert.Equal(t, "interrupted: the last turn was aborted (interrupted)", pf.Runs[0].Run.Error)
+
+	// Read in two parts, cut mid-turn: the first part is interrupted, the
+	// tail completes the turn and adds what the total grew by.
+	cut := strings.Index(src, `"ordinal":5,`)
+	cut = strings.LastIndexByte(src[:cut], '\n') + 1
+	first, err := Parse(strings.NewReader(src[:cut]), "r.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, first.Runs[0].Run.Status)
+	tail, err := ParseTail(strings.NewReader(meta+src[cut:]), "r.jsonl", strings.NewReader(src), int64(cut))
+	require.NoError(t, err)
+	assert.Equal(t, model.Completed, tail.Runs[0].Run.Status)
+	assert.Equal(t, r.Run.Usage, first.Runs[0].Run.Usage.Add(tail.Runs[0].Run.Usage))
+	assert.Empty(t, tail.Skipped)
+}
+
+func TestUsageOutOfRange(t *testing.T) {
+	// A count outside 0..2^53 is corrupt: the report is dropped with the
+	// line and why; nothing overflows.
+	meta := `{"timestamp":"2026-01-07T00:00:00.000Z","type":"session_meta","payload":{"id":"u"}}` + "\n"
+	user := `{"timestamp":"2026-01-07T00:00:01.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}` + "\n"
+	asst := `{"timestamp":"2026-01-07T00:00:02.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}` + "\n"
+	huge := `{"timestamp":"2026-01-07T00:00:03.000Z","type":"token_usage_record","payload":{"usage":{"input_tokens":1e30,"output_tokens":5}}}` + "\n"
+	neg := `{"timestamp":"2026-01-07T00:00:03.000Z","type":"event_msg","payload":{"type":"token_count","info":{"last_token_usage":{"input_tokens":-50,"output_tokens":5},"total_token_usage":{"input_tokens":-50,"output_tokens":5}}}}` + "\n"
+	for _, tc := range []struct{ line, want string }{{huge, "input_tokens: 1e30 is not a token count"}, {neg, "input_tokens: -50 is not a token count"}} {
+		pf, err := Parse(strings.NewReader(meta+user+asst+tc.line), "u.jsonl")
+		require.NoError(t, err)
+		require.Len(t, pf.Skipped, 1)
+		assert.Equal(t, 4, pf.Skipped[0].Line)
+		assert.Contains(t, pf.Skipped[0].Reason, tc.want)
+		assert.Zero(t, pf.Runs[0].Run.Usage)
+		assert.Len(t, pf.Runs[0].Messages, 2)
+	}
 }

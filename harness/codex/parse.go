@@ -34,7 +34,24 @@ func ParseFile(path string) (harness.ParsedFile, error) {
 // last line without its newline (Codex is still writing) is left unread:
 // Offset ends before it. It is an error only when r fails.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
+	return newParser(name).parse(r)
+}
+
+// ParseTail is Parse for the part of a grown rollout that a last import
+// did not read: r holds the file's first line, then its bytes from off on,
+// and file is the whole rollout. Where the thread stood at off (its usage
+// total, whether a turn was under way) is read from the records before
+// off, so that a usage report repeated across the cut is not counted
+// again, the first new response counts only what it added to the total,
+// and a turn that started before off and ends after it ends there.
+func ParseTail(r io.Reader, name string, file io.ReaderAt, off int64) (harness.ParsedFile, error) {
 	p := newParser(name)
+	p.prime(file, off)
+	return p.parse(r)
+}
+
+func (p *parser) parse(r io.Reader) (harness.ParsedFile, error) {
+	name := p.name
 	br := bufio.NewReaderSize(r, 1<<20)
 	var long []byte // a line longer than br's buffer, gathered in pieces
 	var off int64
@@ -76,30 +93,51 @@ func (t tokenUsage) model() model.Usage {
 	}
 }
 
-func parseUsage(v []byte) (tokenUsage, bool) {
+// minus is t - o, field by field; ok is false when a count went down
+// (then it is no difference of two totals of one thread).
+func (t tokenUsage) minus(o tokenUsage) (tokenUsage, bool) {
+	d := tokenUsage{t.input - o.input, t.cached - o.cached, t.cacheWrite - o.cacheWrite,
+		t.output - o.output, t.reasoning - o.reasoning, t.total - o.total}
+	ok := d.input >= 0 && d.cached >= 0 && d.cacheWrite >= 0 && d.output >= 0 && d.reasoning >= 0 && d.total >= 0
+	return d, ok
+}
+
+// parseUsage reads a TokenUsage object. ok is false when v is not an
+// object; err says which count is not a number in 0..2^53
+// (model.ParseTokens), and then the whole report is not to be trusted.
+func parseUsage(v []byte) (t tokenUsage, ok bool, err error) {
 	it, ok := object(v)
 	if !ok {
-		return tokenUsage{}, false
+		return tokenUsage{}, false, nil
 	}
-	var t tokenUsage
 	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-		n, _ := num(v)
+		var field *int64
 		switch string(k) {
 		case "input_tokens":
-			t.input = n
+			field = &t.input
 		case "cached_input_tokens":
-			t.cached = n
+			field = &t.cached
 		case "cache_write_input_tokens":
-			t.cacheWrite = n
+			field = &t.cacheWrite
 		case "output_tokens":
-			t.output = n
+			field = &t.output
 		case "reasoning_output_tokens":
-			t.reasoning = n
+			field = &t.reasoning
 		case "total_tokens":
-			t.total = n
+			field = &t.total
+		default:
+			continue
 		}
+		if string(v) == "null" {
+			continue
+		}
+		n, perr := model.ParseTokens(string(v))
+		if perr != nil {
+			return tokenUsage{}, true, fmt.Errorf("%s: %w", k, perr)
+		}
+		*field = n
 	}
-	return t, true
+	return t, true, nil
 }
 
 type parser struct {
@@ -130,9 +168,16 @@ type parser struct {
 	copiedParent string // id of a parent session_meta copied into the file (old forks)
 
 	pending   model.Usage // usage reported before any assistant message
-	lastTotal tokenUsage  // the last thread total, to drop repeated reports
+	lastTotal tokenUsage  // the last thread total: a repeat, and what a new one adds
 	haveTotal bool
 	records   bool // the file has token_usage_record: token_count only repeats it
+	priming   bool // reading records before a tail (ParseTail): state only
+
+	// The turn under way: task_started opens it, task_complete and
+	// turn_aborted end it. A rollout that ends with a turn open, or with
+	// one aborted, ends interrupted.
+	turnOpen bool
+	aborted  string // why the last turn was aborted ("" when it was not)
 
 	buf []byte // scratch for unquoting
 }
@@ -143,6 +188,110 @@ func newParser(name string) *parser {
 
 func (p *parser) skip(reason string) {
 	p.skipped = append(p.skipped, harness.Skip{File: p.name, Line: p.lineNo, Reason: reason})
+}
+
+// prime sets the state a tail's parse starts from (see ParseTail): it
+// reads, backwards from off, the last usage report (the last
+// token_usage_record when the file has them, token_count repeating them)
+// and the last start or end of a turn, and takes their totals and turn
+// state without making anything of them.
+func (p *parser) prime(f io.ReaderAt, off int64) {
+	var record, count, turn []byte
+	sinceReport := 0
+	eachLineBefore(f, off, func(line []byte) bool {
+		switch typ, sub := envelope(line); {
+		case typ == "token_usage_record":
+			if record == nil {
+				record = line
+			}
+		case typ == "event_msg" && sub == "token_count":
+			if count == nil {
+				count = line
+			}
+		case typ == "event_msg" && (sub == "task_started" || sub == "task_complete" || sub == "turn_aborted"):
+			if turn == nil {
+				turn = line
+			}
+		}
+		if record != nil || count != nil {
+			sinceReport++
+		}
+		// A token_count repeats the token_usage_record a few lines above
+		// it: look that far for one before taking the count.
+		return turn == nil || (record == nil && (count == nil || sinceReport < 64))
+	})
+	p.priming = true
+	if turn != nil {
+		p.line(turn)
+	}
+	switch {
+	case record != nil:
+		p.line(record) // sets records: token_count repeats from now on
+	case count != nil:
+		p.line(count)
+	}
+	p.priming = false
+	p.skipped, p.lastTS = nil, nil
+}
+
+// envelope is a record's type and, for an event_msg, its payload's type,
+// when line is a rollout record; "" otherwise.
+func envelope(line []byte) (typ, sub string) {
+	if !bytes.Contains(line, []byte("token_")) && !bytes.Contains(line, []byte("task_")) && !bytes.Contains(line, []byte("turn_aborted")) {
+		return "", "" // not worth a look
+	}
+	it, ok := object(line)
+	if !ok {
+		return "", ""
+	}
+	var payload []byte
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "type":
+			typ = str(v)
+		case "payload":
+			payload = v
+		}
+	}
+	if typ != "event_msg" {
+		return typ, ""
+	}
+	pl, ok := object(payload)
+	if !ok {
+		return typ, ""
+	}
+	for k, v, ok := pl.next(); ok; k, v, ok = pl.next() {
+		if string(k) == "type" {
+			return typ, str(v)
+		}
+	}
+	return typ, ""
+}
+
+// eachLineBefore calls fn with the complete lines that end before off,
+// last first, until fn returns false (or 64 MB were read).
+func eachLineBefore(f io.ReaderAt, off int64, fn func([]byte) bool) {
+	const chunk = 1 << 16
+	var tail []byte // the start of a line that began in an earlier chunk
+	for pos := off; pos > 0 && off-pos < 64<<20; {
+		n := min(int64(chunk), pos)
+		pos -= n
+		buf := make([]byte, n, n+int64(len(tail)))
+		if _, err := f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
+			return
+		}
+		buf = append(buf, tail...)
+		lines := bytes.Split(buf, []byte{'\n'})
+		tail = lines[0]
+		for i := len(lines) - 1; i >= 1; i-- {
+			if len(lines[i]) > 0 && !fn(lines[i]) {
+				return
+			}
+		}
+		if pos == 0 && len(tail) > 0 {
+			fn(tail)
+		}
+	}
 }
 
 // line reads one complete line.
@@ -291,7 +440,14 @@ func (p *parser) assistant() *model.Message {
 
 // usage attributes one response's usage to its assistant message: the
 // open one, else the latest not yet billed (older Codex reported usage
-// after the tool outputs), else the next one made.
+// after the tool outputs), else the next one made (a report with no
+// assistant output before it: a failed response, a compaction).
+//
+// When the report carries the thread's total, what the response cost is
+// what it added to the total before it, so the run's usage is the
+// rollout's last total (minus, in a fork, the parent's total at the fork,
+// which the fork's first report shows as its total minus its own usage):
+// a response whose own report is missing still counts, in the next one.
 func (p *parser) usage(last tokenUsage, total *tokenUsage) {
 	if total != nil {
 		// token_usage_record and event_msg token_count report the same
@@ -300,7 +456,16 @@ func (p *parser) usage(last tokenUsage, total *tokenUsage) {
 		if p.haveTotal && *total == p.lastTotal {
 			return
 		}
+		switch d, ok := total.minus(p.lastTotal); {
+		case p.haveTotal && ok:
+			last = d
+		case !p.haveTotal && !p.forked():
+			last = *total // the thread's spending so far is all this run's
+		}
 		p.lastTotal, p.haveTotal = *total, true
+	}
+	if p.priming {
+		return
 	}
 	u := last.model()
 	switch {
@@ -314,6 +479,12 @@ func (p *parser) usage(last tokenUsage, total *tokenUsage) {
 	p.open, p.unbilled = -1, -1
 }
 
+// forked reports whether the rollout continues another thread, whose
+// usage its totals include.
+func (p *parser) forked() bool {
+	return p.forkedFrom != "" || p.beforeOrd > 0 || p.copiedParent != ""
+}
+
 func (p *parser) usageRecord(pl []byte) {
 	it, ok := object(pl)
 	if !ok {
@@ -322,13 +493,19 @@ func (p *parser) usageRecord(pl []byte) {
 	}
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	var err error
+	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
 		switch string(k) {
 		case "usage":
-			last, haveLast = parseUsage(v)
+			last, haveLast, err = parseUsage(v)
 		case "thread_token_usage":
-			total, haveTotal = parseUsage(v)
+			total, haveTotal, err = parseUsage(v)
 		}
+	}
+	if err != nil {
+		// A corrupt count is never stored: the report is dropped whole.
+		p.skip("token_usage_record: usage dropped: " + err.Error())
+		return
 	}
 	if !haveLast {
 		return
@@ -341,29 +518,47 @@ func (p *parser) usageRecord(pl []byte) {
 	}
 }
 
-// event reads the one event_msg that matters, token_count; the others
-// repeat response items or report progress.
+// event reads the event_msg records that matter: token_count for usage,
+// and the start and end of turns; the others repeat response items or
+// report progress.
 func (p *parser) event(pl []byte) {
 	it, ok := object(pl)
 	if !ok {
 		return
 	}
-	k, v, ok := it.next()
-	for ok && string(k) != "type" {
-		k, v, ok = it.next()
+	var typ, reason []byte
+	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		switch string(k) {
+		case "type":
+			typ = v
+		case "reason":
+			reason = v
+		}
 	}
-	if !ok || !strEq(v, "token_count") || p.records {
+	switch string(name(typ)) {
+	case "task_started":
+		p.turnOpen, p.aborted = true, ""
+	case "task_complete":
+		p.turnOpen, p.aborted = false, ""
+	case "turn_aborted":
+		p.turnOpen, p.aborted = false, str(reason)
+		if p.aborted == "" {
+			p.aborted = "aborted"
+		}
+	case "token_count":
+		p.tokenCount(pl)
+	}
+}
+
+// tokenCount reads a token_count event. Once the file has shown
+// token_usage_record, which reports every response, token_count only
+// repeats it. A repeat is otherwise told by the thread total (usage); one
+// with no assistant output left to bill is kept for the next message.
+func (p *parser) tokenCount(pl []byte) {
+	if p.records {
 		return
 	}
-	if p.open < 0 && p.unbilled < 0 {
-		// Nothing left to bill: Codex reports a response's usage after its
-		// output, so this repeats one billed already (whose record an
-		// earlier import of the growing file may have read). Counting it
-		// again would double the run's usage.
-		return
-	}
-	it, _ = object(pl)
-	var flat tokenUsage
+	it, _ := object(pl)
 	var info []byte
 	var isFlat bool
 	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
@@ -377,26 +572,33 @@ func (p *parser) event(pl []byte) {
 	if isFlat {
 		// Before TokenCountEvent (mid 2025) the payload was the last
 		// response's usage itself, with no total.
-		flat, _ = parseUsage(pl)
+		flat, _, err := parseUsage(pl)
+		if err != nil {
+			p.skip("token_count: usage dropped: " + err.Error())
+			return
+		}
 		p.usage(flat, nil)
 		return
 	}
-	it, ok = object(info) // null while nothing was counted yet
+	it, ok := object(info) // null while nothing was counted yet
 	if !ok {
 		return
 	}
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	var err error
+	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
 		switch string(k) {
 		case "last_token_usage":
-			last, haveLast = parseUsage(v)
+			last, haveLast, err = parseUsage(v)
 		case "total_token_usage":
-			total, haveTotal = parseUsage(v)
+			total, haveTotal, err = parseUsage(v)
 		}
 	}
 	switch {
-	case haveLast && haveTotal:
+	case err != nil:
+		p.skip("token_count: usage dropped: " + err.Error())
+	case haveTotal:
 		p.usage(last, &total)
 	case haveLast:
 		p.usage(last, nil)
@@ -889,6 +1091,14 @@ func (p *parser) finish(off int64) harness.ParsedFile {
 		CreatedAt:  p.created,
 		FinishedAt: parseTime(p.lastTS),
 	}
+	// A rollout whose last turn never completed was interrupted: Codex
+	// was stopped (or is still running: the next import sees it end).
+	switch {
+	case p.turnOpen:
+		run.Status, run.Error = model.Failed, ErrMidTurn
+	case p.aborted != "":
+		run.Status, run.Error = model.Failed, "interrupted: the last turn was aborted ("+p.aborted+")"
+	}
 	if run.CreatedAt.IsZero() && len(p.msgs) > 0 {
 		run.CreatedAt = p.msgs[0].Time
 	}
@@ -918,6 +1128,9 @@ func (p *parser) finish(off int64) harness.ParsedFile {
 	pf.Runs = []harness.ParsedRun{pr}
 	return pf
 }
+
+// ErrMidTurn is the error of a rollout that ends in the middle of a turn.
+const ErrMidTurn = "interrupted: the session ended mid-turn"
 
 func firstNonEmpty(a, b string) string {
 	if a != "" {

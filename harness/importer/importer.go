@@ -39,6 +39,9 @@ type Store interface {
 	// DrivenRun finds the fork tine ran as the agent's session nativeID.
 	DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error)
 	RetireSource(ctx context.Context, path string) error
+	// SetImportedEnd records how a grown file's run ends now (a Codex
+	// rollout read mid-turn ends interrupted until the turn completes).
+	SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error
 }
 
 // Format is a transcript format tine reads.
@@ -58,13 +61,19 @@ type Format struct {
 	IDField, ParentField string
 	// Header: the file's first line must lead any part of it to parse.
 	Header bool
+	// ParseTail, when set, parses a grown file's new part (r: the header
+	// line when Header, then the bytes from off on) knowing the whole
+	// file, for a format whose state carries across records (Codex's
+	// usage totals and turns); else Parse does.
+	ParseTail func(r io.Reader, name string, file io.ReaderAt, off int64) (harness.ParsedFile, error)
 }
 
 // Formats are the formats tine reads, in detection order.
 var Formats = []Format{
 	{Name: "claude", Dirs: claude.Dirs, Detect: claude.Detect, Parse: claude.Parse, Appends: true,
 		IDField: "uuid", ParentField: "parentUuid"},
-	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true, Header: true},
+	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true, Header: true,
+		ParseTail: codex.ParseTail},
 	{Name: "pi", Dirs: pi.Dirs, Detect: pi.Detect, Parse: pi.Parse, Appends: true,
 		IDField: "id", ParentField: "parentId", Header: true},
 	{Name: "openai", Dirs: func() []string { return nil }, Detect: func([]byte) bool { return false }, Parse: parseOpenAI},
@@ -381,7 +390,12 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 		src.Offset = prev.Offset
 	}
 	counter := &lineCounter{r: r}
-	parsed, err := format.Parse(counter, src.Path)
+	var parsed harness.ParsedFile
+	if format.ParseTail != nil {
+		parsed, err = format.ParseTail(counter, src.Path, file, prev.Offset)
+	} else {
+		parsed, err = format.Parse(counter, src.Path)
+	}
 	if err != nil {
 		return false, nil
 	}
@@ -411,6 +425,16 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	if format.IDField != "" {
 		if leaf := lastChainID(file, src.Offset, format); leaf != "" {
 			src.Leaf = leaf
+		}
+	}
+	// The run's end as the file now says, before the file is recorded as
+	// read: a crash between the two reads the tail again.
+	if len(parsed.Runs) == 1 {
+		pr := parsed.Runs[0].Run
+		if pr.Status != runs[0].Status || pr.Error != runs[0].Error || pr.FinishedAt.After(runs[0].FinishedAt) {
+			if err := st.SetImportedEnd(ctx, runs[0].ID, pr.Status, pr.Error, pr.FinishedAt); err != nil {
+				return false, err
+			}
 		}
 	}
 	if err := st.AppendFile(ctx, src, runs[0].ID, msgs, u); err != nil {

@@ -1,0 +1,60 @@
+package importer
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness/codex"
+	"tine/model"
+)
+
+// TestCodexGrownMidTurn: a rollout read while Codex was mid-turn is stored
+// as interrupted; when the file has grown to the turn's end, the next
+// import appends the rest, the run is completed, and its usage is the
+// rollout's last total, the report repeated across the cut counted once.
+func TestCodexGrownMidTurn(t *testing.T) {
+	steps, _ := agentIndex(t, "codex")
+	files, err := filepath.Glob("../../testdata/codex/sessions/*/*/*/*" + steps["1-hello"] + ".jsonl")
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	full, err := os.ReadFile(files[0])
+	require.NoError(t, err)
+
+	ref := openStore(t)
+	importPaths(t, ref, files[0])
+	want, err := ref.Resolve(context.Background(), steps["1-hello"])
+	require.NoError(t, err)
+	assert.Equal(t, model.Completed, want.Status)
+
+	// Cut right after turn 2's second token_usage_record (ordinal 30),
+	// before its token_count repeat (31) and task_complete (32).
+	cut := bytes.Index(full, []byte(`"ordinal":31,`))
+	require.Positive(t, cut)
+	cut = bytes.LastIndexByte(full[:cut], '\n') + 1
+	path := filepath.Join(t.TempDir(), filepath.Base(files[0]))
+	require.NoError(t, os.WriteFile(path, full[:cut], 0o644))
+	st := openStore(t)
+	importPaths(t, st, path)
+	r, err := st.Resolve(context.Background(), steps["1-hello"])
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, r.Status)
+	assert.Equal(t, codex.ErrMidTurn, r.Error)
+	assert.Equal(t, want.Usage, r.Usage, "every response so far is counted")
+
+	require.NoError(t, os.WriteFile(path, full, 0o644))
+	sum := importPaths(t, st, path)
+	assert.Equal(t, 1, sum.Appended)
+	r, err = st.Resolve(context.Background(), steps["1-hello"])
+	require.NoError(t, err)
+	assert.Equal(t, model.Completed, r.Status)
+	assert.Empty(t, r.Error)
+	assert.Equal(t, want.Usage, r.Usage, "the repeated report is not counted again")
+	assert.Equal(t, want.OwnMessages, r.OwnMessages)
+	assert.Equal(t, want.FinishedAt.UnixNano(), r.FinishedAt.UnixNano())
+}
