@@ -100,6 +100,12 @@ type App struct {
 	spinning         bool
 	spinFrame        int
 
+	// changes is the store's change counter; checking is set while it is
+	// being asked; lastReap is when orphaned runs were last looked for.
+	changes  *store.Changes
+	checking bool
+	lastReap time.Time
+
 	status      string
 	statusLevel level
 	statusID    int
@@ -173,7 +179,7 @@ type (
 
 // Init loads the library and asks the terminal for its background.
 func (a *App) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees()}
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), a.watch()}
 	if a.opts.OpenTree != "" {
 		cmds = append(cmds, a.loadTree(a.opts.OpenTree, "", 0))
 	}
@@ -410,12 +416,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			a.spinning = false
 			return a, nil
 		}
-		next := a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
-		if a.spinFrame%pollEvery == 0 && a.runningElsewhere() {
-			// Forks another process runs are seen by reading them again.
-			return a, tea.Batch(next, a.reloadTree())
-		}
-		return a, next
+		// Forks another process runs are seen when the store changes (live.go).
+		return a, a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
 	case searchDoneMsg:
 		if msg.err != nil {
 			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
@@ -438,6 +440,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			a.status = ""
 		}
 		return a, nil
+	case watchReadyMsg, liveTickMsg, liveCheckedMsg:
+		return a, a.live(msg)
 	case tea.KeyPressMsg:
 		return a, a.key(msg)
 	case tea.MouseWheelMsg:

@@ -89,7 +89,7 @@ func (d *driver) run(cmd tea.Cmd) {
 		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
-			cancelRequestedMsg, diffLoadedMsg:
+			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

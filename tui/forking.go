@@ -248,31 +248,6 @@ func (a *App) spin() tea.Cmd {
 	return a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
 }
 
-// pollEvery is how many spinner frames pass between reads of a tree whose
-// forks another process runs (about once a second).
-const pollEvery = 8
-
-// runningElsewhere reports whether the open tree has a run in progress that
-// no batch of this screen runs: its progress is only seen by reading again.
-func (a *App) runningElsewhere() bool {
-	if a.tree == nil {
-		return false
-	}
-	for _, r := range a.tree.data.runs {
-		if r.run().Status != model.Running {
-			continue
-		}
-		ours := false
-		for _, b := range a.batches {
-			ours = ours || b.runs[r.run().ID]
-		}
-		if !ours {
-			return true
-		}
-	}
-	return false
-}
-
 // treeRunning reports whether the open tree has a run in progress.
 func (a *App) treeRunning() bool {
 	if a.tree == nil {
@@ -399,6 +374,9 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 // were cancelled.
 func (a *App) shutdown() {
 	a.cancel()
+	if a.changes != nil {
+		a.changes.Close()
+	}
 	done := make(chan struct{})
 	go func() { a.wg.Wait(); close(done) }()
 	select {

@@ -1,0 +1,50 @@
+package tui
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
+)
+
+// TestLiveFollowsTheStore: a fork and a tree written by another process
+// appear on the next check, without a key; a fork whose owner died is
+// shown failed (interrupted), not running.
+func TestLiveFollowsTheStore(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 140, 30)
+	require.NotNil(t, d.a.changes, "the change counter is open")
+	d.keys("enter")
+	require.Equal(t, screenTree, d.a.screen)
+
+	other, err := store.Open(st.Path()) // another tine, as SQLite sees it
+	require.NoError(t, err)
+	defer other.Close()
+	ctx := context.Background()
+	root := d.a.tree.data.root.Run
+	elsewhere := model.Run{ParentID: root.ID, ForkAt: 6, Name: "from-elsewhere", Harness: "script"}
+	require.NoError(t, other.CreateForks(ctx, []*model.Run{&elsewhere}))
+	require.NoError(t, other.AppendMessages(ctx, elsewhere.ID, []model.Message{text(model.User, "and Madrid?")}))
+	require.NoError(t, other.SetStatus(ctx, elsewhere.ID, model.Running, "")) // no owner: it died
+	d.a.lastReap = d.a.now().Add(-reapEvery)                                  // a few seconds later
+	d.send(liveTickMsg{})
+	s := d.plain()
+	assert.Contains(t, s, "from-elsewhere", "the fork appears without a key")
+	assert.Contains(t, s, "interrupted", "its dead owner's run is shown failed")
+	assert.NotContains(t, s, "◐ running")
+
+	d.keys("esc")
+	lonely := model.Run{Title: "written by another tine", Harness: "script"}
+	require.NoError(t, other.CreateRun(ctx, &lonely, []model.Message{text(model.User, "hi")}))
+	d.send(liveTickMsg{})
+	assert.Contains(t, d.plain(), "written by another tine", "the library follows too")
+
+	// Nothing changed: nothing is read.
+	reads := d.a.lib.trees
+	d.send(liveTickMsg{})
+	assert.Equal(t, &reads[0], &d.a.lib.trees[0], "no change, no re-read")
+}
