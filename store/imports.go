@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"tine/model"
@@ -38,6 +39,9 @@ func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.F
 			}
 		}
 		if err := putSource(ctx, tx, src, firstID(created)); err != nil {
+			return err
+		}
+		if err := replaceRetired(ctx, tx, src.Path, created); err != nil {
 			return err
 		}
 		return resolveLinks(ctx, tx, created)
@@ -99,17 +103,129 @@ func (s *Store) SkipFile(ctx context.Context, src model.Source, reason string) e
 // RetiredPrefix marks the source of runs whose file was rewritten.
 const RetiredPrefix = "retired:"
 
-// RetireSource detaches the runs of a file that was rewritten in place: they
-// stay stored (forks made from them keep working) but are hidden, and the
-// file's new content is imported afresh.
+// RetireSource detaches the runs of a file that is read again (rewritten
+// in place, or grown past a branch): they are hidden and marked retired,
+// and the file's new content is imported afresh. The subagents they
+// spawned wait for the new runs (a pending link). ImportFile then moves the
+// forks made from them (tine's, other files') onto the new runs that hold
+// the same prefix, and deletes the retired runs nothing needs any more, so
+// a file's old tree never shows next to its new one; a retired run that a
+// fork still needs stays, hidden, and that fork keeps working.
 func (s *Store) RetireSource(ctx context.Context, path string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO links (run_id, kind, harness, parent_session, tool_call)
+			SELECT c.id, ?, r.harness, r.native_id, c.spawned_call FROM runs c JOIN runs r ON c.spawned_by = r.id
+			WHERE r.source = ? AND r.native_id != ''`, string(model.LinkSubagent), path); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ?`, RetiredPrefix+path, path); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE path = ?`, path)
 		return err
 	})
+}
+
+// replaceRetired hands what the retired runs of path carried over to the
+// runs just created from the file's new content: each fork made from a
+// retired run moves to the first new run whose transcript starts with the
+// same messages (by native id) up to the fork's boundary. Then the retired
+// runs that nothing forks from are deleted, leaves first.
+func replaceRetired(ctx context.Context, tx *sql.Tx, path string, created []model.Run) error {
+	retired := RetiredPrefix + path
+	type dep struct {
+		id, parent string
+		forkAt     int
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.parent_id, c.fork_at FROM runs c JOIN runs r ON c.parent_id = r.id
+		WHERE r.source = ? AND c.source != ? ORDER BY c.created_at, c.id`, retired, retired)
+	if err != nil {
+		return err
+	}
+	var deps []dep
+	for rows.Next() {
+		var d dep
+		if err := rows.Scan(&d.id, &d.parent, &d.forkAt); err != nil {
+			rows.Close()
+			return err
+		}
+		deps = append(deps, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range deps {
+		want, err := prefixNatives(ctx, tx, d.parent, d.forkAt)
+		if err != nil || len(want) < d.forkAt || slices.Contains(want, "") {
+			if err != nil {
+				return err
+			}
+			continue // the prefix cannot be matched: the fork stays where it is
+		}
+		for _, n := range created {
+			have, err := prefixNatives(ctx, tx, n.ID, d.forkAt)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(have, want) {
+				continue
+			}
+			var tree string
+			if err := tx.QueryRowContext(ctx, `SELECT tree_id FROM runs WHERE id = ?`, n.ID).Scan(&tree); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET parent_id = ? WHERE id = ?`, n.ID, d.id); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `WITH RECURSIVE sub (id) AS (
+					SELECT ? UNION SELECT r.id FROM runs r JOIN sub ON r.parent_id = sub.id)
+				UPDATE runs SET tree_id = ? WHERE id IN (SELECT id FROM sub)`, d.id, tree); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	for {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE source = ?
+			AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_id = runs.id)
+			AND NOT EXISTS (SELECT 1 FROM runs t WHERE t.tree_id = runs.id AND t.id != runs.id)`, retired)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+	}
+}
+
+// prefixNatives is the native ids of run id's first k messages (its
+// inherited prefix, then its own), fewer when it is shorter.
+func prefixNatives(ctx context.Context, tx *sql.Tx, id string, k int) ([]string, error) {
+	chain, err := ancestry(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range chain {
+		rows, err := tx.QueryContext(ctx, `SELECT native_id FROM messages WHERE run_id = ? AND seq < ? AND seq < ? ORDER BY seq`, l.id, l.bound, k)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Sources returns every recorded file by path, for a fast re-import scan.
@@ -227,7 +343,8 @@ func resolveLink(ctx context.Context, tx *sql.Tx, id string) error {
 	var parentLen int
 	// The session's own run: the one imported from its file, oldest first.
 	err = tx.QueryRowContext(ctx, `SELECT id, tree_id, fork_at + own_messages FROM runs
-		WHERE harness = ? AND native_id = ? AND id != ? ORDER BY source = '', parent_id IS NOT NULL, created_at LIMIT 1`,
+		WHERE harness = ? AND native_id = ? AND id != ?
+		ORDER BY source LIKE 'retired:%', source = '', parent_id IS NOT NULL, created_at LIMIT 1`,
 		l.Harness, l.ParentSession, id).Scan(&parent, &parentTree, &parentLen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // not imported yet: the link waits

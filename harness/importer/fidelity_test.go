@@ -58,3 +58,25 @@ func TestCodexGrownMidTurn(t *testing.T) {
 	assert.Equal(t, want.OwnMessages, r.OwnMessages)
 	assert.Equal(t, want.FinishedAt.UnixNano(), r.FinishedAt.UnixNano())
 }
+
+// TestGrownBranchedFileShowsOneTree: a Claude session with an in-file
+// branch (a rewind) that grows is read again whole; its old tree, whose
+// branch counted as a fork, no longer shows next to the new one.
+func TestGrownBranchedFileShowsOneTree(t *testing.T) {
+	full, err := os.ReadFile("../../testdata/claude/edge/branch.jsonl")
+	require.NoError(t, err)
+	lines := bytes.SplitAfter(full, []byte("\n"))
+	path := filepath.Join(t.TempDir(), "e0000000-0000-4000-8000-000000000002.jsonl")
+	require.NoError(t, os.WriteFile(path, bytes.Join(lines[:len(lines)-2], nil), 0o644))
+	st := openStore(t)
+	importPaths(t, st, path)
+	require.NoError(t, os.WriteFile(path, full, 0o644))
+	sum := importPaths(t, st, path)
+	assert.Equal(t, 1, sum.Reread)
+
+	trees, err := st.Trees(context.Background())
+	require.NoError(t, err)
+	require.Len(t, trees, 1, "the file's tree, once")
+	assert.False(t, trees[0].Root.Hidden)
+	assert.Equal(t, 2, trees[0].Forks, "its two in-file branches")
+}
