@@ -57,7 +57,13 @@ type App struct {
 	// it, and quitting cancels it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	st     *store.Store
+	// kill stops the program after a panic in a goroutine (crash.go);
+	// crashed says what happened and logPath where the stack went.
+	kill    func()
+	crashMu sync.Mutex
+	crashed *crashed
+	logPath string
+	st      *store.Store
 	opts   Options
 	keys   KeyMap
 	styles Styles
@@ -145,10 +151,24 @@ func New(st *store.Store, opts Options) *App {
 func Run(ctx context.Context, st *store.Store, opts Options) error {
 	a := New(st, opts)
 	a.ctx, a.cancel = context.WithCancel(ctx)
+	logPath, closeLog := openLog()
+	defer closeLog()
+	a.logPath = logPath
 	p := tea.NewProgram(a, tea.WithContext(a.ctx))
+	a.crashMu.Lock()
+	a.kill = p.Kill
+	a.crashMu.Unlock()
 	_, err := p.Run()
 	a.shutdown()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+	a.crashMu.Lock()
+	c := a.crashed
+	a.crashMu.Unlock()
+	switch {
+	case c != nil:
+		return c
+	case errors.Is(err, tea.ErrProgramPanic) && logPath != "":
+		return fmt.Errorf("%w; the stack is in %s", err, logPath)
+	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
 		return nil
 	}
 	return err
@@ -276,6 +296,12 @@ func errorText(err error) string { return harness.OneLine(err.Error(), 300) }
 
 // Update routes every message.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	defer func() {
+		if r := recover(); r != nil {
+			logPanic("update", r)
+			panic(r) // Bubble Tea restores the terminal
+		}
+	}()
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.width, a.height = msg.Width, msg.Height
@@ -788,6 +814,12 @@ func (a *App) syncDetail() tea.Cmd {
 
 // View renders the whole screen; every region is cut to its exact size.
 func (a *App) View() tea.View {
+	defer func() {
+		if r := recover(); r != nil {
+			logPanic("view", r)
+			panic(r) // Bubble Tea restores the terminal
+		}
+	}()
 	v := tea.NewView(a.render())
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeCellMotion

@@ -109,6 +109,12 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					logPanic("compare: files changed", r)
+					col.filesErr = fmt.Sprintf("could not be read (a bug: %v)", r)
+				}
+			}()
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.DiffBase())

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -74,4 +75,32 @@ func TestMailboxMergesPerRun(t *testing.T) {
 	assert.Equal(t, model.Failed, news[0].status)
 	_, done = m.take()
 	assert.True(t, done)
+}
+
+// TestPanicInAGoroutineStopsTheProgram: a panic in one of the TUI's
+// goroutines (a batch of turns, an import) is logged with its stack and
+// stops the program, which restores the terminal, instead of killing the
+// process with the terminal raw.
+func TestPanicInAGoroutineStopsTheProgram(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	logPath, done := openLog()
+	defer done()
+	a := New(nil, Options{})
+	a.logPath = logPath
+	killed := make(chan struct{})
+	a.kill = func() { close(killed) }
+	a.goSafe("import", func() { panic("boom in an import") })
+	select {
+	case <-killed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the program was not stopped")
+	}
+	require.NotNil(t, a.crashed)
+	assert.Contains(t, a.crashed.Error(), "boom in an import")
+	assert.Contains(t, a.crashed.Error(), logPath)
+	done()
+	log, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Contains(t, string(log), "boom in an import")
+	assert.Contains(t, string(log), "goroutine", "with its stack")
 }

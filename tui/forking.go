@@ -134,13 +134,13 @@ func (a *App) startTurns(id int, drv *harness.Driver, turns []harness.Turn) tea.
 	}
 	a.batches[id] = b
 	a.wg.Add(1)
-	go func() {
+	a.goSafe("fork turns", func() {
 		defer a.wg.Done()
 		defer b.events.close()
 		// Events are merged per run, so a screen that is behind (or has
 		// quit) never slows a turn.
 		drv.RunTurns(ctx, turns, b.events.put)
-	}()
+	})
 	return tea.Batch(listen(b, id), a.spin())
 }
 

@@ -61,6 +61,11 @@ func describeHarnesses(ctx context.Context, gen int, reg *harness.Registry, dir 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer func() {
+					if r := recover(); r != nil {
+						logPanic("describe "+name, r) // the harness is shown undescribed
+					}
+				}()
 				ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 				defer cancel()
 				desc := d.Describe(ctx)

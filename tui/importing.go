@@ -52,7 +52,7 @@ func (a *App) startImport() tea.Cmd {
 	im.running = true
 	im.events = make(chan tea.Msg, 16)
 	ctx, st, events := a.ctx, a.st, im.events
-	go func() {
+	a.goSafe("import", func() {
 		defer close(events)
 		files, err := importer.Discover()
 		if err != nil {
@@ -69,7 +69,7 @@ func (a *App) startImport() tea.Cmd {
 		case events <- importDoneMsg{sum: sum, err: err}:
 		case <-ctx.Done(): // quitting: nobody reads any more
 		}
-	}()
+	})
 	return tea.Batch(a.nextImportEvent(), a.setStatus("importing this machine's agent sessions…", levelInfo))
 }
 
