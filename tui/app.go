@@ -64,10 +64,10 @@ type App struct {
 	crashed *crashed
 	logPath string
 	st      *store.Store
-	opts   Options
-	keys   KeyMap
-	styles Styles
-	now    func() time.Time
+	opts    Options
+	keys    KeyMap
+	styles  Styles
+	now     func() time.Time
 	// tick schedules a message later (tea.Tick); tests replace it.
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 
