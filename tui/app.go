@@ -192,6 +192,7 @@ type (
 	searchDoneMsg struct {
 		query string
 		hits  []store.Hit
+		more  bool // there are more than maxHits
 		err   error
 	}
 	clearStatusMsg struct{ id int }
@@ -270,11 +271,19 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 	return newTreeData(runs, own), nil
 }
 
+// maxHits is how many search hits are shown.
+const maxHits = 200
+
 func (a *App) search(q string) tea.Cmd {
 	ctx, st := a.ctx, a.st
 	return func() tea.Msg {
-		hits, err := st.Search(ctx, q, 200)
-		return searchDoneMsg{query: q, hits: hits, err: err}
+		// One more than is shown says whether there are more.
+		hits, err := st.Search(ctx, q, maxHits+1)
+		more := len(hits) > maxHits
+		if more {
+			hits = hits[:maxHits]
+		}
+		return searchDoneMsg{query: q, hits: hits, more: more, err: err}
 	}
 }
 
@@ -449,6 +458,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
 		}
 		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
+		a.lib.moreHits = msg.more
 		a.layoutLibrary()
 		a.status = ""
 		return a, nil

@@ -40,6 +40,7 @@ type libraryScreen struct {
 	empty emptyState
 
 	hits      []store.Hit
+	moreHits  bool // the search found more than it shows
 	hitsFor   string
 	hitCursor int
 }
@@ -319,7 +320,11 @@ func (l *libraryScreen) inputLine(st *Styles) string {
 	case libSearch:
 		return st.Key.Render("search: ") + l.filter.View()
 	case libHits:
-		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render(fmt.Sprintf("  %d messages found · esc back", len(l.hits)))
+		found := plural(len(l.hits), "message") + " found"
+		if l.moreHits {
+			found = fmt.Sprintf("the best %d messages of more", len(l.hits))
+		}
+		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render("  "+found+" · esc back")
 	}
 	if v := l.filter.Value(); v != "" {
 		return st.Key.Render("filter: ") + model.SafeText(v) + st.Subtle.Render(fmt.Sprintf("  %d of %d · esc clears", l.matched, len(l.trees)))

@@ -52,3 +52,15 @@ func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
 	assert.Equal(t, "newest", sel(), "enter unfolds it")
 	assert.Len(t, l.rows, 5)
 }
+
+// TestSearchSaysWhenThereAreMore: a search that finds more than it shows
+// does not claim the count it shows is all.
+func TestSearchSaysWhenThereAreMore(t *testing.T) {
+	d := newDriver(t, seedStore(t, 1200), 120, 20)
+	d.keys("s")
+	d.typeText("refactor")
+	d.keys("enter")
+	s := d.plain()
+	assert.Contains(t, s, "the best 200 messages of more")
+	assert.NotContains(t, s, "200 messages found")
+}
