@@ -1,0 +1,139 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCompareNormalises: what legitimately changes between a recording and
+// a replay of the same run is no divergence, for every CLI's real requests.
+func TestCompareNormalises(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) {
+			for k, fx := range c.main {
+				taped := []byte(fx.Body)
+				cases := map[string][]byte{
+					"same":      taped,
+					"key order": reorder(t, taped),
+					"date":      replace(t, taped, c.date, "2027-02-14"),
+				}
+				cwd := replace(t, taped, c.cwd, "/work/wt/fork-1")
+				if c.wire == WireAnthropic {
+					cwd = replace(t, cwd, mangle(c.cwd), mangle("/work/wt/fork-1"))
+				}
+				cases["cwd"] = cwd
+				all := cwd
+				all = replace(t, all, c.date, "2027-02-14")
+				for _, v := range c.volatile {
+					if strings.Contains(string(all), v[0]) {
+						cases["volatile "+v[0]] = replace(t, taped, v[0], v[1])
+						all = replace(t, all, v[0], v[1])
+					}
+				}
+				cases["all at once, reordered"] = reorder(t, all)
+				for name, actual := range cases {
+					if m := Compare(c.wire, taped, actual); m != nil {
+						t.Errorf("request %d, %s: diverged: %s\n%s", k+1, name, m, m.Diff)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestCompareVolatileIsReal: each stand-in above does change the request
+// before normalisation (else the test above would prove nothing).
+func TestCompareVolatileIsReal(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		used := map[string]bool{}
+		for _, fx := range c.main {
+			for _, v := range c.volatile {
+				if strings.Contains(string(fx.Body), v[0]) {
+					used[v[0]] = true
+				}
+			}
+		}
+		for _, v := range c.volatile {
+			if !used[v[0]] {
+				t.Errorf("%s: %q appears in none of the requests", c.name, v[0])
+			}
+		}
+	}
+}
+
+// TestCompareClassifies: the first difference, with its kind and field.
+func TestCompareClassifies(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) {
+			last := []byte(c.main[2].Body)
+			first := []byte(c.main[0].Body)
+			toolPath := map[Wire]string{
+				WireAnthropic: "messages[5].content[0].content",
+				WireResponses: "input[9].output",
+				WireChat:      "messages[5].content",
+			}[c.wire]
+			cases := []struct {
+				name   string
+				taped  []byte
+				actual []byte
+				kind   Kind
+				path   string // prefix of Mismatch.Path
+				diff   string // in Mismatch.Diff
+			}{
+				{"tool output", last, replace(t, last, c.toolOut, c.toolOut+`\nscratch.txt`), KindTool, toolPath, "+scratch.txt"},
+				{"tool output, network", last, replace(t, last, c.toolOut, `curl: (6) Could not resolve host: example.com`), KindNetwork, toolPath, "+curl: (6) Could not resolve host"},
+				{"tool output, refused", last, replace(t, last, c.toolOut, `dial tcp 10.0.0.1:443: connect: connection refused`), KindNetwork, toolPath, "connection refused"},
+				{"tool output, dns", last, replace(t, last, c.toolOut, `ping: example.com: Temporary failure in name resolution`), KindNetwork, toolPath, "name resolution"},
+				{"system prompt", first, replace(t, first, c.system, "You are a different agent."), KindModel, "", "+You are a different agent."},
+				{"model", first, replace(t, first, `"model":"`, `"model":"x-`), KindModel, "model", "+x-"},
+				{"model and tool output: model first", last, replace(t, replace(t, last, `"model":"`, `"model":"x-`), c.toolOut, "changed"), KindModel, "model", ""},
+				{"a message more", last, []byte(strings.Replace(string(first), `"model":"`, `"model":"`, 1)), KindModel, "", ""},
+			}
+			for _, tc := range cases {
+				m := Compare(c.wire, tc.taped, tc.actual)
+				if m == nil {
+					t.Errorf("%s: no divergence", tc.name)
+					continue
+				}
+				if m.Kind != tc.kind || !strings.HasPrefix(m.Path, tc.path) || !strings.Contains(m.Diff, tc.diff) {
+					t.Errorf("%s: got %s at %q, diff:\n%s\nwant %s at %q with %q", tc.name, m.Kind, m.Path, m.Diff, tc.kind, tc.path, tc.diff)
+				}
+				if len(m.Fields) == 0 || m.Fields[0] != m.Path {
+					t.Errorf("%s: fields %v do not start with %q", tc.name, m.Fields, m.Path)
+				}
+			}
+		})
+	}
+}
+
+// A network error already in the taped output is no network divergence.
+func TestCompareNetworkOnlyWhenNew(t *testing.T) {
+	c := &clis[2]
+	loadCLI(t, c)
+	last := []byte(c.main[2].Body)
+	taped := replace(t, last, c.toolOut, `curl: (6) Could not resolve host: a`)
+	actual := replace(t, last, c.toolOut, `curl: (6) Could not resolve host: b`)
+	if m := Compare(c.wire, taped, actual); m == nil || m.Kind != KindTool {
+		t.Fatalf("got %v, want tool", m)
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	a := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten"
+	b := "one\ntwo\nthree\nFOUR\nfive\nsix\nseven\neight\nnine\nten\neleven\ntwelve"
+	a += "\n11\n12\n13\n14\n15\n16\n17\n18\nlast"
+	b += "\n11\n12\n13\n14\n15\n16\n17\n18\nLAST"
+	// Changes 6 lines apart share a hunk (as in diff -u); 8 apart do not.
+	want := "--- taped\n+++ actual\n@@ -1,13 +1,15 @@\n one\n two\n three\n-four\n+FOUR\n five\n six\n seven\n" +
+		" eight\n nine\n ten\n+eleven\n+twelve\n 11\n 12\n 13\n" +
+		"@@ -16,4 +18,4 @@\n 16\n 17\n 18\n-last\n+LAST\n"
+	if got := unifiedDiff(a, b); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

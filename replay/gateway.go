@@ -1,0 +1,653 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Upstream is where a wire format's model calls really go.
+type Upstream struct {
+	// BaseURL is the API's base, e.g. "https://api.anthropic.com" or
+	// "https://api.openai.com/v1": the request's path below the run's
+	// base URL is appended to it (a "/v1" in both is not doubled).
+	BaseURL string
+	// APIKey is the real key: sent as x-api-key (Anthropic) or as
+	// "Authorization: Bearer" (OpenAI) to BaseURL's host only. "" sends
+	// no key.
+	APIKey string
+}
+
+// Options configure a Gateway.
+type Options struct {
+	// Addr to listen on; default "127.0.0.1:0". Must be loopback.
+	Addr string
+	// Upstreams per wire format; a run may override them.
+	Upstreams map[Wire]Upstream
+	// Transport for upstream calls; default a clone of
+	// http.DefaultTransport. Redirects are never followed.
+	Transport http.RoundTripper
+	// Logf, when set, gets a line per request.
+	Logf func(format string, args ...any)
+}
+
+// OnDivergence says what a replay does at its first divergence.
+type OnDivergence string
+
+const (
+	// Stop (the default): the request that diverged, and every later one,
+	// is refused with HTTP 400, so the agent stops.
+	Stop OnDivergence = "stop"
+	// Live: the run goes live at the divergence.
+	Live OnDivergence = "live"
+)
+
+// RunConfig describes one run served by the gateway.
+type RunConfig struct {
+	// ID names the run in its steps (tine's run id); default the token.
+	ID string
+	// Recorder receives every step of the run, replayed or live; nil
+	// records nothing.
+	Recorder Recorder
+	// Tape, when it has steps, makes this a replay: steps 1..N are
+	// answered from it after their requests are checked (Compare), the
+	// request of step N+1 is checked too when the tape has it, and from
+	// there on the run is live.
+	Tape Tape
+	// N is how many steps are answered from the tape; 0 means all of it.
+	N int
+	// OnDivergence: Stop (default) or Live.
+	OnDivergence OnDivergence
+	// VerifyOnly: after the check of step N+1 the run does not go live;
+	// later model calls are refused (k = 0 in rule 9: replay only verifies).
+	VerifyOnly bool
+	// Upstreams override the gateway's, per wire format.
+	Upstreams map[Wire]Upstream
+}
+
+// Divergence is where and how a replay left its tape.
+type Divergence struct {
+	Step int `json:"step"`
+	*Mismatch
+}
+
+// Detail is one line for a person: the step and the mismatch.
+func (d *Divergence) Detail() string {
+	return fmt.Sprintf("step %d: %s", d.Step, d.Mismatch.String())
+}
+
+// RunStatus is where a run stands.
+type RunStatus struct {
+	Steps    int  `json:"steps"`    // model calls seen
+	Replayed int  `json:"replayed"` // of them answered from the tape
+	Checked  int  `json:"checked"`  // requests checked against the tape (and matched)
+	Live     bool `json:"live"`     // model calls now go to the upstream
+	// Verified: a VerifyOnly replay checked every request up to N+1 (or
+	// the tape's end) without a divergence.
+	Verified   bool        `json:"verified"`
+	Divergence *Divergence `json:"divergence"`
+	// RecordErr is the first error the Recorder returned.
+	RecordErr string `json:"record_error,omitempty"`
+}
+
+// Gateway is the loopback model gateway. One serves every run of a tine
+// process: each run has its own base URL, http://127.0.0.1:PORT/r/<token>.
+type Gateway struct {
+	opts   Options
+	ln     net.Listener
+	srv    *http.Server
+	url    string
+	client *http.Client
+	done   chan struct{}
+
+	mu   sync.Mutex
+	runs map[string]*Run
+}
+
+// Start listens on loopback and serves in the background.
+func Start(opts Options) (*Gateway, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("replay: the gateway listens on loopback only, not %q", opts.Addr)
+	}
+	tr := opts.Transport
+	if tr == nil {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{
+		opts: opts, ln: ln, url: "http://" + ln.Addr().String(), done: make(chan struct{}),
+		runs: map[string]*Run{},
+		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}},
+	}
+	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second}
+	go func() {
+		defer close(g.done)
+		_ = g.srv.Serve(ln)
+	}()
+	return g, nil
+}
+
+// URL is the gateway's address, e.g. "http://127.0.0.1:41234".
+func (g *Gateway) URL() string { return g.url }
+
+// Close stops the gateway, cutting open exchanges.
+func (g *Gateway) Close() error {
+	err := g.srv.Close()
+	<-g.done
+	return err
+}
+
+// Run is one run served by the gateway.
+type Run struct {
+	g     *Gateway
+	token string
+	cfg   RunConfig
+
+	mu     sync.Mutex
+	n      int // steps numbered so far
+	status RunStatus
+}
+
+// NewRun registers a run and gives it its base URL.
+func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
+	if len(cfg.Tape) > 0 {
+		if why := cfg.Tape.Valid(); why != "" {
+			return nil, fmt.Errorf("replay: %s", why)
+		}
+		if cfg.N < 0 || cfg.N > len(cfg.Tape) {
+			return nil, fmt.Errorf("replay: step %d is outside the tape (1..%d)", cfg.N, len(cfg.Tape))
+		}
+		if cfg.N == 0 {
+			cfg.N = len(cfg.Tape)
+		}
+	}
+	switch cfg.OnDivergence {
+	case "":
+		cfg.OnDivergence = Stop
+	case Stop, Live:
+	default:
+		return nil, fmt.Errorf("replay: on_divergence must be stop or live, not %q", cfg.OnDivergence)
+	}
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return nil, err
+	}
+	r := &Run{g: g, token: hex.EncodeToString(b), cfg: cfg}
+	if r.cfg.ID == "" {
+		r.cfg.ID = r.token
+	}
+	r.status.Live = len(cfg.Tape) == 0
+	g.mu.Lock()
+	g.runs[r.token] = r
+	g.mu.Unlock()
+	return r, nil
+}
+
+// URL is the run's base URL: give it to the agent as ANTHROPIC_BASE_URL,
+// or with "/v1" appended as an OpenAI base URL.
+func (r *Run) URL() string { return r.g.url + "/r/" + r.token }
+
+// Status is where the run stands now.
+func (r *Run) Status() RunStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+// Close unregisters the run: its URL answers 404 from now on.
+func (r *Run) Close() {
+	r.g.mu.Lock()
+	delete(r.g.runs, r.token)
+	r.g.mu.Unlock()
+}
+
+func (g *Gateway) logf(format string, args ...any) {
+	if g.opts.Logf != nil {
+		g.opts.Logf(format, args...)
+	}
+}
+
+// wireOf tells a model call's wire format from its path; ok is false for
+// anything that is not a model call.
+func wireOf(method, p string) (Wire, bool) {
+	p = strings.TrimRight(p, "/")
+	if method != http.MethodPost {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(p, "/messages"):
+		return WireAnthropic, true
+	case strings.HasSuffix(p, "/chat/completions"):
+		return WireChat, true
+	case strings.HasSuffix(p, "/responses"):
+		return WireResponses, true
+	}
+	return "", false
+}
+
+// passWire picks the upstream for a call that is not a step
+// (.../models, .../messages/count_tokens and the like).
+func passWire(hr *http.Request, p string) Wire {
+	switch {
+	case strings.Contains(p, "/messages"), hr.Header.Get("Anthropic-Version") != "", hr.Header.Get("X-Api-Key") != "":
+		return WireAnthropic
+	case strings.Contains(p, "/responses"):
+		return WireResponses
+	}
+	return WireChat
+}
+
+// ServeHTTP routes /r/<token>/... to its run.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	rest, ok := strings.CutPrefix(hr.URL.Path, "/r/")
+	if !ok {
+		http.Error(w, "tine replay gateway: no run here", http.StatusNotFound)
+		return
+	}
+	token, sub, _ := strings.Cut(rest, "/")
+	sub = "/" + sub
+	g.mu.Lock()
+	run := g.runs[token]
+	g.mu.Unlock()
+	if run == nil {
+		http.Error(w, "tine replay gateway: no such run", http.StatusNotFound)
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(hr.Body, 256<<20))
+	if err != nil {
+		http.Error(w, "tine replay gateway: reading the request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	wire, isStep := wireOf(hr.Method, sub)
+	if !isStep {
+		up := run.upstream(passWire(hr, sub))
+		g.logf("replay: run %s pass %s %s", run.cfg.ID, hr.Method, sub)
+		g.forward(w, hr, passWire(hr, sub), up, sub, raw, nil)
+		return
+	}
+	run.serveStep(w, hr, wire, sub, raw)
+}
+
+func (r *Run) upstream(wire Wire) Upstream {
+	if u, ok := r.cfg.Upstreams[wire]; ok {
+		return u
+	}
+	return r.g.opts.Upstreams[wire]
+}
+
+// decoded is the request body without its Content-Encoding (gzip or
+// deflate); other encodings are kept as sent.
+func decoded(hr *http.Request, raw []byte) []byte {
+	var rd io.Reader
+	switch strings.ToLower(hr.Header.Get("Content-Encoding")) {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return raw
+		}
+		rd = zr
+	case "deflate":
+		zr, err := zlib.NewReader(bytes.NewReader(raw))
+		if err != nil {
+			return raw
+		}
+		rd = zr
+	default:
+		return raw
+	}
+	b, err := io.ReadAll(io.LimitReader(rd, 256<<20))
+	if err != nil {
+		return raw
+	}
+	return b
+}
+
+// serveStep answers one model call: from the tape, or live.
+func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub string, raw []byte) {
+	started := time.Now()
+	body := decoded(hr, raw)
+	var meta struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &meta)
+	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: meta.Stream, Started: started}
+
+	r.mu.Lock()
+	r.n++
+	step.N = r.n
+	r.status.Steps = r.n
+	div, live, verified := r.status.Divergence, r.status.Live, r.status.Verified
+	r.mu.Unlock()
+
+	tape, n := r.cfg.Tape, r.cfg.N
+	switch {
+	case div != nil && r.cfg.OnDivergence == Stop:
+		r.refuse(w, wire, fmt.Sprintf("tine replay: diverged at step %d (%s); stopped", div.Step, div.Kind))
+		return
+	case verified:
+		r.refuse(w, wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+		return
+	case !live && step.N <= len(tape) && step.N <= n+1:
+		taped := tape[step.N-1]
+		var m *Mismatch
+		if taped.Wire != wire {
+			m = &Mismatch{Kind: KindModel, Path: "(wire format)", Fields: []string{"(wire format)"}, Taped: string(taped.Wire), Actual: string(wire),
+				Diff: unifiedDiff(string(taped.Wire), string(wire))}
+		} else {
+			m = Compare(wire, taped.Request, body)
+		}
+		r.mu.Lock()
+		if m != nil {
+			if r.status.Divergence == nil {
+				r.status.Divergence = &Divergence{Step: step.N, Mismatch: m}
+			}
+			if r.cfg.OnDivergence == Live {
+				r.status.Live = true
+			}
+		} else {
+			r.status.Checked++
+			if step.N > n && r.cfg.VerifyOnly {
+				r.status.Verified = true
+			} else if step.N > n {
+				r.status.Live = true
+			}
+		}
+		st := r.status
+		r.mu.Unlock()
+		switch {
+		case m != nil && r.cfg.OnDivergence == Stop:
+			r.g.logf("replay: run %s step %d diverged: %s", r.cfg.ID, step.N, m)
+			r.refuse(w, wire, fmt.Sprintf("tine replay: diverged at step %d: %s", step.N, m))
+			return
+		case st.Verified:
+			r.refuse(w, wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+			return
+		case m == nil && step.N <= n:
+			r.serveTaped(w, &step, taped)
+			r.mu.Lock()
+			r.status.Replayed++
+			r.mu.Unlock()
+			r.record(step)
+			return
+		}
+	case !live && r.cfg.VerifyOnly:
+		// The tape ended at N: nothing left to check.
+		r.mu.Lock()
+		r.status.Verified = true
+		r.mu.Unlock()
+		r.refuse(w, wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+		return
+	case !live:
+		r.mu.Lock()
+		r.status.Live = true
+		r.mu.Unlock()
+	}
+	r.g.forward(w, hr, wire, r.upstream(wire), sub, raw, &step)
+	r.record(step)
+}
+
+func (r *Run) record(s Step) {
+	if r.cfg.Recorder == nil {
+		return
+	}
+	if err := r.cfg.Recorder.Record(s); err != nil {
+		r.mu.Lock()
+		if r.status.RecordErr == "" {
+			r.status.RecordErr = err.Error()
+		}
+		r.mu.Unlock()
+	}
+}
+
+// refuse answers HTTP 400 in the wire format's error shape: agents do not
+// retry a 400.
+func (r *Run) refuse(w http.ResponseWriter, wire Wire, msg string) {
+	writeAPIError(w, wire, http.StatusBadRequest, "invalid_request_error", msg)
+}
+
+func writeAPIError(w http.ResponseWriter, wire Wire, status int, typ, msg string) {
+	var v any
+	if wire == WireAnthropic {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	} else {
+		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": "tine_replay", "param": nil}}
+	}
+	b, _ := json.Marshal(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// serveTaped answers from a taped step, in the shape the request asks
+// for: the taped events or body as they were when the request streams as
+// the recording did, else the taped answer re-encoded.
+func (r *Run) serveTaped(w http.ResponseWriter, step *Step, taped Step) {
+	step.Source = FromTape
+	step.Status = taped.Status
+	step.ContentType = taped.ContentType
+	if taped.Status/100 != 2 {
+		// A taped failure (a 429 the agent retried): serve it at once.
+		if taped.RetryAfter != "" {
+			w.Header().Set("Retry-After", "0")
+			step.RetryAfter = "0"
+		}
+		if taped.ContentType != "" {
+			w.Header().Set("Content-Type", taped.ContentType)
+		}
+		w.WriteHeader(taped.Status)
+		_, _ = w.Write(taped.Body)
+		step.Body = taped.Body
+		step.Duration = time.Since(step.Started)
+		return
+	}
+	events, body := taped.Events, taped.Body
+	switch {
+	case step.Stream && taped.Stream && events != nil:
+	case !step.Stream && !taped.Stream && body != nil:
+	case step.Stream && taped.Answer != nil:
+		events, body = encodeStream(step.Wire, taped.Answer, step.Request), nil
+	case !step.Stream && taped.Answer != nil:
+		events, body = nil, taped.Answer
+	default:
+		step.Status = http.StatusBadGateway
+		step.Error = "the taped answer cannot be served in the shape asked for"
+		writeAPIError(w, step.Wire, http.StatusBadGateway, "api_error", "tine replay: "+step.Error)
+		return
+	}
+	step.Answer = taped.Answer
+	if step.Stream {
+		step.ContentType = "text/event-stream"
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		step.FirstByte = time.Since(step.Started)
+		for _, ev := range events {
+			if writeEvent(w, ev) != nil {
+				step.Error = "the agent hung up mid-stream"
+				break
+			}
+		}
+		step.Events = events
+	} else {
+		if step.ContentType == "" || step.ContentType == "text/event-stream" {
+			step.ContentType = "application/json"
+		}
+		w.Header().Set("Content-Type", step.ContentType)
+		w.WriteHeader(http.StatusOK)
+		step.FirstByte = time.Since(step.Started)
+		_, _ = w.Write(body)
+		step.Body = body
+	}
+	step.Duration = time.Since(step.Started)
+}
+
+// hop-by-hop and credential headers never passed on.
+var dropRequestHeaders = []string{
+	"Host", "Content-Length", "Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", "X-Api-Key", "Accept-Encoding",
+}
+
+var dropResponseHeaders = []string{
+	"Content-Length", "Connection", "Keep-Alive", "Proxy-Authenticate", "Te", "Trailer",
+	"Transfer-Encoding", "Upgrade",
+}
+
+// target builds the upstream URL: the upstream's scheme and host always,
+// its path joined with the request's.
+func target(base, sub, query string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("upstream base URL %q is not an http(s) URL", base)
+	}
+	bp := strings.TrimRight(u.Path, "/")
+	if strings.HasSuffix(bp, "/v1") && (sub == "/v1" || strings.HasPrefix(sub, "/v1/")) {
+		sub = strings.TrimPrefix(sub, "/v1")
+	}
+	u.Path = path.Clean(bp + "/" + strings.TrimLeft(sub, "/"))
+	u.RawPath = ""
+	u.RawQuery = query
+	u.Fragment = ""
+	u.User = nil
+	return u, nil
+}
+
+// forward sends the request to the upstream with the real key and streams
+// the answer back; when step is not nil it fills it in.
+func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up Upstream, sub string, raw []byte, step *Step) {
+	fail := func(status int, msg string) {
+		if step != nil {
+			step.Status, step.Error, step.Source = status, msg, FromUpstream
+			step.Duration = time.Since(step.Started)
+		}
+		writeAPIError(w, wire, status, "api_error", "tine replay gateway: "+msg)
+	}
+	if up.BaseURL == "" {
+		fail(http.StatusBadGateway, fmt.Sprintf("no upstream for %s", wire))
+		return
+	}
+	u, err := target(up.BaseURL, sub, hr.URL.RawQuery)
+	if err != nil {
+		fail(http.StatusBadGateway, err.Error())
+		return
+	}
+	req, err := http.NewRequestWithContext(hr.Context(), hr.Method, u.String(), bytes.NewReader(raw))
+	if err != nil {
+		fail(http.StatusBadGateway, err.Error())
+		return
+	}
+	req.Header = hr.Header.Clone()
+	for _, h := range dropRequestHeaders {
+		req.Header.Del(h)
+	}
+	if up.APIKey != "" {
+		if wire == WireAnthropic {
+			req.Header.Set("X-Api-Key", up.APIKey)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+up.APIKey)
+		}
+	}
+	req.ContentLength = int64(len(raw))
+	resp, err := g.client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fail(499, "the agent hung up")
+			return
+		}
+		fail(http.StatusBadGateway, "upstream: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 == 3 {
+		fail(http.StatusBadGateway, fmt.Sprintf("upstream redirected (%d to %q); not followed, so the key stays with %s", resp.StatusCode, resp.Header.Get("Location"), u.Host))
+		return
+	}
+	if step != nil {
+		step.Source = FromUpstream
+		step.Status = resp.StatusCode
+		step.FirstByte = time.Since(step.Started)
+		step.ContentType = resp.Header.Get("Content-Type")
+		step.RetryAfter = resp.Header.Get("Retry-After")
+	}
+	for k, vs := range resp.Header {
+		w.Header()[k] = append([]string(nil), vs...)
+	}
+	for _, h := range dropResponseHeaders {
+		w.Header().Del(h)
+	}
+	if resp.Uncompressed {
+		w.Header().Del("Content-Encoding")
+	}
+	w.WriteHeader(resp.StatusCode)
+	fl, _ := w.(http.Flusher)
+	if strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		if fl != nil {
+			fl.Flush()
+		}
+		sr := &sseReader{r: bufio.NewReaderSize(resp.Body, 64<<10)}
+		for {
+			rawEv, ev, ok, err := sr.next()
+			if len(rawEv) > 0 {
+				if _, werr := w.Write(rawEv); werr != nil && step != nil && step.Error == "" {
+					step.Error = "the agent hung up mid-stream"
+				}
+				if fl != nil {
+					fl.Flush()
+				}
+			}
+			if ok && step != nil {
+				step.Events = append(step.Events, ev)
+			}
+			if err != nil {
+				if err != io.EOF && step != nil && step.Error == "" {
+					step.Error = "upstream stream: " + err.Error()
+				}
+				break
+			}
+		}
+		if step != nil {
+			if resp.StatusCode/100 == 2 {
+				step.Answer = Assemble(wire, step.Events)
+			}
+			step.Duration = time.Since(step.Started)
+		}
+		return
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	_, _ = w.Write(b)
+	if step != nil {
+		step.Body = b
+		if err != nil {
+			step.Error = "upstream body: " + err.Error()
+		} else if resp.StatusCode/100 == 2 && json.Valid(b) {
+			step.Answer = json.RawMessage(b)
+		}
+		step.Duration = time.Since(step.Started)
+	}
+}

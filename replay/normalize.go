@@ -1,0 +1,271 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// What legitimately changes between a recording and a replay of the same
+// run, per wire format, in this one place (the replay section of
+// ARCHITECTURE.md's rule 9). Everything else that differs is a divergence.
+//
+// All wire formats:
+//   - key order (requests are compared as decoded JSON);
+//   - the working directory: the replay runs in another worktree, so the
+//     path the agent reports (below) is replaced by "<cwd>" wherever it
+//     appears, tool outputs included, and so is Claude Code's form of it
+//     (every non-alphanumeric as '-', as in ~/.claude/projects/<dir>);
+//   - tool-call ids, renamed "<id-1>", "<id-2>", ... in order of appearance.
+//
+// Anthropic Messages (Claude Code 2.1.328):
+//   - "Primary working directory: ..." gives the cwd;
+//   - the gitStatus snapshot (branch, status, recent commits) becomes
+//     "<gitStatus>";
+//   - "Today's date is ..." becomes "<date>";
+//   - metadata (user_id: device and session ids) is dropped;
+//   - cache_control markers are dropped wherever they are.
+//
+// OpenAI Responses (Codex 0.169.0):
+//   - "<cwd>...</cwd>" in the environment context gives the cwd;
+//   - "<current_date>...</current_date>" becomes "<date>";
+//   - the input items' own ids (msg_<uuid>, fco_<uuid>, ...) are dropped;
+//   - prompt_cache_key (the session id) and client_metadata (session,
+//     thread, turn and installation ids, turn start time, the workspace's
+//     commit) are dropped;
+//   - in a tool output, the header lines Codex adds itself, "Chunk ID: ..."
+//     (random) and "Wall time: ... seconds", keep their names only.
+//
+// OpenAI Chat Completions (pi 0.73.1):
+//   - "Current working directory: ..." gives the cwd;
+//   - "Current date: ..." becomes "<date>".
+type normRules struct {
+	cwd     *regexp.Regexp // first submatch: the working directory
+	mangled bool           // also replace Claude Code's mangled form of the cwd
+	text    []textRule     // applied to every string
+	drop    []string       // top-level keys dropped
+	// dropEverywhere are keys dropped at any depth.
+	dropEverywhere []string
+	// dropItemIDs drops "id" from each element of this top-level array.
+	dropItemIDs string
+	// toolOutput are the rules applied to tool outputs only.
+	toolOutput []textRule
+}
+
+type textRule struct {
+	re   *regexp.Regexp
+	with string
+}
+
+var rules = map[Wire]normRules{
+	WireAnthropic: {
+		cwd:     regexp.MustCompile(`Primary working directory: ([^\n]+)`),
+		mangled: true,
+		text: []textRule{
+			{regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
+			{regexp.MustCompile(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
+		},
+		drop:           []string{"metadata"},
+		dropEverywhere: []string{"cache_control"},
+	},
+	WireResponses: {
+		cwd: regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
+		text: []textRule{
+			{regexp.MustCompile(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
+		},
+		drop:        []string{"prompt_cache_key", "client_metadata"},
+		dropItemIDs: "input",
+		toolOutput: []textRule{
+			{regexp.MustCompile(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
+			{regexp.MustCompile(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
+		},
+	},
+	WireChat: {
+		cwd: regexp.MustCompile(`Current working directory: ([^\n]+)`),
+		text: []textRule{
+			{regexp.MustCompile(`Current date: [^\n]*`), "Current date: <date>"},
+		},
+	},
+}
+
+// Normalize decodes a request body and removes from it what legitimately
+// changes between a recording and a replay (see rules above). The result
+// is a tree of map[string]any, []any, string, json.Number, bool and nil.
+func Normalize(wire Wire, body []byte) (any, error) {
+	r, ok := rules[wire]
+	if !ok {
+		return nil, fmt.Errorf("replay: unknown wire format %q", wire)
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, fmt.Errorf("replay: request is not JSON: %w", err)
+	}
+	top, _ := v.(map[string]any)
+	if top == nil {
+		return v, nil
+	}
+	for _, k := range r.drop {
+		delete(top, k)
+	}
+	if r.dropItemIDs != "" {
+		items, _ := top[r.dropItemIDs].([]any)
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok {
+				delete(m, "id")
+			}
+		}
+	}
+	n := &normalizer{wire: wire, r: r, ids: map[string]string{}}
+	n.findCwd(v)
+	return n.walk(v, false), nil
+}
+
+// NormalizeJSON is Normalize marshalled: canonical JSON (sorted keys).
+func NormalizeJSON(wire Wire, body []byte) ([]byte, error) {
+	v, err := Normalize(wire, body)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+type normalizer struct {
+	wire    Wire
+	r       normRules
+	cwd     string
+	mangled string
+	ids     map[string]string
+}
+
+// findCwd takes the first working directory the request states.
+func (n *normalizer) findCwd(v any) {
+	switch t := v.(type) {
+	case string:
+		if n.cwd == "" {
+			if m := n.r.cwd.FindStringSubmatch(t); m != nil {
+				c := strings.TrimSpace(m[1])
+				if len(c) > 1 {
+					n.cwd = c
+					if n.r.mangled {
+						n.mangled = mangle(c)
+					}
+				}
+			}
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(t) {
+			n.findCwd(t[k])
+		}
+	case []any:
+		for _, e := range t {
+			n.findCwd(e)
+		}
+	}
+}
+
+// mangle is Claude Code's project directory name for a path: every
+// character that is not an ASCII letter or digit becomes '-'.
+func mangle(p string) string {
+	b := []byte(p)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '-'
+		}
+	}
+	return string(b)
+}
+
+func (n *normalizer) id(s string) string {
+	if s == "" {
+		return s
+	}
+	if r, ok := n.ids[s]; ok {
+		return r
+	}
+	r := fmt.Sprintf("<id-%d>", len(n.ids)+1)
+	n.ids[s] = r
+	return r
+}
+
+func (n *normalizer) text(s string, toolOut bool) string {
+	if n.cwd != "" {
+		s = strings.ReplaceAll(s, n.cwd, "<cwd>")
+	}
+	if n.mangled != "" {
+		s = strings.ReplaceAll(s, n.mangled, "<cwd>")
+	}
+	for _, tr := range n.r.text {
+		s = tr.re.ReplaceAllString(s, tr.with)
+	}
+	if toolOut {
+		for _, tr := range n.r.toolOutput {
+			s = tr.re.ReplaceAllString(s, tr.with)
+		}
+	}
+	return s
+}
+
+// walk normalises v; toolOut says v is (inside) a tool output.
+func (n *normalizer) walk(v any, toolOut bool) any {
+	switch t := v.(type) {
+	case string:
+		return n.text(t, toolOut)
+	case []any:
+		for i, e := range t {
+			t[i] = n.walk(e, toolOut)
+		}
+		return t
+	case map[string]any:
+		for _, k := range n.r.dropEverywhere {
+			delete(t, k)
+		}
+		for _, k := range sortedKeys(t) {
+			if idKey(n.wire, t, k) {
+				if s, ok := t[k].(string); ok {
+					t[k] = n.id(s)
+					continue
+				}
+			}
+			t[k] = n.walk(t[k], toolOut || isToolOutput(n.wire, t, k))
+		}
+		return t
+	}
+	return v
+}
+
+// idKey reports whether m[k] is a tool-call id.
+func idKey(wire Wire, m map[string]any, k string) bool {
+	switch wire {
+	case WireAnthropic:
+		typ := str(m["type"])
+		return (k == "id" && (typ == "tool_use" || typ == "server_tool_use")) || (k == "tool_use_id" && strings.HasSuffix(typ, "tool_result"))
+	case WireChat:
+		_, isCall := m["function"]
+		return (k == "id" && isCall) || k == "tool_call_id"
+	case WireResponses:
+		return k == "call_id"
+	}
+	return false
+}
+
+// isToolOutput reports whether m[k] is a tool's output: what a replay
+// re-runs for real.
+func isToolOutput(wire Wire, m map[string]any, k string) bool {
+	switch wire {
+	case WireAnthropic:
+		return strings.HasSuffix(str(m["type"]), "tool_result") && (k == "content" || k == "is_error")
+	case WireChat:
+		return str(m["role"]) == "tool" && k == "content"
+	case WireResponses:
+		return strings.HasSuffix(str(m["type"]), "_call_output") && k == "output"
+	}
+	return false
+}
+
+func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
