@@ -466,7 +466,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil || a.tree == nil {
 			return a, nil
 		}
-		a.tree.detail.markdown[msg.key] = msg.out
+		a.tree.detail.keepMarkdown(msg.key, msg.out)
 		if msg.key.width == a.tree.detail.width && msg.key.dark == a.styles.IsDark {
 			return a, a.syncDetail()
 		}

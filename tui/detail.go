@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -39,17 +41,74 @@ type markdownMsg struct {
 // renderMarkdown renders text as markdown off the UI goroutine.
 func renderMarkdown(k mdKey) tea.Cmd {
 	return func() tea.Msg {
+		out, err := markdownRenderers.render(k)
+		return markdownMsg{key: k, out: strings.Trim(out, "\n"), err: err}
+	}
+}
+
+// mdRenderers keeps one glamour renderer per width and theme: building one
+// parses its whole style sheet, too much to do for every message. A
+// renderer is not safe for concurrent use, so each has its own lock.
+type mdRenderers struct {
+	mu sync.Mutex
+	by map[[2]int]*mdRenderer
+}
+
+type mdRenderer struct {
+	mu sync.Mutex
+	r  *glamour.TermRenderer
+}
+
+var markdownRenderers = &mdRenderers{by: map[[2]int]*mdRenderer{}}
+
+// maxRenderers bounds the renderers kept (a resize sweep makes many).
+const maxRenderers = 8
+
+// builds counts renderers built, for tests.
+var mdBuilds atomic.Int64
+
+func (m *mdRenderers) render(k mdKey) (string, error) {
+	id := [2]int{k.width, 0}
+	if k.dark {
+		id[1] = 1
+	}
+	m.mu.Lock()
+	r := m.by[id]
+	if r == nil {
+		if len(m.by) >= maxRenderers {
+			clear(m.by)
+		}
+		r = &mdRenderer{}
+		m.by[id] = r
+	}
+	m.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.r == nil {
 		style := "light"
 		if k.dark {
 			style = "dark"
 		}
-		r, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(k.width))
+		tr, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(k.width))
 		if err != nil {
-			return markdownMsg{key: k, err: err}
+			return "", err
 		}
-		out, err := r.Render(k.text)
-		return markdownMsg{key: k, out: strings.Trim(out, "\n"), err: err}
+		mdBuilds.Add(1)
+		r.r = tr
 	}
+	return r.r.Render(k.text)
+}
+
+// maxMarkdown bounds the finished renderings a detail pane keeps.
+const maxMarkdown = 256
+
+// keepMarkdown stores a finished rendering, starting over when the cache
+// is full (what is on screen is rendered again on the next move).
+func (d *detailPane) keepMarkdown(k mdKey, out string) {
+	if d.markdown == nil || len(d.markdown) >= maxMarkdown {
+		d.markdown = map[mdKey]string{}
+	}
+	d.markdown[k] = out
 }
 
 // detailPane shows the selected message in full and scrolls.

@@ -335,3 +335,18 @@ func TestStoppedAtToolCalls(t *testing.T) {
 	assert.False(t, endsOnOpenCalls([]model.Message{callMsg("y"), resultMsg("y", "ok")}), "answered calls are done")
 	assert.False(t, endsOnOpenCalls([]model.Message{callMsg("y"), resultMsg("y", "ok"), text(model.Assistant, "done")}))
 }
+
+// TestMarkdownRenderersAreKept: rendering many messages at one width and
+// theme builds one renderer, and the pane's cache of renderings is bounded.
+func TestMarkdownRenderersAreKept(t *testing.T) {
+	before := mdBuilds.Load()
+	for i := range 20 {
+		renderMarkdown(mdKey{text: fmt.Sprintf("**%d**", i), width: 77, dark: true})()
+	}
+	assert.Equal(t, int64(1), mdBuilds.Load()-before, "one renderer for one width and theme")
+	var d detailPane
+	for i := range 3 * maxMarkdown {
+		d.keepMarkdown(mdKey{text: fmt.Sprint(i), width: 80}, "x")
+	}
+	assert.LessOrEqual(t, len(d.markdown), maxMarkdown)
+}
