@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,7 +22,9 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 			"~/.pi/agent/sessions). With PATHs: those files, and the .jsonl/.json files in those\n"+
 			"folders. Unchanged files are skipped, grown ones read from where the last import\n"+
 			"stopped. Unreadable lines are skipped and listed, never fatal; a partial last line\n"+
-			"(the agent is still writing) is left for next time.")
+			"(the agent is still writing) is left for next time. Symlinks are followed; named\n"+
+			"pipes, sockets and devices are skipped, saying so. The exit status is 1 when any\n"+
+			"file or folder failed; a full disk or a damaged database stops the import at once.")
 	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(importer.Names(), ", "))
 	asJSON := f.Bool("json", false, "print the summary as JSON")
 	paths, err := f.parse(args, 0, -1)
@@ -54,31 +57,72 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if bar != nil {
 		bar.done()
 	}
-	if err != nil {
+	// A failing database stops the import; the summary still says what
+	// was imported before, then the one line saying why it stopped.
+	var stopped *importer.StoreError
+	if err != nil && !errors.As(err, &stopped) {
 		return err
 	}
-	if *asJSON {
+	switch {
+	case *asJSON:
 		if err := writeJSON(e.stdout, sum); err != nil {
 			return err
 		}
-	} else {
+	case stopped != nil && sum.Files == 0:
+		// Stopped before any file: "no files there" would be untrue.
+	default:
 		printSummary(e, sum, len(paths) == 0)
 	}
-	if sum.Failed > 0 && sum.Runs == 0 && sum.Unchanged == 0 && sum.Appended == 0 {
+	switch {
+	case stopped != nil:
+		return stopped
+	case sum.Failed > 0 && sum.Runs == 0 && sum.Unchanged == 0 && sum.Appended == 0:
 		return fmt.Errorf("nothing imported: %s", sum.Errors[0])
+	case sum.Failed > 0:
+		// Exit status 1: a script must not take a partial import for a
+		// whole one.
+		where := "listed above"
+		if *asJSON {
+			where = "the summary's errors"
+		}
+		return fmt.Errorf("import: %d failed (%s); the rest was imported", sum.Failed, where)
 	}
 	return nil
 }
 
 func printSummary(e *env, sum importer.Summary, discovered bool) {
-	if sum.Files == 0 {
-		if discovered {
-			fmt.Fprintln(e.stdout, "No agent sessions found (looked in ~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions).")
-		} else {
-			fmt.Fprintln(e.stdout, "No .jsonl or .json files there.")
-		}
-		return
+	switch {
+	case sum.Files > 0:
+		printCounts(e, sum)
+	case discovered:
+		fmt.Fprintln(e.stdout, "No agent sessions found (looked in ~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions).")
+	case len(sum.SkippedFiles) == 0 && len(sum.Errors) == 0:
+		fmt.Fprintln(e.stdout, "No .jsonl or .json files there.")
 	}
+	if len(sum.Skipped) > 0 {
+		fmt.Fprintf(e.stdout, "skipped %d unreadable lines:\n", len(sum.Skipped))
+		for i, s := range sum.Skipped {
+			if i == 20 {
+				fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(sum.Skipped)-20)
+				break
+			}
+			fmt.Fprintf(e.stdout, "  %s\n", harness.OneLine(s.String(), 200))
+		}
+	}
+	if len(sum.SkippedFiles) > 0 {
+		fmt.Fprintf(e.stdout, "skipped %d paths that are not files tine can read:\n", len(sum.SkippedFiles))
+		for _, s := range sum.SkippedFiles {
+			fmt.Fprintf(e.stdout, "  %s\n", harness.OneLine(s.Path+": "+s.Reason, 300))
+		}
+	}
+	// Paths and errors come from disk: neutralised like transcript text.
+	for _, msg := range sum.Errors {
+		fmt.Fprintf(e.stderr, "tine: %s\n", harness.OneLine(msg, 0))
+	}
+}
+
+// printCounts prints the summary's first line: what was imported.
+func printCounts(e *env, sum importer.Summary) {
 	fmt.Fprintf(e.stdout, "imported %d runs, %d messages from %d files (%.1f MB in %.2fs)", sum.Runs, sum.Messages, sum.Files,
 		float64(sum.Bytes)/1e6, sum.Seconds)
 	var notes []string
@@ -98,19 +142,6 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 		fmt.Fprintf(e.stdout, "; %s", strings.Join(notes, ", "))
 	}
 	fmt.Fprintln(e.stdout)
-	if len(sum.Skipped) > 0 {
-		fmt.Fprintf(e.stdout, "skipped %d unreadable lines:\n", len(sum.Skipped))
-		for i, s := range sum.Skipped {
-			if i == 20 {
-				fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(sum.Skipped)-20)
-				break
-			}
-			fmt.Fprintf(e.stdout, "  %s\n", harness.OneLine(s.String(), 200))
-		}
-	}
-	for _, msg := range sum.Errors {
-		fmt.Fprintf(e.stderr, "tine: %s\n", msg)
-	}
 }
 
 // progressBar draws import progress on a terminal, one line redrawn.

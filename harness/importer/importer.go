@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"tine/harness"
@@ -112,38 +113,55 @@ func Names() []string {
 	return names
 }
 
-// Found is a transcript file discovery turned up.
+// Found is a transcript file discovery turned up, or a path it could not
+// use and says why.
 type Found struct {
 	Path   string
 	Format string // "" when it must be detected
-	Size   int64
-	MTime  time.Time
+	// Size and MTime are the file's, or, for a symlink, its target's.
+	Size  int64
+	MTime time.Time
+	// Skip, when set, says why Path is not read: it is no regular file (a
+	// named pipe, a socket, a device: opening one could block forever), a
+	// broken symlink, or a symlink loop. Import lists it in
+	// Summary.SkippedFiles.
+	Skip string
+	// Err, when set, is why Path (a folder) could not be read. Import
+	// counts it as failed.
+	Err error
 }
 
 // Discover lists the session files in every agent's default folders.
-func Discover() ([]Found, error) {
-	var found []Found
+func Discover() ([]Found, error) { return discover(os.ReadDir) }
+
+func discover(readDir func(string) ([]fs.DirEntry, error)) ([]Found, error) {
+	w := newWalker(readDir, ".jsonl") // agents write JSON lines; their .json files are other things
 	for _, f := range Formats {
 		for _, dir := range f.Dirs() {
-			files, err := walk(dir, ".jsonl") // agents write JSON lines; their .json files are other things
-			if err != nil {
+			n := len(w.found)
+			if err := w.root(dir); err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
 				return nil, err
 			}
-			for _, p := range files {
-				p.Format = f.Name
-				found = append(found, p)
+			for i := n; i < len(w.found); i++ {
+				if w.found[i].Skip == "" && w.found[i].Err == nil {
+					w.found[i].Format = f.Name
+				}
 			}
 		}
 	}
-	return found, nil
+	return w.found, nil
 }
 
 // Expand turns paths (files or folders) into the transcript files they name.
-func Expand(paths []string) ([]Found, error) {
-	var found []Found
+// A path that does not exist is an error; what cannot be read inside a
+// folder is listed with why (Found.Skip, Found.Err).
+func Expand(paths []string) ([]Found, error) { return expand(paths, os.ReadDir) }
+
+func expand(paths []string, readDir func(string) ([]fs.DirEntry, error)) ([]Found, error) {
+	w := newWalker(readDir, ".jsonl", ".json")
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
@@ -154,49 +172,174 @@ func Expand(paths []string) ([]Found, error) {
 			if err != nil {
 				return nil, err
 			}
-			found = append(found, Found{Path: abs, Size: info.Size(), MTime: info.ModTime()})
+			if !info.Mode().IsRegular() {
+				w.found = append(w.found, Found{Path: abs, Skip: notAFile(info.Mode())})
+				continue
+			}
+			w.found = append(w.found, Found{Path: abs, Size: info.Size(), MTime: info.ModTime()})
 			continue
 		}
-		files, err := walk(p, ".jsonl", ".json")
-		if err != nil {
+		if err := w.root(p); err != nil {
 			return nil, err
 		}
-		found = append(found, files...)
 	}
+	found := w.found
 	slices.SortFunc(found, func(a, b Found) int { return strings.Compare(a.Path, b.Path) })
 	return slices.CompactFunc(found, func(a, b Found) bool { return a.Path == b.Path }), nil
 }
 
-// walk lists the files under dir ending in one of exts, leaving out
-// Claude Code's subagent sidecars (agent-<id>.meta.json).
-func walk(dir string, exts ...string) ([]Found, error) {
+// walker lists the files under some folders whose names end in one of
+// exts, leaving out Claude Code's subagent sidecars (agent-<id>.meta.json).
+// It follows symlinks, to folders and to files, reading each real folder
+// and listing each real file once, so a symlink loop ends (reported) and a
+// file reached twice is imported once. What it cannot use it lists with
+// why, rather than hang on it (a FIFO) or drop it silently (an unreadable
+// folder).
+type walker struct {
+	exts    []string
+	readDir func(string) ([]fs.DirEntry, error)
+	dirs    map[string]bool // real paths of the folders read
+	files   map[string]bool // real paths of the files listed
+	found   []Found
+}
+
+func newWalker(readDir func(string) ([]fs.DirEntry, error), exts ...string) *walker {
+	return &walker{exts: exts, readDir: readDir, dirs: map[string]bool{}, files: map[string]bool{}}
+}
+
+// root walks the folder dir. It fails only when dir cannot be found;
+// everything else is listed in w.found.
+func (w *walker) root(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var found []Found
-	err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == abs {
-				return err
-			}
-			return nil // an unreadable folder inside: skip it, keep the rest
+	info, err := os.Stat(abs) // a symlinked root is followed
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-		if d.IsDir() {
-			return nil
-		}
-		name := strings.ToLower(d.Name())
-		if !slices.Contains(exts, filepath.Ext(name)) || strings.HasSuffix(name, ".meta.json") {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		found = append(found, Found{Path: path, Size: info.Size(), MTime: info.ModTime()})
+		w.found = append(w.found, Found{Path: abs, Err: err})
 		return nil
-	})
-	return found, err
+	}
+	if !info.IsDir() {
+		w.file(abs, abs, info)
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		w.found = append(w.found, Found{Path: abs, Err: err})
+		return nil
+	}
+	w.dir(abs, real)
+	return nil
+}
+
+// dir reads the folder path, whose real (symlink-free) path is real.
+func (w *walker) dir(path, real string) {
+	if w.dirs[real] {
+		return // read already, under another name
+	}
+	w.dirs[real] = true
+	entries, err := w.readDir(path)
+	if err != nil {
+		// The entries read before the error are still walked.
+		w.found = append(w.found, Found{Path: path, Err: fmt.Errorf("cannot read the folder: %w", err)})
+	}
+	for _, e := range entries {
+		p, r := filepath.Join(path, e.Name()), filepath.Join(real, e.Name())
+		t := e.Type()
+		switch {
+		case t.IsDir():
+			w.dir(p, r)
+		case t&fs.ModeSymlink != 0:
+			w.symlink(p, real)
+		case w.wanted(e.Name()):
+			info, err := e.Info()
+			if err != nil {
+				continue // gone since the folder was read
+			}
+			w.file(p, r, info)
+		}
+	}
+}
+
+// symlink follows the link p in the folder whose real path is parent.
+func (w *walker) symlink(p, parent string) {
+	info, err := os.Stat(p)
+	if err == nil && !info.IsDir() && !w.wanted(filepath.Base(p)) {
+		return
+	}
+	var target string
+	if err == nil {
+		target, err = filepath.EvalSymlinks(p)
+	}
+	switch {
+	case errors.Is(err, syscall.ELOOP):
+		w.found = append(w.found, Found{Path: p, Skip: "a symlink loop: " + errReason(err)})
+		return
+	case err != nil && w.wanted(filepath.Base(p)):
+		w.found = append(w.found, Found{Path: p, Skip: "a symlink that leads nowhere: " + errReason(err)})
+		return
+	case err != nil:
+		return // a broken link to something tine would not read anyway
+	}
+	if !info.IsDir() {
+		w.file(p, target, info)
+		return
+	}
+	if target == parent || strings.HasPrefix(parent, target+string(filepath.Separator)) {
+		w.found = append(w.found, Found{Path: p, Skip: "a symlink loop: it leads back to " + target + ", which is being read"})
+		return
+	}
+	w.dir(p, target)
+}
+
+// file lists the file p (real path real) that info describes: a symlink's
+// target's size and time, so a grown target is read again.
+func (w *walker) file(p, real string, info fs.FileInfo) {
+	if !w.wanted(filepath.Base(p)) {
+		return
+	}
+	if !info.Mode().IsRegular() {
+		w.found = append(w.found, Found{Path: p, Skip: notAFile(info.Mode())})
+		return
+	}
+	if w.files[real] {
+		return
+	}
+	w.files[real] = true
+	w.found = append(w.found, Found{Path: p, Size: info.Size(), MTime: info.ModTime()})
+}
+
+func (w *walker) wanted(name string) bool {
+	name = strings.ToLower(name)
+	return slices.Contains(w.exts, filepath.Ext(name)) && !strings.HasSuffix(name, ".meta.json")
+}
+
+// notAFile says why a path of mode m is not read.
+func notAFile(m fs.FileMode) string {
+	kind := "not a regular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m.IsDir():
+		kind = "a folder"
+	}
+	return kind + ", not a file: not read (reading it could wait forever)"
+}
+
+// errReason is err without the path it repeats.
+func errReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // Progress is how far an import has got.
@@ -223,8 +366,17 @@ type Summary struct {
 	Records  int64          `json:"records"`
 	Seconds  float64        `json:"seconds"`
 	Skipped  []harness.Skip `json:"skipped"`
-	Errors   []string       `json:"errors"`
-	RunIDs   []string       `json:"run_ids"`
+	// SkippedFiles are paths not read, with why (Found.Skip).
+	SkippedFiles []FileSkip `json:"skipped_files"`
+	// Errors say what failed, one line each, made safe for a terminal.
+	Errors []string `json:"errors"`
+	RunIDs []string `json:"run_ids"`
+}
+
+// FileSkip is a path an import did not read, and why.
+type FileSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // Options tune an import.
@@ -236,26 +388,45 @@ type Options struct {
 }
 
 // Import brings files into st. A file that cannot be read is counted and
-// reported, never fatal to the rest.
+// reported, never fatal to the rest. A failure of the database itself (a
+// full disk, a damaged or read-only file) stops the import at once with a
+// *StoreError: every later file would fail the same way, and a damaged
+// file must not be written to. The summary then says what was done before.
 func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary, error) {
-	sum := Summary{Skipped: []harness.Skip{}, Errors: []string{}, RunIDs: []string{}}
+	sum := Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
 	start := time.Now()
 	if opts.Format != "" && opts.Format != "auto" {
 		if _, ok := FormatNamed(opts.Format); !ok {
 			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(Names(), ", "))
 		}
 	}
+	st = taggedStore{st}
 	known, err := st.Sources(ctx)
 	if err != nil {
+		if se := storeFailure(err, ""); se != nil {
+			return sum, se
+		}
 		return sum, err
 	}
-	prog := Progress{Files: len(files), Started: start}
+	prog := Progress{Started: start}
 	for _, f := range files {
-		prog.Bytes += f.Size
+		if f.Skip == "" && f.Err == nil {
+			prog.Files++
+			prog.Bytes += f.Size
+		}
 	}
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return sum, err
+		}
+		switch {
+		case f.Skip != "":
+			sum.SkippedFiles = append(sum.SkippedFiles, FileSkip{Path: f.Path, Reason: f.Skip})
+			continue
+		case f.Err != nil:
+			sum.Failed++
+			sum.Errors = append(sum.Errors, harness.OneLine(f.Path+": "+f.Err.Error(), 400))
+			continue
 		}
 		sum.Files++
 		prog.Current = f.Path
@@ -264,7 +435,14 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 		}
 		if err := importOne(ctx, st, f, known[f.Path], &sum); err != nil {
 			sum.Failed++
-			sum.Errors = append(sum.Errors, fmt.Sprintf("%s: %s", f.Path, harness.OneLine(err.Error(), 300)))
+			if se := storeFailure(err, f.Path); se != nil {
+				sum.Seconds = time.Since(start).Seconds()
+				return sum, se
+			}
+			// The path comes from disk: it passes through the same
+			// neutraliser as transcript text (ARCHITECTURE.md, terminal
+			// safety).
+			sum.Errors = append(sum.Errors, harness.OneLine(f.Path+": "+harness.OneLine(err.Error(), 300), 0))
 		}
 		prog.FilesDone++
 		prog.BytesDone += f.Size
@@ -292,7 +470,7 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 		sum.Unchanged++
 		return nil
 	}
-	file, err := os.Open(f.Path)
+	file, err := openRegular(f.Path)
 	if err != nil {
 		return err
 	}
@@ -571,6 +749,138 @@ func detect(f *os.File, path string) (string, error) {
 		return "openai", nil
 	}
 	return "", fmt.Errorf("not a transcript tine knows (formats: %s)", strings.Join(Names(), ", "))
+}
+
+// openRegular opens path for reading, refusing anything but a regular
+// file. It opens without blocking, so a path that became a FIFO since it
+// was listed fails at once instead of waiting for a writer forever.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, errors.New(notAFile(info.Mode()))
+	}
+	return f, nil
+}
+
+// StoreError is a failure of the database itself that stops an import:
+// the disk is full, the file is damaged ("malformed"), read-only, or the
+// disk failed. Nothing more is written after it.
+type StoreError struct {
+	// Reason says it for a person: "the disk is full".
+	Reason string
+	// Path is the file being imported when it happened ("" before any).
+	Path string
+	Err  error
+}
+
+func (e *StoreError) Error() string {
+	at := ""
+	if e.Path != "" {
+		at = " at " + e.Path
+	}
+	return harness.OneLine(fmt.Sprintf("import stopped%s: %s (%v); what was imported before is kept", at, e.Reason, e.Err), 0)
+}
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// storedErr marks an error the store returned, so only the store's errors
+// are taken for a failing database, never a transcript's text.
+type storedErr struct{ err error }
+
+func (e *storedErr) Error() string { return e.err.Error() }
+func (e *storedErr) Unwrap() error { return e.err }
+
+func tag(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &storedErr{err}
+}
+
+// taggedStore marks the errors of the Store methods an import writes and
+// reads through.
+type taggedStore struct{ Store }
+
+func (s taggedStore) Sources(ctx context.Context) (map[string]model.Source, error) {
+	m, err := s.Store.Sources(ctx)
+	return m, tag(err)
+}
+
+func (s taggedStore) RunsBySource(ctx context.Context, path string) ([]model.Run, error) {
+	r, err := s.Store.RunsBySource(ctx, path)
+	return r, tag(err)
+}
+
+func (s taggedStore) ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error) {
+	r, err := s.Store.ImportFile(ctx, src, runs)
+	return r, tag(err)
+}
+
+func (s taggedStore) AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error {
+	return tag(s.Store.AppendFile(ctx, src, runID, msgs, u))
+}
+
+func (s taggedStore) SkipFile(ctx context.Context, src model.Source, reason string) error {
+	return tag(s.Store.SkipFile(ctx, src, reason))
+}
+
+func (s taggedStore) DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error) {
+	r, ok, err := s.Store.DrivenRun(ctx, harness, nativeID)
+	return r, ok, tag(err)
+}
+
+func (s taggedStore) RetireSource(ctx context.Context, path string) error {
+	return tag(s.Store.RetireSource(ctx, path))
+}
+
+// SQLite's primary result codes for a failing database.
+const (
+	sqliteReadOnly = 8
+	sqliteIOErr    = 10
+	sqliteCorrupt  = 11
+	sqliteFull     = 13
+	sqliteNotADB   = 26
+)
+
+// storeFailure returns the *StoreError err is when the store returned it
+// and it says the database itself is failing, else nil. It reads the
+// SQLite result code when the driver's error carries one (Code() int),
+// else SQLite's own wording, else the system error.
+func storeFailure(err error, path string) *StoreError {
+	var se *storedErr
+	if !errors.As(err, &se) {
+		return nil
+	}
+	code := -1
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		code = coded.Code() & 0xff // an extended code's low byte is its primary code
+	}
+	msg := err.Error()
+	reason := ""
+	switch {
+	case code == sqliteFull || errors.Is(err, syscall.ENOSPC) || strings.Contains(msg, "database or disk is full"):
+		reason = "the disk is full; free some space and import again"
+	case code == sqliteCorrupt || code == sqliteNotADB || strings.Contains(msg, "database disk image is malformed") ||
+		strings.Contains(msg, "file is not a database"):
+		reason = "the database file is damaged (SQLite calls it malformed); nothing more is written to it"
+	case code == sqliteReadOnly || errors.Is(err, syscall.EROFS) || strings.Contains(msg, "readonly database"):
+		reason = "the database is read-only"
+	case code == sqliteIOErr || errors.Is(err, syscall.EIO) || strings.Contains(msg, "disk I/O error"):
+		reason = "the disk failed to read or write the database"
+	default:
+		return nil
+	}
+	return &StoreError{Reason: reason, Path: path, Err: se.err}
 }
 
 // lineCounter counts the bytes and lines a parser reads.

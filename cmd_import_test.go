@@ -1,0 +1,126 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func copyTo(t *testing.T, src, dst string) {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(dst, data, 0o644))
+}
+
+// TestImportExitsOneWhenAFileFailed: the summary says what was imported,
+// and the status tells a script that not everything was.
+func TestImportExitsOneWhenAFileFailed(t *testing.T) {
+	dir := t.TempDir()
+	copyTo(t, "testdata/openai/seed-example.json", filepath.Join(dir, "good.json"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte("nope\n"), 0o644))
+	db := filepath.Join(t.TempDir(), "t.db")
+
+	out, errOut, code := tine(t, db, "import", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "imported 1 runs, 6 messages from 2 files")
+	assert.Contains(t, out, "1 failed")
+	assert.Contains(t, errOut, "bad.jsonl: not a transcript tine knows")
+	assert.Contains(t, errOut, "tine: import: 1 failed (listed above); the rest was imported")
+
+	out, errOut, code = tine(t, db, "import", dir, "--json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `"failed": 1`)
+	assert.Equal(t, "tine: import: 1 failed (the summary's errors); the rest was imported\n", errOut)
+}
+
+// TestImportSkipsAFIFO: a named pipe among the files is skipped, saying
+// so; it used to hang the import until kill -9.
+func TestImportSkipsAFIFO(t *testing.T) {
+	dir := t.TempDir()
+	copyTo(t, "testdata/openai/seed-example.json", filepath.Join(dir, "good.json"))
+	fifo := filepath.Join(dir, "pipe.jsonl")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	db := filepath.Join(t.TempDir(), "t.db")
+
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := tine(t, db, "import", dir)
+		done <- result{out, errOut, code}
+	}()
+	select {
+	case r := <-done:
+		assert.Equal(t, 0, r.code, r.errOut)
+		assert.Contains(t, r.out, "imported 1 runs")
+		assert.Contains(t, r.out, "skipped 1 paths that are not files tine can read:\n  "+fifo+": a named pipe (FIFO), not a file")
+	case <-time.After(20 * time.Second):
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-done
+		t.Fatal("tine import hung on a FIFO")
+	}
+}
+
+// TestImportErrorsNeverCarryEscapes: a file name holding an OSC sequence
+// reached the terminal in an import error.
+func TestImportErrorsNeverCarryEscapes(t *testing.T) {
+	dir := t.TempDir()
+	name := "x\x1b]0;pwned\x07\x1b[2J\u009b31m\r.jsonl"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("nope\n"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "y\x1b]52;c;Y3Vy\x07.jsonl"), 0o644))
+	db := filepath.Join(t.TempDir(), "t.db")
+
+	out, errOut, code := tine(t, db, "import", dir)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not a transcript tine knows")
+	assert.Contains(t, out, "named pipe")
+	for _, s := range []string{out, errOut} {
+		for _, bad := range []string{"\x1b", "\x07", "\r", "\u009b"} {
+			assert.NotContains(t, s, bad)
+		}
+	}
+}
+
+// TestImportIntoADamagedDatabase damages each page of a database in turn
+// and imports into it: whatever SQLite notices is said in one line, exit
+// status 1, and nothing more is tried; what it does not notice imports.
+func TestImportIntoADamagedDatabase(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "base.db")
+	_, errOut, code := tine(t, base, "import", "testdata/openai/seed-example.json")
+	require.Equal(t, 0, code, errOut)
+	clean, err := os.ReadFile(base)
+	require.NoError(t, err)
+	const page = 4096
+	failed := 0
+	for p := 1; p*page < len(clean); p++ {
+		data := append([]byte(nil), clean...)
+		for i := p * page; i < (p+1)*page && i < len(data); i++ {
+			data[i] = byte(i*7 + p)
+		}
+		db := filepath.Join(t.TempDir(), "t.db")
+		require.NoError(t, os.WriteFile(db, data, 0o600))
+
+		out, errOut, code := tine(t, db, "import", "testdata/openai")
+		if code == 0 {
+			continue
+		}
+		failed++
+		assert.Equal(t, 1, code, "page %d", p)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		assert.Len(t, lines, 1, "page %d: one line: %s", p, errOut)
+		assert.Contains(t, errOut, "malformed", "page %d", p)
+		assert.NotContains(t, out, "No .jsonl or .json files there", "page %d: stopped, not empty", p)
+	}
+	assert.Positive(t, failed, "some damage is noticed")
+}
