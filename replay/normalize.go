@@ -16,6 +16,9 @@ import (
 //
 // All wire formats:
 //   - key order (requests are compared as decoded JSON);
+//   - stream and stream_options: whether the answer streams is how it
+//     travels, not what the model is asked (the gateway serves the taped
+//     answer in the shape asked for);
 //   - the working directory: the replay runs in another worktree, so the
 //     path the agent reports (below) is replaced by "<cwd>" wherever it
 //     appears, tool outputs included, and so is Claude Code's form of it
@@ -69,7 +72,7 @@ var rules = map[Wire]normRules{
 			{regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
 			{regexp.MustCompile(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
 		},
-		drop:           []string{"metadata"},
+		drop:           []string{"metadata", "stream", "stream_options"},
 		dropEverywhere: []string{"cache_control"},
 	},
 	WireResponses: {
@@ -77,7 +80,7 @@ var rules = map[Wire]normRules{
 		text: []textRule{
 			{regexp.MustCompile(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
 		},
-		drop:        []string{"prompt_cache_key", "client_metadata"},
+		drop:        []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"},
 		dropItemIDs: "input",
 		toolOutput: []textRule{
 			{regexp.MustCompile(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
@@ -89,6 +92,7 @@ var rules = map[Wire]normRules{
 		text: []textRule{
 			{regexp.MustCompile(`Current date: [^\n]*`), "Current date: <date>"},
 		},
+		drop: []string{"stream", "stream_options"},
 	},
 }
 

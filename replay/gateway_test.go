@@ -1,0 +1,523 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tine/internal/modelserver"
+)
+
+const placeholder = "tine-placeholder-key"
+
+// post sends a model call the way the agent's SDK would, with the
+// placeholder key, and returns the status and the whole answer.
+func post(t testing.TB, base, p string, wire Wire, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+p, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if wire == WireAnthropic {
+		req.Header.Set("X-Api-Key", placeholder)
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+	} else {
+		req.Header.Set("Authorization", "Bearer "+placeholder)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+type env struct {
+	ms *modelserver.Server
+	g  *Gateway
+}
+
+func newEnv(t testing.TB) *env {
+	ms := modelserver.New(modelserver.Options{})
+	t.Cleanup(func() { ms.Close() })
+	ups := map[Wire]Upstream{}
+	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses} {
+		ups[w] = Upstream{BaseURL: ms.URL(), APIKey: "real-key"}
+	}
+	g, err := Start(Options{Upstreams: ups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return &env{ms, g}
+}
+
+// record runs c's three requests through a recording run.
+func (e *env) record(t testing.TB, c *cli) (Tape, [][]byte) {
+	t.Helper()
+	for _, fx := range c.main {
+		e.ms.Push(*fx.Reply)
+	}
+	rec := &MemRecorder{}
+	run, err := e.g.NewRun(RunConfig{ID: "rec-" + c.name, Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	var answers [][]byte
+	for i, fx := range c.main {
+		status, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+		if status != 200 {
+			t.Fatalf("record step %d: %d %s", i+1, status, b)
+		}
+		answers = append(answers, b)
+	}
+	return Tape(rec.Steps()), answers
+}
+
+func TestRecord(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			tape, answers := e.record(t, c)
+			reqs := e.ms.ModelRequests()
+			if len(reqs) != 3 || len(tape) != 3 {
+				t.Fatalf("upstream saw %d calls, tape has %d steps", len(reqs), len(tape))
+			}
+			for k, r := range reqs {
+				key := r.Header.Get("X-Api-Key")
+				if c.wire != WireAnthropic {
+					key = r.Header.Get("Authorization")
+				}
+				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), placeholder) {
+					t.Errorf("step %d: upstream got key %q, headers %v", k+1, key, r.Header)
+				}
+				if !bytes.Equal(r.Body, c.main[k].Body) {
+					t.Errorf("step %d: upstream got another body", k+1)
+				}
+			}
+			for k, s := range tape {
+				if s.N != k+1 || s.Run != "rec-"+c.name || s.Wire != c.wire || s.Status != 200 || !s.Stream || s.Source != FromUpstream || s.Error != "" {
+					t.Errorf("step %d: %+v", k+1, s)
+				}
+				if len(s.Events) < 3 || s.Answer == nil {
+					t.Fatalf("step %d: %d events, answer %s", k+1, len(s.Events), s.Answer)
+				}
+				if !bytes.Equal(s.Request, c.main[k].Body) {
+					t.Errorf("step %d: request not taped as sent", k+1)
+				}
+				// What the agent got is exactly the upstream's stream.
+				var evs []Event
+				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(answers[k]))}
+				for {
+					_, ev, ok, err := sr.next()
+					if ok {
+						evs = append(evs, ev)
+					}
+					if err != nil {
+						break
+					}
+				}
+				if len(evs) != len(s.Events) {
+					t.Errorf("step %d: agent got %d events, tape has %d", k+1, len(evs), len(s.Events))
+				}
+			}
+			// The assembled answer holds what the script said.
+			if !strings.Contains(string(tape[1].Answer), "echo hi") || !strings.Contains(string(tape[1].Answer), "The user wants me to run a shell command.") {
+				t.Errorf("step 2 answer: %s", tape[1].Answer)
+			}
+			if !strings.Contains(string(tape[2].Answer), "The command printed: hi") {
+				t.Errorf("step 3 answer: %s", tape[2].Answer)
+			}
+		})
+	}
+}
+
+func flat(h http.Header) []string {
+	var out []string
+	for k, vs := range h {
+		for _, v := range vs {
+			out = append(out, k+": "+v)
+		}
+	}
+	return out
+}
+
+// TestReplay: a recording replayed, clean and changed one thing at a time.
+func TestReplay(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			tape, answers := e.record(t, c)
+			bodies := func() [][]byte {
+				var out [][]byte
+				for _, fx := range c.main {
+					out = append(out, append([]byte(nil), fx.Body...))
+				}
+				return out
+			}
+			type want struct {
+				step   int // 0: no divergence
+				kind   Kind
+				status []int
+			}
+			cases := []struct {
+				name   string
+				change func(b [][]byte)
+				want   want
+			}{
+				{"clean", func([][]byte) {}, want{0, "", []int{200, 200, 200}}},
+				{"date and cwd", func(b [][]byte) {
+					for k := range b {
+						b[k] = replace(t, b[k], c.date, "2027-03-01")
+						b[k] = replace(t, b[k], c.cwd, "/srv/worktrees/run-fork-1")
+						if c.wire == WireAnthropic {
+							b[k] = replace(t, b[k], mangle(c.cwd), mangle("/srv/worktrees/run-fork-1"))
+						}
+						b[k] = reorder(t, b[k])
+					}
+				}, want{0, "", []int{200, 200, 200}}},
+				{"tool output", func(b [][]byte) {
+					b[2] = replace(t, b[2], c.toolOut, c.toolOut+`\nnew-file.txt`)
+				}, want{3, KindTool, []int{200, 200, 400}}},
+				{"network", func(b [][]byte) {
+					b[2] = replace(t, b[2], c.toolOut, `curl: (6) Could not resolve host: proxy.golang.org`)
+				}, want{3, KindNetwork, []int{200, 200, 400}}},
+				{"system prompt", func(b [][]byte) {
+					for k := range b {
+						b[k] = replace(t, b[k], c.system, "You are another agent.")
+					}
+				}, want{1, KindModel, []int{400, 400, 400}}},
+				{"model setting", func(b [][]byte) {
+					b[1] = replace(t, b[1], `"model":"`, `"model":"other-`)
+				}, want{2, KindModel, []int{200, 400, 400}}},
+			}
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					before := len(e.ms.ModelRequests())
+					rec := &MemRecorder{}
+					run, err := e.g.NewRun(RunConfig{ID: "replay", Tape: tape, Recorder: rec})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer run.Close()
+					b := bodies()
+					tc.change(b)
+					for k := range b {
+						status, got := post(t, run.URL(), c.main[k].Path, c.wire, b[k])
+						if status != tc.want.status[k] {
+							t.Fatalf("step %d: status %d, want %d: %s", k+1, status, tc.want.status[k], got)
+						}
+						if status == 200 && !bytes.Equal(got, answers[k]) {
+							t.Errorf("step %d: replayed answer differs from the recorded one", k+1)
+						}
+					}
+					st := run.Status()
+					if after := len(e.ms.ModelRequests()); after != before {
+						t.Errorf("the upstream got %d calls during the replay", after-before)
+					}
+					if tc.want.step == 0 {
+						if st.Divergence != nil {
+							t.Fatalf("diverged: %s\n%s", st.Divergence.Detail(), st.Divergence.Diff)
+						}
+						if st.Replayed != 3 || st.Checked != 3 || len(rec.Steps()) != 3 || rec.Steps()[2].Source != FromTape {
+							t.Errorf("status %+v, %d steps recorded", st, len(rec.Steps()))
+						}
+						return
+					}
+					d := st.Divergence
+					if d == nil || d.Step != tc.want.step || d.Kind != tc.want.kind {
+						t.Fatalf("divergence %+v, want step %d %s", d, tc.want.step, tc.want.kind)
+					}
+					if d.Diff == "" || !strings.Contains(d.Detail(), "step ") {
+						t.Errorf("no diff or detail: %q", d.Detail())
+					}
+					t.Logf("%s", d.Detail())
+				})
+			}
+		})
+	}
+}
+
+// TestReplayLiveAfterN: steps 1..N from the tape, the request of step N+1
+// checked, then live; VerifyOnly stops there; a divergence with Live goes
+// live at once.
+func TestReplayLiveAfterN(t *testing.T) {
+	c := &clis[0]
+	loadCLI(t, c)
+	e := newEnv(t)
+	tape, answers := e.record(t, c)
+
+	t.Run("live after N", func(t *testing.T) {
+		before := len(e.ms.ModelRequests())
+		rec := &MemRecorder{}
+		run, _ := e.g.NewRun(RunConfig{Tape: tape, N: 2, Recorder: rec})
+		defer run.Close()
+		e.ms.Push(modelserver.Text("a live answer"))
+		for k, fx := range c.main {
+			status, got := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			if status != 200 {
+				t.Fatalf("step %d: %d %s", k+1, status, got)
+			}
+			if k == 2 && (bytes.Equal(got, answers[2]) || !strings.Contains(string(got), "a live ")) {
+				t.Errorf("step 3 was not live: %s", got)
+			}
+		}
+		st := run.Status()
+		steps := rec.Steps()
+		if st.Replayed != 2 || st.Checked != 3 || !st.Live || st.Divergence != nil || len(e.ms.ModelRequests()) != before+1 {
+			t.Errorf("status %+v, upstream calls %d", st, len(e.ms.ModelRequests())-before)
+		}
+		if len(steps) != 3 || steps[0].Source != FromTape || steps[2].Source != FromUpstream || !strings.Contains(string(steps[2].Answer), "a live answer") {
+			t.Errorf("steps recorded: %d", len(steps))
+		}
+	})
+	t.Run("verify only", func(t *testing.T) {
+		run, _ := e.g.NewRun(RunConfig{Tape: tape, N: 2, VerifyOnly: true})
+		defer run.Close()
+		var statuses []int
+		for _, fx := range c.main {
+			s, _ := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			statuses = append(statuses, s)
+		}
+		st := run.Status()
+		if !st.Verified || st.Live || st.Divergence != nil || statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 400 {
+			t.Errorf("status %+v, statuses %v", st, statuses)
+		}
+	})
+	t.Run("verify only, a divergence at N+1", func(t *testing.T) {
+		run, _ := e.g.NewRun(RunConfig{Tape: tape, N: 2, VerifyOnly: true})
+		defer run.Close()
+		for k, fx := range c.main {
+			b := []byte(fx.Body)
+			if k == 2 {
+				b = replace(t, b, c.toolOut, "other")
+			}
+			post(t, run.URL(), fx.Path, c.wire, b)
+		}
+		if st := run.Status(); st.Verified || st.Divergence == nil || st.Divergence.Step != 3 || st.Divergence.Kind != KindTool {
+			t.Errorf("status %+v", st)
+		}
+	})
+	t.Run("on divergence live", func(t *testing.T) {
+		before := len(e.ms.ModelRequests())
+		run, _ := e.g.NewRun(RunConfig{Tape: tape, OnDivergence: Live})
+		defer run.Close()
+		e.ms.Push(modelserver.Text("live after the divergence"))
+		for k, fx := range c.main {
+			b := []byte(fx.Body)
+			if k == 2 {
+				b = replace(t, b, c.toolOut, "other")
+			}
+			if s, got := post(t, run.URL(), fx.Path, c.wire, b); s != 200 {
+				t.Fatalf("step %d: %d %s", k+1, s, got)
+			}
+		}
+		st := run.Status()
+		if !st.Live || st.Divergence == nil || st.Divergence.Step != 3 || len(e.ms.ModelRequests()) != before+1 {
+			t.Errorf("status %+v", st)
+		}
+	})
+}
+
+// TestReplayShapes: a step taped streaming is served to a request that does
+// not stream as one JSON answer, and the other way round.
+func TestReplayShapes(t *testing.T) {
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			tape, _ := e.record(t, c)
+			run, _ := e.g.NewRun(RunConfig{Tape: tape})
+			defer run.Close()
+			for k, fx := range c.main {
+				b := replace(t, fx.Body, `"stream":true`, `"stream":false`)
+				status, got := post(t, run.URL(), fx.Path, c.wire, b)
+				if status != 200 || !jsonEqual(got, tape[k].Answer) {
+					t.Fatalf("step %d: %d %s\nwant %s", k+1, status, got, tape[k].Answer)
+				}
+			}
+			// The other way: taped without a stream, asked with one.
+			flat := make(Tape, len(tape))
+			for k, s := range tape {
+				s.Stream, s.Events, s.Body = false, nil, s.Answer
+				flat[k] = s
+			}
+			run2, _ := e.g.NewRun(RunConfig{Tape: flat})
+			defer run2.Close()
+			for k, fx := range c.main {
+				status, got := post(t, run2.URL(), fx.Path, c.wire, fx.Body)
+				if status != 200 {
+					t.Fatalf("step %d: %d %s", k+1, status, got)
+				}
+				var evs []Event
+				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(got))}
+				for {
+					_, ev, ok, err := sr.next()
+					if ok {
+						evs = append(evs, ev)
+					}
+					if err != nil {
+						break
+					}
+				}
+				if a := Assemble(c.wire, evs); !jsonEqual(a, tape[k].Answer) {
+					t.Errorf("step %d: re-encoded stream assembles to\n%s\nwant\n%s", k+1, a, tape[k].Answer)
+				}
+			}
+		})
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// TestRunsApart: runs served at once number their steps apart.
+func TestRunsApart(t *testing.T) {
+	c := &clis[2]
+	loadCLI(t, c)
+	e := newEnv(t)
+	recs := []*MemRecorder{{}, {}, {}}
+	var wg sync.WaitGroup
+	for r := range recs {
+		run, _ := e.g.NewRun(RunConfig{ID: string(rune('a' + r)), Recorder: recs[r]})
+		defer run.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 4 {
+				post(t, run.URL(), c.main[0].Path, c.wire, c.main[0].Body)
+			}
+		}()
+	}
+	wg.Wait()
+	for r, rec := range recs {
+		steps := rec.Steps()
+		if len(steps) != 4 {
+			t.Fatalf("run %d: %d steps", r, len(steps))
+		}
+		for k, s := range steps {
+			if s.N != k+1 || s.Run != string(rune('a'+r)) {
+				t.Errorf("run %d step %d: %d %s", r, k, s.N, s.Run)
+			}
+		}
+	}
+}
+
+// TestKeyStaysHome: the real key goes to the configured upstream only; a
+// redirect is not followed; an unknown run is refused; a call that is not
+// a model call passes through and is no step.
+func TestKeyStaysHome(t *testing.T) {
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere = append(elsewhere, r.Header.Get("X-Api-Key")+r.Header.Get("Authorization"))
+	}))
+	defer other.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	g, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: redirector.URL, APIKey: "real-key"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rec := &MemRecorder{}
+	run, _ := g.NewRun(RunConfig{Recorder: rec})
+	status, body := post(t, run.URL(), "/v1/messages", WireAnthropic, []byte(`{"model":"m","messages":[]}`))
+	if status != http.StatusBadGateway || !strings.Contains(string(body), "redirected") || len(elsewhere) != 0 {
+		t.Errorf("redirect: %d %s; elsewhere got %v", status, body, elsewhere)
+	}
+	if s := rec.Steps(); len(s) != 1 || s[0].Status != http.StatusBadGateway || s[0].Error == "" {
+		t.Errorf("steps %+v", s)
+	}
+	if status, _ := post(t, g.URL()+"/r/nosuchrun", "/v1/messages", WireAnthropic, []byte(`{}`)); status != 404 {
+		t.Errorf("unknown run: %d", status)
+	}
+	if _, err := Start(Options{Addr: "0.0.0.0:0"}); err == nil {
+		t.Error("listened beyond loopback")
+	}
+
+	e := newEnv(t)
+	rec2 := &MemRecorder{}
+	run2, _ := e.g.NewRun(RunConfig{Recorder: rec2})
+	req, _ := http.NewRequest(http.MethodGet, run2.URL()+"/v1/models", nil)
+	req.Header.Set("X-Api-Key", placeholder)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	reqs := e.ms.Requests()
+	if resp.StatusCode != 200 || len(rec2.Steps()) != 0 || len(reqs) != 1 || reqs[0].Path != "/v1/models" || reqs[0].Header.Get("X-Api-Key") != "real-key" {
+		t.Errorf("models: %d, %d steps, upstream %+v", resp.StatusCode, len(rec2.Steps()), reqs)
+	}
+}
+
+func TestTarget(t *testing.T) {
+	for _, tc := range []struct{ base, sub, want string }{
+		{"https://api.anthropic.com", "/v1/messages", "https://api.anthropic.com/v1/messages?beta=true"},
+		{"https://api.openai.com/v1", "/v1/responses", "https://api.openai.com/v1/responses?beta=true"},
+		{"https://api.openai.com/v1/", "/chat/completions", "https://api.openai.com/v1/chat/completions?beta=true"},
+		{"http://127.0.0.1:9/x", "//evil.example/v1/messages", "http://127.0.0.1:9/x/evil.example/v1/messages?beta=true"},
+		{"https://h", "/../../etc", "https://h/etc?beta=true"},
+	} {
+		u, err := target(tc.base, tc.sub, "beta=true")
+		if err != nil || u.String() != tc.want {
+			t.Errorf("%s + %s = %v %v, want %s", tc.base, tc.sub, u, err, tc.want)
+		}
+	}
+}
+
+// TestStreamsAsItArrives: each event reaches the agent when the upstream
+// sends it, not at the end of the answer.
+func TestStreamsAsItArrives(t *testing.T) {
+	c := &clis[0]
+	loadCLI(t, c)
+	e := newEnv(t)
+	r := *c.main[0].Reply
+	r.ChunkDelay = 60 * time.Millisecond
+	e.ms.Push(r)
+	run, _ := e.g.NewRun(RunConfig{})
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[0].Body))
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start)
+	io.Copy(io.Discard, br)
+	total := time.Since(start)
+	if first > total/3 || total < 300*time.Millisecond {
+		t.Errorf("first event after %v, whole answer %v", first, total)
+	}
+}
