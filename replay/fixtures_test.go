@@ -45,8 +45,8 @@ var clis = []cli{
 		cwd:    "/tmp/tine-gen/project", date: "2026-11-29",
 		volatile: [][2]string{
 			{"bdf46d96-8219-4f20-a09e-98bcce594a76", "00000000-1111-4222-8333-444444444444"}, // session id in metadata
-			{"22533f5d91d08369c49ecf71a27a605f7e321c2b5cad609a49136aeee149e4a6", "ffff"},   // device id
-			{`Current branch: main`, `Current branch: main-fork-1`},                        // gitStatus
+			{"22533f5d91d08369c49ecf71a27a605f7e321c2b5cad609a49136aeee149e4a6", "ffff"},     // device id
+			{`Current branch: main`, `Current branch: main-fork-1`},                          // gitStatus
 			{`Status:\n(clean)`, `Status:\nM notes.txt\n?? scratch.txt`},
 			{`7ed1f70 initial commit`, `9a9a9a9 replay base`},
 			{`{"type":"ephemeral"}`, `{"type":"ephemeral","ttl":"1h"}`}, // cache markers
