@@ -134,11 +134,13 @@ func TestEdgeMalformed(t *testing.T) {
 		assert.NotEmpty(t, s.Reason)
 		lines = append(lines, s.Line)
 	}
-	assert.Equal(t, []int{2, 4, 6, 7, 8, 9}, lines)
+	assert.Equal(t, []int{2, 4, 5, 6, 7, 8, 9}, lines)
 	require.Len(t, pf.Runs, 1)
 	// The good records still form one conversation: a record whose parent
-	// was on a broken line hangs under the record written before it.
+	// was on a broken line hangs under the record written before it, and
+	// is listed, saying so (never silently re-attached).
 	assert.Equal(t, []string{"start", "answer one", "after the broken line", "answer two"}, texts(pf.Runs[0].Messages))
+	assert.Equal(t, "record m4: its parent m3 is not in the file; placed after the record on line 3", pf.Skipped[2].Reason)
 }
 
 func TestEdgeImages(t *testing.T) {

@@ -102,6 +102,7 @@ type node struct {
 	// copiedFrom names the session a fork copied this record from (its
 	// requestSessionId, or a foreign sessionId in older versions).
 	copiedFrom string
+	line       int32 // its line in the file, for what is said about it
 }
 
 // pay is the message a record carries, before records are merged.
@@ -284,7 +285,7 @@ func (p *parser) handle(line []byte) {
 	if _, dup := p.byUUID[uuid]; dup {
 		return // a record written twice: the first one stands
 	}
-	n := node{uuid: uuid, parent: -1, msg: -1, pay: -1}
+	n := node{uuid: uuid, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
 	switch lp := strOr(f.logicalParent); {
 	case isNull(f.parent) && lp != "":
 		// A compact boundary cuts parentUuid and keeps the real
@@ -500,7 +501,8 @@ func (p *parser) own() string {
 // link resolves parentUuid to node indexes. A parent that is missing (a
 // skipped line, a record the CLI pruned) or in another tree falls back to
 // the record written just before in the same tree, so one bad line does
-// not cut a conversation in two; a null parentUuid is a deliberate root.
+// not cut a conversation in two, and the record is listed as a Skip that
+// says so; a null parentUuid is a deliberate root.
 func (p *parser) link() {
 	prev := make([]int32, len(p.groups))
 	for i := range prev {
@@ -509,13 +511,32 @@ func (p *parser) link() {
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		g := n.group
-		if j, ok := p.byUUID[n.parentUUID]; ok && n.parentUUID != "" && p.nodes[j].group == g && int(j) != i {
+		j, ok := p.byUUID[n.parentUUID]
+		switch {
+		case ok && n.parentUUID != "" && p.nodes[j].group == g && int(j) != i:
 			n.parent = j
-		} else if !n.explicit {
+		case n.explicit:
+		default:
 			n.parent = prev[g]
+			if n.parentUUID != "" {
+				where := "is not in the file"
+				if ok {
+					where = "is in another conversation of the file"
+				}
+				placed := "placed after the record before it"
+				if n.parent < 0 {
+					placed = "it starts the conversation"
+				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
+					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
+				}
+				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)})
+			}
 		}
 		prev[g] = int32(i)
 	}
+	// Skips were listed as lines were read; these come from the tree.
+	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
 }
 
 const (

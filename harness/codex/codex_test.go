@@ -717,3 +717,34 @@ func TestUsageOutOfRange(t *testing.T) {
 		assert.Len(t, pf.Runs[0].Messages, 2)
 	}
 }
+
+func TestDuplicatedLines(t *testing.T) {
+	// A line written twice is read once (known by its ordinal); another
+	// record under an ordinal already read is left out and listed.
+	pf := parseEdge(t, "duplicates.jsonl")
+	require.Len(t, pf.Skipped, 1)
+	assert.Equal(t, 11, pf.Skipped[0].Line)
+	assert.Equal(t, "ordinal 5 was already used on line 8: left out", pf.Skipped[0].Reason)
+	r := pf.Runs[0]
+	assert.Equal(t, []model.Role{model.User, model.Assistant, model.Tool, model.Assistant}, roles(r.Messages))
+	assert.Equal(t, model.Usage{InputTokens: 100, OutputTokens: 10}, r.Run.Usage)
+	assert.Equal(t, model.Completed, r.Run.Status)
+
+	// Without ordinals (older files), the same line twice is read once.
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(string(readEdge(t, "duplicates.jsonl")), "\n") {
+		b.WriteString(strings.Replace(l, `"ordinal":`, `"ordinal_":`, 1))
+	}
+	pf, err := Parse(strings.NewReader(b.String()), "old.jsonl")
+	require.NoError(t, err)
+	assert.Empty(t, pf.Skipped)
+	assert.Equal(t, []model.Role{model.User, model.Assistant, model.Tool, model.Assistant, model.Assistant}, roles(pf.Runs[0].Messages))
+	assert.Equal(t, model.Usage{InputTokens: 100, OutputTokens: 10}, pf.Runs[0].Run.Usage)
+}
+
+func readEdge(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(testdata, "codex/edge", name))
+	require.NoError(t, err)
+	return b
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
@@ -180,6 +181,10 @@ type parser struct {
 	aborted  string // why the last turn was aborted ("" when it was not)
 
 	buf []byte // scratch for unquoting
+
+	seenOrds  map[int64]seenRecord // the records read, by ordinal
+	seenLines map[uint64]bool      // and by their bytes' hash, without one
+	seed      maphash.Seed
 }
 
 func newParser(name string) *parser {
@@ -340,6 +345,9 @@ func (p *parser) line(b []byte) {
 		p.skip("invalid JSON: " + err.Error())
 		return
 	}
+	if p.duplicate(b, ord) {
+		return
+	}
 	p.ts, p.ord, p.tsOK = ts, ord, false
 	if ts != nil {
 		p.lastTS = append(p.lastTS[:0], ts...)
@@ -354,6 +362,44 @@ func (p *parser) line(b []byte) {
 	case typ != nil:
 		p.responseItem(b) // the oldest rollouts wrote items without an envelope
 	}
+}
+
+// duplicate reports whether the record b was read before: a line written
+// twice is read once. A record is known by its ordinal, or, in files
+// written before ordinals, by its bytes. A different record under an
+// ordinal already read is left out too, and listed.
+func (p *parser) duplicate(b, ord []byte) bool {
+	if p.seed == (maphash.Seed{}) {
+		p.seed = maphash.MakeSeed()
+	}
+	sum := maphash.Bytes(p.seed, b)
+	n, ok := num(ord)
+	if !ok {
+		if p.seenLines == nil {
+			p.seenLines = map[uint64]bool{}
+		}
+		if p.seenLines[sum] {
+			return true
+		}
+		p.seenLines[sum] = true
+		return false
+	}
+	if p.seenOrds == nil {
+		p.seenOrds = map[int64]seenRecord{}
+	}
+	if first, seen := p.seenOrds[n]; seen {
+		if first.sum != sum {
+			p.skip(fmt.Sprintf("ordinal %d was already used on line %d: left out", n, first.line))
+		}
+		return true
+	}
+	p.seenOrds[n] = seenRecord{sum: sum, line: p.lineNo}
+	return false
+}
+
+type seenRecord struct {
+	sum  uint64
+	line int
 }
 
 // name is the contents of a JSON string value that needs no unescaping

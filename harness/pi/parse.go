@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +39,7 @@ func ParseFile(path string) (harness.ParsedFile, error) {
 // writing) is left unread and Offset ends before it. It is an error only
 // when r fails or the first line is not a session header.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
-	p := parser{name: name, ids: map[string]int32{}}
+	p := parser{name: name, ids: map[string]int32{}, seed: maphash.MakeSeed()}
 	br := bufio.NewReaderSize(r, 256<<10)
 	var long []byte // a line longer than br's buffer, gathered in pieces
 	for {
@@ -66,19 +68,30 @@ func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	if !p.haveHeader {
 		return p.file, nil // nothing complete yet
 	}
+	p.link()
 	p.file.Runs = p.runs()
 	return p.file, nil
 }
 
 // node is one entry of the session tree.
 type node struct {
-	parent int32 // index in parser.nodes, -1 for a root
+	parentID string // its parentId, "" for a root
+	parent   int32  // index in parser.nodes, -1 for a root (set by link)
 	// last is the nearest message at or above this entry (its index in
 	// parser.msgs), -1 when there is none.
 	last     int32
+	msg      int32 // the message this entry holds, -1 for none
 	hasChild bool
-	model    string // the model in effect at this entry
+	model    string // the model in effect at this entry (its own, until link)
+	line     int32  // its line in the file
+	state    uint8
 }
+
+const (
+	unlinked uint8 = iota
+	linking
+	linked
+)
 
 // msgInfo is what the tree walk needs of a message besides the message.
 type msgInfo struct {
@@ -103,6 +116,8 @@ type parser struct {
 
 	nodes       []node
 	ids         map[string]int32
+	sums        []uint64 // each node's line hash, to tell a repeated line
+	seed        maphash.Seed
 	msgs        []model.Message
 	info        []msgInfo
 	own         []int32 // scratch for addRun
@@ -203,26 +218,36 @@ func peekType(line []byte) (string, bool) {
 	return t.Type, true
 }
 
-// add puts an entry into the tree and, when it is one, its message.
+// add puts an entry into the file's entries and, when it is one, its
+// message. Where it hangs is settled by link, once every entry is read: a
+// child may come before its parent.
 func (p *parser) add(e *entry, line []byte) {
-	n := node{parent: -1, last: -1}
 	i := int32(len(p.nodes))
+	sum := maphash.Bytes(p.seed, line)
+	if e.ID != "" && p.version >= 2 {
+		if j, dup := p.ids[e.ID]; dup {
+			// An id names one entry: a line written twice is read once,
+			// and another entry under a taken id is left out (it would
+			// hang twice, or start a branch from nothing).
+			if p.sums[j] != sum {
+				p.skip(fmt.Sprintf("entry %s: the id was already used on line %d; left out", e.ID, p.nodes[j].line))
+			}
+			return
+		}
+	}
+	n := node{parent: -1, last: -1, msg: -1, line: int32(p.line)}
 	if p.version < 2 {
 		// Version 1 had no ids: entries form one chain in file order
 		// (pi's migrateV1ToV2 does the same).
+		n.parent = i - 1
+		n.state = linked
 		if i > 0 {
-			n.parent = i - 1
+			par := &p.nodes[i-1]
+			par.hasChild = true
+			n.last, n.model = par.last, par.model
 		}
 	} else if e.ParentID != nil {
-		// The map holds earlier entries only, so the tree has no cycles.
-		if j, ok := p.ids[*e.ParentID]; ok {
-			n.parent = j
-		}
-	}
-	if n.parent >= 0 {
-		par := &p.nodes[n.parent]
-		par.hasChild = true
-		n.last, n.model = par.last, par.model
+		n.parentID = *e.ParentID
 	}
 	t, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
 	// A fork's copies come first and are older than its header; the first
@@ -253,14 +278,84 @@ func (p *parser) add(e *entry, line []byte) {
 		if n.last >= 0 {
 			mi.depth = p.info[n.last].depth + 1
 		}
-		n.last = int32(len(p.msgs))
+		n.msg = int32(len(p.msgs))
+		n.last = n.msg
 		p.msgs = append(p.msgs, m)
 		p.info = append(p.info, mi)
 	}
 	p.nodes = append(p.nodes, n)
+	p.sums = append(p.sums, sum)
 	if e.ID != "" {
 		p.ids[e.ID] = i
 	}
+}
+
+// link hangs every entry under its parent, wherever in the file that is.
+// An entry whose parent is not in the file is placed after the entry
+// written before it, and listed as a Skip that says so; a loop of
+// parentIds (a corrupt file) is cut, and listed too. Then each entry
+// learns the nearest message above it and the model in effect, parents
+// first.
+func (p *parser) link() {
+	if p.version < 2 {
+		return // one chain, linked as read
+	}
+	for i := range p.nodes {
+		n := &p.nodes[i]
+		if n.parentID == "" {
+			continue
+		}
+		if j, ok := p.ids[n.parentID]; ok && int(j) != i {
+			n.parent = j
+			continue
+		}
+		n.parent = int32(i) - 1
+		placed := "it starts the conversation"
+		if n.parent >= 0 {
+			placed = fmt.Sprintf("placed after the entry on line %d", p.nodes[n.parent].line)
+		}
+		p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
+			Reason: fmt.Sprintf("its parent %s is not in the file; %s", n.parentID, placed)})
+	}
+	var stack []int32
+	for i := range p.nodes {
+		stack = stack[:0]
+		for j := int32(i); j >= 0 && p.nodes[j].state != linked; j = p.nodes[j].parent {
+			if p.nodes[j].state == linking {
+				// A loop: the entry that closes it starts the conversation.
+				top := stack[len(stack)-1]
+				p.nodes[top].parent = -1
+				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(p.nodes[top].line),
+					Reason: "its parentId leads back to itself; it starts the conversation"})
+				break
+			}
+			p.nodes[j].state = linking
+			stack = append(stack, j)
+		}
+		for k := len(stack) - 1; k >= 0; k-- {
+			n := &p.nodes[stack[k]]
+			n.state = linked
+			above, model := int32(-1), ""
+			if n.parent >= 0 {
+				par := &p.nodes[n.parent]
+				par.hasChild = true
+				above, model = par.last, par.model
+			}
+			if n.model == "" {
+				n.model = model
+			}
+			if n.msg < 0 {
+				n.last = above
+				continue
+			}
+			mi := &p.info[n.msg]
+			mi.parent, mi.depth = above, 1
+			if above >= 0 {
+				mi.depth = p.info[above].depth + 1
+			}
+		}
+	}
+	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
 }
 
 // entryMessage is the message an entry holds, when it holds one, as a run

@@ -537,7 +537,8 @@ func TestOddShapes(t *testing.T) {
 		`{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-29T10:00:02Z","message":{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"bash","arguments":"{\"command\":\"ls\"}"},{"type":"toolCall","id":"c2","name":"noop"}],"stopReason":"toolUse"}}` + "\n" +
 		`{"type":"message","id":"t1","parentId":"a1","timestamp":"2026-11-29T10:00:03Z","message":{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":true}}` + "\n" +
 		`{"type":"message","id":"t2","parentId":"t1","timestamp":"2026-11-29T10:00:04Z","message":{"role":"toolResult","toolCallId":"c2","toolName":"noop","content":[]}}` + "\n" +
-		// A parent that comes later in the file is no parent: a second root.
+		// A parent that comes later in the file is its parent all the same,
+		// as in pi (which indexes every entry by id first).
 		`{"type":"message","id":"x1","parentId":"zz","timestamp":"2026-11-29T10:00:05Z","message":{"role":"user","content":[{"type":"text","text":"orphan"}]}}` + "\n" +
 		`{"type":"label","id":"zz","parentId":"t2","timestamp":"2026-11-29T10:00:06Z","targetId":"u1","label":"x"}` + "\n"
 	pf, err := Parse(strings.NewReader(in), "odd.jsonl")
@@ -555,11 +556,11 @@ func TestOddShapes(t *testing.T) {
 	assert.Equal(t, "a\nb", res.Text)
 	assert.True(t, res.IsError)
 	assert.Equal(t, []int{1, 4}, model.Checkpoints(main.Messages))
-	orphan := pf.Runs[1]
-	assert.Equal(t, 0, orphan.Parent)
-	assert.Equal(t, 0, orphan.ForkAt)
-	assert.Equal(t, []string{"x1"}, nativeIDs(orphan.Messages))
-	assert.Equal(t, "orphan", orphan.Run.Title)
+	early := pf.Runs[1]
+	assert.Equal(t, 0, early.Parent)
+	assert.Equal(t, 4, early.ForkAt, "under the label, after t2: not a branch with an empty prefix")
+	assert.Equal(t, []string{"x1"}, nativeIDs(early.Messages))
+	assert.Equal(t, "orphan", early.Run.Title)
 }
 
 func TestAbortedCall(t *testing.T) {
@@ -596,4 +597,30 @@ func TestUsageOutOfRange(t *testing.T) {
 	assert.Zero(t, msgs[1].Usage)
 	assert.Zero(t, msgs[3].Usage)
 	assert.Equal(t, model.Usage{InputTokens: model.MaxTokens, OutputTokens: 2}, pf.Runs[0].Run.Usage)
+}
+
+func TestDuplicatesAndOrder(t *testing.T) {
+	pf := parseFile(t, filepath.Join(testdata, "pi/edge/order.jsonl"))
+	// A line written twice is read once; another entry under a taken id
+	// is left out and listed (it would have been a second root: a branch
+	// with an empty prefix); an entry whose parent is missing is listed
+	// and placed after the entry before it.
+	require.Len(t, pf.Skipped, 2)
+	assert.Equal(t, 7, pf.Skipped[0].Line)
+	assert.Equal(t, "entry u0000001: the id was already used on line 2; left out", pf.Skipped[0].Reason)
+	assert.Equal(t, 8, pf.Skipped[1].Line)
+	assert.Equal(t, "its parent gone0001 is not in the file; placed after the entry on line 6", pf.Skipped[1].Reason)
+	require.Len(t, pf.Runs, 2)
+	// a0000002 comes before its parent u0000002 in the file: it still
+	// hangs under it.
+	main := pf.Runs[0]
+	assert.Equal(t, []string{"u0000001", "a0000001", "u0000002", "a0000002", "u0000003"}, nativeIDs(main.Messages))
+	assert.Equal(t, model.Usage{InputTokens: 200, OutputTokens: 20}, main.Run.Usage, "the repeated line counted once")
+	lost := pf.Runs[1]
+	assert.Equal(t, 0, lost.Parent)
+	assert.Equal(t, 3, lost.ForkAt)
+	assert.Equal(t, []string{"x0000001"}, nativeIDs(lost.Messages))
+	for _, r := range pf.Runs[1:] {
+		assert.Positive(t, r.ForkAt, "no branch with an empty prefix")
+	}
 }
