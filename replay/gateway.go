@@ -173,6 +173,39 @@ type Run struct {
 	mu     sync.Mutex
 	n      int // steps numbered so far
 	status RunStatus
+	norm   map[int]normalized // taped requests, normalised once
+}
+
+type normalized struct {
+	v   any
+	err error
+}
+
+// tapedNorm is step n's taped request, normalised (once per run).
+func (r *Run) tapedNorm(n int) (any, error) {
+	r.mu.Lock()
+	nv, ok := r.norm[n]
+	r.mu.Unlock()
+	if ok {
+		return nv.v, nv.err
+	}
+	s := r.cfg.Tape[n-1]
+	v, err := Normalize(s.Wire, s.Request)
+	r.mu.Lock()
+	if r.norm == nil {
+		r.norm = map[int]normalized{}
+	}
+	r.norm[n] = normalized{v, err}
+	r.mu.Unlock()
+	return v, err
+}
+
+// Prepare normalises the tape's requests ahead of the replay, so that
+// checking a step costs only the normalisation of the request that came.
+func (r *Run) Prepare() {
+	for n := 1; n <= min(r.cfg.N+1, len(r.cfg.Tape)); n++ {
+		r.tapedNorm(n)
+	}
 }
 
 // NewRun registers a run and gives it its base URL.
@@ -361,7 +394,8 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 			m = &Mismatch{Kind: KindModel, Path: "(wire format)", Fields: []string{"(wire format)"}, Taped: string(taped.Wire), Actual: string(wire),
 				Diff: unifiedDiff(string(taped.Wire), string(wire))}
 		} else {
-			m = Compare(wire, taped.Request, body)
+			tv, terr := r.tapedNorm(step.N)
+			m = compareNormalized(wire, tv, terr, taped.Request, body)
 		}
 		r.mu.Lock()
 		if m != nil {

@@ -60,6 +60,7 @@ type normRules struct {
 }
 
 type textRule struct {
+	has  string // a literal the match needs: strings without it are skipped
 	re   *regexp.Regexp
 	with string
 }
@@ -69,8 +70,8 @@ var rules = map[Wire]normRules{
 		cwd:     regexp.MustCompile(`Primary working directory: ([^\n]+)`),
 		mangled: true,
 		text: []textRule{
-			{regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
-			{regexp.MustCompile(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
+			{"# gitStatus", regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
+			{"Today's date is ", regexp.MustCompile(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
 		},
 		drop:           []string{"metadata", "stream", "stream_options"},
 		dropEverywhere: []string{"cache_control"},
@@ -78,19 +79,19 @@ var rules = map[Wire]normRules{
 	WireResponses: {
 		cwd: regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
 		text: []textRule{
-			{regexp.MustCompile(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
+			{"<current_date>", regexp.MustCompile(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
 		},
 		drop:        []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"},
 		dropItemIDs: "input",
 		toolOutput: []textRule{
-			{regexp.MustCompile(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
-			{regexp.MustCompile(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
+			{"Chunk ID: ", regexp.MustCompile(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
+			{"Wall time: ", regexp.MustCompile(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
 		},
 	},
 	WireChat: {
 		cwd: regexp.MustCompile(`Current working directory: ([^\n]+)`),
 		text: []textRule{
-			{regexp.MustCompile(`Current date: [^\n]*`), "Current date: <date>"},
+			{"Current date: ", regexp.MustCompile(`Current date: [^\n]*`), "Current date: <date>"},
 		},
 		drop: []string{"stream", "stream_options"},
 	},
@@ -205,11 +206,15 @@ func (n *normalizer) text(s string, toolOut bool) string {
 		s = strings.ReplaceAll(s, n.mangled, "<cwd>")
 	}
 	for _, tr := range n.r.text {
-		s = tr.re.ReplaceAllString(s, tr.with)
+		if strings.Contains(s, tr.has) {
+			s = tr.re.ReplaceAllString(s, tr.with)
+		}
 	}
 	if toolOut {
 		for _, tr := range n.r.toolOutput {
-			s = tr.re.ReplaceAllString(s, tr.with)
+			if strings.Contains(s, tr.has) {
+				s = tr.re.ReplaceAllString(s, tr.with)
+			}
 		}
 	}
 	return s
