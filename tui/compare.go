@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,12 +26,15 @@ const minColumn = 28
 
 // compareColumn is one run in the Compare screen, from the fork point on.
 type compareColumn struct {
-	run     model.Run
-	label   string // "original" for the parent's own continuation
-	msgs    []model.Message
-	tokens  []token
-	changed []bool // per token: absent from the baseline column
-	lines   []string
+	run    model.Run
+	label  string // "original" for the parent's own continuation
+	msgs   []model.Message
+	tokens []token
+	// changed marks, per token, a word the baseline lacks; lineChanged a
+	// token of a line that differs from the baseline's. Both are nil for
+	// the baseline itself.
+	changed, lineChanged []bool
+	lines                []string
 	// files are what the run changed in its worktree against the commit
 	// it started from; filesErr says why they could not be read.
 	files    []worktree.FileStat
@@ -49,10 +54,12 @@ const (
 	headRule
 )
 
-// token is a word, or a line break, of a column's text.
+// token is a word, a line's indentation (spaces), or a line break, of a
+// column's text.
 type token struct {
 	text    string
 	newline bool
+	indent  bool
 	msg     int // which message it belongs to
 }
 
@@ -61,6 +68,7 @@ type token struct {
 type compareScreen struct {
 	forkPoint     int
 	cols          []compareColumn
+	baseline      int // the column the others are diffed against
 	focus, first  int
 	offset        int
 	width, height int
@@ -91,7 +99,9 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 			col.tokens = tokenize(col.msgs)
 			c.cols = append(c.cols, col)
 		}
-		c.diffWords()
+		if len(c.cols) > 0 {
+			c.diffWords()
+		}
 		c.readFiles(ctx)
 		return compareLoadedMsg{view: view, screen: c}
 	}
@@ -127,11 +137,15 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 	wg.Wait()
 }
 
-// tokenize splits messages into words and line breaks, made safe.
+// tokenize splits messages into words, indentation and line breaks, made
+// safe.
 func tokenize(msgs []model.Message) []token {
 	var toks []token
 	for i, m := range msgs {
-		for _, line := range strings.Split(model.SafeText(m.PlainText()), "\n") {
+		for _, line := range strings.Split(compareText(m), "\n") {
+			if n := indentWidth(line); n > 0 && strings.TrimSpace(line) != "" {
+				toks = append(toks, token{text: strings.Repeat(" ", n), indent: true, msg: i})
+			}
 			for _, w := range strings.Fields(line) {
 				toks = append(toks, token{text: w, msg: i})
 			}
@@ -141,19 +155,175 @@ func tokenize(msgs []model.Message) []token {
 	return toks
 }
 
-// diffWords marks, in every column, the words the baseline lacks; the
-// baseline (column 0) is marked against column 1.
-func (c *compareScreen) diffWords() {
-	if len(c.cols) < 2 {
-		return
-	}
-	for i := range c.cols {
-		other := 0
-		if i == 0 {
-			other = 1
+// indentWidth is the width of a line's leading blanks, a tab counting 4.
+func indentWidth(line string) int {
+	n := 0
+	for _, r := range line {
+		switch r {
+		case ' ':
+			n++
+		case '\t':
+			n += 4
+		default:
+			return n
 		}
-		c.cols[i].changed = changedTokens(c.cols[other].tokens, c.cols[i].tokens)
 	}
+	return n
+}
+
+// compareText is a message as Compare shows it, made safe: its text, and
+// each tool call's name and input, a JSON object's string fields written
+// out with their own line breaks (an edit's old and new text read as
+// code, not as one line of \n and \t).
+func compareText(m model.Message) string {
+	var parts []string
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case model.Text, model.Thinking, model.ToolResult:
+			if p.Text != "" {
+				parts = append(parts, model.SafeText(p.Text))
+			}
+		case model.ToolCall:
+			parts = append(parts, "⚙ "+model.SafeText(p.ToolName))
+			if in := toolInputText(p.ToolInput); in != "" {
+				parts = append(parts, in)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// toolInputText writes a tool call's input out: a JSON object as one
+// "key: value" line a field, a string with line breaks under its key,
+// indented; anything else as it is.
+func toolInputText(in string) string {
+	var obj map[string]any
+	if json.Unmarshal([]byte(in), &obj) != nil {
+		return model.SafeText(in)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		key := model.SafeText(k)
+		switch v := obj[k].(type) {
+		case string:
+			if !strings.Contains(v, "\n") {
+				b.WriteString(key + ": " + model.SafeText(v))
+				continue
+			}
+			b.WriteString(key + ":")
+			for _, l := range strings.Split(strings.TrimRight(v, "\n"), "\n") {
+				b.WriteString("\n  " + model.SafeText(l))
+			}
+		default:
+			raw, _ := json.Marshal(v)
+			b.WriteString(key + ": " + model.SafeText(string(raw)))
+		}
+	}
+	return b.String()
+}
+
+// diffWords marks, in every column but the baseline, the lines that
+// differ from the baseline's and, within them, the words that changed.
+func (c *compareScreen) diffWords() {
+	base := c.cols[c.baseline].tokens
+	for i := range c.cols {
+		col := &c.cols[i]
+		if i == c.baseline {
+			col.changed, col.lineChanged = nil, nil
+			continue
+		}
+		col.changed, col.lineChanged = changedLines(base, col.tokens)
+	}
+}
+
+// tokenLine is one line of a column: tokens [start, end), the line break
+// excluded, and its text to compare lines by.
+type tokenLine struct {
+	start, end int
+	key        string
+}
+
+func splitLines(toks []token) []tokenLine {
+	var lines []tokenLine
+	start := 0
+	var key strings.Builder
+	for i, t := range toks {
+		if t.newline {
+			lines = append(lines, tokenLine{start: start, end: i, key: fmt.Sprint(t.msg, "\x00", key.String())})
+			key.Reset()
+			start = i + 1
+			continue
+		}
+		key.WriteString(t.text)
+		key.WriteByte(' ')
+	}
+	if start < len(toks) {
+		lines = append(lines, tokenLine{start: start, end: len(toks), key: key.String()})
+	}
+	return lines
+}
+
+// changedLines diffs b against a line by line; a line of b that a lacks
+// is marked, and its words are diffed against the line of a it replaces
+// (all of them marked when it replaces none).
+func changedLines(a, b []token) (changed, lineChanged []bool) {
+	la, lb := splitLines(a), splitLines(b)
+	ids := map[string]rune{}
+	enc := func(ls []tokenLine) []rune {
+		rs := make([]rune, len(ls))
+		for i, l := range ls {
+			id, ok := ids[l.key]
+			if !ok {
+				id = rune(0x10000 + len(ids))
+				ids[l.key] = id
+			}
+			rs[i] = id
+		}
+		return rs
+	}
+	ra, rb := enc(la), enc(lb)
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = time.Second
+	changed, lineChanged = make([]bool, len(b)), make([]bool, len(b))
+	i, j := 0, 0
+	var deleted []tokenLine // lines of a waiting for the lines of b that replace them
+	for _, d := range dmp.DiffMainRunes(ra, rb, false) {
+		n := len([]rune(d.Text))
+		switch d.Type {
+		case diffmatchpatch.DiffEqual:
+			i, j, deleted = i+n, j+n, nil
+		case diffmatchpatch.DiffDelete:
+			deleted = append(deleted, la[i:i+n]...)
+			i += n
+		case diffmatchpatch.DiffInsert:
+			for k := 0; k < n; k++ {
+				l := lb[j]
+				j++
+				for t := l.start; t < l.end; t++ {
+					lineChanged[t] = true
+				}
+				if len(deleted) == 0 {
+					for t := l.start; t < l.end; t++ {
+						changed[t] = !b[t].indent
+					}
+					continue
+				}
+				old := deleted[0]
+				deleted = deleted[1:]
+				words := changedTokens(a[old.start:old.end], b[l.start:l.end])
+				copy(changed[l.start:l.end], words)
+			}
+		}
+	}
+	return changed, lineChanged
 }
 
 // changedTokens returns, for each token of b, whether it is not part of
@@ -226,49 +396,69 @@ func (c *compareScreen) visible() int {
 func (c *compareScreen) colWidth() int { return max(c.width/c.visible(), 1) }
 
 // renderColumn lays out a column's messages at width w: each message's
-// role, then its words, the ones the baseline lacks marked.
+// role, then its lines, each after a one-cell gutter that marks a line
+// that differs from the baseline's (▌), the changed words marked within.
 func (c *compareScreen) renderColumn(i, w int, st *Styles) []string {
 	col := c.cols[i]
+	gutter := func(changed bool) string {
+		if changed {
+			return st.Warn.Render("▌")
+		}
+		return " "
+	}
+	w = max(w-1, 1) // the gutter
 	var lines []string
 	var cur strings.Builder
-	curW := 0
+	curW, indent := 0, 0
+	mark := false
 	flush := func() {
-		lines = append(lines, cur.String())
+		lines = append(lines, gutter(mark)+cur.String())
 		cur.Reset()
 		curW = 0
 	}
 	msg := -1
 	for ti, t := range col.tokens {
 		if t.msg != msg {
-			if cur.Len() > 0 {
+			if curW > 0 {
 				flush()
 			}
 			msg = t.msg
 			m := col.msgs[msg]
 			head := fmt.Sprintf("%d %s", c.forkPoint+msg+1, roleLabel(m.Role))
 			if calls := m.ToolCalls(); len(calls) > 0 {
-				head += " ⚙ " + model.SafeText(calls[0].ToolName)
-				if len(calls) > 1 {
-					head += fmt.Sprintf(" ×%d", len(calls))
-				}
+				head += " " + toolBatchLabel(calls)
 			}
-			lines = append(lines, st.role(m.Role).Render(fit(head, w)))
+			lines = append(lines, " "+st.role(m.Role).Render(fit(head, w)))
 		}
 		if t.newline {
-			if cur.Len() > 0 {
+			if curW > 0 {
 				flush()
 			}
+			indent = 0
+			continue
+		}
+		if curW == 0 {
+			mark = col.lineChanged != nil && col.lineChanged[ti]
+		}
+		if t.indent {
+			// Code keeps its indentation, up to half the column.
+			indent = min(len(t.text), w/2)
+			cur.WriteString(strings.Repeat(" ", indent))
+			curW = indent
 			continue
 		}
 		word := t.text
-		ww := len([]rune(word))
-		if ww > w {
-			word, ww = string([]rune(word)[:max(w-1, 1)])+"…", w
+		ww := ansi.StringWidth(word)
+		if ww > w-indent {
+			word = ansi.Truncate(word, max(w-indent, 1), "…")
+			ww = ansi.StringWidth(word)
 		}
-		if curW > 0 && curW+1+ww > w {
+		if curW > indent && curW+1+ww > w {
 			flush()
+			cur.WriteString(strings.Repeat(" ", indent))
+			curW = indent
 		}
-		if curW > 0 {
+		if curW > indent {
 			cur.WriteByte(' ')
 			curW++
 		}
@@ -279,13 +469,39 @@ func (c *compareScreen) renderColumn(i, w int, st *Styles) []string {
 		}
 		curW += ww
 	}
-	if cur.Len() > 0 {
+	if curW > 0 {
 		flush()
 	}
 	if len(col.msgs) == 0 {
-		lines = append(lines, st.Subtle.Render("(no messages after the fork point yet)"))
+		lines = append(lines, " "+st.Subtle.Render("(no messages after the fork point yet)"))
 	}
 	return lines
+}
+
+// toolBatchLabel names a batch of tool calls: "⚙ Read", "⚙ Read ×2",
+// "⚙ Read, Bash", "⚙ Read, Bash, Edit +2".
+func toolBatchLabel(calls []model.Part) string {
+	var names []string
+	count := map[string]int{}
+	for _, c := range calls {
+		n := harness.OneLine(c.ToolName, 30)
+		if count[n] == 0 {
+			names = append(names, n)
+		}
+		count[n]++
+	}
+	if len(names) == 1 {
+		if len(calls) > 1 {
+			return fmt.Sprintf("⚙ %s ×%d", names[0], len(calls))
+		}
+		return "⚙ " + names[0]
+	}
+	shown := names[:min(len(names), 3)]
+	s := "⚙ " + strings.Join(shown, ", ")
+	if rest := len(names) - len(shown); rest > 0 {
+		s += fmt.Sprintf(" +%d", rest)
+	}
+	return s
 }
 
 func (c *compareScreen) maxLines() int {
@@ -315,6 +531,9 @@ type compareAction struct {
 	best *model.Run
 	back bool
 	diff bool // show the focused column's diff
+	// baseline makes the focused column the one the others are diffed
+	// against.
+	baseline bool
 }
 
 func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
@@ -334,6 +553,8 @@ func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
 		return compareAction{open: c.cols[c.focus].run.ID}
 	case key.Matches(msg, ck.Diff):
 		return compareAction{diff: true}
+	case key.Matches(msg, ck.Baseline):
+		return compareAction{baseline: true}
 	default:
 		v := nav{cursor: c.offset, offset: c.offset, height: 1}
 		switch {
@@ -416,6 +637,9 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		style := st.ForkName
 		if i == c.focus {
 			style = st.HeaderActive
+		}
+		if i == c.baseline && len(c.cols) > 1 {
+			name = "◆ " + name // the others are diffed against it
 		}
 		return style.Render(name)
 	case headStats:
@@ -618,6 +842,14 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 			return a.setStatus(label+" ran in place: its files are not kept apart", levelWarn)
 		}
 		return a.setStatus(label+" has no worktree of its own: no files to show", levelWarn)
+	case act.baseline:
+		c := a.compare
+		c.baseline = c.focus
+		c.diffWords()
+		c.builtFor = [2]int{}
+		l := a.layout()
+		c.layout(l.body.w, l.body.h, &a.styles)
+		return a.setStatus("the columns are diffed against "+model.SafeText(c.cols[c.focus].label), levelInfo)
 	case act.back:
 		a.compare = nil
 		a.show(screenTree)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/worktree"
+	"tine/model"
 )
 
 func TestChangedTokens(t *testing.T) {
@@ -129,4 +131,88 @@ func TestCompareArrivingLateIsDropped(t *testing.T) {
 	d.keys("enter", "esc", "j")
 	assert.Equal(t, screenLibrary, d.a.screen)
 
+}
+
+func compareOf(texts ...string) *compareScreen {
+	c := &compareScreen{}
+	for i, s := range texts {
+		col := compareColumn{label: fmt.Sprint("col", i), msgs: []modelMsg{textMsg(s)}}
+		col.tokens = tokenize(col.msgs)
+		c.cols = append(c.cols, col)
+	}
+	c.diffWords()
+	return c
+}
+
+func markedWords(col compareColumn) []string {
+	var out []string
+	for i, t := range col.tokens {
+		if col.changed[i] {
+			out = append(out, t.text)
+		}
+	}
+	return out
+}
+
+// TestCompareDiffsLinesThenWordsAgainstTheBaseline: with four columns each
+// is diffed against the baseline (the original, column 0, until another is
+// picked): only the lines that differ are marked, and in them only the
+// words that changed.
+func TestCompareDiffsLinesThenWordsAgainstTheBaseline(t *testing.T) {
+	base := "The parser reads the table.\nIt fails on empty rows.\nThe fix is a guard."
+	c := compareOf(base,
+		"The parser reads the table.\nIt fails on blank rows.\nThe fix is a guard.",
+		"The parser reads the table.\nIt fails on empty rows.\nThe fix is a guard.\nAnd a test.",
+		"Completely different words here.")
+	assert.Nil(t, c.cols[0].changed, "the baseline is not marked")
+	assert.Equal(t, []string{"blank"}, markedWords(c.cols[1]), "one word in one line")
+	assert.Equal(t, []string{"And", "a", "test."}, markedWords(c.cols[2]), "a new line is marked whole")
+	assert.Len(t, markedWords(c.cols[3]), 4)
+	lines := 0
+	for i, t := range c.cols[1].tokens {
+		if c.cols[1].lineChanged[i] && !t.newline {
+			lines++
+		}
+	}
+	assert.Equal(t, 5, lines, "the tokens of the one line that differs")
+
+	// Column 2 as the baseline: column 1 now differs from it in two lines.
+	c.baseline = 2
+	c.diffWords()
+	assert.Nil(t, c.cols[2].changed)
+	assert.Equal(t, []string{"blank"}, markedWords(c.cols[1]))
+	assert.Empty(t, markedWords(c.cols[0]), "the original lacks a line; it has nothing new")
+
+	st := NewStyles(true)
+	c.width, c.height = 120, 20
+	c.layout(120, 20, &st)
+	plain := ansi.Strip(strings.Join(c.cols[1].lines, "\n"))
+	assert.Contains(t, plain, "▌It fails on blank rows.", "a changed line is marked in the gutter")
+	assert.Contains(t, plain, " The parser reads the table.", "an unchanged one is not")
+}
+
+// TestCompareShowsToolCallsAsCode: a batch's label names its tools, code
+// keeps its indentation, and an edit's input shows its line breaks.
+func TestCompareShowsToolCallsAsCode(t *testing.T) {
+	calls := []model.Part{{Kind: model.ToolCall, ToolName: "Read"}, {Kind: model.ToolCall, ToolName: "Bash"}}
+	assert.Equal(t, "⚙ Read, Bash", toolBatchLabel(calls))
+	assert.Equal(t, "⚙ Read ×2", toolBatchLabel([]model.Part{calls[0], calls[0]}))
+
+	edit := model.Message{Role: model.Assistant, Parts: []model.Part{{Kind: model.ToolCall, ToolName: "Edit",
+		ToolInput: `{"file_path":"p.go","old_string":"func f() {\n\treturn 1\n}","new_string":"func f() {\n\treturn 2\n}"}`}}}
+	code := textMsg("Here:\nfunc g() {\n    if x {\n        y()\n    }\n}")
+	c := &compareScreen{}
+	col := compareColumn{label: "x", msgs: []modelMsg{edit, code}}
+	col.tokens = tokenize(col.msgs)
+	c.cols = []compareColumn{col}
+	c.diffWords()
+	st := NewStyles(true)
+	c.layout(80, 30, &st)
+	plain := ansi.Strip(strings.Join(c.cols[0].lines, "\n"))
+	assert.NotContains(t, plain, `\n`, "no raw escapes")
+	assert.NotContains(t, plain, `\t`)
+	assert.Contains(t, plain, "old_string:")
+	assert.Contains(t, plain, "\n       return 1", "the edit's own indentation (a tab) under its key")
+	assert.Contains(t, plain, "\n         y()", "code keeps its indentation")
+	assert.Contains(t, plain, "file_path: p.go")
 }

@@ -54,6 +54,9 @@ type TreeKeys struct {
 type CompareKeys struct {
 	NavKeys
 	Next, Prev, Best, Open, Diff key.Binding
+	// Baseline makes the focused column the one the others are diffed
+	// against.
+	Baseline key.Binding
 }
 
 // DiffKeys are the full-screen diff's.
@@ -125,12 +128,13 @@ func DefaultKeyMap() KeyMap {
 			NextTurn:       b("m", "next turn", "m"),
 		},
 		Compare: CompareKeys{
-			NavKeys: scroll,
-			Next:    b("→/l", "next column", "right", "l", "tab"),
-			Prev:    b("←/h", "prev column", "left", "h", "shift+tab"),
-			Best:    b("b", "mark best", "b"),
-			Open:    b("enter", "open in tree", "enter"),
-			Diff:    b("d", "files changed (diff)", "d"),
+			NavKeys:  scroll,
+			Next:     b("→/l", "next column", "right", "l", "tab"),
+			Prev:     b("←/h", "prev column", "left", "h", "shift+tab"),
+			Best:     b("b", "mark best", "b"),
+			Open:     b("enter", "open in tree", "enter"),
+			Diff:     b("d", "files changed (diff)", "d"),
+			Baseline: b("a", "diff the others against this", "a"),
 		},
 		Diff: DiffKeys{NavKeys: scroll},
 		Dialog: DialogKeys{
@@ -215,13 +219,13 @@ func detailHelp(k KeyMap, full bool) screenHelp {
 func compareHelp(k KeyMap) screenHelp {
 	c, g := k.Compare, k.Global
 	return screenHelp{id: "compare",
-		short: []key.Binding{c.Prev, c.Next, withHelp(c.Down, "↑/↓", "scroll"), c.Diff, c.Best, c.Open, g.Back, g.Help, g.Quit},
+		short: []key.Binding{c.Prev, c.Next, withHelp(c.Down, "↑/↓", "scroll"), c.Baseline, c.Diff, c.Best, c.Open, g.Back, g.Help, g.Quit},
 		full: [][]key.Binding{
 			{c.Prev, c.Next, c.Up, c.Down, c.PageUp, c.PageDown, c.Top, c.Bottom},
-			{c.Diff, c.Best, c.Open},
+			{c.Baseline, c.Diff, c.Best, c.Open},
 			{g.Back, g.Help, g.Quit, g.ForceQuit},
 		},
-		intro: "Compare: the runs side by side from where they part, scrolling together. Words a column has that the first column lacks are underlined (the first column is compared with the second). Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."}
+		intro: "Compare: the runs side by side from where they part, scrolling together. Each column is diffed against the baseline (◆; the original at first, a picks the focused column): a line that differs is marked ▌ and the words that changed in it are underlined. Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."}
 }
 
 func diffHelp(k KeyMap) screenHelp {
