@@ -107,8 +107,10 @@ func dirsFrom(getenv func(string) string) []string {
 // Detect reports whether head, the first bytes of a file, looks like a
 // Claude Code transcript: its first line is a JSON object with Claude's
 // camel-case chain or session keys (parentUuid, sessionId, leafUuid) or a
-// type only Claude writes first. Codex (session_meta, payload) and pi
-// (a "session" header, parentId) do not match. head may end mid-line.
+// type only Claude writes first. Codex (session_meta, payload) and pi (a
+// "session" header) do not match. The line is read as JSON, whatever its
+// spacing and key order; head may end mid-line, and then what was read of
+// it decides.
 func Detect(head []byte) bool {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
@@ -119,25 +121,32 @@ func Detect(head []byte) bool {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
-	for _, not := range []string{`"type":"session_meta"`, `"type":"session"`, `"payload":`} {
-		if bytes.Contains(line, []byte(not)) {
-			return false
+	claude := false
+	o := newObject(line)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			break
+		}
+		switch string(k) {
+		case `"payload"`:
+			return false // Codex's envelope
+		case `"type"`:
+			switch t := strOr(v); t {
+			case "session_meta", "session":
+				return false // Codex's and pi's headers
+			case "queue-operation", "file-history-snapshot", "fork-context-ref", "atis-latch", "tools-used", "custom-title", "ai-title":
+				claude = true
+			}
+		case `"parentUuid"`:
+			claude = true
+		case `"sessionId"`, `"leafUuid"`:
+			if _, isStr := str(v); isStr {
+				claude = true
+			}
 		}
 	}
-	for _, key := range claudeMarks {
-		if bytes.Contains(line, []byte(key)) {
-			return true
-		}
-	}
-	return false
-}
-
-// claudeMarks are bytes only a Claude Code record's first line holds: its
-// camel-case keys, or the record types it writes before any chain record.
-var claudeMarks = []string{
-	`"parentUuid":`, `"sessionId":"`, `"leafUuid":"`,
-	`{"type":"queue-operation"`, `{"type":"file-history-snapshot"`, `{"type":"fork-context-ref"`,
-	`{"type":"atis-latch"`, `{"type":"tools-used"`, `{"type":"custom-title"`, `{"type":"ai-title"`,
+	return claude
 }
 
 // ParseFile reads the transcript at path. For a subagent's file

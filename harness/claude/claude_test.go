@@ -514,6 +514,12 @@ func TestDetect(t *testing.T) {
 	assert.False(t, Detect([]byte("hello\n")))
 	assert.True(t, Detect([]byte(`{"type":"summary","summary":"x","leafUuid":"u"}`+"\n")))
 	assert.True(t, Detect([]byte(`{"type":"file-history-snapshot","messageId":"m"}`)))
+	// Read as JSON: spacing and key order do not matter.
+	assert.True(t, Detect([]byte(`{"type": "user", "uuid": "u", "parentUuid": null, "sessionId": "s"}`+"\n")))
+	assert.True(t, Detect([]byte(`{"messageId":"m", "type" : "file-history-snapshot"}`)))
+	assert.False(t, Detect([]byte(`{"type": "session", "version": 3, "id": "x"}`)), "pi, spaced")
+	assert.False(t, Detect([]byte(`{"type": "session_meta", "payload": {"id": "x", "sessionId": "s"}}`)), "codex, spaced")
+	assert.False(t, Detect([]byte(`{"sessionId": 5}`)), "a session id is a string")
 }
 
 func TestDirs(t *testing.T) {

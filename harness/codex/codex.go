@@ -44,7 +44,13 @@
 // messages store InputTokens = input - cached - cache_write,
 // CacheReadTokens = cached, CacheWriteTokens = cache_write, so that
 // Usage.Total counts every token once. Reasoning tokens are part of
-// output_tokens.
+// output_tokens. Each report carries the thread's total too: a response
+// counts what it added to it, so a run's usage is the rollout's last
+// total (a fork's, less its parent's at the fork), and a report with no
+// assistant output before it goes to the next message.
+//
+// Status: a rollout whose last turn has no task_complete (it ends
+// mid-turn, or with turn_aborted) is failed, "interrupted: ...".
 package codex
 
 import (
@@ -75,7 +81,10 @@ func Dirs() []string {
 // rollout: a first line whose record type is session_meta (or another
 // rollout record type, in the {timestamp, type, payload} envelope), or the
 // bare {id, timestamp, instructions|git} header of the oldest rollouts.
-// head may end in the middle of the first line.
+// The line is read as JSON, whatever its spacing and key order, and the
+// type decides as soon as it is read (no other format writes these
+// types), with or without a timestamp; head may end in the middle of the
+// first line.
 func Detect(head []byte) bool {
 	i := skipWS(head, 0)
 	if len(head)-i >= 3 && string(head[i:i+3]) == "\ufeff" {
@@ -85,12 +94,11 @@ func Detect(head []byte) bool {
 	if it.open() != nil {
 		return false
 	}
-	var typ []byte
 	var hasTS, hasID, hasLegacy bool
 	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
 		switch string(k) {
 		case "type":
-			typ = v
+			return isRecordType(v)
 		case "timestamp":
 			hasTS = true
 		case "id":
@@ -98,15 +106,10 @@ func Detect(head []byte) bool {
 		case "instructions", "git":
 			hasLegacy = true
 		}
-		// Codex writes timestamp and type before the payload, which head
-		// may cut short: decide as soon as both were seen.
-		if typ != nil && hasTS {
-			return isRecordType(typ)
-		}
 	}
 	// The oldest header has no type; a first line cut short ends the walk
 	// early, which is fine once the keys it needs were seen.
-	return typ == nil && hasTS && hasID && hasLegacy
+	return hasTS && hasID && hasLegacy
 }
 
 func isRecordType(v []byte) bool {

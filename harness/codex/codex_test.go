@@ -273,6 +273,10 @@ func TestDetect(t *testing.T) {
 	}
 	assert.True(t, Detect([]byte("\ufeff {\"timestamp\" : \"x\", \"type\" : \"session_meta\"")))
 	assert.True(t, Detect([]byte(`{"timestamp":"x","type":"response_item","payload":{"type":"mess`)))
+	// Read as JSON: no timestamp on line 1, the type after the payload.
+	assert.True(t, Detect([]byte(`{"type":"session_meta","payload":{"id":"x"}}`+"\n")))
+	assert.True(t, Detect([]byte(`{"payload":{},"type":"session_meta"}`)))
+	assert.True(t, Detect([]byte("\n  {\"ordinal\": 0, \"type\": \"session_meta\", \"payload\": {}}\n")))
 
 	not := map[string]string{
 		"empty":      "",
@@ -282,7 +286,7 @@ func TestDetect(t *testing.T) {
 		"pi":         `{"type":"session","version":3,"id":"x","timestamp":"2026-11-29T09:30:00Z","cwd":"/"}`,
 		"openai":     `{"role":"user","content":"hi"}`,
 		"array":      `[{"role":"user","content":"hi"}]`,
-		"type later": `{"payload":{},"type":"session_meta"}`,
+		"pi spaced":  `{"type": "session", "version": 3, "id": "x"}`,
 	}
 	for name, s := range not {
 		assert.False(t, Detect([]byte(s)), name)

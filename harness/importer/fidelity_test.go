@@ -80,3 +80,25 @@ func TestGrownBranchedFileShowsOneTree(t *testing.T) {
 	assert.False(t, trees[0].Root.Hidden)
 	assert.Equal(t, 2, trees[0].Forks, "its two in-file branches")
 }
+
+// TestDetectByParsing: a file's format is told by reading its first line
+// as JSON, not by its exact bytes.
+func TestDetectByParsing(t *testing.T) {
+	dir := t.TempDir()
+	pi := `{"type": "session", "version": 3, "id": "0000bbbb-0000-7000-8000-000000000001", "timestamp": "2026-11-29T10:00:00.000Z", "cwd": "/tmp/p"}
+{"type": "message", "id": "u1", "parentId": null, "timestamp": "2026-11-29T10:00:01.000Z", "message": {"role": "user", "content": [{"type": "text", "text": "hi from pi"}]}}
+`
+	cx := `{"type":"session_meta","payload":{"id":"0000cccc-0000-7000-8000-000000000001","cwd":"/tmp/c"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi from codex"}]}}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "spaced.jsonl"), []byte(pi), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "no-timestamp.jsonl"), []byte(cx), 0o644))
+	st := openStore(t)
+	sum := importPaths(t, st, dir)
+	assert.Equal(t, 2, sum.Runs)
+	for native, harness := range map[string]string{"0000bbbb-0000-7000-8000-000000000001": "pi", "0000cccc-0000-7000-8000-000000000001": "codex"} {
+		r, err := st.Resolve(context.Background(), native)
+		require.NoError(t, err, harness)
+		assert.Equal(t, harness, r.Harness)
+	}
+}

@@ -510,6 +510,12 @@ func TestDetect(t *testing.T) {
 	assert.False(t, Detect([]byte(`[{"role":"user","content":"hi"}]`)), "openai")
 	assert.False(t, Detect([]byte("{\"type\":\"user\"}\n{\"type\":\"session\"}")), "only the first line counts")
 	assert.False(t, Detect(nil))
+	// Read as JSON: spaces, another key order, a blank first line.
+	assert.True(t, Detect([]byte(`{"type": "session", "version": 3, "id": "x", "timestamp": "2026-11-29T09:30:00Z"}`+"\n")))
+	assert.True(t, Detect([]byte(`{"version":3,"id":"x","type":"session"}`)))
+	assert.True(t, Detect([]byte("\r\n{ \"type\" : \"session\" }\n")))
+	assert.False(t, Detect([]byte(`{"id":"x","type":"session_meta"}`)))
+	assert.False(t, Detect([]byte(`{"sessio`)), "cut before the type")
 }
 
 func TestDirs(t *testing.T) {

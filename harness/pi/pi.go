@@ -100,15 +100,33 @@ func expandHome(p, home string) string {
 }
 
 // Detect reports whether head, the start of a file, looks like a pi session:
-// its first line is a JSON object of type "session". pi writes the header
-// with JSON.stringify, so "type" comes first and there is no whitespace;
-// Codex's "session_meta" and Claude's records do not match.
+// its first line is a JSON object of type "session". The line is read as
+// JSON, whatever its spacing and key order (pi writes "type" first, with
+// no spaces); Codex's "session_meta" and Claude's records do not match. head
+// may end mid-line: the type, once read, decides.
 func Detect(head []byte) bool {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
+	head = bytes.TrimLeft(head, " \t\r\n")
 	if i := bytes.IndexByte(head, '\n'); i >= 0 {
 		head = head[:i]
 	}
-	head = bytes.TrimLeft(head, " \t\r")
-	return bytes.HasPrefix(head, []byte(`{"type":"session"`)) ||
-		(len(head) > 0 && head[0] == '{' && bytes.Contains(head, []byte(`"type":"session"`)))
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if k == "type" {
+			v, err := dec.Token()
+			return err == nil && v == "session"
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }
