@@ -279,14 +279,14 @@ func TestDetect(t *testing.T) {
 	assert.True(t, Detect([]byte("\n  {\"ordinal\": 0, \"type\": \"session_meta\", \"payload\": {}}\n")))
 
 	not := map[string]string{
-		"empty":      "",
-		"garbage":    "hello world",
-		"claude":     `{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-29T09:30:00Z","sessionId":"x"}`,
-		"claude2":    `{"parentUuid":null,"type":"user","timestamp":"2026-11-29T09:30:00Z","message":{"role":"user"}}`,
-		"pi":         `{"type":"session","version":3,"id":"x","timestamp":"2026-11-29T09:30:00Z","cwd":"/"}`,
-		"openai":     `{"role":"user","content":"hi"}`,
-		"array":      `[{"role":"user","content":"hi"}]`,
-		"pi spaced":  `{"type": "session", "version": 3, "id": "x"}`,
+		"empty":     "",
+		"garbage":   "hello world",
+		"claude":    `{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-29T09:30:00Z","sessionId":"x"}`,
+		"claude2":   `{"parentUuid":null,"type":"user","timestamp":"2026-11-29T09:30:00Z","message":{"role":"user"}}`,
+		"pi":        `{"type":"session","version":3,"id":"x","timestamp":"2026-11-29T09:30:00Z","cwd":"/"}`,
+		"openai":    `{"role":"user","content":"hi"}`,
+		"array":     `[{"role":"user","content":"hi"}]`,
+		"pi spaced": `{"type": "session", "version": 3, "id": "x"}`,
 	}
 	for name, s := range not {
 		assert.False(t, Detect([]byte(s)), name)
