@@ -237,11 +237,18 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	return tw.Flush()
 }
 
+// costText is dollars spent the one way tine writes them (as the TUI
+// does): "-" for nothing, "<$0.01" under a cent, else to the cent.
 func costText(usd float64) string {
-	if usd <= 0 {
+	switch {
+	case usd <= 0:
 		return "-"
+	case usd < 0.01:
+		return "<$0.01"
+	case usd < 100:
+		return fmt.Sprintf("$%.2f", usd)
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	return fmt.Sprintf("$%.0f", usd)
 }
 
 // loadRun resolves ref and reads its full transcript.
@@ -298,7 +305,7 @@ func writeShow(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 	if !r.Usage.IsZero() || r.CostUSD > 0 {
 		fmt.Fprintf(w, "own usage  in %d · out %d", r.Usage.InputTokens, r.Usage.OutputTokens)
 		if r.CostUSD > 0 {
-			fmt.Fprintf(w, " · $%.4f", r.CostUSD)
+			fmt.Fprintf(w, " · %s", costText(r.CostUSD))
 		}
 		fmt.Fprintln(w)
 	}

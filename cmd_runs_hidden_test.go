@@ -31,3 +31,10 @@ func TestLsPutsAHiddenRunsForksInItsPlace(t *testing.T) {
 	assert.NotContains(t, indent, "b", "the hidden run is not listed")
 	assert.Equal(t, indent["a"], indent["b2"], "its fork takes its place:\n"+out)
 }
+
+// TestCostIsWrittenOneWay: the same rule as the TUI's.
+func TestCostIsWrittenOneWay(t *testing.T) {
+	for usd, want := range map[float64]string{0: "-", 0.004: "<$0.01", 0.1234: "$0.12", 12.5: "$12.50", 250.4: "$250"} {
+		assert.Equal(t, want, costText(usd), "%v", usd)
+	}
+}
