@@ -52,7 +52,11 @@ func (n *Node) Ancestors() []*Node {
 
 // BuildTrees assembles runs into trees. A run whose parent is missing from
 // runs becomes a root of its own, so nothing is dropped. Roots come newest
-// first; children by fork boundary, then creation time.
+// first; children by fork boundary, then creation time. Subagents (runs a
+// tool call spawned, shown under that call) are no trees: they come after
+// the other roots in the order they started, those that no call started
+// (a compaction agent) last, so whoever walks them along their spawner's
+// messages meets each in turn.
 func BuildTrees(runs []Run) []*Node {
 	nodes := make(map[string]*Node, len(runs))
 	for _, r := range runs {
@@ -80,12 +84,31 @@ func BuildTrees(runs []Run) []*Node {
 		})
 	}
 	slices.SortFunc(roots, func(a, b *Node) int {
-		if c := b.Run.CreatedAt.Compare(a.Run.CreatedAt); c != 0 {
+		if c := cmp.Compare(spawnRank(a.Run), spawnRank(b.Run)); c != 0 {
+			return c
+		}
+		c := b.Run.CreatedAt.Compare(a.Run.CreatedAt)
+		if a.Run.SpawnedBy != "" {
+			c = -c // subagents: oldest first
+		}
+		if c != 0 {
 			return c
 		}
 		return cmp.Compare(a.Run.ID, b.Run.ID)
 	})
 	return roots
+}
+
+// spawnRank orders roots: trees, then subagents started by a known call,
+// then subagents no call started.
+func spawnRank(r Run) int {
+	switch {
+	case r.SpawnedBy == "":
+		return 0
+	case r.SpawnedCall != "":
+		return 1
+	}
+	return 2
 }
 
 // TreeTotals sums the own usage and cost of every run under n. Each run

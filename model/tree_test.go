@@ -86,3 +86,22 @@ func TestSharedPrefix(t *testing.T) {
 	}
 	assert.Zero(t, SharedPrefix(r, x))
 }
+
+func TestBuildTreesPutsSubagentsInTheOrderTheyStarted(t *testing.T) {
+	at := func(min int) time.Time { return time.Date(2026, 1, 2, 3, min, 0, 0, time.UTC) }
+	runs := []Run{
+		{ID: "old", TreeID: "old", CreatedAt: at(0)},
+		{ID: "main", TreeID: "main", CreatedAt: at(1)},
+		{ID: "late", TreeID: "late", SpawnedBy: "main", SpawnedCall: "t2", CreatedAt: at(20)},
+		{ID: "compact", TreeID: "compact", SpawnedBy: "main", CreatedAt: at(10)},
+		{ID: "early", TreeID: "early", SpawnedBy: "main", SpawnedCall: "t1", CreatedAt: at(5)},
+		{ID: "new", TreeID: "new", CreatedAt: at(30)},
+	}
+	var ids []string
+	for _, r := range BuildTrees(runs) {
+		ids = append(ids, r.Run.ID)
+	}
+	// Trees newest first; then subagents as they started, the one no call
+	// started (a compaction agent) last.
+	assert.Equal(t, []string{"new", "main", "old", "early", "late", "compact"}, ids)
+}

@@ -209,6 +209,9 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 			if id != "" {
 				p.calls[id] = name
 			}
+			if (name == "Task" || name == "Agent") && id != "" && assistant {
+				p.tasks = append(p.tasks, taskCall{id: id, prompt: strOr(member(b.input, "prompt")), at: int32(len(p.nodes))})
+			}
 			parts = append(parts, model.Part{Kind: model.ToolCall, ToolCallID: id, ToolName: name, ToolInput: toolInput(b.input)})
 		case "tool_result":
 			results++
@@ -231,6 +234,20 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 		return nil, 0, 0, errors.New("malformed content")
 	}
 	return parts, results, others, nil
+}
+
+// member is the raw value of key in the JSON object obj, nil when absent.
+func member(obj []byte, key string) []byte {
+	o := newObject(obj)
+	for {
+		k, v, ok := o.next()
+		if !ok {
+			return nil
+		}
+		if keyIs(k, key) {
+			return v
+		}
+	}
 }
 
 // resultContent reads a tool_result's content: a string, or blocks whose

@@ -444,3 +444,37 @@ func TestUsageOutOfRange(t *testing.T) {
 	assert.Zero(t, msgs[3].Usage)
 	assert.Equal(t, model.Usage{InputTokens: model.MaxTokens, OutputTokens: 2}, pf.Runs[0].Run.Usage)
 }
+
+func TestEdgeInlineSubagents(t *testing.T) {
+	// Claude Code 1.x wrote each Task subagent into the session's file,
+	// from a root of its own, naming neither the agent nor the call: each
+	// is a subagent of its own, started by its Task call.
+	pf := edge(t, "sidechains-inline-two.jsonl")
+	assert.Empty(t, pf.Skipped)
+	require.Len(t, pf.Runs, 3)
+	assert.Equal(t, []string{"use two subagents", `Task {"description":"look left","prompt":"look left"}`, "Left is clear.",
+		`Task {"description":"look right","prompt":"look right"}`, "Right is clear.", "Both clear."}, texts(pf.Runs[0].Messages))
+	for i, want := range []struct{ call, text string }{{"toolu_left", "Left is clear."}, {"toolu_right", "Right is clear."}} {
+		r := pf.Runs[i+1]
+		assert.Equal(t, -1, r.Parent, "a subagent is no branch")
+		require.NotNil(t, r.Subagent)
+		assert.Equal(t, want.call, r.Subagent.ToolCallID)
+		assert.Equal(t, want.text, texts(r.Messages)[1])
+	}
+}
+
+func TestEdgeCompactionAgent(t *testing.T) {
+	// The agent Claude Code compacts with: no call started it, and its
+	// prompt is the instructions to summarize; its title says what it is.
+	pf := parseFile(t, filepath.Join(testdata, "claude/edge/compaction/e0000000-0000-4000-8000-00000000000b/subagents/agent-acompact-7a3f.jsonl"))
+	require.Len(t, pf.Runs, 1)
+	r := pf.Runs[0]
+	require.NotNil(t, r.Subagent)
+	assert.Equal(t, "e0000000-0000-4000-8000-00000000000b", r.Subagent.ParentSession)
+	assert.Empty(t, r.Subagent.ToolCallID)
+	assert.Equal(t, CompactionTitle, r.Run.Title)
+	// The other subagents keep their calls and task descriptions.
+	pf = parseFile(t, filepath.Join(testdata, "claude/edge/compaction/e0000000-0000-4000-8000-00000000000b/subagents/agent-a2.jsonl"))
+	assert.Equal(t, "toolu_2", pf.Runs[0].Subagent.ToolCallID)
+	assert.Equal(t, "look at the right side", pf.Runs[0].Run.Title)
+}

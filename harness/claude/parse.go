@@ -118,11 +118,13 @@ type pay struct {
 type group struct {
 	agentID   string
 	sidechain bool
+	key       string // its key in parser.byKey
 	session   string // the sessionId its records carry
 	cwd       string
 	branch    string
 	first     time.Time
 	last      time.Time
+	firstNode int32 // its first record
 }
 
 // msgNode is a message of the tree being built.
@@ -167,6 +169,14 @@ type parser struct {
 	msgs    []msgNode
 	byMsgID map[string]int32
 	calls   map[string]string // tool call id -> tool name
+	tasks   []taskCall        // the calls that start subagents, in file order
+}
+
+// taskCall is a Task (Agent, in 2.x) call: what started a subagent.
+type taskCall struct {
+	id, prompt string
+	at         int32 // the record holding it
+	used       bool  // matched to a subagent already
 }
 
 type titleRef struct{ text, leaf string }
@@ -297,7 +307,7 @@ func (p *parser) handle(line []byte) {
 		n.parentUUID = strOr(f.parent) // absent or unreadable: link() falls back
 	}
 	session := strOr(f.session)
-	n.group = p.groupOf(isTrue(f.sidechain), strOr(f.agentID), session, &f, ts)
+	n.group = p.groupOf(p.groupKey(isTrue(f.sidechain), strOr(f.agentID), uuid, &n), strOr(f.agentID), session, &f, ts)
 	switch rs := strOr(f.requestSession); {
 	case rs != "" && rs != session:
 		n.copiedFrom = rs
@@ -384,17 +394,34 @@ func (p *parser) meta(typ string, f *fields) {
 	}
 }
 
+// groupKey names the tree a record belongs to: "" for the main chain,
+// "agent:<id>" for a subagent's sidechain. Claude Code 1.x wrote its Task
+// subagents into the session's file without an agentId: each of those
+// starts at a root of its own (a null parentUuid), and its records follow
+// their parents there.
+func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string {
+	switch {
+	case !sidechain:
+		return ""
+	case agentID != "":
+		return "agent:" + agentID
+	case n.explicit:
+		return "sidechain:" + uuid
+	}
+	if j, ok := p.byUUID[n.parentUUID]; ok && n.parentUUID != "" && p.groups[p.nodes[j].group].sidechain {
+		return p.groups[p.nodes[j].group].key
+	}
+	return "agent:"
+}
+
 // groupOf finds or makes the tree a record belongs to: the main chain, or
 // the sidechain of one agent.
-func (p *parser) groupOf(sidechain bool, agentID, session string, f *fields, ts time.Time) int32 {
-	key := ""
-	if sidechain {
-		key = "agent:" + agentID
-	}
+func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) int32 {
+	sidechain := key != ""
 	g, ok := p.byKey[key]
 	if !ok {
 		g = int32(len(p.groups))
-		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain})
+		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain, key: key, firstNode: int32(len(p.nodes))})
 		p.byKey[key] = g
 	}
 	gr := &p.groups[g]
@@ -856,13 +883,18 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 		}
 		if mainLine {
 			toolID := ""
-			if p.subagentFile() {
+			switch {
+			case p.compaction(gr):
+				// Claude Code compacts through an agent no call starts.
+			case p.subagentFile():
 				toolID = p.info.toolUseID
 				if toolID == "" && p.info.path != "" {
 					// No sidecar (older versions): the parent's tool
 					// result names the agent.
 					toolID = findAgentCall(p.info.path, gr.agentID, gr.session)
 				}
+			default:
+				toolID = p.spawningCall(g, pr.Messages)
 			}
 			pr.Subagent = &harness.SubagentHint{ParentSession: gr.session, ToolCallID: toolID}
 			if p.forkRef[gr.agentID] && len(pr.Messages) > 0 && pr.Messages[0].Role == model.Assistant {
@@ -900,6 +932,10 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 		if r.Title == "" || !p.subagentFile() {
 			r.Title = harness.TitleOf(pr.Messages)
 		}
+		if p.compaction(gr) {
+			// Its prompt is the instructions to summarize, not a task.
+			r.Title = CompactionTitle
+		}
 	default:
 		if len(pr.Messages) > 0 {
 			r.CreatedAt = pr.Messages[0].Time
@@ -910,6 +946,46 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 	if r.Title == "" && mainLine {
 		r.Title = harness.TitleOf(pr.Messages)
 	}
+}
+
+// CompactionTitle names the agent Claude Code compacts a conversation
+// with (agent-acompact-<id>.jsonl next to the subagents).
+const CompactionTitle = "conversation compaction (the summary that replaced the history)"
+
+// compaction reports whether sidechain gr is Claude Code's compaction
+// agent, which no tool call started.
+func (p *parser) compaction(gr *group) bool {
+	return strings.HasPrefix(gr.agentID, "acompact") ||
+		p.subagentFile() && strings.HasPrefix(filepath.Base(p.info.path), "agent-acompact")
+}
+
+// spawningCall finds the Task call that started the inline sidechain g
+// (Claude Code 1.x wrote them into the session's file, naming no call):
+// the unused call whose prompt is the sidechain's first message, else the
+// last unused one written before it.
+func (p *parser) spawningCall(g int32, msgs []model.Message) string {
+	first := p.groups[g].firstNode
+	prompt := ""
+	if len(msgs) > 0 && msgs[0].Role == model.User {
+		prompt = msgs[0].PlainText()
+	}
+	pick := -1
+	for i := range p.tasks {
+		tc := &p.tasks[i]
+		if tc.used || tc.at > first {
+			continue
+		}
+		if prompt != "" && tc.prompt == prompt {
+			pick = i
+			break
+		}
+		pick = i
+	}
+	if pick < 0 {
+		return ""
+	}
+	p.tasks[pick].used = true
+	return p.tasks[pick].id
 }
 
 // subagentFile reports whether the whole file is one subagent's sidechain.

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness/claude"
 	"tine/harness/codex"
 	"tine/model"
 )
@@ -101,4 +102,46 @@ func TestDetectByParsing(t *testing.T) {
 		require.NoError(t, err, harness)
 		assert.Equal(t, harness, r.Harness)
 	}
+}
+
+// TestSubagentsInOrder: several subagents of one session each hang under
+// the call that started them, in the order they started; the compaction
+// agent, which no call started, comes last and says what it is.
+func TestSubagentsInOrder(t *testing.T) {
+	st := openStore(t)
+	importPaths(t, st, "../../testdata/claude/edge/compaction")
+	ctx := context.Background()
+	main, err := st.Resolve(ctx, "e0000000-0000-4000-8000-00000000000b")
+	require.NoError(t, err)
+	runs, err := st.TreeRuns(ctx, main.TreeID)
+	require.NoError(t, err)
+	subs, err := st.Spawned(ctx, []string{main.ID})
+	require.NoError(t, err)
+	require.Len(t, subs, 3)
+	msgs, _, err := st.Messages(ctx, main.ID)
+	require.NoError(t, err)
+	callAt := map[string]int{}
+	for i, m := range msgs {
+		for _, c := range m.ToolCalls() {
+			callAt[c.ToolCallID] = i
+		}
+	}
+	var order []string
+	last := -1
+	for _, n := range model.BuildTrees(append(runs, subs...)) {
+		r := n.Run
+		if r.SpawnedBy == "" {
+			continue
+		}
+		assert.Equal(t, main.ID, r.SpawnedBy)
+		order = append(order, r.Title)
+		if r.SpawnedCall == "" {
+			continue
+		}
+		at, ok := callAt[r.SpawnedCall]
+		require.True(t, ok, "%s: its call %s is in the session", r.Title, r.SpawnedCall)
+		assert.Greater(t, at, last, "in the order of their calls")
+		last = at
+	}
+	assert.Equal(t, []string{"look at the left side", "look at the right side", claude.CompactionTitle}, order)
 }
