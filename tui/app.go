@@ -478,6 +478,8 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case watchReadyMsg, liveTickMsg, liveCheckedMsg:
 		return a, a.live(msg)
+	case copiedMsg:
+		return a, a.copied(msg)
 	case tea.KeyPressMsg:
 		return a, a.key(msg)
 	case tea.MouseWheelMsg:
@@ -560,6 +562,9 @@ func (a *App) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
 
 // typing reports whether keys go to a text input now.
 func (a *App) typing() bool {
+	if a.screen == screenTree && a.tree != nil {
+		return a.tree.finder.typing
+	}
 	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
 }
 
@@ -606,6 +611,9 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		return a.compareKey(msg)
 	case screenTree:
 		t := a.tree
+		if t.finder.typing {
+			return a.findKey(msg)
+		}
 		if key.Matches(msg, g.Back) {
 			switch {
 			case t.detailOnly:
@@ -629,6 +637,10 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			return a.retrySelected()
 		case key.Matches(msg, tk.NextTurn):
 			return a.openTurnDialog()
+		case key.Matches(msg, tk.Find):
+			return a.startFind()
+		case key.Matches(msg, tk.Copy):
+			return a.copySelected()
 		case key.Matches(msg, tk.Compare):
 			runs, labels, k, why := comparisonFor(t)
 			if why != "" {
@@ -934,6 +946,9 @@ func (a *App) footerLine() string {
 	if a.confirmQuit {
 		return st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")
 	}
+	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.showHelp {
+		return st.Key.Render("find: ") + t.finder.input.View()
+	}
 	if a.status != "" {
 		switch a.statusLevel {
 		case levelError:
@@ -968,6 +983,8 @@ func (a *App) currentHelp() screenHelp {
 		return diffHelp(a.keys)
 	case a.screen == screenCompare:
 		return compareHelp(a.keys)
+	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
+		return findHelp(a.keys)
 	case a.screen == screenTree && a.tree != nil && (a.tree.detailOnly || a.tree.detailFocus):
 		return detailHelp(a.keys, a.tree.detailOnly)
 	case a.screen == screenTree:

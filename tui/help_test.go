@@ -35,7 +35,7 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 		{name: "filter", reach: func(d *driver) { d.keys("/") },
 			must: []string{"enter", "apply", "esc", "cancel"}, mustNot: []string{"fork here"}},
 		{name: "tree", reach: func(d *driver) { d.keys("enter") },
-			must: []string{"fork here", "compare forks", "fold all", "next checkpoint"}, mustNot: []string{"filter", "mark best"}},
+			must: []string{"fork here", "compare forks", "fold all", "next checkpoint", "find in this tree", "next match", "copy the message"}, mustNot: []string{"filter", "mark best"}},
 		{name: "detail", reach: func(d *driver) { d.keys("enter", "enter") },
 			must: []string{"back to the list", "scroll"}, mustNot: []string{"focus detail", "filter"}},
 		{name: "compare", reach: func(d *driver) { d.keys("enter"); d.cursorTo("terse"); d.keys("c") },

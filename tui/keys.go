@@ -48,6 +48,9 @@ type TreeKeys struct {
 	NextCheckpoint, PrevCheckpoint      key.Binding
 	Fork, Cancel, Compare               key.Binding
 	Retry, NextTurn                     key.Binding
+	// Find searches the tree; NextMatch and PrevMatch move between
+	// matches; Copy copies the selected message.
+	Find, NextMatch, PrevMatch, Copy key.Binding
 }
 
 // CompareKeys are the Compare screen's; its NavKeys scroll every column.
@@ -126,6 +129,10 @@ func DefaultKeyMap() KeyMap {
 			Compare:        b("c", "compare forks", "c"),
 			Retry:          b("R", "retry failed fork", "R"),
 			NextTurn:       b("m", "next turn", "m"),
+			Find:           b("/", "find in this tree", "/"),
+			NextMatch:      b("n", "next match", "n"),
+			PrevMatch:      b("N", "previous match", "N"),
+			Copy:           b("y", "copy the message", "y"),
 		},
 		Compare: CompareKeys{
 			NavKeys:  scroll,
@@ -195,14 +202,26 @@ func libraryHelp(k KeyMap, mode libMode) screenHelp {
 func treeHelp(k KeyMap) screenHelp {
 	t, g := k.Tree, k.Global
 	return screenHelp{id: "tree",
-		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Fold, t.Detail, g.Back, g.Help, g.Quit},
+		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Find, t.Fold, t.Detail, t.Copy, g.Back, g.Help, g.Quit},
 		full: [][]key.Binding{
 			{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
 			{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
+			{t.Find, t.NextMatch, t.PrevMatch, t.Copy},
 			{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
 			{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
 		},
 		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."}
+}
+
+// findHelp is the tree's while a search is typed.
+func findHelp(k KeyMap) screenHelp {
+	l, g := k.Library, k.Global
+	apply := withHelp(l.Apply, "enter", "find")
+	help := withHelp(g.Help, "f1", "help")
+	return screenHelp{id: "tree-find",
+		short: []key.Binding{apply, l.CancelInput, help, g.ForceQuit},
+		full:  [][]key.Binding{{apply, l.CancelInput, help, g.ForceQuit}},
+		intro: "Find in this tree: the text of every message, in every fork (folded ones open when a match is in them). enter finds, then n and N move between matches; esc cancels."}
 }
 
 // detailHelp is the tree's while the detail pane has the keys.

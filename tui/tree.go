@@ -34,6 +34,8 @@ type treeScreen struct {
 	detail      detailPane
 	detailFocus bool
 	detailOnly  bool // narrow terminals read a message full-screen
+	// finder is / search within the tree (find.go).
+	finder treeFind
 }
 
 func newTreeScreen(data *treeData) treeScreen {
@@ -131,6 +133,10 @@ func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) 
 		return t.fold()
 	case key.Matches(msg, keys.FoldAll):
 		return t.foldAll()
+	case key.Matches(msg, keys.NextMatch):
+		return t.nextMatch(+1, false)
+	case key.Matches(msg, keys.PrevMatch):
+		return t.nextMatch(-1, false)
 	case key.Matches(msg, keys.NextCheckpoint):
 		return t.checkpoint(+1)
 	case key.Matches(msg, keys.PrevCheckpoint):
@@ -364,6 +370,9 @@ func (t *treeScreen) rowText(r row, st *Styles) string {
 		return fit(left+fit(role, 10)+fit(snippet, snipW)+fitRight(tok, 6), w)
 	}
 	body := st.role(m.Role).Render(fit(role, 10)) + fit(snippet, snipW)
+	if t.finder.hit[r.key()] {
+		body = st.role(m.Role).Render(fit(role, 10)) + highlight(fit(snippet, snipW), t.finder.query, st.Match)
+	}
 	if !safe {
 		body = st.Unsafe.Render(fit(role, 10) + fit(snippet, snipW))
 	}
