@@ -50,6 +50,7 @@ var clis = []cli{
 			{`Status:\n(clean)`, `Status:\nM notes.txt\n?? scratch.txt`},
 			{`7ed1f70 initial commit`, `9a9a9a9 replay base`},
 			{`{"type":"ephemeral"}`, `{"type":"ephemeral","ttl":"1h"}`}, // cache markers
+			{"toolu_tine0002_0", "toolu_01ABCdefGHIjklMNOpqrSTU"},       // tool-use ids
 		}},
 	{name: "codex", wire: WireResponses, toolOut: `hi\nREADME.md\nnotes.txt`,
 		system: "You are Codex, a coding agent based on GPT-5.",
@@ -62,10 +63,14 @@ var clis = []cli{
 			{"Chunk ID: 87afc7", "Chunk ID: 0c0ffe"},
 			{"Wall time: 0.0000 seconds", "Wall time: 0.0213 seconds"},
 			{"7ed1f70a693713b2c05ef5815214e252fd3bafb9", "9a9a9a9a693713b2c05ef5815214e252fd3bafb9"},
+			{"call_tine0002_0", "call_Zx81"}, // tool-call ids
 		}},
 	{name: "pi", wire: WireChat, toolOut: `hi\nREADME.md\nnotes.txt`,
 		system: "You are an expert coding assistant operating inside pi",
-		cwd:    "/tmp/tine-gen/project", date: "2026-11-29"},
+		cwd:    "/tmp/tine-gen/project", date: "2026-11-29",
+		volatile: [][2]string{
+			{"call_tine0002_0", "call_Zx81"}, // tool-call ids
+		}},
 }
 
 func loadCLI(t testing.TB, c *cli) {

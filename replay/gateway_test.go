@@ -137,8 +137,9 @@ func TestRecord(t *testing.T) {
 				}
 			}
 			// The assembled answer holds what the script said.
-			if !strings.Contains(string(tape[1].Answer), "echo hi") || !strings.Contains(string(tape[1].Answer), "The user wants me to run a shell command.") {
-				t.Errorf("step 2 answer: %s", tape[1].Answer)
+			text, thinking, name, args := answerParts(t, c.wire, tape[1].Answer)
+			if text != "I'll run it." || thinking != "The user wants me to run a shell command." || name != c.main[1].Reply.ToolCalls[0].Name || !jsonEqual([]byte(args), c.main[1].Reply.ToolCalls[0].Input) {
+				t.Errorf("step 2 answer: %q %q %q %q from %s", text, thinking, name, args, tape[1].Answer)
 			}
 			if !strings.Contains(string(tape[2].Answer), "The command printed: hi") {
 				t.Errorf("step 3 answer: %s", tape[2].Answer)
@@ -455,6 +456,23 @@ func TestKeyStaysHome(t *testing.T) {
 	if s := rec.Steps(); len(s) != 1 || s[0].Status != http.StatusBadGateway || s[0].Error == "" {
 		t.Errorf("steps %+v", s)
 	}
+	// No key configured: the agent's placeholder does not go up either,
+	// in whichever header it came.
+	plain, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: other.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	run3, _ := plain.NewRun(RunConfig{})
+	req3, _ := http.NewRequest(http.MethodPost, run3.URL()+"/v1/messages", strings.NewReader(`{}`))
+	req3.Header.Set("X-Api-Key", placeholder)
+	req3.Header.Set("Authorization", "Bearer "+placeholder)
+	if resp, err := http.DefaultClient.Do(req3); err == nil {
+		resp.Body.Close()
+	}
+	if len(elsewhere) != 1 || elsewhere[0] != "" {
+		t.Errorf("the upstream got keys %q", elsewhere)
+	}
 	if status, _ := post(t, g.URL()+"/r/nosuchrun", "/v1/messages", WireAnthropic, []byte(`{}`)); status != 404 {
 		t.Errorf("unknown run: %d", status)
 	}
@@ -520,4 +538,82 @@ func TestStreamsAsItArrives(t *testing.T) {
 	if first > total/3 || total < 300*time.Millisecond {
 		t.Errorf("first event after %v, whole answer %v", first, total)
 	}
+}
+
+// answerParts reads an assembled answer: its text, its thinking, and its
+// first tool call's name and arguments.
+func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, args string) {
+	t.Helper()
+	switch wire {
+	case WireAnthropic:
+		var a struct {
+			Content []struct {
+				Type, Text, Thinking, Name string
+				Input                      json.RawMessage
+			}
+		}
+		if err := json.Unmarshal(answer, &a); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range a.Content {
+			switch b.Type {
+			case "text":
+				text += b.Text
+			case "thinking":
+				thinking += b.Thinking
+			case "tool_use":
+				if name == "" {
+					name, args = b.Name, string(b.Input)
+				}
+			}
+		}
+	case WireChat:
+		var a struct {
+			Choices []struct {
+				Message struct {
+					Content          string
+					ReasoningContent string `json:"reasoning_content"`
+					ToolCalls        []struct {
+						Function struct{ Name, Arguments string }
+					} `json:"tool_calls"`
+				}
+			}
+		}
+		if err := json.Unmarshal(answer, &a); err != nil || len(a.Choices) != 1 {
+			t.Fatalf("%v: %s", err, answer)
+		}
+		m := a.Choices[0].Message
+		text, thinking = m.Content, m.ReasoningContent
+		if len(m.ToolCalls) > 0 {
+			name, args = m.ToolCalls[0].Function.Name, m.ToolCalls[0].Function.Arguments
+		}
+	case WireResponses:
+		var a struct {
+			Output []struct {
+				Type, Name, Arguments string
+				Content               []struct{ Text string }
+				Summary               []struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(answer, &a); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range a.Output {
+			switch o.Type {
+			case "message":
+				for _, c := range o.Content {
+					text += c.Text
+				}
+			case "reasoning":
+				for _, c := range o.Summary {
+					thinking += c.Text
+				}
+			case "function_call":
+				if name == "" {
+					name, args = o.Name, o.Arguments
+				}
+			}
+		}
+	}
+	return
 }
