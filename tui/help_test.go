@@ -58,6 +58,9 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 				foot := d.plain()[strings.LastIndex(d.plain(), "\n")+1:]
 				assert.Contains(t, foot, "help", "the footer offers help")
 				assert.Contains(t, foot, "quit", "and quit")
+				for _, m := range sc.mustNot {
+					assert.NotContains(t, foot, m, "the footer names no other screen's keys")
+				}
 				d.send(tea.KeyPressMsg{Code: tea.KeyF1})
 				require.True(t, d.a.showHelp, "f1 opens help")
 				requireFits(t, d.screen(), w, h)
