@@ -86,7 +86,7 @@ type App struct {
 	loading   string
 	// view counts the user's moves between screens. A tree or comparison
 	// is read for the view it was asked from and dropped when the user
-	// has moved on since (STYLE.md, lesson 13).
+	// has moved on since.
 	view int
 
 	imp       importState
@@ -409,6 +409,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case tea.PasteMsg:
 		switch {
+		case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
+			var cmd tea.Cmd
+			a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
+			return a, cmd
 		case a.dialog != nil:
 			return a, a.dialog.paste(msg)
 		case a.turn != nil:

@@ -22,7 +22,7 @@ func LogPath() (string, error) {
 }
 
 // openLog sends slog to the log file while the screen is the terminal's
-// (STYLE.md, lesson 15); it returns how to put things back.
+// instead of printing over it; it returns how to put things back.
 func openLog() (path string, done func()) {
 	p, err := LogPath()
 	if err == nil {

@@ -10,7 +10,7 @@ import (
 // runMailbox collects a batch's events for the screen without ever making
 // the driver wait: events are merged per run (the streamed text's tail,
 // whether something was stored, the latest status) and the screen takes
-// all that piled up at once (STYLE.md, lesson 14; fzf's eventbox).
+// all that piled up at once (as fzf's eventbox does).
 type runMailbox struct {
 	mu      sync.Mutex
 	pending map[string]*runNews

@@ -84,3 +84,12 @@ func TestCopyTheMessage(t *testing.T) {
 	assert.Equal(t, "What is the weather in Paris, Rome and Oslo?", string(body))
 	assert.Len(t, got, 2, "the OSC 52 copy and the file")
 }
+
+// TestFindTakesAPaste: a pasted query lands in the find line.
+func TestFindTakesAPaste(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 20)
+	d.keys("enter", "/")
+	d.send(tea.PasteMsg{Content: "Oslo"})
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "for “Oslo”")
+}
