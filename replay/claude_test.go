@@ -14,15 +14,15 @@ import (
 	"tine/internal/modelserver"
 )
 
-// claudeBin is the pinned Claude Code (testdata/agents/README.md).
-func claudeBin(t *testing.T) string {
+// agentBin is a pinned agent CLI (testdata/agents/README.md), or a skip.
+func agentBin(t *testing.T, name string) string {
 	dir := os.Getenv("TINE_AGENTS_BIN")
 	if dir == "" {
 		dir = "/tmp/tine-agents/node_modules/.bin"
 	}
-	bin := filepath.Join(dir, "claude")
+	bin := filepath.Join(dir, name)
 	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("claude is not installed in %s (npm install --prefix /tmp/tine-agents @anthropic-ai/claude-code@2.1.328, or set TINE_AGENTS_BIN)", dir)
+		t.Skipf("%s is not installed in %s (npm install --prefix /tmp/tine-agents the version pinned in testdata/agents/README.md, or set TINE_AGENTS_BIN)", name, dir)
 	}
 	return bin
 }
@@ -62,7 +62,7 @@ func runClaude(t *testing.T, bin, home, dir, base, prompt string) (string, error
 // normalisation list against the real CLI); a clone whose file differs
 // must diverge with kind tool at the step that reads it.
 func TestClaudeCodeReplay(t *testing.T) {
-	bin := claudeBin(t)
+	bin := agentBin(t, "claude")
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
 	orig := filepath.Join(root, "orig")
@@ -141,7 +141,7 @@ func TestClaudeCodeReplay(t *testing.T) {
 			t.Errorf("the replayed tool did not run for real: notes.txt is %q", b)
 		}
 		for k, s := range rrec.Steps() {
-			t.Logf("replayed step %d: answered in %v; raw fields that normalisation absorbed: %v", s.N, s.Duration, rawDiff(tape[k].Request, s.Request))
+			t.Logf("replayed step %d: answered in %v; raw fields that normalisation absorbed: %v", s.N, s.Duration, rawDiffWire(WireAnthropic, tape[k].Request, s.Request))
 		}
 		var res struct {
 			Result string `json:"result"`
@@ -175,8 +175,8 @@ func TestClaudeCodeReplay(t *testing.T) {
 	})
 }
 
-// rawDiff lists the fields two requests differ in before normalisation.
-func rawDiff(a, b []byte) []string {
+// rawDiffWire lists the fields two requests differ in before normalisation.
+func rawDiffWire(wire Wire, a, b []byte) []string {
 	dec := func(b []byte) any {
 		var v any
 		d := json.NewDecoder(bytes.NewReader(b))
@@ -185,7 +185,7 @@ func rawDiff(a, b []byte) []string {
 		return v
 	}
 	x, y := dec(a), dec(b)
-	c := &comparer{wire: WireAnthropic}
+	c := &comparer{wire: wire}
 	c.walk("", x, y, false)
 	var out []string
 	for _, d := range append(c.model, c.tool...) {
