@@ -99,7 +99,7 @@ func DefaultKeyMap() KeyMap {
 			ForceQuit: b("ctrl+c", "quit", "ctrl+c"),
 			Back:      b("esc", "back", "esc", "backspace"),
 		},
-		Help: HelpKeys{NavKeys: scroll, Close: b("any key", "close help")},
+		Help: HelpKeys{NavKeys: scroll, Close: b("any key", "closes help")},
 		Library: LibraryKeys{
 			NavKeys:     libNav,
 			Open:        b("enter", "open tree", "enter", "l", "right"),

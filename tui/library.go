@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -203,8 +204,8 @@ type libAction struct {
 func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction {
 	switch l.mode {
 	case libFilter, libSearch:
-		switch msg.String() {
-		case "esc":
+		switch {
+		case key.Matches(msg, keys.CancelInput):
 			if l.mode == libFilter {
 				l.filter.SetValue("")
 				l.refilter()
@@ -212,7 +213,7 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 			l.mode = libBrowse
 			l.filter.Blur()
 			return libAction{}
-		case "enter":
+		case key.Matches(msg, keys.Apply):
 			l.filter.Blur()
 			if l.mode == libSearch {
 				q := strings.TrimSpace(l.filter.Value())
@@ -225,8 +226,9 @@ func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction 
 			}
 			l.mode = libBrowse
 			return libAction{}
-		case "up", "down", "pgup", "pgdown":
-			// Let the list move while typing a filter.
+		case slices.Contains([]string{"up", "down", "pgup", "pgdown"}, msg.String()):
+			// Let the list move while typing a filter (the arrows only:
+			// k, j and the ctrl keys are the text's).
 		default:
 			var cmd tea.Cmd
 			l.filter, cmd = l.filter.Update(msg)
