@@ -240,6 +240,9 @@ func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
 	g.mu.Lock()
 	g.runs[r.token] = r
 	g.mu.Unlock()
+	if len(cfg.Tape) > 0 {
+		go r.Prepare()
+	}
 	return r, nil
 }
 
@@ -322,7 +325,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	if !isStep {
 		up := run.upstream(passWire(hr, sub))
 		g.logf("replay: run %s pass %s %s", run.cfg.ID, hr.Method, sub)
-		g.forward(w, hr, passWire(hr, sub), up, sub, raw, nil)
+		if g.forward(w, hr, passWire(hr, sub), up, sub, raw, nil) {
+			panic(http.ErrAbortHandler)
+		}
 		return
 	}
 	run.serveStep(w, hr, wire, sub, raw)
@@ -443,8 +448,13 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		r.status.Live = true
 		r.mu.Unlock()
 	}
-	r.g.forward(w, hr, wire, r.upstream(wire), sub, raw, &step)
+	cut := r.g.forward(w, hr, wire, r.upstream(wire), sub, raw, &step)
 	r.record(step)
+	if cut {
+		// The upstream cut the answer short: so does the gateway, so the
+		// agent sees what it would have seen without it.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func (r *Run) record(s Step) {
@@ -573,8 +583,9 @@ func target(base, sub, query string) (*url.URL, error) {
 }
 
 // forward sends the request to the upstream with the real key and streams
-// the answer back; when step is not nil it fills it in.
-func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up Upstream, sub string, raw []byte, step *Step) {
+// the answer back; when step is not nil it fills it in. cut reports that
+// the upstream's answer broke off after it had begun.
+func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up Upstream, sub string, raw []byte, step *Step) (cut bool) {
 	fail := func(status int, msg string) {
 		if step != nil {
 			step.Status, step.Error, step.Source = status, msg, FromUpstream
@@ -659,8 +670,11 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 				step.Events = append(step.Events, ev)
 			}
 			if err != nil {
-				if err != io.EOF && step != nil && step.Error == "" {
-					step.Error = "upstream stream: " + err.Error()
+				if err != io.EOF {
+					cut = true
+					if step != nil && step.Error == "" {
+						step.Error = "upstream stream: " + err.Error()
+					}
 				}
 				break
 			}
@@ -675,6 +689,7 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 	_, _ = w.Write(b)
+	cut = err != nil
 	if step != nil {
 		step.Body = b
 		if err != nil {
@@ -684,4 +699,5 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 		}
 		step.Duration = time.Since(step.Started)
 	}
+	return cut
 }

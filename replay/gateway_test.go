@@ -617,3 +617,29 @@ func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, 
 	}
 	return
 }
+
+// TestUpstreamCut: an answer the upstream breaks off is taped with why, and
+// the agent sees it broken off too.
+func TestUpstreamCut(t *testing.T) {
+	c := &clis[0]
+	loadCLI(t, c)
+	e := newEnv(t)
+	r := *c.main[1].Reply
+	r.Fault = &modelserver.Fault{Kind: modelserver.FaultDrop, AfterEvents: 4}
+	e.ms.Push(r)
+	rec := &MemRecorder{}
+	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
+	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", bytes.NewReader(c.main[1].Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Error("the agent got a whole answer")
+	}
+	steps := rec.Steps()
+	if len(steps) != 1 || steps[0].Error == "" || steps[0].Answer != nil || len(steps[0].Events) != 4 {
+		t.Errorf("steps %+v", steps)
+	}
+}
