@@ -140,9 +140,13 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 func writeComparison(w io.Writer, c comparison) {
 	fmt.Fprintf(w, "%d runs, parting after message %d\n", len(c.Runs), c.ForkPoint)
 	for _, r := range c.Runs {
-		fmt.Fprintf(w, "\n━━ %s  %s · %d steps · %d tokens", model.SafeText(r.Name), r.Status, r.Steps, r.Usage.Total())
+		steps := "steps"
+		if r.Steps == 1 {
+			steps = "step"
+		}
+		fmt.Fprintf(w, "\n━━ %s  %s · %d %s · %d tokens", model.SafeText(r.Name), r.Status, r.Steps, steps, r.Usage.Total())
 		if r.CostUSD > 0 {
-			fmt.Fprintf(w, " · $%.4f", r.CostUSD)
+			fmt.Fprintf(w, " · %s", costText(r.CostUSD))
 		}
 		if r.Seconds > 0 {
 			fmt.Fprintf(w, " · %.1fs", r.Seconds)

@@ -188,8 +188,7 @@ func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				f.Usage()
-				return nil, err
+				return nil, err // Parse has printed the usage
 			}
 			return nil, usageError{err.Error()}
 		}
@@ -199,11 +198,12 @@ func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
 		pos = append(pos, f.Arg(0))
 		args = f.Args()[1:]
 	}
+	name := strings.TrimPrefix(f.Name(), "tine ")
 	if len(pos) < minPos {
-		return nil, usagef("%s: missing argument (see --help)", f.Name())
+		return nil, usagef("%s: missing argument (see tine %s --help)", name, name)
 	}
 	if maxPos >= 0 && len(pos) > maxPos {
-		return nil, usagef("%s: unexpected argument %q", f.Name(), pos[maxPos])
+		return nil, usagef("%s: unexpected argument %q", name, pos[maxPos])
 	}
 	return pos, nil
 }

@@ -103,9 +103,12 @@ func TestUsageErrorsAndHelp(t *testing.T) {
 		cout, _, code := tine(t, db, c.name, "--help")
 		assert.Equal(t, 0, code, c.name)
 		assert.Contains(t, cout, "Usage: tine "+c.name, c.name)
+		assert.Equal(t, 1, strings.Count(cout, "Usage:"), "%s: the help once", c.name)
 		assert.Contains(t, cout, "-db", c.name)
 	}
-	_, errOut, code := tine(t, db, "show", "nosuchrun")
+	_, errOut, _ := tine(t, db, "compare")
+	assert.Equal(t, "tine: compare: missing argument (see tine compare --help)\nRun 'tine --help' for usage.\n", errOut)
+	_, errOut, code = tine(t, db, "show", "nosuchrun")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "tine: run \"nosuchrun\": not found\n", errOut, "one line, no stack trace")
 }

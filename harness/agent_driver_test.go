@@ -348,3 +348,23 @@ func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
 	_, err = d.Retry(ctx, again.ID, nil)
 	assert.ErrorContains(t, err, "only a failed or cancelled fork is retried")
 }
+
+func TestAPanickingHarnessFailsItsTurnOnly(t *testing.T) {
+	t.Parallel()
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	f.turn = func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+		if req.Input == "boom" {
+			panic("index out of range")
+		}
+		return nil
+	}
+	_, d, root := setup(t, f)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 2})
+	require.NoError(t, err)
+	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "boom"}, {RunID: forks[1].ID, Input: "fine"}}, nil)
+	require.Len(t, runs, 2)
+	assert.Equal(t, model.Failed, runs[0].Status)
+	assert.Contains(t, runs[0].Error, "internal error: index out of range")
+	assert.Equal(t, model.Completed, runs[1].Status)
+}

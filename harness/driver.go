@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -371,6 +373,16 @@ func (d *Driver) pollCancels(ctx context.Context, c *turnCancels) func() {
 func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	// Bookkeeping must land even when ctx is cancelled.
 	bg := context.WithoutCancel(ctx)
+	// A bug in a harness fails its turn, not the program (and the terminal
+	// a TUI holds): the stack goes to the log.
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Error("panic in a turn", "run", t.RunID, "panic", p, "stack", string(debug.Stack()))
+			err := fmt.Errorf("internal error: %v (the stack is in tine's log)", p)
+			_ = d.Store.SetStatus(bg, t.RunID, model.Failed, err.Error())
+			onEvent(RunEvent{RunID: t.RunID, Status: model.Failed, Err: err})
+		}
+	}()
 	finish := func(st model.Status, err error) {
 		text := ""
 		if err != nil {
@@ -479,7 +491,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
-		finish(model.Cancelled, errors.New("cancelled"))
+		finish(model.Cancelled, errors.New("stopped before it finished; what it had streamed is kept"))
 	case err != nil:
 		finish(model.Failed, err)
 	default:
