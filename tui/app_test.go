@@ -414,3 +414,20 @@ func TestReloadReadsOnlyWhatChanged(t *testing.T) {
 	changed := again.runs[again.index[forkID]]
 	assert.Len(t, changed.own, 2, "the fork that grew was")
 }
+
+// The detail pane never hands the terminal a hyperlink whose target comes
+// from a transcript.
+func TestMarkdownLinksAreNotHyperlinks(t *testing.T) {
+	t.Parallel()
+	md := markdownRenderers
+	for _, text := range []string{"see [the docs](javascript:alert(1)) and https://example.com/x and [f](file:///etc/passwd)"} {
+		out, err := md.render(mdKey{text: text, width: 80, dark: true})
+		require.NoError(t, err)
+		assert.NotContains(t, out, "\x1b]8;", "no OSC 8 hyperlink")
+		plain := ansi.Strip(out)
+		assert.Contains(t, plain, "the docs")
+		assert.Contains(t, plain, "javascript:alert(1)", "the target is shown as text")
+	}
+	assert.Equal(t, "ab", stripHyperlinks("a\x1b]8;;http://x\x1b\\b\x1b]8;;\x1b\\"))
+	assert.Equal(t, "ab", stripHyperlinks("a\x1b]8;;http://x\ab\x1b]8;;\a"))
+}

@@ -96,7 +96,39 @@ func (m *mdRenderers) render(k mdKey) (string, error) {
 		mdBuilds.Add(1)
 		r.r = tr
 	}
-	return r.r.Render(k.text)
+	out, err := r.r.Render(k.text)
+	return stripHyperlinks(out), err
+}
+
+// stripHyperlinks removes the OSC 8 hyperlinks glamour wraps around every
+// link, keeping their text: a link's target comes from the transcript, so
+// a terminal must never be handed it to open (file:, vscode:, or a target
+// that differs from the text shown). glamour prints the URL after a link's
+// text, so nothing a person needs is lost.
+func stripHyperlinks(s string) string {
+	const open = "\x1b]8;"
+	if !strings.Contains(s, open) {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, open)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		rest := s[i+len(open):]
+		// The sequence ends with ST (ESC \) or BEL.
+		end, n := strings.Index(rest, "\x1b\\"), 2
+		if j := strings.IndexByte(rest, '\a'); j >= 0 && (end < 0 || j < end) {
+			end, n = j, 1
+		}
+		if end < 0 {
+			return b.String() // an unterminated sequence: drop the rest
+		}
+		s = rest[end+n:]
+	}
 }
 
 // maxMarkdown bounds the finished renderings a detail pane keeps.
