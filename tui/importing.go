@@ -88,7 +88,12 @@ func (a *App) nextImportEvent() tea.Cmd {
 func foundSummary(files []importer.Found) string {
 	by := map[string]int{}
 	var mb float64
+	n := 0
 	for _, f := range files {
+		if f.Skip != "" || f.Err != nil {
+			continue // not a session file: Import lists it with its reason
+		}
+		n++
 		by[f.Format]++
 		mb += float64(f.Size) / 1e6
 	}
@@ -99,7 +104,7 @@ func foundSummary(files []importer.Found) string {
 			parts = append(parts, fmt.Sprintf("%s %d", names[k], by[k]))
 		}
 	}
-	return fmt.Sprintf("%s (%.1f MB): %s", plural(len(files), "session file"), mb, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%.1f MB): %s", plural(n, "session file"), mb, strings.Join(parts, ", "))
 }
 
 // progressLine draws an import's progress: a bar, files, MB, records/s.

@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
+	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
 )
@@ -63,4 +65,14 @@ func TestSearchSaysWhenThereAreMore(t *testing.T) {
 	s := d.plain()
 	assert.Contains(t, s, "the best 200 messages of more")
 	assert.NotContains(t, s, "200 messages found")
+}
+
+func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
+	t.Parallel()
+	got := foundSummary([]importer.Found{
+		{Path: "a.jsonl", Format: "claude", Size: 2e6},
+		{Path: "fifo", Skip: "a named pipe"},
+		{Path: "dir", Err: errors.New("permission denied")},
+	})
+	assert.Equal(t, "1 session file (2.0 MB): Claude Code 1", got)
 }
