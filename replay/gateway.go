@@ -224,7 +224,11 @@ func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
 	switch cfg.OnDivergence {
 	case "":
 		cfg.OnDivergence = Stop
-	case Stop, Live:
+	case Live:
+		if cfg.VerifyOnly {
+			return nil, fmt.Errorf("replay: a replay that only verifies never goes live (on_divergence live)")
+		}
+	case Stop:
 	default:
 		return nil, fmt.Errorf("replay: on_divergence must be stop or live, not %q", cfg.OnDivergence)
 	}

@@ -316,6 +316,14 @@ func TestReplayLiveAfterN(t *testing.T) {
 			t.Errorf("status %+v", st)
 		}
 	})
+	t.Run("verify only never goes live", func(t *testing.T) {
+		if _, err := e.g.NewRun(RunConfig{Tape: tape, VerifyOnly: true, OnDivergence: Live}); err == nil {
+			t.Error("accepted")
+		}
+		if _, err := e.g.NewRun(RunConfig{Tape: tape, N: 9}); err == nil {
+			t.Error("N beyond the tape accepted")
+		}
+	})
 	t.Run("on divergence live", func(t *testing.T) {
 		before := len(e.ms.ModelRequests())
 		run, _ := e.g.NewRun(RunConfig{Tape: tape, OnDivergence: Live})
