@@ -842,6 +842,10 @@ func (s taggedStore) RetireSource(ctx context.Context, path string) error {
 	return tag(s.Store.RetireSource(ctx, path))
 }
 
+func (s taggedStore) SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error {
+	return tag(s.Store.SetImportedEnd(ctx, runID, st, errText, finished))
+}
+
 // SQLite's primary result codes for a failing database.
 const (
 	sqliteReadOnly = 8
