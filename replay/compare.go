@@ -145,8 +145,9 @@ func (c *comparer) walk(path string, a, b any, toolOut bool) {
 			c.add(path, a, b, toolOut)
 			return
 		}
-		keys := sortedKeys(at)
-		for _, k := range sortedKeys(bt) {
+		var abuf, bbuf [16]string
+		keys := sortedKeys(at, abuf[:])
+		for _, k := range sortedKeys(bt, bbuf[:]) {
 			if _, ok := at[k]; !ok {
 				keys = append(keys, k)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -164,7 +163,8 @@ func (n *normalizer) findCwd(v any) {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
+		var buf [16]string
+		for _, k := range sortedKeys(t, buf[:]) {
 			n.findCwd(t[k])
 		}
 	case []any:
@@ -234,7 +234,8 @@ func (n *normalizer) walk(v any, toolOut bool) any {
 		for _, k := range n.r.dropEverywhere {
 			delete(t, k)
 		}
-		for _, k := range sortedKeys(t) {
+		var buf [16]string
+		for _, k := range sortedKeys(t, buf[:]) {
 			if idKey(n.wire, t, k) {
 				if s, ok := t[k].(string); ok {
 					t[k] = n.id(s)
@@ -277,4 +278,13 @@ func isToolOutput(wire Wire, m map[string]any, k string) bool {
 	return false
 }
 
-func sortedKeys(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
+// sortedKeys is m's keys in order, in buf when they fit (requests hold
+// thousands of small objects: this is most of Normalize's allocations).
+func sortedKeys(m map[string]any, buf []string) []string {
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
