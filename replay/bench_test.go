@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 )
 
@@ -74,4 +76,49 @@ func BenchmarkNormalize(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkReplay200 replays a 200-step tape (pi's requests, each step
+// adding a tool call and its output to the conversation, as a run with
+// fast tools does), every step checked and answered from the tape.
+func BenchmarkReplay200(b *testing.B) {
+	c := &clis[2]
+	loadCLI(b, c)
+	e := newEnv(b)
+	var req map[string]any
+	if err := json.Unmarshal(c.main[0].Body, &req); err != nil {
+		b.Fatal(err)
+	}
+	msgs := req["messages"].([]any)
+	var bodies [][]byte
+	for i := range 200 {
+		body, _ := json.Marshal(req)
+		bodies = append(bodies, body)
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{"id": id, "type": "function",
+				"function": map[string]any{"name": "bash", "arguments": fmt.Sprintf(`{"command":"go test ./pkg%d"}`, i)}}}},
+			map[string]any{"role": "tool", "tool_call_id": id, "content": fmt.Sprintf("ok  \texample.com/pkg%d\t0.%03ds\n", i, i)})
+		req["messages"] = msgs
+	}
+	rec := &MemRecorder{}
+	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
+	for _, body := range bodies {
+		post(b, run.URL(), "/v1/chat/completions", c.wire, body)
+	}
+	tape := Tape(rec.Steps())
+	for b.Loop() {
+		run, _ := e.g.NewRun(RunConfig{Tape: tape, Recorder: discard{}})
+		for _, body := range bodies {
+			if s, _ := post(b, run.URL(), "/v1/chat/completions", c.wire, body); s != 200 {
+				b.Fatal(s)
+			}
+		}
+		if st := run.Status(); st.Replayed != 200 {
+			b.Fatalf("%+v", st)
+		}
+		run.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/200/1e6, "ms/step")
+	b.ReportMetric(float64(len(bodies[199]))/1024, "kB-last-request")
 }

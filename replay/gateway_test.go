@@ -651,3 +651,32 @@ func TestUpstreamCut(t *testing.T) {
 		t.Errorf("steps %+v", steps)
 	}
 }
+
+func TestSSEReader(t *testing.T) {
+	in := ": comment\r\n\r\nevent: a\r\ndata: {\"x\":1}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\ndata: partial"
+	sr := &sseReader{r: bufio.NewReader(strings.NewReader(in))}
+	var got []Event
+	var raw strings.Builder
+	for {
+		b, ev, ok, err := sr.next()
+		raw.Write(b)
+		if ok {
+			got = append(got, ev)
+		}
+		if err != nil {
+			break
+		}
+	}
+	want := []Event{{"a", `{"x":1}`}, {"", "line1\nline2"}, {"", "[DONE]"}, {"", "partial"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+	if raw.String() != in {
+		t.Errorf("raw bytes not passed on as they came")
+	}
+}
