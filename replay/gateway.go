@@ -210,6 +210,9 @@ func (r *Run) Prepare() {
 
 // NewRun registers a run and gives it its base URL.
 func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
+	if len(cfg.Tape) == 0 && (cfg.N > 0 || cfg.VerifyOnly) {
+		return nil, fmt.Errorf("replay: no tape to replay")
+	}
 	if len(cfg.Tape) > 0 {
 		if why := cfg.Tape.Valid(); why != "" {
 			return nil, fmt.Errorf("replay: %s", why)

@@ -323,6 +323,12 @@ func TestReplayLiveAfterN(t *testing.T) {
 		if _, err := e.g.NewRun(RunConfig{Tape: tape, N: 9}); err == nil {
 			t.Error("N beyond the tape accepted")
 		}
+		if _, err := e.g.NewRun(RunConfig{N: 2}); err == nil {
+			t.Error("a replay without a tape accepted")
+		}
+		if _, err := e.g.NewRun(RunConfig{Tape: Tape{{N: 1}}}); err == nil {
+			t.Error("a tape without requests accepted")
+		}
 	})
 	t.Run("on divergence live", func(t *testing.T) {
 		before := len(e.ms.ModelRequests())
