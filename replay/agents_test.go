@@ -125,7 +125,7 @@ func (a realAgent) run(t *testing.T, bin, home, dir, base, prompt string) (strin
 	cmd.Dir = dir
 	node, _ := exec.LookPath("node")
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + filepath.Dir(bin) + ":" + filepath.Dir(node) + ":/usr/local/bin:/usr/bin:/bin",
-		"TZ=UTC", "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "SHELL=/bin/bash", "USER=tine"}, env...)
+		"TZ=UTC", "LANG=C.UTF-8", "TERM=dumb", "NO_COLOR=1", "SHELL=/bin/bash", "USER=tine", "GIT_TERMINAL_PROMPT=0"}, env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -157,7 +157,7 @@ func testAgentReplay(t *testing.T, a realAgent) {
 	m := &modelserver.Match{Tools: &tools}
 	e.ms.Push(
 		modelserver.Reply{Text: "Writing a file.", ToolCalls: []modelserver.ToolCall{a.call("echo second line >> notes.txt && echo done")}, Match: m},
-		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.call("cat notes.txt && ls")}, Match: m},
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.call("cat notes.txt && git ls-remote origin 2>&1")}, Match: m},
 		modelserver.Reply{Text: "The file has two lines.", Match: m},
 	)
 	rec := &MemRecorder{}
@@ -227,6 +227,26 @@ func testAgentReplay(t *testing.T, a realAgent) {
 			t.Errorf("got step %d %s at %s", d.Step, d.Kind, d.Path)
 		}
 	})
+	t.Run("a command that needs the network", func(t *testing.T) {
+		testAgentNetwork(t, a, bin, home, clone("replay-offline"), prompt, e, tape)
+	})
+}
+
+// testAgentNetwork is run by testAgentReplay: the tool of step 2 reads
+// the remote, which a replay cannot reach.
+func testAgentNetwork(t *testing.T, a realAgent, bin, home, dir, prompt string, e *env, tape Tape) {
+	git(t, dir, "remote", "set-url", "origin", "https://nonexistent.invalid/tine.git")
+	run, _ := e.g.NewRun(RunConfig{ID: a.name + "-replay-3", Tape: tape})
+	defer run.Close()
+	out, _ := a.run(t, bin, home, dir, run.URL(), prompt)
+	d := run.Status().Divergence
+	if d == nil {
+		t.Fatalf("no divergence\n%s", out)
+	}
+	t.Logf("%s\n%s", d.Detail(), d.Diff)
+	if d.Kind != KindNetwork || d.Step != 3 || !strings.Contains(d.Diff, "Could not resolve host") {
+		t.Errorf("got step %d %s at %s", d.Step, d.Kind, d.Path)
+	}
 }
 
 // rawDiffWire lists the fields two requests differ in before normalisation.

@@ -41,7 +41,8 @@ type Mismatch struct {
 	Diff string `json:"diff"`
 }
 
-// String is one line: the kind, the field and the first changed line.
+// String is one line: the kind, the field and the first changed line (for
+// a network divergence, the line with the network error).
 func (m *Mismatch) String() string {
 	if m == nil {
 		return "no divergence"
@@ -52,6 +53,9 @@ func (m *Mismatch) String() string {
 	}
 	s := fmt.Sprintf("%s: %s differs", m.Kind, what)
 	for _, l := range strings.Split(m.Diff, "\n") {
+		if m.Kind == KindNetwork && !(strings.HasPrefix(l, "+") && networkError.MatchString(l)) {
+			continue // the line that shows the network error
+		}
 		if (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")) && !strings.HasPrefix(l, "---") && !strings.HasPrefix(l, "+++") {
 			if len(l) > 120 {
 				l = l[:120] + "…"

@@ -104,6 +104,9 @@ func TestCompareClassifies(t *testing.T) {
 				if m.Kind != tc.kind || !strings.HasPrefix(m.Path, tc.path) || !strings.Contains(m.Diff, tc.diff) {
 					t.Errorf("%s: got %s at %q, diff:\n%s\nwant %s at %q with %q", tc.name, m.Kind, m.Path, m.Diff, tc.kind, tc.path, tc.diff)
 				}
+				if tc.kind == KindNetwork && !strings.Contains(m.String(), tc.diff[1:]) {
+					t.Errorf("%s: %q does not show the network error", tc.name, m.String())
+				}
 				if len(m.Fields) == 0 || m.Fields[0] != m.Path {
 					t.Errorf("%s: fields %v do not start with %q", tc.name, m.Fields, m.Path)
 				}
