@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // MaxTokens is the largest token count tine takes from a transcript or a
@@ -16,14 +17,37 @@ const MaxTokens = 1 << 53
 // fraction is cut off. A count that is negative, above MaxTokens or not a
 // number is an error that says which.
 func ParseTokens(raw string) (int64, error) {
+	// Plain digits, the common case, are read without ParseFloat.
+	if n, ok := digits(raw); ok {
+		return n, nil
+	}
 	f, err := strconv.ParseFloat(raw, 64)
+	// raw is cloned for the error: it does not escape, so callers'
+	// string(bytes) conversions need not allocate.
 	if err != nil && !isRange(err) {
-		return 0, fmt.Errorf("%.40q is not a token count", raw)
+		return 0, fmt.Errorf("%.40q is not a token count", strings.Clone(raw))
 	}
 	if err != nil || f < 0 || f > MaxTokens || math.IsNaN(f) {
-		return 0, fmt.Errorf("%.40s is not a token count in 0..2^53", raw)
+		return 0, fmt.Errorf("%.40s is not a token count in 0..2^53", strings.Clone(raw))
 	}
 	return int64(f), nil
+}
+
+// digits reads up to 15 decimal digits (less than 2^53), the form token
+// counts take.
+func digits(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 15 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // CheckTokens is ParseTokens for a number already decoded.

@@ -3,12 +3,14 @@ package codex
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,8 +184,8 @@ type parser struct {
 
 	buf []byte // scratch for unquoting
 
-	seenOrds  map[int64]seenRecord // the records read, by ordinal
-	seenLines map[uint64]bool      // and by their bytes' hash, without one
+	seenOrds  []seenRecord    // the records read, by ordinal
+	seenLines map[uint64]bool // and by their bytes' hash, without one
 	seed      maphash.Seed
 }
 
@@ -384,20 +386,26 @@ func (p *parser) duplicate(b, ord []byte) bool {
 		p.seenLines[sum] = true
 		return false
 	}
-	if p.seenOrds == nil {
-		p.seenOrds = map[int64]seenRecord{}
+	// Ordinals grow line by line: the records read are kept in their
+	// order, and only one out of order costs a search.
+	rec := seenRecord{ord: n, sum: sum, line: p.lineNo}
+	if k := len(p.seenOrds); k == 0 || n > p.seenOrds[k-1].ord {
+		p.seenOrds = append(p.seenOrds, rec)
+		return false
 	}
-	if first, seen := p.seenOrds[n]; seen {
-		if first.sum != sum {
-			p.skip(fmt.Sprintf("ordinal %d was already used on line %d: left out", n, first.line))
-		}
-		return true
+	i, found := slices.BinarySearchFunc(p.seenOrds, n, func(r seenRecord, n int64) int { return cmp.Compare(r.ord, n) })
+	if !found {
+		p.seenOrds = slices.Insert(p.seenOrds, i, rec)
+		return false
 	}
-	p.seenOrds[n] = seenRecord{sum: sum, line: p.lineNo}
-	return false
+	if first := p.seenOrds[i]; first.sum != sum {
+		p.skip(fmt.Sprintf("ordinal %d was already used on line %d: left out", n, first.line))
+	}
+	return true
 }
 
 type seenRecord struct {
+	ord  int64
 	sum  uint64
 	line int
 }
@@ -572,13 +580,19 @@ func (p *parser) event(pl []byte) {
 	if !ok {
 		return
 	}
-	var typ, reason []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
-		switch string(k) {
-		case "type":
-			typ = v
-		case "reason":
-			reason = v
+	// "type" comes first: most events (item_completed repeating a tool's
+	// whole output) need no more than that.
+	k, typ, ok := it.next()
+	for ok && string(k) != "type" {
+		k, typ, ok = it.next()
+	}
+	var reason []byte
+	if strEq(typ, "turn_aborted") {
+		it, _ = object(pl)
+		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+			if string(k) == "reason" {
+				reason = v
+			}
 		}
 	}
 	switch string(name(typ)) {

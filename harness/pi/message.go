@@ -90,20 +90,16 @@ func convertMessage(m *message, line []byte) (model.Message, float64, bool) {
 // (model.CheckTokens) makes the whole usage suspect: it is dropped, and the
 // error says which count.
 func usageOf(u *usage) (model.Usage, error) {
-	var out model.Usage
-	for _, f := range []struct {
-		name string
-		v    float64
-		to   *int64
-	}{{"input", u.Input, &out.InputTokens}, {"output", u.Output, &out.OutputTokens},
-		{"cacheRead", u.CacheRead, &out.CacheReadTokens}, {"cacheWrite", u.CacheWrite, &out.CacheWriteTokens}} {
-		n, err := model.CheckTokens(f.v)
+	in, err1 := model.CheckTokens(u.Input)
+	out, err2 := model.CheckTokens(u.Output)
+	read, err3 := model.CheckTokens(u.CacheRead)
+	write, err4 := model.CheckTokens(u.CacheWrite)
+	for i, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
-			return model.Usage{}, fmt.Errorf("usage.%s: %w", f.name, err)
+			return model.Usage{}, fmt.Errorf("usage.%s: %w", [...]string{"input", "output", "cacheRead", "cacheWrite"}[i], err)
 		}
-		*f.to = n
 	}
-	return out, nil
+	return model.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: read, CacheWriteTokens: write}, nil
 }
 
 // bashText is pi's bashExecutionToText.
