@@ -221,10 +221,10 @@ func retryable(resp *http.Response) bool {
 // --- the stream ---
 
 type wireUsage struct {
-	InputTokens              tokens `json:"input_tokens"`
-	OutputTokens             tokens `json:"output_tokens"`
-	CacheCreationInputTokens tokens `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     tokens `json:"cache_read_input_tokens"`
+	InputTokens              apihttp.Tokens `json:"input_tokens"`
+	OutputTokens             apihttp.Tokens `json:"output_tokens"`
+	CacheCreationInputTokens apihttp.Tokens `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     apihttp.Tokens `json:"cache_read_input_tokens"`
 }
 
 // streamEvent is any event of a Messages stream; each type fills some fields.
@@ -383,23 +383,23 @@ func (a *assembler) addUsage(u wireUsage) {
 	if a.badUsage {
 		return
 	}
-	if bad := firstBad(map[string]tokens{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
+	if bad := apihttp.FirstBad(map[string]apihttp.Tokens{"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens,
 		"cache_creation_input_tokens": u.CacheCreationInputTokens, "cache_read_input_tokens": u.CacheReadInputTokens}); bad != "" {
 		a.usage, a.badUsage = model.Usage{}, true
 		a.emit(harness.Event{Kind: harness.EventNote, Note: "anthropic: the server's usage was dropped: " + bad})
 		return
 	}
-	if u.InputTokens.n > 0 {
-		a.usage.InputTokens = u.InputTokens.n
+	if u.InputTokens.N > 0 {
+		a.usage.InputTokens = u.InputTokens.N
 	}
-	if u.OutputTokens.n > 0 {
-		a.usage.OutputTokens = u.OutputTokens.n
+	if u.OutputTokens.N > 0 {
+		a.usage.OutputTokens = u.OutputTokens.N
 	}
-	if u.CacheReadInputTokens.n > 0 {
-		a.usage.CacheReadTokens = u.CacheReadInputTokens.n
+	if u.CacheReadInputTokens.N > 0 {
+		a.usage.CacheReadTokens = u.CacheReadInputTokens.N
 	}
-	if u.CacheCreationInputTokens.n > 0 {
-		a.usage.CacheWriteTokens = u.CacheCreationInputTokens.n
+	if u.CacheCreationInputTokens.N > 0 {
+		a.usage.CacheWriteTokens = u.CacheCreationInputTokens.N
 	}
 }
 

@@ -161,30 +161,11 @@ func (h *CLI) Describe(ctx context.Context) harness.Description {
 		"OPENAI_API_KEY, or a Codex login (codex login), or a model provider in $CODEX_HOME/config.toml",
 		"TINE_CODEX_BIN to use another codex binary",
 	}}
-	path, err := exec.LookPath(h.cfg.Bin)
+	path, version, err := agentproc.Version(ctx, agentproc.Spec{Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env})
+	d.Installed, d.Path, d.Version = path != "", path, harness.OneLine(version, 80)
 	if err != nil {
-		d.Problem = fmt.Sprintf("codex is not installed (no %q in PATH); install it with: npm install -g %s", h.cfg.Bin, NPMPackage)
-		return d
+		d.Problem = harness.OneLine(err.Error(), 200)
 	}
-	d.Installed, d.Path = true, path
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// --version prints one plain line, which agentproc skips as not JSON.
-	var version string
-	_, err = agentproc.Run(ctx, agentproc.Spec{
-		Name: "codex", Package: NPMPackage, Bin: path, Args: []string{"--version"},
-		Env: h.cfg.Env, Stall: 10 * time.Second, Grace: time.Second,
-		Skipped: func(line []byte) {
-			if version == "" {
-				version = strings.TrimSpace(string(line))
-			}
-		},
-	}, func([]byte) error { return nil })
-	if err != nil {
-		d.Problem = "codex --version failed: " + harness.OneLine(err.Error(), 200)
-		return d
-	}
-	d.Version = harness.OneLine(version, 80)
 	return d
 }
 

@@ -352,10 +352,10 @@ type streamChunk struct {
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens        tokens `json:"prompt_tokens"`
-		CompletionTokens    tokens `json:"completion_tokens"`
+		PromptTokens        apihttp.Tokens `json:"prompt_tokens"`
+		CompletionTokens    apihttp.Tokens `json:"completion_tokens"`
 		PromptTokensDetails struct {
-			CachedTokens tokens `json:"cached_tokens"`
+			CachedTokens apihttp.Tokens `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	// Error is how OpenRouter and vLLM report a failure mid-stream.
@@ -400,15 +400,15 @@ func (a *assembler) Event(_, data string) (bool, error) {
 		a.model = c.Model
 	}
 	if u := c.Usage; u != nil {
-		if bad := firstBad(map[string]tokens{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
+		if bad := apihttp.FirstBad(map[string]apihttp.Tokens{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens,
 			"cached_tokens": u.PromptTokensDetails.CachedTokens}); bad != "" {
 			// A corrupt count never fails the answer nor gets stored.
 			a.usage = model.Usage{}
 			a.emit(harness.Event{Kind: harness.EventNote, Note: "openai: the server's usage was dropped: " + bad})
 		} else {
-			cached := u.PromptTokensDetails.CachedTokens.n
+			cached := u.PromptTokensDetails.CachedTokens.N
 			// prompt_tokens counts cached tokens too; model.Usage counts each once.
-			a.usage = model.Usage{InputTokens: max(u.PromptTokens.n-cached, 0), OutputTokens: u.CompletionTokens.n, CacheReadTokens: cached}
+			a.usage = model.Usage{InputTokens: max(u.PromptTokens.N-cached, 0), OutputTokens: u.CompletionTokens.N, CacheReadTokens: cached}
 		}
 	}
 	for _, ch := range c.Choices {

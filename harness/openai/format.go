@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"tine/harness"
+	"tine/harness/internal/apihttp"
 	"tine/model"
 )
 
@@ -38,8 +39,8 @@ type toolCall struct {
 }
 
 type chatUsage struct {
-	PromptTokens     tokens `json:"prompt_tokens"`
-	CompletionTokens tokens `json:"completion_tokens"`
+	PromptTokens     apihttp.Tokens `json:"prompt_tokens"`
+	CompletionTokens apihttp.Tokens `json:"completion_tokens"`
 }
 
 // Parse reads an openai-format transcript. name labels errors and skips. A
@@ -181,10 +182,10 @@ func convertMessage(raw []byte, warn *string) (model.Message, error) {
 		return m, fmt.Errorf("unknown role %q", cm.Role)
 	}
 	if u := cm.Usage; u != nil {
-		if bad := firstBad(map[string]tokens{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens}); bad != "" {
+		if bad := apihttp.FirstBad(map[string]apihttp.Tokens{"prompt_tokens": u.PromptTokens, "completion_tokens": u.CompletionTokens}); bad != "" {
 			*warn = "usage dropped: " + bad
 		} else {
-			m.Usage = model.Usage{InputTokens: u.PromptTokens.n, OutputTokens: u.CompletionTokens.n}
+			m.Usage = model.Usage{InputTokens: u.PromptTokens.N, OutputTokens: u.CompletionTokens.N}
 		}
 	}
 	if cm.Reasoning != "" {

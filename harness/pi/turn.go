@@ -77,7 +77,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -152,33 +151,12 @@ func (h *CLI) Describe(ctx context.Context) harness.Description {
 		"a provider in ~/.pi/agent/models.json (baseUrl, api, apiKey, models), or a provider's API key in the environment",
 		"--permissions auto: pi runs its tools without asking and has no permission prompts, so ask is refused",
 	}}
-	path, err := exec.LookPath(h.cfg.Bin)
+	path, version, err := agentproc.Version(ctx, agentproc.Spec{Name: "pi", Package: Package, Bin: h.cfg.Bin, Env: h.cfg.Env})
+	d.Installed, d.Path, d.Version = path != "", path, harness.OneLine(version, 80)
 	if err != nil {
-		d.Problem = fmt.Sprintf("pi is not installed (no %q in PATH); install it with: npm install -g %s", h.cfg.Bin, Package)
-		return d
+		d.Problem = harness.OneLine(err.Error(), 200)
 	}
-	d.Installed, d.Path = true, path
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	// pi prints its version on stderr.
-	res, err := agentproc.Run(ctx, agentproc.Spec{
-		Name: "pi", Package: Package, Bin: path, Args: []string{"--version"},
-		Env: h.cfg.Env, Stall: 10 * time.Second, Grace: time.Second,
-	}, func([]byte) error { return nil })
-	if err != nil {
-		d.Problem = "pi --version failed: " + harness.OneLine(err.Error(), 200)
-		return d
-	}
-	d.Version = harness.OneLine(firstLine(res.StderrTail), 80)
 	return d
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
 }
 
 // plan is how one turn runs pi.

@@ -339,3 +339,37 @@ func (t *tailWriter) String() string {
 	defer t.mu.Unlock()
 	return string(t.buf)
 }
+
+// Version finds s.Bin and asks it for --version (within 10 s), for a
+// harness's Describe: the path, and the first line the CLI printed on
+// stdout or stderr. The error says why it cannot run here: not installed
+// (naming s.Package), or --version failed.
+func Version(ctx context.Context, s Spec) (path, version string, err error) {
+	name := s.Name
+	if name == "" {
+		name = s.Bin
+	}
+	if path, err = exec.LookPath(s.Bin); err != nil {
+		return "", "", notInstalled(name, s)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s.Bin, s.Args, s.Stall, s.Grace = path, []string{"--version"}, 10*time.Second, time.Second
+	// --version prints a plain line, which Run skips as not JSON.
+	s.Skipped = func(line []byte) {
+		if version == "" {
+			version = strings.TrimSpace(string(line))
+		}
+	}
+	res, err := Run(ctx, s, func([]byte) error { return nil })
+	if err != nil {
+		return path, "", fmt.Errorf("%s --version failed: %w", name, err)
+	}
+	if version == "" { // some print it on stderr
+		version = strings.TrimSpace(res.StderrTail)
+		if i := strings.IndexByte(version, '\n'); i >= 0 {
+			version = version[:i]
+		}
+	}
+	return path, version, nil
+}
