@@ -541,12 +541,12 @@ func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
 	if run.Worktree != "" || run.ParentID == "" || run.InPlace || run.NativeID != "" {
 		return nil
 	}
+	// The branch is named after the one checked out where the fork starts
+	// (its HEAD is what the fork is made from), not the one the transcript
+	// recorded, which the person may have left since.
 	_, branch, err := worktree.Repo(ctx, run.Cwd)
 	if err != nil {
 		return fmt.Errorf("the fork's directory: %w", err)
-	}
-	if run.Branch != "" {
-		branch = run.Branch
 	}
 	wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: d.worktreeRoot(), Branch: branch})
 	if err != nil {
