@@ -368,3 +368,19 @@ func TestAPanickingHarnessFailsItsTurnOnly(t *testing.T) {
 	assert.Contains(t, runs[0].Error, "internal error: index out of range")
 	assert.Equal(t, model.Completed, runs[1].Status)
 }
+
+func TestForkBranchIsNamedAfterTheCheckedOutBranch(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	a := newAgent("claude")
+	st, d, _ := agentSetup(t, repo, a)
+	ctx := context.Background()
+	// The transcript says the session worked on a branch since left.
+	root := model.Run{Harness: "claude", NativeID: "s-old", Cwd: repo, Branch: "feature-gone"}
+	require.NoError(t, st.CreateRun(ctx, &root, seed()))
+	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Messages: []string{"x"}})
+	require.NoError(t, err)
+	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "x"}}, nil)
+	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
+	assert.Equal(t, "main-fork-1", runs[0].Branch)
+}
