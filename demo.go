@@ -190,5 +190,5 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true, apiFlags{})})
+	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true, apiFlags{}), Watch: true})
 }

@@ -29,6 +29,9 @@ type Options struct {
 	OpenTree string
 	// Driver makes forks and runs their turns; nil turns forking off.
 	Driver *harness.Driver
+	// Watch imports the agents' sessions as they grow while the program
+	// runs (watch.go): for the user's own database, not the demo's.
+	Watch bool
 }
 
 type screenID int
@@ -112,6 +115,12 @@ type App struct {
 	checking bool
 	lastReap time.Time
 
+	// watching is set while a watch import runs (watch.go); watchErr and
+	// watchFileErrs are what it last failed with, said once.
+	watching                bool
+	watchEvery              time.Duration
+	watchErr, watchFileErrs string
+
 	status      string
 	statusLevel level
 	statusID    int
@@ -132,17 +141,19 @@ type shortHelpKey struct {
 func New(st *store.Store, opts Options) *App {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{
-		ctx:     ctx,
-		cancel:  cancel,
-		st:      st,
-		opts:    opts,
-		keys:    DefaultKeyMap(),
-		styles:  NewStyles(true),
-		now:     time.Now,
-		tick:    tea.Tick,
-		lib:     newLibraryScreen(),
-		batches: map[int]*forkBatch{},
-		pending: map[int]launchReq{},
+		ctx:    ctx,
+		cancel: cancel,
+		st:     st,
+		opts:   opts,
+		keys:   DefaultKeyMap(),
+		styles: NewStyles(true),
+		now:    time.Now,
+		tick:   tea.Tick,
+		lib:    newLibraryScreen(),
+
+		watchEvery: watchEvery,
+		batches:    map[int]*forkBatch{},
+		pending:    map[int]launchReq{},
 	}
 	return a
 }
@@ -200,7 +211,7 @@ type (
 
 // Init loads the library and asks the terminal for its background.
 func (a *App) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), a.watch()}
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), a.watch(), a.watchImport()}
 	if a.opts.OpenTree != "" {
 		cmds = append(cmds, a.loadTree(a.opts.OpenTree, "", 0))
 	}
@@ -482,6 +493,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case watchReadyMsg, liveTickMsg, liveCheckedMsg:
 		return a, a.live(msg)
+	case watchTickMsg:
+		return a, a.watchImport()
+	case watchDoneMsg:
+		return a, a.watchDone(msg)
 	case copiedMsg:
 		return a, a.copied(msg)
 	case tea.KeyPressMsg:

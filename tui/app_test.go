@@ -59,7 +59,11 @@ type driver struct {
 }
 
 func newDriver(t *testing.T, st *store.Store, w, h int) *driver {
-	a := New(st, Options{Title: "test"})
+	return newDriverOpts(t, st, Options{Title: "test"}, w, h)
+}
+
+func newDriverOpts(t *testing.T, st *store.Store, opts Options, w, h int) *driver {
+	a := New(st, opts)
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	d := &driver{t: t, a: a}
@@ -86,7 +90,7 @@ func (d *driver) run(cmd tea.Cmd) {
 			for _, c := range msg {
 				d.run(c)
 			}
-		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg,
+		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
 			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg:

@@ -12,9 +12,11 @@ import (
 
 // importState is the library's view of importing this machine's sessions.
 type importState struct {
-	found    []importer.Found // what discovery turned up; nil until it looked
-	looked   bool
-	running  bool
+	found   []importer.Found // what discovery turned up; nil until it looked
+	looked  bool
+	running bool
+	// queued: i was pressed while a watch import ran; it starts after.
+	queued   bool
 	progress importer.Progress
 	events   chan tea.Msg
 	last     *importer.Summary
@@ -48,6 +50,10 @@ func (a *App) startImport() tea.Cmd {
 	}
 	if a.st == nil {
 		return nil
+	}
+	if a.watching {
+		im.queued = true // after the watch import that is running
+		return a.setStatus("importing this machine's agent sessions…", levelInfo)
 	}
 	im.running = true
 	im.events = make(chan tea.Msg, 16)
