@@ -655,22 +655,26 @@ func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, on
 	return runs[0], nil
 }
 
-// NextTurnRun is the run that gets run id's next turn. A pending fork gets
-// its first turn; a fork that tine made and ran gets its next one itself,
-// resuming its own session. Any other run (an agent's own session,
-// imported) is never written to (rule 7): it is forked at its end, and the
-// fork is returned. Continuing with another agent is a handoff.
+// NextTurnRun is the run that gets run id's next turn (NextTurnTarget
+// says which): run id itself, or a new fork at its end, which it makes.
+// Continuing with another agent is a handoff.
 func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model.Run, error) {
 	run, err := d.Store.Run(ctx, id)
 	if err != nil {
 		return model.Run{}, err
 	}
-	switch {
-	case run.Status == model.Running:
+	name := harnessName
+	if name == "" {
+		name = run.Harness
+	}
+	var caps Capabilities
+	if h, err := d.Harnesses.Get(name); err == nil {
+		caps = h.Capabilities()
+	}
+	switch NextTurnTarget(run, name, caps) {
+	case TurnRunning:
 		return model.Run{}, fmt.Errorf("run %s is running; wait for it, or stop it with tine cancel %s", run.Label(), model.ShortID(run.ID))
-	case run.Status == model.Pending && (harnessName == "" || harnessName == run.Harness):
-		return run, nil
-	case d.ownsNextTurn(run, harnessName):
+	case TurnFirst, TurnItself:
 		return run, nil
 	}
 	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName)})
@@ -680,19 +684,35 @@ func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model
 	return forks[0], nil
 }
 
-// ownsNextTurn reports whether run's next turn goes on run itself: a fork
-// tine made (not imported), continued by its own harness, which can resume
-// its session.
-func (d *Driver) ownsNextTurn(run model.Run, harnessName string) bool {
-	if run.ParentID == "" || run.Source != "" || (harnessName != "" && harnessName != run.Harness) {
-		return false
+// TurnTarget says which run gets a run's next turn.
+type TurnTarget int
+
+const (
+	// TurnRunning: the run is running; it has no next turn now.
+	TurnRunning TurnTarget = iota
+	// TurnFirst: a pending fork gets its first turn.
+	TurnFirst
+	// TurnItself: a fork tine made gets its next turn itself, resuming its
+	// own session.
+	TurnItself
+	// TurnNewFork: anything else (an agent's own session, imported) is
+	// never written to (rule 7): a new fork at its end gets the turn.
+	TurnNewFork
+)
+
+// NextTurnTarget says where run's next turn goes when harness name, which
+// can do caps, runs it: the one rule the driver and the screens share.
+func NextTurnTarget(run model.Run, name string, caps Capabilities) TurnTarget {
+	own := name == "" || name == run.Harness
+	switch {
+	case run.Status == model.Running:
+		return TurnRunning
+	case run.Status == model.Pending && own:
+		return TurnFirst
+	case own && run.ParentID != "" && run.Source == "" && caps.Resume && (!caps.OwnSessions || run.NativeID != ""):
+		return TurnItself
 	}
-	h, err := d.Harnesses.Get(run.Harness)
-	if err != nil {
-		return false
-	}
-	caps := h.Capabilities()
-	return caps.Resume && (!caps.OwnSessions || run.NativeID != "")
+	return TurnNewFork
 }
 
 // needsHandoff reports whether continuing run with harnessName must be a

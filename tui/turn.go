@@ -100,24 +100,26 @@ func (d *turnDialog) explain() (string, bool) {
 		}
 	}
 	var s string
-	switch {
-	case r.Status == model.Running:
+	switch harness.NextTurnTarget(r, name, caps) {
+	case harness.TurnRunning:
 		return label + " is running: wait for it, or stop it with x", false
-	case r.Status == model.Pending && own:
+	case harness.TurnFirst:
 		s = label + " gets its first turn"
-	case r.ParentID != "" && r.Source == "" && own && caps.Resume && (!caps.OwnSessions || r.NativeID != ""):
+	case harness.TurnItself:
 		s = label + " gets the turn itself"
 		if caps.OwnSessions {
 			s += ", resuming its own session"
 		}
-	case r.Source != "":
+	case harness.TurnNewFork:
+		if r.Source == "" {
+			s = "a new fork at the end of " + label + " gets the turn; " + label + " itself is never written to"
+			break
+		}
 		who := "an agent"
 		if r.Harness != "" {
 			who = model.SafeText(r.Harness)
 		}
 		s = fmt.Sprintf("%s is %s's own session, imported: tine never writes to it, so a new fork at its end gets the turn", label, who)
-	default:
-		s = "a new fork at the end of " + label + " gets the turn; " + label + " itself is never written to"
 	}
 	if caps.OwnSessions && !own {
 		s += fmt.Sprintf(". With %s this is a handoff: a new %s session whose first message is the transcript so far", name, name)
