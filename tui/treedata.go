@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"slices"
 
 	"tine/model"
@@ -112,12 +113,22 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 		}
 		later = wait
 	}
+	// Each subagent goes right under the call that started it, whenever it
+	// was created; those no call started (a compaction) go at the end.
+	for _, rd := range t.runs {
+		slices.SortStableFunc(rd.subagents, func(x, y int) int {
+			return cmp.Compare(t.runs[x].spawnedAt, t.runs[y].spawnedAt)
+		})
+	}
 	return t
 }
 
 // spawnPoint is the index of the message in r that made tool call id (the
-// run's last message when it is not found).
+// run's last message when there is no such call, or no call at all).
 func spawnPoint(r *runData, id string) int {
+	if id == "" {
+		return r.run().ForkAt + len(r.own) - 1
+	}
 	for i := len(r.own) - 1; i >= 0; i-- {
 		for _, p := range r.own[i].Parts {
 			if p.Kind == model.ToolCall && p.ToolCallID == id {
