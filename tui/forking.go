@@ -268,10 +268,10 @@ type cancelRequestedMsg struct {
 	err   error
 }
 
-// cancelSelected stops the fork under the cursor, whoever runs it: a batch
-// this screen started is cancelled directly (with the forks launched with
-// it); any other running fork is asked to stop through the store, and the
-// process that owns it stops it (rule 4 in ARCHITECTURE.md).
+// cancelSelected stops the fork under the cursor, whoever runs it: the
+// request goes through the store, and the process that runs the fork (this
+// one, or another tine) stops that fork alone within half a second; a
+// pending fork is cancelled at once.
 func (a *App) cancelSelected() tea.Cmd {
 	rd := a.tree.currentRun()
 	if rd == nil {
@@ -279,15 +279,6 @@ func (a *App) cancelSelected() tea.Cmd {
 	}
 	run := rd.run()
 	label := model.SafeText(run.Label())
-	for _, b := range a.batches {
-		if b.runs[run.ID] {
-			b.cancel()
-			if len(b.runs) == 1 {
-				return a.setStatus("cancelling "+label, levelWarn)
-			}
-			return a.setStatus(fmt.Sprintf("cancelling %s and the %s launched with it", label, plural(len(b.runs)-1, "fork")), levelWarn)
-		}
-	}
 	if run.Status != model.Running && run.Status != model.Pending {
 		return a.setStatus(fmt.Sprintf("%s is not running (%s)", label, run.Status), levelWarn)
 	}
