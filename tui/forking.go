@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"tine/harness"
 	"tine/model"
+	"tine/store"
 )
 
 // spinEvery paces the spinner of running forks.
@@ -314,8 +316,16 @@ func (a *App) reloadTree() tea.Cmd {
 	}
 	a.reloading = true
 	ctx, st, id, prev := a.ctx, a.st, a.tree.data.root.Run.ID, a.tree.data
+	src := a.tree.data.root.Run.Source
 	return func() tea.Msg {
 		data, err := LoadTree(ctx, st, id, prev)
+		if errors.Is(err, store.ErrNotFound) && src != "" {
+			// An import read the tree's file again (a rewind, a rewrite)
+			// and replaced its runs: the tree now starts at the new ones.
+			if runs, rerr := st.RunsBySource(ctx, src); rerr == nil && len(runs) > 0 {
+				data, err = LoadTree(ctx, st, runs[0].TreeID, nil)
+			}
+		}
 		return treeLoadedMsg{id: id, data: data, reload: true, err: err}
 	}
 }
@@ -341,7 +351,11 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	t.data = msg.data
 	t.rows = t.data.flatten(t.folded)
 	t.invalidate()
-	if ri, ok := t.data.index[keepRun]; ok {
+	ri, ok := t.data.index[keepRun]
+	if !ok && keep.run == 0 {
+		ri, ok = 0, true // the root, read again under a new id
+	}
+	if ok {
 		t.moveTo(rowKey{run: int32(ri), msg: keep.msg, kind: keep.kind})
 	}
 	if ri, ok := t.data.index[a.follow]; ok {
