@@ -58,18 +58,34 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	return runTurns(ctx, e, st, d, []harness.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target}, *wait, *asJSON, api, ag)
 }
 
-// runTurns runs turns in the foreground (wait) or in a background tine,
-// then prints the runs as `tine fork` does.
+// runTurns runs turns (none: the runs were only created) in the
+// foreground (wait) or in a background tine, then prints runs as `tine
+// fork` does.
 func runTurns(ctx context.Context, e *env, st *store.Store, d *harness.Driver, turns []harness.Turn, runs []model.Run,
 	wait, asJSON bool, api apiFlags, ag agentFlags) error {
-	if wait {
-		runs = d.RunTurns(ctx, turns, forkProgress(e, runs))
-	} else {
-		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 4), api, ag, turns); err != nil {
-			return fmt.Errorf("the turn could not start: %w", err)
+	switch {
+	case len(turns) == 0:
+	case wait:
+		done := d.RunTurns(ctx, turns, forkProgress(e, runs))
+		byID := map[string]model.Run{}
+		for _, r := range done {
+			byID[r.ID] = r
 		}
-		for i := range runs {
-			runs[i].Status = model.Running
+		for i, r := range runs {
+			if r2, ok := byID[r.ID]; ok {
+				runs[i] = r2
+			}
+		}
+	default:
+		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, turns); err != nil {
+			return fmt.Errorf("created, but the turns could not start: %w", err)
+		}
+		for _, t := range turns {
+			for i := range runs {
+				if runs[i].ID == t.RunID {
+					runs[i].Status = model.Running
+				}
+			}
 		}
 	}
 	if asJSON {
@@ -84,12 +100,12 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *harness.Driver, t
 		}
 	} else {
 		printForks(e.stdout, runs)
-		if !wait {
-			fmt.Fprintln(e.stdout, "The turn runs in the background; watch it with: tine ls (or in the TUI)")
+		if len(turns) > 0 && !wait {
+			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
 		}
 	}
 	if ctx.Err() != nil {
-		return errors.New("cancelled: recorded as cancelled")
+		return errors.New("cancelled: what the forks had streamed is kept, and they are recorded as cancelled")
 	}
 	return failedForks(runs)
 }

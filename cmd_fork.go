@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -233,39 +232,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 			turns = append(turns, harness.Turn{RunID: fk.ID, Input: input})
 		}
 	}
-	switch {
-	case len(turns) == 0:
-	case *wait:
-		progress := forkProgress(e, forks)
-		forks = d.RunTurns(ctx, turns, progress)
-	default:
-		if err := startBackgroundTurns(st.Path(), *parallel, api, ag, turns); err != nil {
-			return fmt.Errorf("forks created, but their turns could not start: %w", err)
-		}
-		for i := range forks {
-			forks[i].Status = model.Running
-		}
-	}
-	if *asJSON {
-		out := struct {
-			Forks []forkJSON `json:"forks"`
-		}{}
-		for _, fk := range forks {
-			out.Forks = append(out.Forks, toForkJSON(fk))
-		}
-		if err := writeJSON(e.stdout, out); err != nil {
-			return err
-		}
-	} else {
-		printForks(e.stdout, forks)
-		if len(turns) > 0 && !*wait {
-			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
-		}
-	}
-	if ctx.Err() != nil {
-		return errors.New("cancelled: the forks are recorded as cancelled")
-	}
-	return failedForks(forks)
+	return runTurns(ctx, e, st, d, turns, forks, *wait, *asJSON, api, ag)
 }
 
 // failedForks is the error of a command whose forks failed, naming the first.
