@@ -86,3 +86,33 @@ func watchedSession(t *testing.T, name string, n int) (*driver, func()) {
 		require.NoError(t, f.Close())
 	}
 }
+
+// TestWatchOnlyWhenAsked: without Options.Watch (tine demo) the agents'
+// folders are not read, however the session grows.
+func TestWatchOnlyWhenAsked(t *testing.T) {
+	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
+	d.a.opts.Watch = false
+	before := d.a.tree.data.runs[0].run().Len()
+	grow()
+	d.send(watchTickMsg{})
+	assert.Equal(t, before, d.a.tree.data.runs[0].run().Len())
+	assert.Nil(t, d.a.watchTick(), "and no next round is scheduled")
+}
+
+func TestWatchNews(t *testing.T) {
+	for _, c := range []struct {
+		sum   importer.Summary
+		fresh int
+		want  string
+	}{
+		{importer.Summary{Files: 40, Unchanged: 40}, 0, ""},
+		{importer.Summary{Files: 40, Unchanged: 39, Appended: 1, Messages: 4}, 0, "4 new messages in 1 session"},
+		{importer.Summary{Files: 40, Unchanged: 38, Appended: 2, Messages: 1}, 0, "1 new message in 2 sessions"},
+		{importer.Summary{Files: 41, Unchanged: 40, Runs: 1, Messages: 9}, 1, "1 new session"},
+		{importer.Summary{Files: 41, Unchanged: 39, Runs: 1, Appended: 1, Messages: 12}, 1, "1 new session, 1 session grew"},
+		{importer.Summary{Files: 40, Unchanged: 39, Reread: 1, Runs: 1, Messages: 30}, 0, "1 session grew"},
+		{importer.Summary{Files: 41, Unchanged: 40}, 1, ""}, // a new file with no messages yet
+	} {
+		assert.Equal(t, c.want, watchNews(c.sum, c.fresh), "%+v", c.sum)
+	}
+}
