@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -115,4 +117,22 @@ func TestWatchNews(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, watchNews(c.sum, c.fresh), "%+v", c.sum)
 	}
+}
+
+// TestWatchInTheRealProgram: the program's own timer drives the watch;
+// the grown session shows with no message sent to it.
+func TestWatchInTheRealProgram(t *testing.T) {
+	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
+	st := d.a.st
+	a := New(st, Options{Watch: true, OpenTree: d.a.tree.data.root.Run.ID})
+	a.watchEvery = 50 * time.Millisecond
+	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 30))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("K=1/2")) },
+		teatest.WithDuration(5*time.Second))
+	grow()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("new messages in 1 session")) },
+		teatest.WithDuration(5*time.Second))
+	tm.Send(press("q"))
+	final := tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(*App)
+	assert.Equal(t, 6, final.tree.data.runs[0].run().Len())
 }
