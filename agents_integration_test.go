@@ -632,3 +632,65 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 		assert.Contains(t, byName["codex"].Version, "0.169.0")
 	}
 }
+
+// TestRecordAClaudeForkAsItsTape: with --record, a fork's Claude Code turns
+// reach the model through tine's gateway: the agent holds a placeholder
+// key, the real one goes to the model API only, and every model call is
+// stored as a step of the fork's tape, a later turn's after the first's.
+func TestRecordAClaudeForkAsItsTape(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	gitInit(t, filepath.Join(home, "project"))
+	a := setupAgent(t, "claude", home, srv.URL())
+	tools := true
+	on := func(marker string, rs ...modelserver.Reply) {
+		for i := range rs {
+			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
+		}
+		srv.Push(rs...)
+	}
+	on("turn-one", modelserver.Reply{Text: "Hello."})
+	on("turn-two", modelserver.Reply{Text: "Noted."})
+	session := a.session(t)
+	t.Setenv("CLAUDE_CONFIG_DIR", "")
+	os.Unsetenv("CLAUDE_CONFIG_DIR")
+	for _, kv := range a.env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+	before := len(srv.ModelRequests())
+	on("write rec", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.write("rec.txt")}},
+		modelserver.Reply{Text: "Wrote rec.txt."})
+	out, errOut, code := tine(t, db, "fork", session, "--name", "rec", "-m", "write rec", "--record", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	on("again", modelserver.Reply{Text: "Still here."})
+	_, errOut, code = tine(t, db, "run", "rec", "-m", "again", "--record", "--wait")
+	require.Equal(t, 0, code, errOut)
+
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	fork, err := st.Resolve(ctx, "rec")
+	require.NoError(t, err)
+	tape, err := st.Tape(ctx, fork.ID)
+	require.NoError(t, err)
+	require.Len(t, tape, 3, "two calls in the first turn, one in the second")
+	for i, s := range tape {
+		assert.Equal(t, i+1, s.Step)
+		require.NotNil(t, s.Request)
+	}
+	assert.Contains(t, *tape[0].Request, "write rec")
+	assert.Contains(t, *tape[1].Request, "tool_result", "step 2 carries the tool's output")
+	assert.Contains(t, *tape[2].Request, "again")
+	assert.Contains(t, tape[1].Response, "Wrote rec.txt.")
+	// The model API got the real key on every call; the agent never had it.
+	for _, r := range srv.ModelRequests()[before:] {
+		assert.Equal(t, "test", r.Header.Get("X-Api-Key"), r.Path)
+	}
+}

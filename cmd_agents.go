@@ -45,7 +45,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	d := newDriver(st, false, api)
-	if err := ag.apply(d); err != nil {
+	if err := ag.apply(d, st); err != nil {
 		return err
 	}
 	target, err := d.NextTurnRun(ctx, run.ID, *hname)
@@ -134,7 +134,7 @@ func cmdRetry(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	d := newDriver(st, false, api)
-	if err := ag.apply(d); err != nil {
+	if err := ag.apply(d, st); err != nil {
 		return err
 	}
 	fresh, input, err := d.PrepareRetry(ctx, run.ID)

@@ -68,32 +68,40 @@ func newDriver(st *store.Store, paced bool, api apiFlags) *harness.Driver {
 		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
 }
 
-// agentFlags are how agent turns run: the permission policy and the
-// best-of-N check's timeout; the background process gets them too.
+// agentFlags are how agent turns run: the permission policy, the
+// best-of-N check's timeout and whether model calls are recorded; the
+// background process gets them too.
 type agentFlags struct {
 	permissions  string
 	checkTimeout time.Duration
+	record       bool
 }
 
 func (a *agentFlags) register(f *flags) {
 	f.StringVar(&a.permissions, "permissions", os.Getenv("TINE_PERMISSIONS"),
 		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
+	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
+		"record each model call of Claude Code turns as the fork's tape, through tine's gateway (needs ANTHROPIC_API_KEY; or TINE_RECORD=1)")
 }
 
-// apply sets a's policy on d.
-func (a agentFlags) apply(d *harness.Driver) error {
+// apply sets a's policy on d, with st to record into.
+func (a agentFlags) apply(d *harness.Driver, st *store.Store) error {
 	p, err := harness.ParsePermissions(a.permissions)
 	if err != nil {
 		return usageError{err.Error()}
 	}
 	d.Permissions, d.CheckTimeout = p, a.checkTimeout
+	if a.record {
+		rec := &recorder{st: st}
+		d.AgentEnv = rec.env
+	}
 	return nil
 }
 
 // args gives a's flags to a background `tine run-turns`.
 func (a agentFlags) args() []string {
-	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String()}
+	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
 }
 
 // stringList is a repeatable string flag.
@@ -208,7 +216,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	d := newDriver(st, false, api)
 	d.Parallel = *parallel
-	if err := ag.apply(d); err != nil {
+	if err := ag.apply(d, st); err != nil {
 		return err
 	}
 	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
@@ -382,7 +390,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	d := newDriver(st, false, api)
 	d.Parallel = *parallel
-	if err := ag.apply(d); err != nil {
+	if err := ag.apply(d, st); err != nil {
 		return err
 	}
 	d.RunTurns(ctx, turns, nil)

@@ -107,6 +107,10 @@ type Driver struct {
 	// CancelPoll is how often running turns look for a cancel request
 	// made by another process (default 500 ms).
 	CancelPoll time.Duration
+	// AgentEnv, when set, gives an agent's turn extra environment (a
+	// recording gateway's base URL: see replay); done is called when the
+	// turn ends.
+	AgentEnv func(ctx context.Context, run model.Run) (env []string, done func(), err error)
 }
 
 func (d *Driver) now() time.Time {
@@ -446,6 +450,17 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		if err := d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
 			finish(model.Failed, err)
 			return
+		}
+		if d.AgentEnv != nil {
+			env, done, err := d.AgentEnv(ctx, run)
+			if err != nil {
+				finish(model.Failed, fmt.Errorf("recording: %w", err))
+				return
+			}
+			if done != nil {
+				defer done()
+			}
+			req.Env = env
 		}
 	}
 	if err := d.Store.SetRunning(bg, run.ID); err != nil {

@@ -104,6 +104,9 @@ type TurnRequest struct {
 	Handoff bool
 	// Permissions answers the agent's permission requests.
 	Permissions Permissions
+	// Env holds KEY=VALUE pairs for this turn's agent process, set on top
+	// of the harness's own (a recording gateway's base URL and key).
+	Env []string
 }
 
 // Conversation is what a turn sends: the prefix, then the person's new

@@ -221,6 +221,17 @@ func (r Run) DiffBase() string {
 	return r.BaseCommit
 }
 
+// TapeStep is one model call a run recorded (rule 9): the request its
+// agent sent (nil for a tape made from an imported transcript), the answer,
+// the tool outputs and the working tree's hash after the step.
+type TapeStep struct {
+	Step        int
+	Request     *string
+	Response    string
+	ToolOutputs string
+	TreeHash    string
+}
+
 // Check is a command run in a finished fork's worktree to score it.
 type Check struct {
 	Cmd string

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +121,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Bin:     h.cfg.Bin,
 		Args:    pl.args,
 		Dir:     pl.dir,
-		Env:     h.cfg.Env,
+		Env:     append(slices.Clip(h.cfg.Env), req.Env...),
 		Stdin:   bytes.NewReader(append(stdin, '\n')),
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,
