@@ -17,8 +17,116 @@ import (
 // and resolved by the import that brings that session, so a fork ends up
 // sharing its parent's prefix whichever file is imported first.
 func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error) {
-	created := make([]model.Run, len(runs))
+	var created []model.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		created, err = importFile(ctx, tx, importStmts{}, src, runs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("import %s: %w", src.Path, err)
+	}
+	return created, nil
+}
+
+// ImportFiles stores n files as ImportFile does, in one transaction with a
+// savepoint per file: each file is still all or nothing (one that fails is
+// rolled back to its savepoint and reported through done, the others
+// stay), but the batch costs one commit. file(i) gives the i-th file; done
+// is called for each, in order, once it is stored or failed. A failure of
+// the transaction itself (its commit, a savepoint), or a file's error that
+// fatal says is the database's own, is returned, and then nothing of the
+// batch is stored: done is called only after the commit.
+func (s *Store) ImportFiles(ctx context.Context, n int, file func(i int) (model.Source, []model.FileRun),
+	done func(i int, created []model.Run, err error), fatal func(i int, err error) bool) error {
+	// Files rarely fail: the batch is written first without savepoints
+	// (a savepoint journals every page it changes again). Should a file
+	// fail, that attempt is rolled back whole and the batch written again
+	// with a savepoint per file.
+	results, errs, err := s.importFiles(ctx, n, file, fatal, false)
+	if errors.Is(err, errFileFailed) {
+		results, errs, err = s.importFiles(ctx, n, file, fatal, true)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		if errs[i] != nil {
+			done(i, nil, errs[i])
+		} else {
+			done(i, results[i], nil)
+		}
+	}
+	return nil
+}
+
+// errFileFailed ends a batch written without savepoints when a file fails.
+var errFileFailed = errors.New("a file of the batch failed")
+
+func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.Source, []model.FileRun),
+	fatal func(i int, err error) bool, savepoints bool) ([][]model.Run, []error, error) {
+	results := make([][]model.Run, n)
+	errs := make([]error, n)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		// Statements every file runs are prepared once for the batch.
+		var st importStmts
+		var save, rollback, release *sql.Stmt
+		stmts := []struct {
+			to **sql.Stmt
+			q  string
+		}{{&st.source, putSourceSQL}, {&st.retired, retiredSQL}}
+		if savepoints {
+			stmts = append(stmts, []struct {
+				to **sql.Stmt
+				q  string
+			}{{&save, `SAVEPOINT import_file`}, {&rollback, `ROLLBACK TO import_file`}, {&release, `RELEASE import_file`}}...)
+		}
+		for _, p := range stmts {
+			var err error
+			if *p.to, err = tx.PrepareContext(ctx, p.q); err != nil {
+				return err
+			}
+			defer (*p.to).Close()
+		}
+		for i := range n {
+			src, runs := file(i)
+			if savepoints {
+				if _, err := save.ExecContext(ctx); err != nil {
+					return err
+				}
+			}
+			created, err := importFile(ctx, tx, st, src, runs)
+			if err != nil {
+				errs[i] = fmt.Errorf("import %s: %w", src.Path, err)
+				if fatal != nil && fatal(i, errs[i]) {
+					return errs[i] // the database itself fails: write nothing more
+				}
+				if !savepoints {
+					return errFileFailed
+				}
+				if _, rerr := rollback.ExecContext(ctx); rerr != nil {
+					return rerr
+				}
+			}
+			if savepoints {
+				if _, err := release.ExecContext(ctx); err != nil {
+					return err
+				}
+			}
+			results[i] = created
+		}
+		return nil
+	})
+	return results, errs, err
+}
+
+// importStmts are statements prepared once for many files (nil: not).
+type importStmts struct{ source, retired *sql.Stmt }
+
+// importFile writes one file's runs, its source row and its links in tx.
+func importFile(ctx context.Context, tx *sql.Tx, st importStmts, src model.Source, runs []model.FileRun) ([]model.Run, error) {
+	created := make([]model.Run, len(runs))
+	err := func() error {
 		for i, fr := range runs {
 			r := fr.Run
 			r.Source = src.Path
@@ -38,16 +146,16 @@ func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.F
 				}
 			}
 		}
-		if err := putSource(ctx, tx, src, firstID(created)); err != nil {
+		if err := putSourceWith(ctx, tx, st.source, src, firstID(created)); err != nil {
 			return err
 		}
-		if err := replaceRetired(ctx, tx, src.Path, created); err != nil {
+		if err := replaceRetired(ctx, tx, st.retired, src.Path, created); err != nil {
 			return err
 		}
 		return resolveLinks(ctx, tx, created)
-	})
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", src.Path, err)
+		return nil, err
 	}
 	return created, nil
 }
@@ -131,8 +239,22 @@ func (s *Store) RetireSource(ctx context.Context, path string) error {
 // retired run moves to the first new run whose transcript starts with the
 // same messages (by native id) up to the fork's boundary. Then the retired
 // runs that nothing forks from are deleted, leaves first.
-func replaceRetired(ctx context.Context, tx *sql.Tx, path string, created []model.Run) error {
+func replaceRetired(ctx context.Context, tx *sql.Tx, anyRetired *sql.Stmt, path string, created []model.Run) error {
 	retired := RetiredPrefix + path
+	// Most files were never read before: one look says nothing is retired.
+	var has int
+	var row *sql.Row
+	if anyRetired != nil {
+		row = anyRetired.QueryRowContext(ctx, retired)
+	} else {
+		row = tx.QueryRowContext(ctx, retiredSQL, retired)
+	}
+	if err := row.Scan(&has); err != nil {
+		return err
+	}
+	if has == 0 {
+		return nil
+	}
 	type dep struct {
 		id, parent string
 		forkAt     int
@@ -276,12 +398,30 @@ func firstID(runs []model.Run) sql.NullString {
 }
 
 func putSource(ctx context.Context, tx *sql.Tx, src model.Source, runID any) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, leaf)
+	return putSourceWith(ctx, tx, nil, src, runID)
+}
+
+// putSourceSQL records a file read; retiredSQL says whether a file has
+// retired runs.
+const (
+	putSourceSQL = `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, leaf)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
 			"offset" = excluded."offset", run_id = coalesce(excluded.run_id, sources.run_id),
-			imported_at = excluded.imported_at, skipped = '', leaf = excluded.leaf`,
-		src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano(), src.Leaf)
+			imported_at = excluded.imported_at, skipped = '', leaf = excluded.leaf`
+	retiredSQL = `SELECT EXISTS (SELECT 1 FROM runs WHERE source = ?)`
+)
+
+// putSourceWith is putSource through stmt, putSourceSQL prepared, when
+// not nil.
+func putSourceWith(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, src model.Source, runID any) error {
+	args := []any{src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano(), src.Leaf}
+	var err error
+	if stmt != nil {
+		_, err = stmt.ExecContext(ctx, args...)
+	} else {
+		_, err = tx.ExecContext(ctx, putSourceSQL, args...)
+	}
 	return err
 }
 

@@ -161,3 +161,64 @@ func TestImportSharesUnmarkedCopies(t *testing.T) {
 	assert.Equal(t, 3, r.ForkAt, "the unmarked copy u2 is shared as well")
 	assert.Equal(t, 2, r.OwnMessages)
 }
+
+// TestImportFilesKeepsEachFileAllOrNothing: a batch stores its files in
+// one transaction, and a file that fails leaves nothing behind (no run,
+// no source row) while the files before and after it are stored and
+// linked as ImportFile would.
+func TestImportFilesKeepsEachFileAllOrNothing(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	bad := []model.FileRun{
+		{Parent: -1, Run: model.Run{Harness: "claude", NativeID: "S3"}, Messages: []model.Message{nm(model.User, "x1", "x")}},
+		{Parent: 5, Run: model.Run{Harness: "claude", NativeID: "S3"}, Messages: []model.Message{nm(model.User, "x2", "y")}},
+	}
+	files := []struct {
+		path string
+		runs []model.FileRun
+	}{{"/f.jsonl", forkFile()}, {"/bad.jsonl", bad}, {"/p.jsonl", parentFile()}}
+	var got []error
+	var created [][]model.Run
+	err := s.ImportFiles(ctx, len(files),
+		func(i int) (model.Source, []model.FileRun) { return src(files[i].path), files[i].runs },
+		func(i int, runs []model.Run, err error) {
+			require.Len(t, got, i, "in order")
+			got = append(got, err)
+			created = append(created, runs)
+		}, nil)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.NoError(t, got[0])
+	assert.ErrorContains(t, got[1], "/bad.jsonl")
+	assert.NoError(t, got[2])
+	assert.Len(t, created[0], 1)
+	assert.Nil(t, created[1])
+	assert.Len(t, created[2], 1)
+
+	runs, err := s.Runs(ctx)
+	require.NoError(t, err)
+	require.Len(t, runs, 2, "nothing of the failed file")
+	var fork model.Run
+	for _, r := range runs {
+		if r.NativeID == "S2" {
+			fork = r
+		}
+	}
+	assert.Equal(t, created[2][0].ID, fork.ParentID, "the fork stored first is linked to the parent stored after it")
+	sources, err := s.Sources(ctx)
+	require.NoError(t, err)
+	assert.Contains(t, sources, "/f.jsonl")
+	assert.Contains(t, sources, "/p.jsonl")
+	assert.NotContains(t, sources, "/bad.jsonl", "a failed file is read again next time")
+
+	// A failure the caller calls fatal stores nothing of the batch.
+	s2, _ := openTemp(t)
+	var dones int
+	err = s2.ImportFiles(ctx, len(files),
+		func(i int) (model.Source, []model.FileRun) { return src(files[i].path), files[i].runs },
+		func(int, []model.Run, error) { dones++ },
+		func(i int, err error) bool { return i == 1 })
+	require.ErrorContains(t, err, "/bad.jsonl")
+	assert.Zero(t, dones)
+	assert.Zero(t, count(t, s2, "runs"))
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"tine/harness"
@@ -48,10 +49,18 @@ func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) 
 	return p.file, nil
 }
 
+// readers are the line readers of read, kept for the next file: an import
+// reads many files, and a fresh 256 KB buffer for each is most of what it
+// allocates. What handle keeps of a line it copies, as bufio reuses its
+// buffer from one line to the next anyway.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+
 // read handles every complete line of r. Turns (turn.go) use it too, to
 // reach a file's records after build.
 func (p *parser) read(r io.Reader) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	var long []byte // a line longer than br's buffer, gathered in pieces
 	for {
 		chunk, err := br.ReadSlice('\n')

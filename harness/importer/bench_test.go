@@ -208,3 +208,42 @@ func envInt(name string, def int) int {
 	}
 	return n
 }
+
+// BenchmarkImportSharedCorpus imports the shared corpus
+// (../shared/bench/gen_claude_corpus.py: 400 sessions, 147 MB) named by
+// TINE_BENCH_CORPUS (its projects folder) into a fresh database; skipped
+// when the variable is unset. It is what issue 9 measures against ccusage.
+func BenchmarkImportSharedCorpus(b *testing.B) {
+	dir := os.Getenv("TINE_BENCH_CORPUS")
+	if dir == "" {
+		b.Skip("TINE_BENCH_CORPUS is not set")
+	}
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for _, f := range files {
+		size += f.Size
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		sum, err := Import(context.Background(), st, files, Options{})
+		if err != nil || sum.Failed > 0 || sum.Messages != 20000 && strings.Contains(dir, "bench-corpus") {
+			b.Fatal(err, sum.Errors, sum.Messages)
+		}
+		b.StopTimer()
+		st.Close()
+		b.StartTimer()
+	}
+}
+
+// The store writes batches of files, each in a savepoint.
+var _ batchStore = (*store.Store)(nil)

@@ -17,8 +17,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -400,8 +402,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(Names(), ", "))
 		}
 	}
-	st = taggedStore{st}
-	known, err := st.Sources(ctx)
+	known, err := taggedStore{st}.Sources(ctx)
 	if err != nil {
 		if se := storeFailure(err, ""); se != nil {
 			return sum, se
@@ -415,7 +416,31 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			prog.Bytes += f.Size
 		}
 	}
-	for _, f := range files {
+	batcher, _ := st.(batchStore)
+	st = taggedStore{st}
+	// The real store answers reads from any goroutine: the readers look
+	// for tine's own sessions too, off the writer's path.
+	var reader Store
+	if batcher != nil {
+		reader = st
+	}
+	pre := prefetch(ctx, files, known, opts, reader)
+	defer pre.stop()
+	b := &batch{st: st, bs: batcher, sum: &sum}
+	fail := func(path string, err error) *StoreError {
+		sum.Failed++
+		if se := storeFailure(err, path); se != nil {
+			sum.Seconds = time.Since(start).Seconds()
+			return se
+		}
+		// The path comes from disk: it passes through the same
+		// neutraliser as transcript text (ARCHITECTURE.md, terminal
+		// safety).
+		sum.Errors = append(sum.Errors, harness.OneLine(path+": "+harness.OneLine(err.Error(), 300), 0))
+		return nil
+	}
+	b.fail = fail
+	for i, f := range files {
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
@@ -433,16 +458,30 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 		if opts.Format != "" && opts.Format != "auto" {
 			f.Format = opts.Format
 		}
-		if err := importOne(ctx, st, f, known[f.Path], &sum); err != nil {
-			sum.Failed++
-			if se := storeFailure(err, f.Path); se != nil {
+		var err error
+		if p, ok := pre.get(i); ok {
+			err = b.add(ctx, p)
+		} else {
+			// A file read before: unchanged, appended to, or read again.
+			// Before one is written, what was queued is stored, so files
+			// are written in order.
+			prev := known[f.Path]
+			if prev.Size != f.Size || f.MTime.IsZero() || !prev.MTime.Equal(f.MTime) {
+				err = b.flush(ctx)
+			}
+			if err == nil {
+				err = importOne(ctx, st, f, prev, &sum)
+			}
+		}
+		if err != nil {
+			var se *StoreError
+			if errors.As(err, &se) {
 				sum.Seconds = time.Since(start).Seconds()
 				return sum, se
 			}
-			// The path comes from disk: it passes through the same
-			// neutraliser as transcript text (ARCHITECTURE.md, terminal
-			// safety).
-			sum.Errors = append(sum.Errors, harness.OneLine(f.Path+": "+harness.OneLine(err.Error(), 300), 0))
+			if se := fail(f.Path, err); se != nil {
+				return sum, se
+			}
 		}
 		prog.FilesDone++
 		prog.BytesDone += f.Size
@@ -451,8 +490,282 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			opts.Progress(prog)
 		}
 	}
+	if err := b.flush(ctx); err != nil {
+		var se *StoreError
+		if errors.As(err, &se) {
+			sum.Seconds = time.Since(start).Seconds()
+			return sum, se
+		}
+		return sum, err
+	}
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
+}
+
+// batchStore is a Store that can write several files in one transaction,
+// each file still all or nothing (*store.Store does: a batch that a file
+// fails in is written again with a savepoint per file).
+type batchStore interface {
+	ImportFiles(ctx context.Context, n int, file func(i int) (model.Source, []model.FileRun),
+		done func(i int, created []model.Run, err error), fatal func(i int, err error) bool) error
+}
+
+// parsedFile is a file never imported before, read and parsed ahead of
+// the writer: all an import needs to store it.
+type parsedFile struct {
+	path    string
+	src     model.Source
+	runs    []model.FileRun
+	skipped []harness.Skip
+	bytes   int64
+	records int64
+	err     error
+	// checked: the reader looked whether tine ran this session (DrivenRun).
+	checked   bool
+	driven    model.Run
+	isDriven  bool
+	drivenErr error
+}
+
+// readNew reads and parses a file never imported before; it writes nothing.
+func readNew(f Found) parsedFile {
+	p := parsedFile{path: f.Path, src: model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}}
+	if p.src.MTime.IsZero() {
+		info, err := os.Stat(f.Path)
+		if err != nil {
+			p.err = err
+			return p
+		}
+		p.src.Size, p.src.MTime = info.Size(), info.ModTime()
+	}
+	file, err := openRegular(f.Path)
+	if err != nil {
+		p.err = err
+		return p
+	}
+	defer file.Close()
+	if p.src.Format == "" {
+		if p.src.Format, p.err = detect(file, f.Path); p.err != nil {
+			return p
+		}
+		if _, p.err = file.Seek(0, io.SeekStart); p.err != nil {
+			return p
+		}
+	}
+	format, ok := FormatNamed(p.src.Format)
+	if !ok {
+		p.err = fmt.Errorf("unknown format %q", p.src.Format)
+		return p
+	}
+	counter := &lineCounter{r: file}
+	parsed, err := format.Parse(counter, f.Path)
+	p.bytes, p.records, p.skipped = counter.n, counter.lines, parsed.Skipped
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.src.Offset = parsed.Offset
+	if format.IDField != "" {
+		p.src.Leaf = lastChainID(file, p.src.Offset, format)
+	}
+	p.runs = fileRuns(parsed, format.Name)
+	return p
+}
+
+// prefetcher parses the files never imported before on every core, a few
+// files ahead of the one writer, which takes them in order.
+type prefetcher struct {
+	results map[int]chan parsedFile
+	slots   chan struct{}
+	quit    chan struct{}
+	once    bool
+}
+
+func prefetch(ctx context.Context, files []Found, known map[string]model.Source, opts Options, st Store) *prefetcher {
+	p := &prefetcher{results: map[int]chan parsedFile{}, quit: make(chan struct{})}
+	var order []int
+	todo := map[int]Found{}
+	for i, f := range files {
+		if f.Skip == "" && f.Err == nil && known[f.Path].Path == "" {
+			if opts.Format != "" && opts.Format != "auto" {
+				f.Format = opts.Format
+			}
+			todo[i] = f
+			p.results[i] = make(chan parsedFile, 1)
+			order = append(order, i)
+		}
+	}
+	if len(order) == 0 {
+		return p
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	slots := make(chan struct{}, 2*workers) // files read ahead, not yet taken
+	jobs := make(chan int)
+	go func() {
+		defer close(jobs)
+		for _, i := range order {
+			select {
+			case slots <- struct{}{}:
+			case <-p.quit:
+				return
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case jobs <- i:
+			case <-p.quit:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			for i := range jobs {
+				r := readNew(todo[i])
+				if st != nil && r.err == nil && len(r.runs) > 0 {
+					r.checked = true
+					r.driven, r.isDriven, r.drivenErr = st.DrivenRun(ctx, r.runs[0].Run.Harness, r.runs[0].Run.NativeID)
+				}
+				p.results[i] <- r
+			}
+		}()
+	}
+	p.slots = slots
+	return p
+}
+
+// get returns file i parsed, or false when i is not a new file.
+func (p *prefetcher) get(i int) (parsedFile, bool) {
+	ch, ok := p.results[i]
+	if !ok {
+		return parsedFile{}, false
+	}
+	r := <-ch
+	<-p.slots
+	return r, true
+}
+
+func (p *prefetcher) stop() {
+	if !p.once {
+		p.once = true
+		close(p.quit)
+	}
+}
+
+// batch gathers parsed files for the writer, so several are stored in one
+// transaction (each file still all or nothing).
+type batch struct {
+	st    Store
+	bs    batchStore // nil: the store writes a file at a time
+	sum   *Summary
+	fail  func(path string, err error) *StoreError
+	files []parsedFile
+	bytes int64
+}
+
+// batchBytes is how much transcript a batch holds before it is written.
+const batchBytes = 8 << 20
+
+// add takes a parsed file; it is stored now or with the batch.
+func (b *batch) add(ctx context.Context, p parsedFile) error {
+	sum := b.sum
+	sum.Bytes += p.bytes
+	sum.Records += p.records
+	sum.Skipped = append(sum.Skipped, p.skipped...)
+	if p.err != nil {
+		return p.err
+	}
+	if len(p.runs) == 0 {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		return b.st.SkipFile(ctx, p.src, "no messages")
+	}
+	// A session a fork of tine's ran in is that fork: its messages were
+	// stored as they streamed.
+	r, ok, err := p.driven, p.isDriven, p.drivenErr
+	if !p.checked {
+		r, ok, err = b.st.DrivenRun(ctx, p.runs[0].Run.Harness, p.runs[0].Run.NativeID)
+	}
+	if err != nil {
+		return err
+	} else if ok {
+		sum.Driven++
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+		return b.st.SkipFile(ctx, p.src, "the session of fork "+r.Label()+", which tine ran; its messages are stored there")
+	}
+	if b.bs == nil {
+		created, err := b.st.ImportFile(ctx, p.src, p.runs)
+		if err != nil {
+			return err
+		}
+		b.count(p, created)
+		return nil
+	}
+	b.files = append(b.files, p)
+	b.bytes += p.src.Size
+	if b.bytes >= batchBytes {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+func (b *batch) count(p parsedFile, created []model.Run) {
+	for i, r := range created {
+		b.sum.Runs++
+		b.sum.Messages += len(p.runs[i].Messages)
+		b.sum.RunIDs = append(b.sum.RunIDs, r.ID)
+	}
+}
+
+// flush stores the files gathered. A file that fails is counted and
+// reported like any other; a failing database stops the import
+// (*StoreError), and then none of the batch is stored.
+func (b *batch) flush(ctx context.Context) error {
+	if len(b.files) == 0 {
+		return nil
+	}
+	files := b.files
+	b.files, b.bytes = nil, 0
+	var stop *StoreError
+	at := 0 // the file the transaction failed at
+	err := b.bs.ImportFiles(ctx, len(files),
+		func(i int) (model.Source, []model.FileRun) { return files[i].src, files[i].runs },
+		func(i int, created []model.Run, err error) {
+			if err != nil {
+				if se := b.fail(files[i].path, tag(err)); se != nil && stop == nil {
+					stop = se
+				}
+				return
+			}
+			b.count(files[i], created)
+		},
+		func(i int, err error) bool {
+			if storeFailure(tag(err), "") != nil {
+				at = i
+				return true
+			}
+			return false
+		})
+	if err != nil {
+		se := storeFailure(tag(err), files[at].path)
+		for _, f := range files {
+			b.sum.Failed++
+			if se == nil {
+				b.sum.Errors = append(b.sum.Errors, harness.OneLine(f.path+": "+harness.OneLine(err.Error(), 300), 0))
+			}
+		}
+		if se != nil {
+			return se
+		}
+		return nil
+	}
+	if stop != nil {
+		return stop
+	}
+	return nil
 }
 
 // importOne brings one file up to date.
@@ -669,29 +982,44 @@ func firstParent(f *os.File, off int64, format Format) (string, bool) {
 // lastChainID is the id of the last chained record that ends before end,
 // found by reading backwards a chunk at a time.
 func lastChainID(f *os.File, end int64, format Format) string {
-	const chunk = 1 << 16
+	const chunk = 64 << 10
+	bufp := chunks.Get().(*[]byte)
+	defer chunks.Put(bufp)
 	var tail []byte // bytes after the last newline seen, for a line across chunks
 	for pos := end; pos > 0 && end-pos < 64<<20; {
 		n := min(int64(chunk), pos)
 		pos -= n
-		buf := make([]byte, n)
+		buf := (*bufp)[:n]
 		if _, err := f.ReadAt(buf, pos); err != nil && !errors.Is(err, io.EOF) {
 			return ""
 		}
-		buf = append(buf, tail...)
-		lines := bytes.Split(buf, []byte{'\n'})
-		tail = lines[0]
-		for i := len(lines) - 1; i >= 1; i-- {
-			if id, _, ok := chainIDs(lines[i], format); ok {
+		data := buf
+		if len(tail) > 0 {
+			data = append(buf[:n:n], tail...)
+		}
+		// The lines after the chunk's first newline, last first.
+		stop := len(data)
+		for {
+			i := bytes.LastIndexByte(data[:stop], '\n')
+			if i < 0 {
+				break
+			}
+			if id, _, ok := chainIDs(data[i+1:stop], format); ok {
 				return id
 			}
+			stop = i
 		}
+		tail = bytes.Clone(data[:stop]) // buf is read into again
 	}
 	if id, _, ok := chainIDs(tail, format); ok {
 		return id
 	}
 	return ""
 }
+
+// chunks are 64 KB buffers for reading a file's head and tail: every file
+// an import reads needs them, briefly.
+var chunks = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // fileRuns turns a parsed file into the runs to store.
 func fileRuns(pf harness.ParsedFile, format string) []model.FileRun {
@@ -733,7 +1061,9 @@ func fileRuns(pf harness.ParsedFile, format string) []model.FileRun {
 
 // detect tells a file's format from its first 64 KB.
 func detect(f *os.File, path string) (string, error) {
-	head := make([]byte, 64<<10)
+	bufp := chunks.Get().(*[]byte)
+	defer chunks.Put(bufp)
+	head := *bufp
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return "", err
