@@ -382,6 +382,13 @@ func (s *Store) DrivenRun(ctx context.Context, harness, nativeID string) (model.
 	if nativeID == "" {
 		return model.Run{}, false, nil
 	}
+	// Asked for every file an import reads, and nearly always no: a small
+	// statement says so (preparing the full row's is most of the cost).
+	var has int
+	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE native_id = ? AND harness = ?
+		AND source = '' AND parent_id IS NOT NULL)`, nativeID, harness).Scan(&has); err != nil || has == 0 {
+		return model.Run{}, false, err
+	}
 	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.native_id = ? AND r.harness = ?
 		AND r.source = '' AND r.parent_id IS NOT NULL LIMIT 1`, nativeID, harness)
 	if err != nil || len(runs) == 0 {
