@@ -173,6 +173,31 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 	}
 }
 
+// replies queues scripted replies on srv for the agent's own model calls
+// (those that offer tools) whose request holds marker.
+func replies(srv *modelserver.Server) func(marker string, rs ...modelserver.Reply) {
+	tools := true
+	return func(marker string, rs ...modelserver.Reply) {
+		for i := range rs {
+			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
+		}
+		srv.Push(rs...)
+	}
+}
+
+// asShell gives the test the environment of the shell a person runs tine
+// in: env set, and unset unset (each restored after the test).
+func asShell(t *testing.T, env []string, unset ...string) {
+	for _, k := range unset {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
 // gitInit makes dir a git repository on branch main with one commit.
 func gitInit(t *testing.T, dir string) {
 	t.Helper()
@@ -295,13 +320,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
 	a := setupAgent(t, name, home, srv.URL())
-	tools := true
-	on := func(marker string, rs ...modelserver.Reply) {
-		for i := range rs {
-			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
-		}
-		srv.Push(rs...)
-	}
+	on := replies(srv)
 	// The session, made by the real CLI: two turns.
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
@@ -311,14 +330,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, err)
 
 	// tine runs with the environment the person's shell has.
-	for _, k := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR"} {
-		t.Setenv(k, "") // restored after the test...
-		os.Unsetenv(k)  // ...and unset, as in the shell that made the session
-	}
-	for _, kv := range a.env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
@@ -452,25 +464,12 @@ func TestACPForksEndToEnd(t *testing.T) {
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
 	a := setupAgent(t, "claude", home, srv.URL())
-	tools := true
-	on := func(marker string, rs ...modelserver.Reply) {
-		for i := range rs {
-			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
-		}
-		srv.Push(rs...)
-	}
+	on := replies(srv)
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
 
-	for _, k := range []string{"CLAUDE_CONFIG_DIR", "IS_SANDBOX"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	for _, kv := range append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	asShell(t, append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
@@ -548,12 +547,7 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 		modelserver.Reply{Text: "slow", Match: &modelserver.Match{Tools: &tools, Contains: "take your time"},
 			Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 2 * time.Minute}})
 	session := a.session(t)
-	t.Setenv("CLAUDE_CONFIG_DIR", "")
-	os.Unsetenv("CLAUDE_CONFIG_DIR")
-	for _, kv := range a.env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
@@ -644,22 +638,11 @@ func TestRecordAClaudeForkAsItsTape(t *testing.T) {
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, "claude", home, srv.URL())
-	tools := true
-	on := func(marker string, rs ...modelserver.Reply) {
-		for i := range rs {
-			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
-		}
-		srv.Push(rs...)
-	}
+	on := replies(srv)
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	t.Setenv("CLAUDE_CONFIG_DIR", "")
-	os.Unsetenv("CLAUDE_CONFIG_DIR")
-	for _, kv := range a.env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
