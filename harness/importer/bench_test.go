@@ -209,8 +209,8 @@ func envInt(name string, def int) int {
 	return n
 }
 
-// BenchmarkImportSharedCorpus imports the shared corpus
-// (../shared/bench/gen_claude_corpus.py: 400 sessions, 147 MB) named by
+// BenchmarkImportSharedCorpus imports the benchmark corpus
+// (testdata/bench/gen_claude_corpus.py: 400 sessions, 147 MB) named by
 // TINE_BENCH_CORPUS (its projects folder) into a fresh database; skipped
 // when the variable is unset. It is what issue 9 measures against ccusage.
 //
