@@ -25,37 +25,65 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 			"transcript as its first message).")
 	msg := f.String("m", "", "the `message`")
 	hname := f.String("harness", "", "the `harness` (default: the run's own)")
-	wait := f.Bool("wait", false, "run the turn in the foreground and wait for it")
-	var api apiFlags
-	f.StringVar(&api.baseURL, "base-url", "", "the model API's base `URL`")
-	var ag agentFlags
-	ag.register(f)
-	asJSON := f.Bool("json", false, "print JSON")
+	var tf turnFlags
+	tf.register(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	st, err := e.open()
+	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Resolve(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	d := newDriver(st, false, api)
-	if err := ag.apply(d, st); err != nil {
-		return err
-	}
 	target, err := d.NextTurnRun(ctx, run.ID, *hname)
 	if err != nil {
 		return err
 	}
-	if target.ID != run.ID && !*asJSON {
+	if target.ID != run.ID && !tf.asJSON {
 		fmt.Fprintf(e.stderr, "tine: %s is not written to; its next turn goes to a new fork, %s\n", model.SafeText(run.Label()), model.SafeText(target.Label()))
 	}
-	return runTurns(ctx, e, st, d, []harness.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target}, *wait, *asJSON, api, ag)
+	return tf.run(ctx, e, st, d, []harness.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target})
+}
+
+// turnFlags are the flags of every command that runs turns: where the
+// turns run, how they are printed, the model API's address and key, and
+// how agents run.
+type turnFlags struct {
+	wait, asJSON bool
+	api          apiFlags
+	ag           agentFlags
+}
+
+func (t *turnFlags) register(f *flags) {
+	f.BoolVar(&t.wait, "wait", false, "run the turns in the foreground and wait for them")
+	f.StringVar(&t.api.baseURL, "base-url", "", "the model API's base `URL` (default OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	f.StringVar(&t.api.apiKey, "api-key", "", "the model API's `key` (better: OPENAI_API_KEY or ANTHROPIC_API_KEY, which ps cannot see)")
+	t.ag.register(f)
+	f.BoolVar(&t.asJSON, "json", false, "print JSON")
+}
+
+// open opens the store, resolves ref and makes the driver the flags ask
+// for; the caller closes the store.
+func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *harness.Driver, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, model.Run{}, nil, err
+	}
+	run, err := st.Resolve(ctx, ref)
+	if err == nil {
+		d := newDriver(st, false, t.api)
+		if err = t.ag.apply(d, st); err == nil {
+			return st, run, d, nil
+		}
+	}
+	st.Close()
+	return nil, model.Run{}, nil, err
+}
+
+// run runs turns as the flags say (runTurns).
+func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *harness.Driver, turns []harness.Turn, runs []model.Run) error {
+	return runTurns(ctx, e, st, d, turns, runs, t.wait, t.asJSON, t.api, t.ag)
 }
 
 // runTurns runs turns (none: the runs were only created) in the
@@ -114,34 +142,22 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *harness.Driver, t
 func cmdRetry(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "retry", "RUN [--wait] [--json]",
 		"Run a failed or cancelled fork again: a new fork at the same boundary, with the same\nharness, model, check and message. The failed one stays, as history does.")
-	wait := f.Bool("wait", false, "run the turn in the foreground and wait for it")
-	var api apiFlags
-	f.StringVar(&api.baseURL, "base-url", "", "the model API's base `URL`")
-	var ag agentFlags
-	ag.register(f)
-	asJSON := f.Bool("json", false, "print JSON")
+	var tf turnFlags
+	tf.register(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	st, err := e.open()
+	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Resolve(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	d := newDriver(st, false, api)
-	if err := ag.apply(d, st); err != nil {
-		return err
-	}
 	fresh, input, err := d.PrepareRetry(ctx, run.ID)
 	if err != nil {
 		return err
 	}
-	return runTurns(ctx, e, st, d, []harness.Turn{{RunID: fresh.ID, Input: input}}, []model.Run{fresh}, *wait, *asJSON, api, ag)
+	return tf.run(ctx, e, st, d, []harness.Turn{{RunID: fresh.ID, Input: input}}, []model.Run{fresh})
 }
 
 // cmdCancel stops running forks, whichever process runs them.

@@ -176,10 +176,8 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	at := f.String("at", "end", "where to fork: end, last_user, a boundary K, or step:N")
 	hname := f.String("harness", "", "the `harness` that runs the turns (default: the run's own)")
 	modelName := f.String("model", "", "the `model` the harness asks for (openai: or OPENAI_MODEL; anthropic: or ANTHROPIC_MODEL)")
-	var api apiFlags
-	f.StringVar(&api.baseURL, "base-url", "", "the model API's base `URL` (default OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
-	f.StringVar(&api.apiKey, "api-key", "", "the model API's `key` (better: OPENAI_API_KEY or ANTHROPIC_API_KEY, which ps cannot see)")
-	wait := f.Bool("wait", false, "run the turns in the foreground and wait for them")
+	var tf turnFlags
+	tf.register(f)
 	regenerate := f.Bool("regenerate", false, "fork at last_user and let the model answer again (no -m)")
 	replace := f.Bool("replace-original", false, "with --regenerate: hide the source run in views (it stays stored)")
 	parallel := f.Int("parallel", 4, "how many turns run at once")
@@ -187,9 +185,6 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
 	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
-	var ag agentFlags
-	ag.register(f)
-	asJSON := f.Bool("json", false, "print JSON")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -205,27 +200,19 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if *score != "exit" && *score != "number" {
 		return usagef("fork: --score is exit or number, not %q", *score)
 	}
-	st, err := e.open()
+	st, parent, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	parent, err := st.Resolve(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	d := newDriver(st, false, api)
 	d.Parallel = *parallel
-	if err := ag.apply(d, st); err != nil {
-		return err
-	}
 	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
 		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})
 	if err != nil {
 		return err
 	}
-	if cut.Reason != "" && !*asJSON {
+	if cut.Reason != "" && !tf.asJSON {
 		fmt.Fprintf(e.stderr, "tine: %s\n", cut.Describe())
 	}
 	var turns []harness.Turn
@@ -240,7 +227,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 			turns = append(turns, harness.Turn{RunID: fk.ID, Input: input})
 		}
 	}
-	return runTurns(ctx, e, st, d, turns, forks, *wait, *asJSON, api, ag)
+	return tf.run(ctx, e, st, d, turns, forks)
 }
 
 // failedForks is the error of a command whose forks failed, naming the first.
