@@ -95,6 +95,7 @@ type App struct {
 	imp       importState
 	dialog    *forkDialog
 	dialogGen int         // tells a dialog's async answers from an older one's
+	descs     *descCache  // what the harnesses said of themselves, for the dialogs
 	turn      *turnDialog // the next-turn dialog (m)
 	batches   map[int]*forkBatch
 	pending   map[int]launchReq // launched, forks not created yet
@@ -151,6 +152,7 @@ func New(st *store.Store, opts Options) *App {
 		tick:   tea.Tick,
 		lib:    newLibraryScreen(),
 
+		descs:      &descCache{},
 		watchEvery: watchEvery,
 		batches:    map[int]*forkBatch{},
 		pending:    map[int]launchReq{},

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
@@ -104,7 +105,7 @@ func TestForkDialogDefaults(t *testing.T) {
 	assert.Contains(t, d.fields(), fieldWorkdir, "an agent's forks get a worktree choice")
 	assert.Contains(t, dialogText(d), "checking…", "installed or not is asked off the UI goroutine")
 
-	d.info(describeHarnesses(context.Background(), d.gen, reg, parent.Cwd)().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, &descCache{}, reg, parent.Cwd)().(harnessInfoMsg))
 	text := dialogText(d)
 	assert.Contains(t, text, "claude  installed (2.0.14)")
 	assert.Contains(t, text, "codex   cannot branch this claude session: handoff · not installed · forks at any checkpoint")
@@ -154,7 +155,7 @@ func TestForkDialogDefaults(t *testing.T) {
 	// A git repository: worktrees, and nothing to say against them.
 	parent.Cwd = gitRepo(t)
 	d = newForkDialog(parent, data.transcript(0), 5, reg, "claude", map[string]model.Run{parent.ID: parent})
-	d.info(describeHarnesses(context.Background(), d.gen, reg, parent.Cwd)().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, &descCache{}, reg, parent.Cwd)().(harnessInfoMsg))
 	assert.Empty(t, d.problem())
 	assert.Contains(t, dialogText(d), "each fork gets a git worktree and branch of its own")
 	assert.False(t, d.spec().InPlace)
@@ -168,7 +169,7 @@ func TestForkDialogEndOnlyAgent(t *testing.T) {
 	parent.Harness, parent.NativeID = "acp", "sess-acp"
 	reg := agentRegistry()
 	d := newForkDialog(parent, data.transcript(0), 2, reg, "acp", map[string]model.Run{parent.ID: parent})
-	d.info(describeHarnesses(context.Background(), d.gen, reg, "")().(harnessInfoMsg))
+	d.info(describeHarnesses(context.Background(), d.gen, &descCache{}, reg, "")().(harnessInfoMsg))
 	assert.Equal(t, "acp forks only at a session's end", d.fit().handoff)
 	text := dialogText(d)
 	assert.Contains(t, text, "acp forks only at a session's end: anywhere else is a handoff")
@@ -265,4 +266,29 @@ func TestDriverErrorsSpeakOfTheDialog(t *testing.T) {
 	assert.Equal(t, "run x worked in /a, which is not a git repository, so its forks cannot get worktrees of their own: choose “in place” under work in to run them there, sharing it", tuiError(err))
 	err = errors.New("no codex session holds this run's first 4 messages (it was made by claude); a handoff starts a new codex session whose first message is the transcript so far: pass --handoff to do that")
 	assert.True(t, strings.HasSuffix(tuiError(err), "turn on handoff to do that"))
+}
+
+// countingDescriber counts how often it is asked to describe itself.
+type countingDescriber struct {
+	harness.Harness
+	n atomic.Int32
+}
+
+func (c *countingDescriber) Describe(context.Context) harness.Description {
+	c.n.Add(1)
+	return harness.Description{Installed: true}
+}
+
+// Asking a harness whether it is installed starts its CLI: dialogs opened
+// one after another ask once, not every time.
+func TestHarnessDescriptionsAreKept(t *testing.T) {
+	t.Parallel()
+	c := &countingDescriber{Harness: &script.Harness{}}
+	reg := harness.NewRegistry(c)
+	cache := &descCache{}
+	for range 3 {
+		msg := describeHarnesses(context.Background(), 0, cache, reg, "")().(harnessInfoMsg)
+		assert.True(t, msg.descs["script"].Installed)
+	}
+	assert.Equal(t, int32(1), c.n.Load())
 }

@@ -288,7 +288,7 @@ func TestNextTurnDialogSaysWhoGetsTheTurn(t *testing.T) {
 	_, ok = newTurnDialog(running, reg, "claude").explain()
 	assert.False(t, ok)
 
-	d.descs = describeHarnesses(context.Background(), 0, reg, "")().(harnessInfoMsg).descs
+	d.descs = describeHarnesses(context.Background(), 0, &descCache{}, reg, "")().(harnessInfoMsg).descs
 	d.update(press("right"), dialogKeys)
 	s, ok = d.explain()
 	assert.False(t, ok, "an agent that is not installed cannot take the turn")

@@ -53,7 +53,7 @@ func (a *App) openDialog() tea.Cmd {
 	if dir == "" {
 		dir = run.Cwd
 	}
-	return describeHarnesses(a.ctx, a.dialogGen, reg, dir)
+	return describeHarnesses(a.ctx, a.dialogGen, a.descs, reg, dir)
 }
 
 // ownHarness is the harness a run continues with by default: its own when
@@ -199,7 +199,7 @@ func (a *App) openTurnDialog() tea.Cmd {
 	a.turn.gen = a.dialogGen
 	l := a.layout()
 	a.turn.setSize(l.body.w, l.body.h)
-	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.dialogGen, a.opts.Driver.Harnesses, ""))
+	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.dialogGen, a.descs, a.opts.Driver.Harnesses, ""))
 }
 
 // sendTurn asks the driver which run gets the dialog's turn.

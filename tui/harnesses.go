@@ -42,42 +42,75 @@ type harnessInfoMsg struct {
 }
 
 // describeHarnesses asks every harness that can say so whether it is
-// installed here, and checks whether dir is in a git repository: I/O that
-// stays off the UI goroutine.
-func describeHarnesses(ctx context.Context, gen int, reg *harness.Registry, dir string) tea.Cmd {
+// installed here (through cache), and checks whether dir is in a git
+// repository: I/O that stays off the UI goroutine.
+func describeHarnesses(ctx context.Context, gen int, cache *descCache, reg *harness.Registry, dir string) tea.Cmd {
 	return func() tea.Msg {
-		msg := harnessInfoMsg{gen: gen, descs: map[string]harness.Description{}, repo: repoState{checked: true, dir: dir}}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, name := range reg.Names() {
-			h, err := reg.Get(name)
-			if err != nil {
-				continue
-			}
-			d, ok := h.(harness.Describer)
-			if !ok {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if r := recover(); r != nil {
-						logPanic("describe "+name, r) // the harness is shown undescribed
-					}
-				}()
-				ctx, cancel := context.WithTimeout(ctx, describeTimeout)
-				defer cancel()
-				desc := d.Describe(ctx)
-				mu.Lock()
-				msg.descs[name] = desc
-				mu.Unlock()
-			}()
-		}
+		msg := harnessInfoMsg{gen: gen, repo: repoState{checked: true, dir: dir}}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			msg.descs = cache.get(ctx, reg)
+		}()
 		msg.repo.problem, msg.repo.fatal = repoProblem(ctx, dir)
-		wg.Wait()
+		<-done
 		return msg
 	}
+}
+
+// descCacheFor is how long what harnesses said of themselves is kept:
+// asking starts each agent's CLI (an ACP agent in full), too slow to do on
+// every dialog, while a CLI installed meanwhile is seen soon enough.
+const descCacheFor = time.Minute
+
+// descCache keeps the harnesses' descriptions for descCacheFor.
+type descCache struct {
+	mu    sync.Mutex
+	at    time.Time
+	descs map[string]harness.Description
+}
+
+// get returns every describable harness's description, asking them all
+// at once when what is kept is missing or stale.
+func (c *descCache) get(ctx context.Context, reg *harness.Registry) map[string]harness.Description {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.descs != nil && time.Since(c.at) < descCacheFor {
+		return c.descs
+	}
+	descs := map[string]harness.Description{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, name := range reg.Names() {
+		h, err := reg.Get(name)
+		if err != nil {
+			continue
+		}
+		d, ok := h.(harness.Describer)
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					logPanic("describe "+name, r) // the harness is shown undescribed
+				}
+			}()
+			ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+			defer cancel()
+			desc := d.Describe(ctx)
+			mu.Lock()
+			descs[name] = desc
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() == nil {
+		c.descs, c.at = descs, time.Now()
+	}
+	return descs
 }
 
 // repoProblem says why dir cannot give forks worktrees of their own, ""
