@@ -73,6 +73,8 @@ type App struct {
 	now     func() time.Time
 	// tick schedules a message later (tea.Tick); tests replace it.
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+	// openEnv is where e, E and o look for programs (open.go).
+	openEnv openEnv
 
 	width, height int
 	screen        screenID
@@ -151,6 +153,8 @@ func New(st *store.Store, opts Options) *App {
 		now:    time.Now,
 		tick:   tea.Tick,
 		lib:    newLibraryScreen(),
+
+		openEnv: osOpenEnv(),
 
 		descs:      &descCache{},
 		watchEvery: watchEvery,
@@ -501,6 +505,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.watchDone(msg)
 	case copiedMsg:
 		return a, a.copied(msg)
+	case execReadyMsg:
+		return a, a.execReady(msg)
+	case execDoneMsg:
+		return a, a.execDone(msg)
 	case tea.KeyPressMsg:
 		return a, a.key(msg)
 	case tea.MouseWheelMsg:
@@ -662,6 +670,12 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 			return a.startFind()
 		case key.Matches(msg, tk.Copy):
 			return a.copySelected()
+		case key.Matches(msg, tk.Pager):
+			return a.readSelected(false)
+		case key.Matches(msg, tk.Editor):
+			return a.readSelected(true)
+		case key.Matches(msg, tk.Agent):
+			return a.openAgent()
 		case key.Matches(msg, tk.Compare):
 			runs, labels, k, why := comparisonFor(t)
 			if why != "" {

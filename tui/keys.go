@@ -51,6 +51,9 @@ type TreeKeys struct {
 	// Find searches the tree; NextMatch and PrevMatch move between
 	// matches; Copy copies the selected message.
 	Find, NextMatch, PrevMatch, Copy key.Binding
+	// Pager and Editor read the selected message outside tine; Agent
+	// opens the run in its own agent (open.go).
+	Pager, Editor, Agent key.Binding
 }
 
 // CompareKeys are the Compare screen's; its NavKeys scroll every column.
@@ -133,6 +136,9 @@ func DefaultKeyMap() KeyMap {
 			NextMatch:      b("n", "next match", "n"),
 			PrevMatch:      b("N", "previous match", "N"),
 			Copy:           b("y", "copy the message", "y"),
+			Pager:          b("e", "read it in $PAGER", "e"),
+			Editor:         b("E", "a copy in $EDITOR", "E"),
+			Agent:          b("o", "open the run in its agent", "o"),
 		},
 		Compare: CompareKeys{
 			NavKeys:  scroll,
@@ -202,15 +208,15 @@ func libraryHelp(k KeyMap, mode libMode) screenHelp {
 func treeHelp(k KeyMap) screenHelp {
 	t, g := k.Tree, k.Global
 	return screenHelp{id: "tree",
-		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Find, t.Fold, t.Detail, t.Copy, g.Back, g.Help, g.Quit},
+		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Find, t.Fold, t.Detail, t.Copy, t.Pager, t.Agent, g.Back, g.Help, g.Quit},
 		full: [][]key.Binding{
 			{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
 			{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
-			{t.Find, t.NextMatch, t.PrevMatch, t.Copy},
+			{t.Find, t.NextMatch, t.PrevMatch, t.Copy, t.Pager, t.Editor, t.Agent},
 			{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
 			{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
 		},
-		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them."}
+		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its agent (claude --resume, codex resume, pi --session) in its worktree or directory, and tine comes back when it exits."}
 }
 
 // findHelp is the tree's while a search is typed.
@@ -230,8 +236,8 @@ func detailHelp(k KeyMap, full bool) screenHelp {
 	focus := withHelp(t.Focus, "tab", "back to the list")
 	back := withHelp(g.Back, "esc", "back to the list")
 	return screenHelp{id: "detail",
-		short: []key.Binding{withHelp(t.Down, "↑/↓", "scroll"), t.PageDown, focus, back, g.Help, g.Quit},
-		full:  [][]key.Binding{{withHelp(t.Up, "↑/k", "scroll up"), withHelp(t.Down, "↓/j", "scroll down"), t.PageUp, t.PageDown, t.Top, t.Bottom}, {focus, back, g.Help, g.Quit, g.ForceQuit}},
+		short: []key.Binding{withHelp(t.Down, "↑/↓", "scroll"), t.PageDown, t.Pager, focus, back, g.Help, g.Quit},
+		full:  [][]key.Binding{{withHelp(t.Up, "↑/k", "scroll up"), withHelp(t.Down, "↓/j", "scroll down"), t.PageUp, t.PageDown, t.Top, t.Bottom}, {t.Pager, t.Editor, t.Agent, t.Copy}, {focus, back, g.Help, g.Quit, g.ForceQuit}},
 		intro: "The message in full: ↑/↓ scroll it; tab or esc go back to the list."}
 }
 

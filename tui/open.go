@@ -1,0 +1,349 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness/claude"
+	"tine/harness/codex"
+	"tine/harness/pi"
+	"tine/model"
+)
+
+// Leaving tine for another program: e reads the selected message in
+// $PAGER, E opens a copy of it in $EDITOR, o opens the selected run in its
+// own agent. Each runs with tea.ExecProcess, which leaves the alternate
+// screen while the program has the terminal and comes back after.
+
+// execSpec is a process to hand the terminal to: its argument list (never
+// a shell string) and directory, and a temporary file to remove after.
+type execSpec struct {
+	argv []string
+	dir  string
+	temp string
+	// name says what ran, and after what to say when it is back.
+	name, after string
+}
+
+// openEnv is what building a command looks at: the environment, PATH and
+// the file system. Tests give their own.
+type openEnv struct {
+	getenv   func(string) string
+	lookPath func(string) (string, error)
+	isDir    func(string) bool
+	isFile   func(string) bool
+	glob     func(string) ([]string, error)
+	// piDirs lists the folders pi keeps sessions in (pi.Dirs).
+	piDirs func() []string
+}
+
+func osOpenEnv() openEnv {
+	return openEnv{
+		getenv:   os.Getenv,
+		lookPath: exec.LookPath,
+		isDir: func(p string) bool {
+			st, err := os.Stat(p)
+			return err == nil && st.IsDir()
+		},
+		isFile: func(p string) bool {
+			st, err := os.Stat(p)
+			return err == nil && st.Mode().IsRegular()
+		},
+		glob:   filepath.Glob,
+		piDirs: pi.Dirs,
+	}
+}
+
+// viewerCommand is the pager (editor false) or editor command line for
+// file: $PAGER (else less, else more) or $EDITOR (else $VISUAL, else vi).
+// The variable may hold arguments ("less -R", "code --wait"); it is split
+// on white space, with no shell quoting, and file is the last argument.
+func viewerCommand(env openEnv, editor bool, file string) (execSpec, string) {
+	name, vars, fallback := "$PAGER", []string{"PAGER"}, []string{"less", "more"}
+	if editor {
+		name, vars, fallback = "$EDITOR", []string{"EDITOR", "VISUAL"}, []string{"vi"}
+	}
+	var argv []string
+	for _, v := range vars {
+		if argv = strings.Fields(env.getenv(v)); len(argv) > 0 {
+			if _, err := env.lookPath(argv[0]); err != nil {
+				return execSpec{}, fmt.Sprintf("$%s is %q, which is not a program found here", v, model.SafeText(argv[0]))
+			}
+			break
+		}
+	}
+	if len(argv) == 0 {
+		for _, f := range fallback {
+			if _, err := env.lookPath(f); err == nil {
+				argv = []string{f}
+				break
+			}
+		}
+	}
+	if len(argv) == 0 {
+		return execSpec{}, fmt.Sprintf("%s is not set and %s is not installed", name, strings.Join(fallback, " nor "))
+	}
+	return execSpec{argv: append(argv, file), name: argv[0]}, ""
+}
+
+// agentCommand is the command line that opens run r in its own agent,
+// interactively, in the run's worktree (else its directory), as checked
+// against the pinned CLIs (testdata/agents/README.md):
+//
+//	claude --resume ID
+//	codex resume ID
+//	pi --session FILE   (pi names sessions by file: an id is looked up in the cwd's folder only)
+//
+// When it cannot be opened, the second result says why.
+func agentCommand(r model.Run, env openEnv) (execSpec, string) {
+	type agent struct{ binVar, bin, pkg string }
+	agents := map[string]agent{
+		claude.Harness: {"TINE_CLAUDE_BIN", "claude", claude.NPMPackage},
+		codex.Harness:  {"TINE_CODEX_BIN", "codex", codex.NPMPackage},
+		pi.Harness:     {"TINE_PI_BIN", "pi", pi.Package},
+	}
+	ag, ok := agents[r.Harness]
+	switch {
+	case r.SpawnedBy != "":
+		return execSpec{}, "a subagent's session belongs to the run that started it: open that one (← goes to it)"
+	case r.Harness == "openai" || r.Harness == "anthropic":
+		return execSpec{}, fmt.Sprintf("an %s run is a chat tine sent to the API itself: there is no agent session to open", r.Harness)
+	case r.Harness == "script":
+		return execSpec{}, "a script run is tine's offline harness: there is no agent to open it in"
+	case r.Harness == "acp":
+		return execSpec{}, "an ACP agent's session is reached over ACP only: it has no command line to open it in a terminal"
+	case !ok:
+		return execSpec{}, fmt.Sprintf("runs of %q cannot be opened in an agent: only claude, codex and pi sessions can", model.SafeText(r.Harness))
+	case r.Status == model.Running:
+		return execSpec{}, "this run's turn is running: its agent is writing the session now (x stops it)"
+	case r.NativeID == "":
+		return execSpec{}, "this run has no session of its agent yet: it never ran (m gives it a turn)"
+	}
+	bin := ag.bin
+	if b := env.getenv(ag.binVar); b != "" {
+		bin = b
+	}
+	if _, err := env.lookPath(bin); err != nil {
+		return execSpec{}, fmt.Sprintf("%s is not installed here (npm install -g %s; %s names another binary)", ag.bin, ag.pkg, ag.binVar)
+	}
+	dir := r.Worktree
+	if dir == "" {
+		dir = r.Cwd
+	}
+	switch {
+	case dir == "":
+		return execSpec{}, "no directory is recorded for this run, and its agent finds the session by directory"
+	case !env.isDir(dir):
+		return execSpec{}, fmt.Sprintf("the run's directory %s is gone", model.SafeText(dir))
+	}
+	spec := execSpec{dir: dir, name: ag.bin}
+	switch r.Harness {
+	case claude.Harness:
+		spec.argv = []string{bin, "--resume", r.NativeID}
+	case codex.Harness:
+		spec.argv = []string{bin, "resume", r.NativeID}
+	case pi.Harness:
+		file, why := piSessionFile(r, env)
+		if why != "" {
+			return execSpec{}, why
+		}
+		spec.argv = []string{bin, "--session", file}
+	}
+	return spec, ""
+}
+
+// piSessionFile finds pi's file of run r's session: the file it was
+// imported from when that is the session's (pi names files
+// <time>_<id>.jsonl), else the session's file in pi's folders.
+func piSessionFile(r model.Run, env openEnv) (string, string) {
+	id := r.NativeID
+	if strings.ContainsAny(id, `*?[]/\`) {
+		return "", fmt.Sprintf("%q is not a pi session id", model.SafeText(id))
+	}
+	name := "_" + id + ".jsonl"
+	if r.Source != "" && strings.HasSuffix(r.Source, name) && env.isFile(r.Source) {
+		return r.Source, ""
+	}
+	roots := env.piDirs()
+	for _, root := range roots {
+		for _, pattern := range []string{filepath.Join(root, "*"+name), filepath.Join(root, "*", "*"+name)} {
+			if m, _ := env.glob(pattern); len(m) > 0 {
+				return m[0], ""
+			}
+		}
+	}
+	return "", fmt.Sprintf("pi's session file for %s is missing (looked in %s)", model.ShortID(id), model.SafeText(strings.Join(roots, ", ")))
+}
+
+// sanitizedMessage is a message as plain text for a pager or an editor:
+// a header, then every part, all through model.SafeText.
+func sanitizedMessage(rd *runData, idx int) string {
+	m := rd.message(idx)
+	var b strings.Builder
+	head := []string{fmt.Sprintf("message %d", idx+1), roleLabel(m.Role)}
+	if m.Model != "" {
+		head = append(head, model.SafeText(m.Model))
+	}
+	if !m.Time.IsZero() {
+		head = append(head, m.Time.Local().Format("2006-01-02 15:04:05"))
+	}
+	fmt.Fprintf(&b, "%s\n\n", strings.Join(head, " · "))
+	for i, p := range m.Parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch p.Kind {
+		case model.Text:
+			b.WriteString(model.SafeText(p.Text))
+		case model.Thinking:
+			b.WriteString("(thinking)\n" + model.SafeText(p.Text))
+		case model.ToolCall:
+			fmt.Fprintf(&b, "⚙ %s  %s\n%s", model.SafeText(p.ToolName), model.SafeText(p.ToolCallID), prettyJSONFull(p.ToolInput))
+		case model.ToolResult:
+			label := "↳ result"
+			if p.ToolName != "" {
+				label += " of " + model.SafeText(p.ToolName)
+			}
+			if p.IsError {
+				label += " (error)"
+			}
+			fmt.Fprintf(&b, "%s  %s\n%s", label, model.SafeText(p.ToolCallID), model.SafeText(p.Text))
+		default:
+			b.WriteString("[" + string(p.Kind) + "] " + model.SafeText(p.Raw))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// sanitizedRun is a run's own messages, one after another.
+func sanitizedRun(rd *runData) string {
+	r := rd.run()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s · %s · %s\n", model.SafeText(r.Label()), model.SafeText(r.Harness), statusText(r, rd.own))
+	start := r.ForkAt
+	if rd.subagent || rd.parent < 0 {
+		start = 0
+	}
+	if start > 0 {
+		fmt.Fprintf(&b, "(messages 1-%d are its parent's)\n", start)
+	}
+	for i := range rd.own {
+		b.WriteString("\n" + strings.Repeat("─", 60) + "\n")
+		b.WriteString(sanitizedMessage(rd, start+i))
+	}
+	return b.String()
+}
+
+// prettyJSONFull is prettyJSON without the detail pane's size limit.
+func prettyJSONFull(s string) string {
+	if out := prettyJSON(s); !strings.Contains(out, "more bytes (tine show prints all)") {
+		return out
+	}
+	return model.SafeText(s)
+}
+
+// Messages of leaving tine and coming back.
+type (
+	// execReadyMsg is a process ready to get the terminal, or why not.
+	execReadyMsg struct {
+		spec execSpec
+		why  string
+		err  error
+	}
+	// execDoneMsg says how it ended.
+	execDoneMsg struct {
+		spec execSpec
+		err  error
+	}
+)
+
+// readSelected writes the selected message (on a ⑂ line: the fork's own
+// messages), made terminal-safe, to a private temporary file and opens it
+// in the pager, or in the editor: a copy, so edits change nothing in tine.
+func (a *App) readSelected(editor bool) tea.Cmd {
+	t := a.tree
+	r, ok := t.selected()
+	if !ok {
+		return nil
+	}
+	rd := t.data.runs[r.run]
+	var text, what string
+	if r.kind == rowMessage {
+		text, what = sanitizedMessage(rd, int(r.msg)), fmt.Sprintf("message-%d", r.msg+1)
+	} else {
+		text, what = sanitizedRun(rd), "run-"+model.ShortID(rd.run().ID)
+	}
+	env := a.openEnv
+	return func() tea.Msg {
+		f, err := os.CreateTemp("", "tine-"+what+"-*.txt")
+		if err != nil {
+			return execReadyMsg{err: err}
+		}
+		_, err = f.WriteString(text)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(f.Name())
+			return execReadyMsg{err: err}
+		}
+		spec, why := viewerCommand(env, editor, f.Name())
+		if why != "" {
+			os.Remove(f.Name())
+		}
+		spec.temp = f.Name()
+		if editor {
+			spec.after = " (that was a copy: nothing changes in tine)"
+		}
+		return execReadyMsg{spec: spec, why: why}
+	}
+}
+
+// openAgent opens the run under the cursor in its own agent.
+func (a *App) openAgent() tea.Cmd {
+	rd := a.tree.currentRun()
+	if rd == nil {
+		return nil
+	}
+	r, env := rd.run(), a.openEnv
+	return func() tea.Msg {
+		spec, why := agentCommand(r, env)
+		return execReadyMsg{spec: spec, why: why}
+	}
+}
+
+// execReady hands the terminal to the process. It has no timeout: a
+// person is using it; quitting tine's context ends it.
+func (a *App) execReady(msg execReadyMsg) tea.Cmd {
+	switch {
+	case msg.err != nil:
+		return a.errorStatus(msg.err)
+	case msg.why != "":
+		return a.setStatus(msg.why, levelWarn)
+	}
+	spec := msg.spec
+	c := exec.CommandContext(a.ctx, spec.argv[0], spec.argv[1:]...)
+	c.Dir = spec.dir
+	return tea.ExecProcess(c, func(err error) tea.Msg { return execDoneMsg{spec: spec, err: err} })
+}
+
+func (a *App) execDone(msg execDoneMsg) tea.Cmd {
+	if msg.spec.temp != "" {
+		os.Remove(msg.spec.temp)
+	}
+	if msg.err != nil {
+		var exit *exec.ExitError
+		if errors.As(msg.err, &exit) {
+			return a.setStatus(fmt.Sprintf("%s ended with status %d", msg.spec.name, exit.ExitCode()), levelWarn)
+		}
+		return a.errorStatus(fmt.Errorf("%s: %w", msg.spec.name, msg.err))
+	}
+	return a.setStatus("back from "+msg.spec.name+msg.spec.after, levelInfo)
+}
