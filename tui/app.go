@@ -67,10 +67,12 @@ type App struct {
 	crashed *crashed
 	logPath string
 	st      *store.Store
-	opts    Options
-	keys    KeyMap
-	styles  Styles
-	now     func() time.Time
+	// dataPath is the database's path as help shows it.
+	dataPath string
+	opts     Options
+	keys     KeyMap
+	styles   Styles
+	now      func() time.Time
 	// tick schedules a message later (tea.Tick); tests replace it.
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// openEnv is where e, E and o look for programs (open.go).
@@ -144,15 +146,16 @@ type shortHelpKey struct {
 func New(st *store.Store, opts Options) *App {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{
-		ctx:    ctx,
-		cancel: cancel,
-		st:     st,
-		opts:   opts,
-		keys:   DefaultKeyMap(),
-		styles: NewStyles(true),
-		now:    time.Now,
-		tick:   tea.Tick,
-		lib:    newLibraryScreen(),
+		ctx:      ctx,
+		cancel:   cancel,
+		st:       st,
+		dataPath: dbPath(st),
+		opts:     opts,
+		keys:     DefaultKeyMap(),
+		styles:   NewStyles(true),
+		now:      time.Now,
+		tick:     tea.Tick,
+		lib:      newLibraryScreen(),
 
 		openEnv: osOpenEnv(),
 
@@ -1042,7 +1045,7 @@ func (a *App) helpContent() []string {
 	lines = append(lines, helpLines(h.full, w, st)...)
 	lines = append(lines, "")
 	lines = append(lines, strings.Split(wrap(h.intro, w), "\n")...)
-	if p := dbPath(a.st); p != "" {
+	if p := a.dataPath; p != "" {
 		lines = append(lines, "", st.Subtle.Render(fit("Data: "+p, w)))
 	}
 	return lines

@@ -12,7 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -244,30 +243,6 @@ func TestStatusClearsItself(t *testing.T) {
 	assert.Contains(t, d.plain(), "already at the root run")
 	d.send(clearStatusMsg{id: d.a.statusID})
 	assert.NotContains(t, d.plain(), "already at the root run")
-}
-
-func TestGoldenScreens(t *testing.T) {
-	st := seedStore(t, 0)
-	for _, sz := range [][2]int{{40, 10}, {120, 35}} {
-		w, h := sz[0], sz[1]
-		t.Run(fmt.Sprintf("library_%dx%d", w, h), func(t *testing.T) {
-			d := newDriver(t, st, w, h)
-			golden.RequireEqual(t, trimRight(d.plain()))
-		})
-		t.Run(fmt.Sprintf("tree_%dx%d", w, h), func(t *testing.T) {
-			d := newDriver(t, st, w, h)
-			d.keys("enter", "j", "j")
-			golden.RequireEqual(t, trimRight(d.plain()))
-		})
-	}
-}
-
-func trimRight(s string) string {
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " ")
-	}
-	return strings.Join(lines, "\n") + "\n"
 }
 
 // TestProgramEndToEnd runs the real program: open a tree, move, fold, ask
