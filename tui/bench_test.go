@@ -50,3 +50,35 @@ func BenchmarkOpenTree10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTreeFrame200Forks renders a whole 200x50 tree screen frame on a
+// run with 200 forks (four deep) while the cursor moves: the target is
+// 2 ms or less.
+func BenchmarkTreeFrame200Forks(b *testing.B) {
+	a := New(nil, Options{})
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	a.openTree(treeLoadedMsg{data: forkTree(200)})
+	down := press("j")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.Update(down)
+		_ = a.View()
+	}
+}
+
+// BenchmarkTreeOverview200Forks is a frame after each overview key on the
+// 200-fork run: fold from depth 1, jump to the next fork with changes
+// (which unfolds its parents), unfold all, jump again.
+func BenchmarkTreeOverview200Forks(b *testing.B) {
+	a := New(nil, Options{})
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	a.openTree(treeLoadedMsg{data: forkTree(200)})
+	keys := []tea.KeyPressMsg{press("1"), press(">"), press("0"), press(">")}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.Update(keys[i%len(keys)])
+		_ = a.View()
+	}
+}

@@ -108,7 +108,7 @@ func (t *treeScreen) unfoldTo(ri int) {
 		}
 	}
 	if changed {
-		t.invalidate()
+		t.invalidateForks()
 		t.refold()
 	}
 }

@@ -51,6 +51,9 @@ type TreeKeys struct {
 	// Find searches the tree; NextMatch and PrevMatch move between
 	// matches; Copy copies the selected message.
 	Find, NextMatch, PrevMatch, Copy key.Binding
+	// FoldDepth folds the forks from a depth down (0 unfolds all);
+	// NextChanged and PrevChanged jump between forks that did something.
+	FoldDepth, NextChanged, PrevChanged key.Binding
 	// Pager and Editor read the selected message outside tine; Agent
 	// opens the run in its own agent (open.go).
 	Pager, Editor, Agent key.Binding
@@ -123,6 +126,9 @@ func DefaultKeyMap() KeyMap {
 			PrevSibling:    b("[", "prev sibling fork", "["),
 			Fold:           b("space", "fold fork", "space", "z"),
 			FoldAll:        b("Z", "fold all forks / unfold all", "Z"),
+			FoldDepth:      b("1-9", "fold forks from depth N down (0: unfold all)", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0"),
+			NextChanged:    b(">", "next fork with changes", ">"),
+			PrevChanged:    b("<", "previous fork with changes", "<"),
 			Focus:          b("tab", "focus detail", "tab"),
 			Detail:         b("enter", "read message", "enter"),
 			NextCheckpoint: b("}", "next checkpoint", "}"),
@@ -211,12 +217,12 @@ func treeHelp(k KeyMap) screenHelp {
 		short: []key.Binding{t.Fork, t.Compare, t.NextTurn, t.Into, t.Out, t.Find, t.Fold, t.Detail, t.Copy, t.Pager, t.Agent, g.Back, g.Help, g.Quit},
 		full: [][]key.Binding{
 			{t.Up, t.Down, t.PageUp, t.PageDown, t.Top, t.Bottom},
-			{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextCheckpoint, t.PrevCheckpoint},
+			{t.Into, t.Out, t.NextSibling, t.PrevSibling, t.NextChanged, t.PrevChanged, t.NextCheckpoint, t.PrevCheckpoint},
 			{t.Find, t.NextMatch, t.PrevMatch, t.Copy, t.Pager, t.Editor, t.Agent},
 			{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
-			{t.Fold, t.FoldAll, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
+			{t.Fold, t.FoldAll, t.FoldDepth, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
 		},
-		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its agent (claude --resume, codex resume, pi --session) in its worktree or directory, and tine comes back when it exits."}
+		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds (1-9 fold every fork from that depth down, 0 unfolds all; a folded fork says how many forks it hides); > and < jump to the next or previous fork that has messages of its own. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its agent (claude --resume, codex resume, pi --session) in its worktree or directory, and tine comes back when it exits."}
 }
 
 // findHelp is the tree's while a search is typed.

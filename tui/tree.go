@@ -68,14 +68,15 @@ func (t *treeScreen) setSize(w, h int) {
 
 func (t *treeScreen) invalidate() { clear(t.rowCache) }
 
-// refold rebuilds the rows after folding, keeping the cursor on its row.
-func (t *treeScreen) refold() {
-	var keep rowKey
-	if r, ok := t.selected(); ok {
-		keep = r.key()
+// invalidateForks drops the cached fork lines only: folding changes
+// their arrow and count, never a message line (whose guides come from
+// its depth), so the message lines on screen need not be drawn again.
+func (t *treeScreen) invalidateForks() {
+	for k := range t.rowCache {
+		if k.kind == rowFork {
+			delete(t.rowCache, k)
+		}
 	}
-	t.rows = t.data.flatten(t.folded)
-	t.moveTo(keep)
 }
 
 func (t *treeScreen) moveTo(k rowKey) {
@@ -133,6 +134,12 @@ func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) 
 		return t.fold()
 	case key.Matches(msg, keys.FoldAll):
 		return t.foldAll()
+	case key.Matches(msg, keys.FoldDepth):
+		return t.foldDepth(int(msg.Code - '0'))
+	case key.Matches(msg, keys.NextChanged):
+		return t.nextChanged(+1)
+	case key.Matches(msg, keys.PrevChanged):
+		return t.nextChanged(-1)
 	case key.Matches(msg, keys.NextMatch):
 		return t.nextMatch(+1, false)
 	case key.Matches(msg, keys.PrevMatch):
@@ -165,7 +172,7 @@ func (t *treeScreen) into() string {
 	id := t.data.runs[target].run().ID
 	if t.folded[id] {
 		t.folded[id] = false
-		t.invalidate()
+		t.invalidateForks()
 		t.refold()
 	}
 	h := t.forkRow(int32(target))
@@ -264,7 +271,7 @@ func (t *treeScreen) fold() string {
 	}
 	id := t.data.runs[r.run].run().ID
 	t.folded[id] = !t.folded[id]
-	t.invalidate() // cached fork lines show the fold arrow
+	t.invalidateForks()
 	t.rows = t.data.flatten(t.folded)
 	t.cursor = t.forkRow(r.run)
 	t.clamp()
@@ -281,7 +288,7 @@ func (t *treeScreen) foldAll() string {
 	for _, r := range t.data.runs[1:] {
 		t.folded[r.run().ID] = !all
 	}
-	t.invalidate()
+	t.invalidateForks()
 	t.refold()
 	switch {
 	case len(t.data.runs) == 1:
@@ -441,6 +448,11 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if run.Best {
 		label = "★ " + label
 	}
+	// A folded fork says how many forks it hides.
+	hides := ""
+	if t.folded[run.ID] && rd.below > 0 {
+		hides = " +" + plural(rd.below, "fork")
+	}
 	if run.Hidden {
 		parts = append(parts, "hidden")
 	}
@@ -455,9 +467,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		where = " ⌂ in place"
 	}
 	if st == nil {
-		return fmt.Sprintf("%s%s%s%s%s  %s · %s", guides, fold, mark, label, where, status, strings.Join(parts, " · "))
+		return fmt.Sprintf("%s%s%s%s%s%s  %s · %s", guides, fold, mark, label, hides, where, status, strings.Join(parts, " · "))
 	}
-	return st.Fork.Render(guides+fold+mark) + st.ForkName.Render(label) + st.Fork.Render(where) + "  " +
+	return st.Fork.Render(guides+fold+mark) + st.ForkName.Render(label) + st.Fork.Render(hides+where) + "  " +
 		st.status(run.Status).Render(status) + st.Subtle.Render(" · "+strings.Join(parts, " · "))
 }
 

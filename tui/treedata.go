@@ -29,6 +29,9 @@ type runData struct {
 	subagent  bool
 	spawnedAt int
 	subagents []int
+	// depth is how many forks deep the run is (the root 0, its forks 1);
+	// below counts the forks and subagents shown under it, at any depth.
+	depth, below int
 }
 
 func (r *runData) run() model.Run { return r.node.Run }
@@ -120,7 +123,24 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 			return cmp.Compare(t.runs[x].spawnedAt, t.runs[y].spawnedAt)
 		})
 	}
+	// Parents come before their forks and subagents: depths go forward,
+	// counts of what is below go backward.
+	for _, rd := range t.runs[1:] {
+		rd.depth = t.runs[rd.parent].depth + 1
+	}
+	for i := len(t.runs) - 1; i > 0; i-- {
+		rd := t.runs[i]
+		if !rd.omitted() {
+			t.runs[rd.parent].below += 1 + rd.below
+		}
+	}
 	return t
+}
+
+// omitted reports whether the fork's line is left out of the tree: it was
+// replaced by its regenerations (rule 7) and nothing hangs under it.
+func (r *runData) omitted() bool {
+	return r.run().Hidden && len(r.children) == 0 && len(r.subagents) == 0
 }
 
 // spawnPoint is the index of the message in r that made tool call id (the
@@ -177,7 +197,7 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	rows := make([]row, 0, n)
 	var emitRun func(ri int, depth int16)
 	emitFork := func(ci int, depth int16) {
-		if c := t.runs[ci]; c.run().Hidden && len(c.children) == 0 && len(c.subagents) == 0 {
+		if t.runs[ci].omitted() {
 			return // replaced by its regenerations (rule 7): nothing of it is shown
 		}
 		rows = append(rows, row{kind: rowFork, depth: depth, run: int32(ci), msg: -1})
