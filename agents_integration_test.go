@@ -220,6 +220,8 @@ type e2eAgent struct {
 	env     []string
 	session func(t *testing.T) string
 	write   func(file string) modelserver.ToolCall
+	// shell is a tool call that runs a shell command.
+	shell func(cmd string) modelserver.ToolCall
 	// sessionFile finds the agent's own transcript of session id.
 	dir string
 }
@@ -239,8 +241,8 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 			agentRun(t, home, a.env, bin, "-p", "remember turn-two", "--resume", id, "--output-format", "stream-json", "--verbose")
 			return id
 		}
-		a.write = func(file string) modelserver.ToolCall {
-			return modelserver.Call("Bash", map[string]string{"command": "echo x > " + file, "description": "write the file"})
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("Bash", map[string]string{"command": cmd, "description": "run it"})
 		}
 	case "codex":
 		codexHome := filepath.Join(home, ".codex")
@@ -258,8 +260,8 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 			agentRun(t, home, a.env, append(append([]string{bin, "exec", "resume"}, flags...), id, "remember turn-two")...)
 			return id
 		}
-		a.write = func(file string) modelserver.ToolCall {
-			return modelserver.Call("exec_command", map[string]string{"cmd": "echo x > " + file})
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("exec_command", map[string]string{"cmd": cmd})
 		}
 	case "pi":
 		agentDir := filepath.Join(home, ".pi", "agent")
@@ -278,10 +280,11 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--session", file, "remember turn-two")...)
 			return id
 		}
-		a.write = func(file string) modelserver.ToolCall {
-			return modelserver.Call("bash", map[string]string{"command": "echo x > " + file})
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("bash", map[string]string{"command": cmd})
 		}
 	}
+	a.write = func(file string) modelserver.ToolCall { return a.shell("echo x > " + file) }
 	return a
 }
 

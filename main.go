@@ -71,6 +71,7 @@ func commands() []command {
 		{"run", "RUN -m MSG [--harness NAME] [--wait]", "give a run its next turn (a pending fork its first)", cmdRun},
 		{"retry", "RUN [--wait]", "run a failed fork again, as a new sibling", cmdRetry},
 		{"cancel", "RUN...", "stop a running fork, whoever started it", cmdCancel},
+		{"replay", "RUN --at-step N [--continuations K] [--base REV] [--wait]", "rebuild a recorded run's world at step N and fork it there", cmdReplay},
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},

@@ -3,60 +3,112 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"tine/harness/claude"
+	"tine/harness/codex"
+	"tine/harness/worktree"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
 )
 
-// placeholderKey is what a recorded agent gets as its API key: the real one
-// stays in tine's gateway, which alone talks to the model's API.
-const placeholderKey = "tine-gateway-placeholder"
+// upstreamOf is where an agent's model calls really go, and the key they
+// need: the environment tine runs in (ANTHROPIC_BASE_URL and
+// ANTHROPIC_API_KEY for Claude Code; OPENAI_BASE_URL and OPENAI_API_KEY
+// for Codex). A Claude or ChatGPT login's token cannot go through the
+// gateway, so a key is required.
+func upstreamOf(hname string) (replay.Wire, replay.Upstream, error) {
+	env := func(k, def string) string {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	switch hname {
+	case claude.Harness:
+		key := os.Getenv("ANTHROPIC_API_KEY")
+		if key == "" {
+			return "", replay.Upstream{}, fmt.Errorf("recording and replaying Claude Code need ANTHROPIC_API_KEY: a Claude login's token cannot go through tine's gateway")
+		}
+		return replay.WireAnthropic, replay.Upstream{BaseURL: env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"), APIKey: key}, nil
+	case codex.Harness:
+		key := os.Getenv("OPENAI_API_KEY")
+		if key == "" {
+			return "", replay.Upstream{}, fmt.Errorf("recording and replaying Codex need OPENAI_API_KEY: a ChatGPT login's token cannot go through tine's gateway")
+		}
+		return replay.WireResponses, replay.Upstream{BaseURL: env("OPENAI_BASE_URL", "https://api.openai.com/v1"), APIKey: key}, nil
+	}
+	return "", replay.Upstream{}, fmt.Errorf("tine cannot record %s's model calls yet (no gateway path for it)", hname)
+}
 
-// recorder records the model calls of agent turns as their runs' tapes
-// (rule 9 in ARCHITECTURE.md), through one replay gateway per process,
-// started on the first recorded turn. Only Claude Code is recorded so far.
-type recorder struct {
-	st   *store.Store
+// gateways starts one replay gateway per process, on first use.
+type gateways struct {
 	once sync.Once
 	gw   *replay.Gateway
 	err  error
 }
 
-// env is Driver.AgentEnv: it points the turn's agent at a gateway run of
-// its own, whose steps land on the run's tape after its earlier steps.
-func (r *recorder) env(ctx context.Context, run model.Run) ([]string, func(), error) {
-	if run.Harness != claude.Harness {
-		return nil, nil, nil
+func (g *gateways) get() (*replay.Gateway, error) {
+	g.once.Do(func() { g.gw, g.err = replay.Start(replay.Options{}) })
+	return g.gw, g.err
+}
+
+// processGateway is the gateway of this tine process.
+var processGateway gateways
+
+// recorder records the model calls of agent turns as their runs' tapes
+// (rule 9 in ARCHITECTURE.md), through this process's gateway.
+type recorder struct {
+	st *store.Store
+}
+
+// gateway is Driver.Gateway: a gateway run of the turn's own, whose steps
+// land on the run's tape after its earlier steps, each with the git tree of
+// the run's directory when the call arrived.
+func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), error) {
+	wire, up, err := upstreamOf(run.Harness)
+	if err != nil {
+		return "", nil, err
 	}
-	key := os.Getenv("ANTHROPIC_API_KEY")
-	if key == "" {
-		return nil, nil, errors.New("recording needs ANTHROPIC_API_KEY: a Claude login's token cannot be passed through the gateway yet")
-	}
-	r.once.Do(func() {
-		base := os.Getenv("ANTHROPIC_BASE_URL")
-		if base == "" {
-			base = "https://api.anthropic.com"
-		}
-		r.gw, r.err = replay.Start(replay.Options{Upstreams: map[replay.Wire]replay.Upstream{
-			replay.WireAnthropic: {BaseURL: base, APIKey: key}}})
-	})
-	if r.err != nil {
-		return nil, nil, r.err
+	gw, err := processGateway.get()
+	if err != nil {
+		return "", nil, err
 	}
 	tape, err := r.st.Tape(ctx, run.ID)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
-	rn, err := r.gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: len(tape)}})
+	rn, err := gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: len(tape)},
+		Upstreams: map[replay.Wire]replay.Upstream{wire: up}, Snapshot: snapshotOf(runDir(run))})
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
-	return []string{"ANTHROPIC_BASE_URL=" + rn.URL(), "ANTHROPIC_API_KEY=" + placeholderKey}, rn.Close, nil
+	return rn.URL(), rn.Close, nil
+}
+
+// runDir is where a run's agent works.
+func runDir(r model.Run) string {
+	if r.Worktree != "" {
+		return r.Worktree
+	}
+	return r.Cwd
+}
+
+// snapshotOf takes the git tree of dir at each model call; nil when dir
+// is not a git work tree (a run in place outside a repository).
+func snapshotOf(dir string) func() (string, error) {
+	if _, _, err := worktree.Repo(context.Background(), dir); err != nil {
+		return nil
+	}
+	return func() (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return worktree.Tree(ctx, dir)
+	}
 }
 
 // tapeWriter stores a gateway run's steps on a run's tape, numbered after
@@ -69,9 +121,10 @@ type tapeWriter struct {
 
 func (w tapeWriter) Record(s replay.Step) error {
 	req := string(s.Request)
+	s.N += w.after
 	resp, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	return w.st.AddTapeStep(context.Background(), w.run, model.TapeStep{Step: w.after + s.N, Request: &req, Response: string(resp)})
+	return w.st.AddTapeStep(context.Background(), w.run, model.TapeStep{Step: s.N, Request: &req, Response: string(resp), TreeHash: s.Tree})
 }

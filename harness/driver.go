@@ -107,10 +107,10 @@ type Driver struct {
 	// CancelPoll is how often running turns look for a cancel request
 	// made by another process (default 500 ms).
 	CancelPoll time.Duration
-	// AgentEnv, when set, gives an agent's turn extra environment (a
-	// recording gateway's base URL: see replay); done is called when the
-	// turn ends.
-	AgentEnv func(ctx context.Context, run model.Run) (env []string, done func(), err error)
+	// Gateway, when set, gives each turn of a harness that can record
+	// (Capabilities.Record) the base URL its model calls go to: tine's
+	// recording gateway (rule 9). done is called when the turn ends.
+	Gateway func(ctx context.Context, run model.Run) (url string, done func(), err error)
 }
 
 func (d *Driver) now() time.Time {
@@ -242,6 +242,28 @@ var ErrParentMovedOn = errors.New("the parent moved on; fork again from where it
 type Turn struct {
 	RunID string
 	Input string
+	// Rebuild, when set, starts or continues a replay's agent session
+	// instead of branching the parent's (rule 9).
+	Rebuild *Rebuild
+}
+
+// Rebuild is how a replay's turn runs: the agent is started the way the
+// recorded run's was (the same origin session or handoff, or a new
+// session), pointed at the replaying gateway, and emits the recorded run's
+// messages again before it goes live; those are the replay's inherited
+// prefix, not stored again.
+type Rebuild struct {
+	// Origin, Handoff and Prefix are the recorded run's first turn's: the
+	// session it branched or the handoff it began with. Used when the
+	// replay's run has no session yet.
+	Origin  *Origin
+	Handoff bool
+	Prefix  []model.Message
+	// ModelURL is the replaying gateway's run URL.
+	ModelURL string
+	// Inherited is asked about each message the agent emits, in order:
+	// true when the run already inherits it (it is then not stored).
+	Inherited func(model.Message) bool
 }
 
 // RunTurns runs turns concurrently, at most Parallel at a time, streaming
@@ -446,13 +468,28 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	if req.Permissions == "" {
 		req.Permissions = PermitAuto
 	}
-	if caps.OwnSessions {
+	inherited := func(model.Message) bool { return false }
+	switch rb := t.Rebuild; {
+	case rb != nil:
+		if !caps.OwnSessions || !caps.Record {
+			finish(model.Failed, fmt.Errorf("%s cannot be replayed: tine cannot point its model calls at its gateway", hname))
+			return
+		}
+		req.Dir = d.agentDir(run)
+		req.ModelURL = rb.ModelURL
+		if run.NativeID == "" {
+			req.Origin, req.Handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
+		}
+		if rb.Inherited != nil {
+			inherited = rb.Inherited
+		}
+	case caps.OwnSessions:
 		if err := d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
 			finish(model.Failed, err)
 			return
 		}
-		if d.AgentEnv != nil {
-			env, done, err := d.AgentEnv(ctx, run)
+		if d.Gateway != nil && caps.Record {
+			url, done, err := d.Gateway(ctx, run)
 			if err != nil {
 				finish(model.Failed, fmt.Errorf("recording: %w", err))
 				return
@@ -460,7 +497,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			if done != nil {
 				defer done()
 			}
-			req.Env = env
+			req.ModelURL = url
 		}
 	}
 	if err := d.Store.SetRunning(bg, run.ID); err != nil {
@@ -487,6 +524,9 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			storeErr = d.Store.AddNote(bg, run.ID, OneLine(e.Note, 300))
 		case EventMessage:
 			m := e.Message
+			if inherited(m) {
+				return // a replay's inherited prefix, emitted again
+			}
 			if m.Time.IsZero() {
 				m.Time = d.now()
 			}
@@ -643,6 +683,13 @@ func (d *Driver) workDir(ctx context.Context, parent model.Run, inPlace bool) (s
 	}
 	return dir, nil
 }
+
+// Worktrees is where agent forks' worktrees live.
+func (d *Driver) Worktrees() string { return d.worktreeRoot() }
+
+// AgentDir is where run's agent works: its worktree (at the same place
+// below the top as its cwd), else its cwd.
+func (d *Driver) AgentDir(run model.Run) string { return d.agentDir(run) }
 
 func (d *Driver) worktreeRoot() string {
 	if d.WorktreeRoot != "" {

@@ -32,6 +32,10 @@ type Capabilities struct {
 	// an ACP agent). A fork's first turn then branches that session
 	// (TurnRequest.Origin) or is a handoff, and runs in a worktree.
 	OwnSessions bool `json:"own_sessions"`
+	// Record: tine can point the agent's model calls at its gateway
+	// (TurnRequest.ModelURL), so its turns are recorded as tapes and
+	// replayed (rule 9).
+	Record bool `json:"record"`
 }
 
 // Permissions says how an agent's requests to use a tool are answered when
@@ -105,9 +109,17 @@ type TurnRequest struct {
 	// Permissions answers the agent's permission requests.
 	Permissions Permissions
 	// Env holds KEY=VALUE pairs for this turn's agent process, set on top
-	// of the harness's own (a recording gateway's base URL and key).
+	// of the harness's own.
 	Env []string
+	// ModelURL, when set, is where the agent's model calls go: tine's
+	// gateway (replay), which records or replays them. The agent gets
+	// PlaceholderKey as its API key; the real one stays in tine. Only
+	// harnesses whose Capabilities say Record honour it.
+	ModelURL string
 }
+
+// PlaceholderKey is the API key an agent pointed at tine's gateway gets.
+const PlaceholderKey = "tine-gateway-placeholder"
 
 // Conversation is what a turn sends: the prefix, then the person's new
 // message when there is one (stamped at), which is returned too so the
@@ -226,8 +238,8 @@ func (r *Registry) namesLocked() []string {
 // Known lists every harness name tine knows of, registered or not, with what
 // it can do: the capability table of ARCHITECTURE.md, as data.
 var Known = map[string]Capabilities{
-	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
-	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
+	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
+	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
 	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
 	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true, OwnSessions: true},
 	"openai":    {Fork: true, ForkAtK: true, Resume: true, Stream: true},

@@ -279,3 +279,44 @@ func OwnUsage(msgs []Message, inherited int) Usage {
 	}
 	return u
 }
+
+// ReplayStatus is where a replay stands (rule 9).
+type ReplayStatus string
+
+const (
+	// ReplayReplaying: steps are being answered from the tape.
+	ReplayReplaying ReplayStatus = "replaying"
+	// ReplayForked: the prefix replayed clean to step N and the run went
+	// live from there: a continuation.
+	ReplayForked ReplayStatus = "forked"
+	// ReplayVerified: k = 0: the run reproduced its tape to step N and
+	// stopped.
+	ReplayVerified ReplayStatus = "verified"
+	// ReplayDiverged: a request (or the working tree) differed from the
+	// tape before step N.
+	ReplayDiverged ReplayStatus = "diverged"
+	// ReplayUnreplayed: the run cannot be replayed (no tape, or no gateway
+	// path for its harness); nothing ran.
+	ReplayUnreplayed ReplayStatus = "unreplayed"
+)
+
+// Replay is how a run was made by replaying another run's tape.
+type Replay struct {
+	RunID         string // the replay's own run: a fork of Of after step Step
+	Of            string // the run whose tape was replayed
+	Step          int    // N
+	Trial         int    // 1..Continuations (1 when Continuations is 0)
+	Continuations int
+	OnDivergence  string // stop | live
+	Status        ReplayStatus
+	Replayed      int    // steps answered from the tape
+	Divergence    string // JSON of the divergence, "" when none
+	// AA: a clean continuation on the run's own harness reproduced the
+	// original outcome (the same final answer, and the same check result
+	// when a check was given); nil when not measured (AAReason says why).
+	AA        *bool
+	AAReason  string
+	Base      string // the commit the sandbox was made at
+	TapeKind  string // recorded (through the gateway) | transcript (an imported run's, without requests)
+	CreatedAt time.Time
+}

@@ -20,6 +20,9 @@ const (
 	// KindNetwork: a tool output differs and shows a network error (replays
 	// run without network by design).
 	KindNetwork Kind = "network"
+	// KindTree: the requests match but the working tree the tools left
+	// differs from the one recorded (an edit whose result differs).
+	KindTree Kind = "tree"
 )
 
 // Mismatch is the first difference between a taped request and the one a
@@ -39,6 +42,9 @@ type Mismatch struct {
 	Actual string `json:"actual"`
 	// Diff is a unified diff of Taped against Actual.
 	Diff string `json:"diff"`
+	// Note, when set, says in a sentence what differs where a field's
+	// path cannot (a tool a replay will not run, the working tree).
+	Note string `json:"note,omitempty"`
 }
 
 // String is one line: the kind, the field and the first changed line (for
@@ -46,6 +52,9 @@ type Mismatch struct {
 func (m *Mismatch) String() string {
 	if m == nil {
 		return "no divergence"
+	}
+	if m.Note != "" {
+		return fmt.Sprintf("%s: %s", m.Kind, m.Note)
 	}
 	what := m.Path
 	if what == "" {

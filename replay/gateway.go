@@ -78,17 +78,41 @@ type RunConfig struct {
 	VerifyOnly bool
 	// Upstreams override the gateway's, per wire format.
 	Upstreams map[Wire]Upstream
+	// Snapshot, when set, is called as each model call arrives, before it
+	// is answered, and returns the git tree of the run's working directory
+	// (Step.Tree). A replay whose requests match but whose tree differs
+	// from the taped one diverges as KindTree.
+	Snapshot func() (string, error)
+	// CompareTree, when set, decides whether the tree a replayed step
+	// arrived with differs from the taped one, and how (a unified diff);
+	// default: they differ when their hashes do.
+	CompareTree func(taped, actual string) (diff string, differ bool)
+	// AllowTool, when set, decides which of the tape's tool calls a replay
+	// may let the agent run again; default LocalTool. A taped answer that
+	// calls any other tool (web, MCP, anything unknown) is not served: the
+	// replay diverges there, naming the tool (rule 9 in ARCHITECTURE.md).
+	AllowTool func(wire Wire, name string) bool
 }
 
 // Divergence is where and how a replay left its tape.
 type Divergence struct {
 	Step int `json:"step"`
 	*Mismatch
+	// Closest is the taped step whose request is nearest the one that
+	// came (fewest differing fields): Step itself, or a neighbour when a
+	// model call was added or skipped; 0 when nothing was compared.
+	Closest int `json:"closest,omitempty"`
+	// ClosestFields is how many fields differ from Closest's request.
+	ClosestFields int `json:"closest_fields,omitempty"`
 }
 
 // Detail is one line for a person: the step and the mismatch.
 func (d *Divergence) Detail() string {
-	return fmt.Sprintf("step %d: %s", d.Step, d.Mismatch.String())
+	s := fmt.Sprintf("step %d: %s", d.Step, d.Mismatch.String())
+	if d.Closest != 0 && d.Closest != d.Step {
+		s += fmt.Sprintf(" (the request is closest to taped step %d: a model call was added or skipped)", d.Closest)
+	}
+	return s
 }
 
 // RunStatus is where a run stands.
@@ -383,6 +407,13 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 	}
 	_ = json.Unmarshal(body, &meta)
 	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: meta.Stream, Started: started}
+	if r.cfg.Snapshot != nil {
+		if t, err := r.cfg.Snapshot(); err == nil {
+			step.Tree = t
+		} else {
+			r.g.logf("replay: run %s step: no snapshot of the tree: %v", r.cfg.ID, err)
+		}
+	}
 
 	r.mu.Lock()
 	r.n++
@@ -409,10 +440,20 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 			tv, terr := r.tapedNorm(step.N)
 			m = compareNormalized(wire, tv, terr, taped.Request, body)
 		}
+		if m == nil {
+			m = r.treeMismatch(taped.Tree, step.Tree)
+		}
+		if m == nil && step.N <= n {
+			m = r.outsideTool(wire, step.N, taped.Answer)
+		}
+		var closest, closestFields int
+		if m != nil && m.Kind != KindTree && m.Note == "" {
+			closest, closestFields = r.closest(wire, step.N, body)
+		}
 		r.mu.Lock()
 		if m != nil {
 			if r.status.Divergence == nil {
-				r.status.Divergence = &Divergence{Step: step.N, Mismatch: m}
+				r.status.Divergence = &Divergence{Step: step.N, Mismatch: m, Closest: closest, ClosestFields: closestFields}
 			}
 			if r.cfg.OnDivergence == Live {
 				r.status.Live = true
@@ -462,6 +503,63 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		// agent sees what it would have seen without it.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// treeMismatch is a KindTree mismatch when both trees are known and differ.
+func (r *Run) treeMismatch(taped, actual string) *Mismatch {
+	if taped == "" || actual == "" {
+		return nil
+	}
+	diff, differ := "", taped != actual
+	if r.cfg.CompareTree != nil {
+		diff, differ = r.cfg.CompareTree(taped, actual)
+	}
+	if !differ {
+		return nil
+	}
+	return &Mismatch{Kind: KindTree, Path: "(working tree)", Fields: []string{"(working tree)"}, Taped: taped, Actual: actual,
+		Diff: diff, Note: "the files the tools left differ from the recorded ones"}
+}
+
+// outsideTool is a mismatch when taped step n's answer calls a tool that a
+// replay does not run again.
+func (r *Run) outsideTool(wire Wire, n int, answer json.RawMessage) *Mismatch {
+	allow := r.cfg.AllowTool
+	if allow == nil {
+		allow = LocalTool
+	}
+	for _, name := range ToolNames(wire, answer) {
+		if !allow(wire, name) {
+			return &Mismatch{Kind: KindTool, Path: "tool " + name, Fields: []string{"tool " + name},
+				Note: fmt.Sprintf("step %d's answer calls %s, which acts outside the sandbox (web, MCP or unknown); a replay never runs it again", n, name)}
+		}
+	}
+	return nil
+}
+
+// closest finds the taped step nearest a request that did not match step
+// n: n itself unless a neighbour matches better.
+func (r *Run) closest(wire Wire, n int, body []byte) (step, fields int) {
+	av, err := Normalize(wire, body)
+	if err != nil {
+		return 0, 0
+	}
+	step, fields = 0, -1
+	for _, j := range []int{n, n - 1, n + 1} {
+		if j < 1 || j > len(r.cfg.Tape) || r.cfg.Tape[j-1].Wire != wire {
+			continue
+		}
+		tv, terr := r.tapedNorm(j)
+		if terr != nil {
+			continue
+		}
+		c := &comparer{wire: wire}
+		c.walk("", tv, av, false)
+		if f := len(c.model) + len(c.tool); fields < 0 || f < fields {
+			step, fields = j, f
+		}
+	}
+	return step, max(fields, 0)
 }
 
 func (r *Run) record(s Step) {

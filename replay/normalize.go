@@ -66,7 +66,9 @@ type textRule struct {
 
 var rules = map[Wire]normRules{
 	WireAnthropic: {
-		cwd:     regexp.MustCompile(`Primary working directory: ([^\n]+)`),
+		// Also the "# Environment update" a session resumed in another
+		// directory (a fork's worktree) gets: "...: <new> (was <old>)".
+		cwd:     regexp.MustCompile(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)`),
 		mangled: true,
 		text: []textRule{
 			{"# gitStatus", regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
@@ -127,6 +129,7 @@ func Normalize(wire Wire, body []byte) (any, error) {
 	}
 	n := &normalizer{wire: wire, r: r, ids: map[string]string{}}
 	n.findCwd(v)
+	slices.SortStableFunc(n.cwds, func(a, b string) int { return len(b) - len(a) })
 	return n.walk(v, false), nil
 }
 
@@ -140,25 +143,25 @@ func NormalizeJSON(wire Wire, body []byte) ([]byte, error) {
 }
 
 type normalizer struct {
-	wire    Wire
-	r       normRules
-	cwd     string
-	mangled string
-	ids     map[string]string
+	wire Wire
+	r    normRules
+	// cwds are the working directories the request states (and their
+	// mangled forms), longest first, so that one that extends another
+	// (a worktree named after its parent's) is replaced whole.
+	cwds []string
+	ids  map[string]string
 }
 
-// findCwd takes the first working directory the request states.
+// findCwd takes the working directories the request states.
 func (n *normalizer) findCwd(v any) {
 	switch t := v.(type) {
 	case string:
-		if n.cwd == "" {
-			if m := n.r.cwd.FindStringSubmatch(t); m != nil {
-				c := strings.TrimSpace(m[1])
-				if len(c) > 1 {
-					n.cwd = c
-					if n.r.mangled {
-						n.mangled = mangle(c)
-					}
+		for _, m := range n.r.cwd.FindAllStringSubmatch(t, -1) {
+			c := strings.TrimSpace(m[1])
+			if len(c) > 1 && !slices.Contains(n.cwds, c) {
+				n.cwds = append(n.cwds, c)
+				if n.r.mangled {
+					n.cwds = append(n.cwds, mangle(c))
 				}
 			}
 		}
@@ -199,11 +202,8 @@ func (n *normalizer) id(s string) string {
 }
 
 func (n *normalizer) text(s string, toolOut bool) string {
-	if n.cwd != "" {
-		s = strings.ReplaceAll(s, n.cwd, "<cwd>")
-	}
-	if n.mangled != "" {
-		s = strings.ReplaceAll(s, n.mangled, "<cwd>")
+	for _, c := range n.cwds {
+		s = strings.ReplaceAll(s, c, "<cwd>")
 	}
 	for _, tr := range n.r.text {
 		if strings.Contains(s, tr.has) {

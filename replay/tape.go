@@ -85,6 +85,10 @@ type Step struct {
 	// the call failed or the stream could not be assembled.
 	Answer json.RawMessage `json:"answer,omitempty"`
 	Source Source          `json:"source"`
+	// Tree is the git tree of the run's working directory when the
+	// request arrived: the world after the previous step's tools ran
+	// (RunConfig.Snapshot; "" when not taken).
+	Tree string `json:"tree,omitempty"`
 	// Error is why the exchange did not complete (upstream unreachable,
 	// stream cut), "" when it did.
 	Error string `json:"error,omitempty"`

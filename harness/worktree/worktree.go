@@ -219,7 +219,7 @@ func Create(ctx context.Context, s Spec) (Worktree, error) {
 	}()
 
 	home := src.home(s.Root)
-	wt, err := add(ctx, src, home, parent)
+	wt, err := add(ctx, src, home, parent, "fork")
 	if err != nil {
 		cancel() // the snapshot is of no use now
 	}
@@ -319,14 +319,14 @@ func countChanged(ctx context.Context, dir, a, b string) (int, error) {
 // add picks the fork's name and runs `git worktree add`. Two Creates racing
 // for one name are told apart by git itself: the loser's add fails with
 // "already exists" and it moves on to the next number.
-func add(ctx context.Context, src source, home, parent string) (Worktree, error) {
+func add(ctx context.Context, src source, home, parent, kind string) (Worktree, error) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
 	if err := writeRepoFile(home, src.common); err != nil {
 		return Worktree{}, err
 	}
-	prefix := parent + "-fork-"
+	prefix := parent + "-" + kind + "-"
 	taken, err := takenNames(ctx, src, home, prefix)
 	if err != nil {
 		return Worktree{}, err

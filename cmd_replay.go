@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"tine/harness"
+	"tine/model"
+	"tine/replay"
+	"tine/store"
+)
+
+// replayJSON is `tine replay --json`.
+type replayJSON struct {
+	Fork       *string          `json:"fork"`
+	Status     string           `json:"status"`
+	Divergence *divergenceJSON  `json:"divergence"`
+	Reason     string           `json:"reason,omitempty"`
+	Trials     []replayTrialRow `json:"trials"`
+}
+
+type divergenceJSON struct {
+	Step    int      `json:"step"`
+	Kind    string   `json:"kind"`
+	Detail  string   `json:"detail"`
+	Path    string   `json:"path,omitempty"`
+	Fields  []string `json:"fields,omitempty"`
+	Taped   string   `json:"taped,omitempty"`
+	Actual  string   `json:"actual,omitempty"`
+	Diff    string   `json:"diff,omitempty"`
+	Closest int      `json:"closest_step,omitempty"`
+}
+
+type replayTrialRow struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Status     string          `json:"status"`
+	RunStatus  string          `json:"run_status"`
+	Error      string          `json:"error,omitempty"`
+	Replayed   int             `json:"replayed"`
+	AA         *bool           `json:"aa"`
+	AAReason   string          `json:"aa_reason,omitempty"`
+	Divergence *divergenceJSON `json:"divergence"`
+	Worktree   string          `json:"worktree"`
+	Branch     string          `json:"branch"`
+	Messages   int             `json:"messages"`
+	Check      *checkJSON      `json:"check"`
+}
+
+func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
+	if d == nil || d.Mismatch == nil {
+		return nil
+	}
+	return &divergenceJSON{Step: d.Step, Kind: string(d.Kind), Detail: d.Detail(), Path: d.Path, Fields: d.Fields,
+		Taped: d.Taped, Actual: d.Actual, Diff: d.Diff, Closest: d.Closest}
+}
+
+func cmdReplay(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--wait] [--json]",
+		"Rebuild the world of a recorded run at step N and fork it there. In a fresh worktree at the\n"+
+			"run's base commit, the run's own agent is started as it was and answered from the run's\n"+
+			"tape for steps 1..N, so it runs every tool call again for real; each request is checked\n"+
+			"against the tape, and the first difference is reported as a divergence of kind model,\n"+
+			"tool, network or tree. Then each of K continuations goes live from step N (K = 0 only\n"+
+			"verifies). Runs are recorded with `tine fork|run --record`.")
+	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
+	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
+	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
+	base := f.String("base", "", "the commit (`REV`) the sandbox starts at (default: the run's recorded base; needed for a run tine did not start)")
+	check := f.String("check", "", "a shell `command` run in each finished continuation's worktree; A/A then compares its result with the original's")
+	score := f.String("score", "exit", "how --check scores: exit or number")
+	var tf turnFlags
+	tf.register(f)
+	trials := f.String("trials", "", "")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *at < 1 {
+		return usagef("replay: --at-step N is required (N >= 1)")
+	}
+	if *score != "exit" && *score != "number" {
+		return usagef("replay: --score is exit or number, not %q", *score)
+	}
+	st, run, d, err := tf.open(ctx, e, pos[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rp := newReplayer(st, d, tf.ag)
+	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
+		Base: *base, Check: *check, CheckNumber: *score == "number"}
+	var plan *replay.Plan
+	if *trials != "" { // the background half: the trials exist
+		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}
+	} else {
+		plan, err = rp.Prepare(ctx, spec)
+		var un *replay.Unreplayable
+		if errors.As(err, &un) {
+			if tf.asJSON {
+				_ = writeJSON(e.stdout, replayJSON{Status: string(model.ReplayUnreplayed), Reason: un.Why, Trials: []replayTrialRow{}})
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if !tf.wait {
+		if err := startBackgroundReplay(st.Path(), spec, plan.Trials, args); err != nil {
+			return fmt.Errorf("the replay's forks were made, but it could not start: %w", err)
+		}
+		out, err := replayReport(ctx, st, plan.Trials, nil)
+		if err != nil {
+			return err
+		}
+		if tf.asJSON {
+			return writeJSON(e.stdout, out)
+		}
+		printReplay(e.stdout, out)
+		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
+		return nil
+	}
+	res, err := rp.Execute(ctx, plan, nil)
+	if err != nil {
+		return err
+	}
+	out, err := replayReport(ctx, st, plan.Trials, res)
+	if err != nil {
+		return err
+	}
+	if tf.asJSON {
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printReplay(e.stdout, out)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return errors.New("cancelled: the replay's forks keep what they did")
+	case out.Status == string(model.ReplayDiverged):
+		return fmt.Errorf("diverged at %s", out.Divergence.Detail)
+	case out.Status == string(model.ReplayUnreplayed):
+		return fmt.Errorf("the replay could not run: %s", out.Trials[0].Error)
+	}
+	return nil
+}
+
+// newReplayer wires a Replayer to this process's gateway and to the
+// model APIs' keys in the environment.
+func newReplayer(st *store.Store, d *harness.Driver, ag agentFlags) *replay.Replayer {
+	gw, err := processGateway.get()
+	if err != nil {
+		gw = nil
+	}
+	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout,
+		Upstream: func(h string) (replay.Wire, replay.Upstream, error) { return upstreamOf(h) }}
+}
+
+// replayReport reads the trials as stored, with res's divergences.
+func replayReport(ctx context.Context, st *store.Store, ids []string, res *replay.Result) (replayJSON, error) {
+	rs, err := st.Replays(ctx, ids)
+	if err != nil {
+		return replayJSON{}, err
+	}
+	out := replayJSON{Trials: []replayTrialRow{}}
+	for i, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			return out, err
+		}
+		r := rs[id]
+		row := replayTrialRow{ID: id, Name: run.Name, Status: string(r.Status), RunStatus: string(run.Status), Error: run.Error,
+			Replayed: r.Replayed, AA: r.AA, AAReason: r.AAReason, Worktree: run.Worktree, Branch: run.Branch,
+			Messages: run.Len(), Check: toCheckJSON(run.Check)}
+		if res != nil && i < len(res.Trials) {
+			row.Divergence = toDivergenceJSON(res.Trials[i].Divergence)
+		} else if r.Divergence != "" {
+			var d replay.Divergence
+			if json.Unmarshal([]byte(r.Divergence), &d) == nil {
+				row.Divergence = toDivergenceJSON(&d)
+			}
+		}
+		out.Trials = append(out.Trials, row)
+	}
+	if len(out.Trials) > 0 {
+		out.Fork = &out.Trials[0].ID
+		out.Status = out.Trials[0].Status
+		out.Divergence = out.Trials[0].Divergence
+		for _, t := range out.Trials {
+			if t.Status == string(model.ReplayForked) {
+				out.Status = t.Status
+			}
+		}
+	}
+	return out, nil
+}
+
+func printReplay(w io.Writer, out replayJSON) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FORK\tNAME\tREPLAY\tREPLAYED\tRUN\tA/A\tBRANCH")
+	for _, t := range out.Trials {
+		aa := "-"
+		if t.AA != nil {
+			aa = map[bool]string{true: "same", false: "differs"}[*t.AA]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\n", t.ID[:min(len(t.ID), 8)], model.SafeText(t.Name), t.Status, t.Replayed, t.RunStatus, aa, model.SafeText(t.Branch))
+	}
+	tw.Flush()
+	for _, t := range out.Trials {
+		if d := t.Divergence; d != nil {
+			fmt.Fprintf(w, "\n%s diverged at %s\n", model.SafeText(t.Name), model.SafeText(d.Detail))
+			if d.Diff != "" {
+				for _, l := range strings.Split(strings.TrimRight(d.Diff, "\n"), "\n") {
+					fmt.Fprintln(w, "    "+model.SafeText(l))
+				}
+			}
+		}
+		if t.AAReason != "" {
+			fmt.Fprintf(w, "%s: %s\n", model.SafeText(t.Name), model.SafeText(t.AAReason))
+		}
+	}
+}
+
+// startBackgroundReplay runs the replay's trials in a tine of their own,
+// so the command returns while they run.
+func startBackgroundReplay(db string, spec replay.Spec, trials []string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	argv := append([]string{"--db", db, "replay"}, args...)
+	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
+	cmd := exec.Command(exe, argv...)
+	cmd.Env = os.Environ()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}

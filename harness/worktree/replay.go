@@ -1,0 +1,155 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// CreateAt makes a replay's sandbox (rule 9 in ARCHITECTURE.md): a worktree
+// of Source's repository on a new branch "<Branch>-replay-<i>" at commit
+// base, holding exactly the files of tree start ("" for base's own files):
+// the world a recorded run started in, whatever Source holds now. Its HEAD
+// is base and nothing is staged, so its diff against start is what the
+// replay changed. Names are never reused, as with Create.
+func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error) {
+	if s.Root == "" {
+		return Worktree{}, errors.New("worktree: Spec.Root is empty")
+	}
+	src, err := inspect(ctx, s.Source)
+	if err != nil {
+		return Worktree{}, err
+	}
+	head, err := git(ctx, src.top, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	if err != nil {
+		return Worktree{}, fmt.Errorf("worktree: %s is not a commit of %s", base, src.top)
+	}
+	tree, err := git(ctx, src.top, "rev-parse", "--verify", "--quiet", head+"^{tree}")
+	if err != nil {
+		return Worktree{}, fmt.Errorf("worktree: %w", err)
+	}
+	if start == "" {
+		start = tree
+	} else if _, err := git(ctx, src.top, "cat-file", "-e", start+"^{tree}"); err != nil {
+		return Worktree{}, fmt.Errorf("worktree: the tree the run started with (%s) is not in %s any more", short(start), src.top)
+	}
+	parent := s.Branch
+	if parent == "" {
+		parent = src.branch
+	}
+	if parent == "" {
+		parent = head[:min(7, len(head))]
+	}
+	src.head, src.tree = head, tree
+	wt, err := add(ctx, src, src.home(s.Root), parent, "replay")
+	if err == nil {
+		err = populate(ctx, wt.Path, tree, "", start)
+	}
+	if err != nil {
+		if wt.Path != "" {
+			undo(src, wt)
+		}
+		return Worktree{}, err
+	}
+	wt.Start = start
+	if start != tree {
+		wt.Carried, _ = countChanged(ctx, src.top, tree, start)
+	}
+	return wt, nil
+}
+
+// Tree is the git tree of the files in dir's work tree now (tracked and
+// untracked, not ignored), written to the repository's object store without
+// touching dir's index: what a replay compares after each step. It reads
+// only files whose stat data changed since the index was written.
+func Tree(ctx context.Context, dir string) (string, error) {
+	if err := checkDir(dir); err != nil {
+		return "", err
+	}
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
+	if err != nil {
+		return "", repoErr(dir, err)
+	}
+	top, index, ok := strings.Cut(out, "\n")
+	if !ok {
+		return "", fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+	}
+	tmp, err := os.MkdirTemp("", "tine-tree-")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	idx := filepath.Join(tmp, "index")
+	c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx}}
+	switch err := copyIndex(index, idx); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	if _, err := c.run(ctx, "add", "-A"); err != nil {
+		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+	}
+	t, err := c.line(ctx, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+	}
+	return t, nil
+}
+
+// TreeDiff is the unified diff between two trees of dir's repository,
+// at most maxLines lines (a last line says how many were left out).
+func TreeDiff(ctx context.Context, dir, a, b string, maxLines int) (string, error) {
+	out, err := git(ctx, dir, "diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	lines := strings.Split(out, "\n")
+	if maxLines > 0 && len(lines) > maxLines {
+		n := len(lines) - maxLines
+		lines = append(lines[:maxLines], fmt.Sprintf("… %d more lines", n))
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+// Changes maps each path that differs between trees a and b of dir's
+// repository to its blob in b ("" when b deletes it).
+func Changes(ctx context.Context, dir, a, b string) (map[string]string, error) {
+	out, err := cmd{dir: dir}.run(ctx, "diff-tree", "-r", "-z", "--no-renames", a, b)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	m := map[string]string{}
+	f := strings.Split(string(out), "\x00")
+	for i := 0; i+1 < len(f); i += 2 {
+		// ":100644 100644 <old> <new> M" then the path.
+		meta := strings.Fields(f[i])
+		if len(meta) < 5 {
+			continue
+		}
+		blob := meta[3]
+		if strings.Trim(blob, "0") == "" {
+			blob = ""
+		}
+		m[f[i+1]] = meta[1] + " " + blob
+	}
+	return m, nil
+}
+
+// TreeDiffPaths is TreeDiff limited to paths.
+func TreeDiffPaths(ctx context.Context, dir, a, b string, paths []string, maxLines int) (string, error) {
+	args := append([]string{"diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b, "--"}, paths...)
+	out, err := git(ctx, dir, args...)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	lines := strings.Split(out, "\n")
+	if maxLines > 0 && len(lines) > maxLines {
+		n := len(lines) - maxLines
+		lines = append(lines[:maxLines], fmt.Sprintf("… %d more lines", n))
+	}
+	return strings.Join(lines, "\n"), nil
+}

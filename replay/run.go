@@ -1,0 +1,655 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"tine/harness"
+	"tine/harness/worktree"
+	"tine/model"
+)
+
+// Store is what a replay reads and writes; *store.Store satisfies it.
+type Store interface {
+	harness.Store
+	Tape(ctx context.Context, id string) ([]model.TapeStep, error)
+	AddTapeStep(ctx context.Context, id string, t model.TapeStep) error
+	AddReplay(ctx context.Context, r model.Replay) error
+	UpdateReplay(ctx context.Context, id string, status model.ReplayStatus, replayed int, divergence string, aa *bool, aaReason string) error
+	Rebase(ctx context.Context, id string, k int) error
+}
+
+// MaxContinuations bounds k.
+const MaxContinuations = 10
+
+// Spec asks for a replay of a run's tape to step N (rule 9 in
+// ARCHITECTURE.md).
+type Spec struct {
+	Run    string `json:"run"`
+	AtStep int    `json:"at_step"`
+	// Continuations is k: that many replays, each its own fork and
+	// worktree, each going live after step N; 0 replays once and only
+	// verifies.
+	Continuations int          `json:"continuations"`
+	OnDivergence  OnDivergence `json:"on_divergence"`
+	// Base is the commit the sandbox is made at; "" means the one the run
+	// recorded (its worktree's base and starting files).
+	Base string `json:"base,omitempty"`
+	// Check, when set, runs in each finished continuation's worktree; the
+	// A/A result then includes whether it passed as the original did.
+	Check       string `json:"check,omitempty"`
+	CheckNumber bool   `json:"check_number,omitempty"`
+}
+
+// Replayer runs replays: it makes the sandboxes and the forks, starts the
+// run's own agent through the Driver, pointed at the Gateway, and records
+// how each trial went.
+type Replayer struct {
+	Store   Store
+	Driver  *harness.Driver
+	Gateway *Gateway
+	// Upstream is where harness hname's model calls go once a replay goes
+	// live, and with which key; its error is said when a trial needs it.
+	Upstream func(hname string) (Wire, Upstream, error)
+	// CheckTimeout bounds a --check (default 10 minutes).
+	CheckTimeout time.Duration
+	Now          func() time.Time
+}
+
+// Unreplayable is the error of a run that cannot be replayed: no tape, a
+// tape without requests, or no gateway path for its harness. Its message
+// says which.
+type Unreplayable struct{ Why string }
+
+func (u *Unreplayable) Error() string { return "unreplayed: " + u.Why }
+
+// Plan is a prepared replay: the trials' runs exist (pending, each with its
+// sandbox); Execute runs them, here or in another process.
+type Plan struct {
+	Spec   Spec     `json:"spec"`
+	Trials []string `json:"trials"`
+}
+
+// TrialResult is how one trial went.
+type TrialResult struct {
+	Run        model.Run
+	Replay     model.Replay
+	Divergence *Divergence
+}
+
+// Result is how a replay went.
+type Result struct {
+	Run    string
+	Status model.ReplayStatus
+	// Divergence is the first trial's, nil when it replayed clean.
+	Divergence *Divergence
+	Trials     []TrialResult
+}
+
+// source is what a replay needs to know of the run it replays.
+type source struct {
+	run     model.Run
+	msgs    []model.Message // the run's whole transcript
+	tape    Tape
+	wire    Wire
+	k0      int             // where the run's own messages start
+	kN      int             // the boundary after its own step N
+	prompts []string        // what the person typed on each of its turns
+	first   []string        // with the answer-again first turn: ""
+	origin  *harness.Origin // the session its first turn branched
+	handoff bool
+	prefix  []model.Message
+	base    string
+	start   string
+	repo    string // where the sandbox's repository is
+}
+
+// load reads the run and its tape and works out how its first turn began.
+func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
+	run, err := p.Store.Run(ctx, spec.Run)
+	if err != nil {
+		return nil, err
+	}
+	h, err := p.Driver.Harnesses.Get(run.Harness)
+	if err != nil || !h.Capabilities().Record {
+		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine records and replays Claude Code and Codex runs only", orUnknown(run.Harness))}
+	}
+	steps, err := p.Store.Tape(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape: only runs tine drove with --record have one", run.Label())}
+	}
+	tape, err := DecodeTape(steps)
+	if err != nil {
+		return nil, err
+	}
+	if why := tape.Valid(); why != "" {
+		return nil, &Unreplayable{why}
+	}
+	if spec.AtStep < 1 || spec.AtStep > len(tape) {
+		return nil, fmt.Errorf("--at-step %d is outside the tape: run %s recorded steps 1..%d", spec.AtStep, run.Label(), len(tape))
+	}
+	msgs, _, err := p.Store.Messages(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	src := &source{run: run, msgs: msgs, tape: tape, wire: tape[0].Wire, k0: run.ForkAt}
+	own := 0
+	for _, st := range model.Steps(msgs) {
+		if st.Assistant < src.k0 {
+			continue
+		}
+		if own++; own == spec.AtStep {
+			src.kN = st.End
+			if st.End < 0 {
+				return nil, fmt.Errorf("step %d's tool calls were never answered: nothing to replay to", spec.AtStep)
+			}
+		}
+	}
+	if src.kN == 0 {
+		return nil, fmt.Errorf("run %s has %d steps of its own in its transcript, fewer than step %d of its tape", run.Label(), own, spec.AtStep)
+	}
+	firstOwn := true
+	for _, m := range msgs[src.k0:] {
+		if m.Role == model.System {
+			continue // context the agent adds itself (Codex's environment)
+		}
+		if m.IsPrompt() {
+			src.prompts = append(src.prompts, promptText(m))
+		} else if firstOwn {
+			src.prompts = append(src.prompts, "") // the first turn answered again
+		}
+		firstOwn = false
+	}
+	if run.ParentID != "" {
+		src.prefix = msgs[:src.k0]
+		if run.Handoff {
+			src.handoff = true
+		} else {
+			parent, err := p.Store.Run(ctx, run.ParentID)
+			if err != nil {
+				return nil, err
+			}
+			src.origin, err = harness.OriginOf(parent, src.k0, run.Harness, func(id string) (model.Run, error) { return p.Store.Run(ctx, id) })
+			if err != nil {
+				return nil, err
+			}
+			if src.origin == nil {
+				return nil, &Unreplayable{fmt.Sprintf("no %s session holds the first %d messages run %s started from", run.Harness, src.k0, run.Label())}
+			}
+		}
+	}
+	src.base, src.start = run.BaseCommit, run.StartTree
+	if spec.Base != "" {
+		src.base, src.start = spec.Base, ""
+	}
+	if src.base == "" {
+		return nil, fmt.Errorf("run %s has no base commit (it did not run in a worktree tine made); give the commit it started from with --base REV", run.Label())
+	}
+	src.repo = run.Worktree
+	if _, _, err := worktree.Repo(ctx, src.repo); src.repo == "" || err != nil {
+		src.repo = run.Cwd
+	}
+	return src, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "this run's harness"
+	}
+	return s
+}
+
+// promptText is what a person's message said.
+func promptText(m model.Message) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p.Kind == model.Text && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// DecodeTape turns stored tape steps (their responses hold the gateway's
+// Step as JSON) into a Tape.
+func DecodeTape(steps []model.TapeStep) (Tape, error) {
+	tape := make(Tape, 0, len(steps))
+	for _, ts := range steps {
+		var s Step
+		if err := json.Unmarshal([]byte(ts.Response), &s); err != nil {
+			return nil, fmt.Errorf("tape step %d: %w", ts.Step, err)
+		}
+		s.N = ts.Step
+		if s.Tree == "" {
+			s.Tree = ts.TreeHash
+		}
+		tape = append(tape, s)
+	}
+	return tape, nil
+}
+
+// Prepare checks that spec's run can be replayed and creates its trials:
+// k forks of the run after step N (one when k = 0), each with a fresh
+// worktree at the run's base holding the files it started with. Nothing
+// runs yet. An *Unreplayable error says why a run cannot be replayed.
+func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
+	if spec.Continuations < 0 || spec.Continuations > MaxContinuations {
+		return nil, fmt.Errorf("--continuations must be 0..%d, not %d", MaxContinuations, spec.Continuations)
+	}
+	switch spec.OnDivergence {
+	case "":
+		spec.OnDivergence = Stop
+	case Stop, Live:
+	default:
+		return nil, fmt.Errorf("--on-divergence is stop or live, not %q", spec.OnDivergence)
+	}
+	if spec.Continuations == 0 && spec.OnDivergence == Live {
+		return nil, errors.New("--continuations 0 only verifies: it never goes live (drop --on-divergence live)")
+	}
+	src, err := p.load(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	n := max(spec.Continuations, 1)
+	forks := make([]*model.Run, n)
+	for i := range forks {
+		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.kN, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep),
+			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), i+1), Harness: src.run.Harness, Model: src.run.Model,
+			Cwd: src.run.Cwd, Status: model.Pending}
+	}
+	if err := p.Store.CreateForks(ctx, forks); err != nil {
+		return nil, err
+	}
+	plan := &Plan{Spec: spec}
+	now := time.Now()
+	if p.Now != nil {
+		now = p.Now()
+	}
+	for i, f := range forks {
+		plan.Trials = append(plan.Trials, f.ID)
+		wt, werr := worktree.CreateAt(ctx, worktree.Spec{Source: src.repo, Root: p.Driver.Worktrees(), Branch: src.run.Branch}, src.base, src.start)
+		if werr == nil {
+			werr = p.Store.SetWorktree(ctx, f.ID, wt.Path, wt.Branch, wt.Base, wt.Start)
+		}
+		r := model.Replay{RunID: f.ID, Of: src.run.ID, Step: spec.AtStep, Trial: i + 1, Continuations: spec.Continuations,
+			OnDivergence: string(spec.OnDivergence), Status: model.ReplayReplaying, Base: src.base, TapeKind: "recorded", CreatedAt: now}
+		if err := p.Store.AddReplay(ctx, r); err != nil {
+			return nil, err
+		}
+		if werr != nil {
+			_ = p.Store.SetStatus(ctx, f.ID, model.Failed, "the replay's sandbox: "+werr.Error())
+			_ = p.Store.UpdateReplay(ctx, f.ID, model.ReplayUnreplayed, 0, "", nil, werr.Error())
+		}
+	}
+	return plan, nil
+}
+
+// Execute runs a prepared replay's trials, at most the Driver's Parallel
+// at a time, and returns how they went. onEvent, when set, gets the
+// driver's events (messages, statuses) as they happen.
+func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness.RunEvent)) (*Result, error) {
+	src, err := p.load(ctx, plan.Spec)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Run: src.run.ID, Trials: make([]TrialResult, len(plan.Trials))}
+	parallel := max(p.Driver.Parallel, 1)
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, id := range plan.Trials {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res.Trials[i] = p.trial(ctx, plan.Spec, src, id, onEvent)
+		}()
+	}
+	wg.Wait()
+	res.Status = res.Trials[0].Replay.Status
+	res.Divergence = res.Trials[0].Divergence
+	for _, t := range res.Trials {
+		if t.Replay.Status == model.ReplayForked {
+			res.Status = model.ReplayForked
+		}
+	}
+	return res, nil
+}
+
+// trial runs one trial: the run's turns, in order, until the replay has
+// gone live and finished its turn, stopped, or diverged.
+func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string, onEvent func(harness.RunEvent)) TrialResult {
+	bg := context.WithoutCancel(ctx)
+	out := TrialResult{}
+	finish := func() TrialResult {
+		out.Run, _ = p.Store.Run(bg, id)
+		if rs, ok := p.replayOf(bg, id); ok {
+			out.Replay = rs
+		}
+		return out
+	}
+	run, err := p.Store.Run(bg, id)
+	if err != nil {
+		return finish()
+	}
+	if run.Status != model.Pending || run.Worktree == "" {
+		return finish() // its sandbox could not be made: said already
+	}
+	cfg := RunConfig{ID: id, Tape: src.tape, N: spec.AtStep, OnDivergence: spec.OnDivergence,
+		VerifyOnly: spec.Continuations == 0, Recorder: &trialRecorder{p: p, id: id, ctx: bg}}
+	dir := p.Driver.AgentDir(run)
+	cfg.Snapshot = func() (string, error) {
+		c, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		return worktree.Tree(c, dir)
+	}
+	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
+	if spec.Continuations > 0 && p.Upstream != nil {
+		if wire, up, err := p.Upstream(src.run.Harness); err == nil {
+			cfg.Upstreams = map[Wire]Upstream{wire: up}
+		} else {
+			cfg.Upstreams = map[Wire]Upstream{src.wire: {}}
+			_ = p.Store.AddNote(bg, id, "live steps cannot reach the model: "+err.Error())
+		}
+	}
+	gr, err := p.Gateway.NewRun(cfg)
+	if err != nil {
+		_ = p.Store.SetStatus(bg, id, model.Failed, err.Error())
+		_ = p.Store.UpdateReplay(bg, id, model.ReplayUnreplayed, 0, "", nil, err.Error())
+		return finish()
+	}
+	defer gr.Close()
+	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.kN - src.k0, k0: src.k0}
+	rb := &harness.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited}
+	for _, prompt := range src.prompts {
+		p.Driver.RunTurns(ctx, []harness.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
+		st := gr.Status()
+		r, _ := p.Store.Run(bg, id)
+		if ctx.Err() != nil || st.Divergence != nil || st.Live || st.Verified || r.Status != model.Completed || st.Steps > spec.AtStep ||
+			(spec.Continuations == 0 && st.Replayed >= spec.AtStep) {
+			break
+		}
+	}
+	st := gr.Status()
+	out.Divergence = st.Divergence
+	if st.Divergence == nil && st.Replayed < spec.AtStep && ctx.Err() == nil {
+		// The agent stopped asking before step N without a request that
+		// differed: its run ended differently.
+		note := fmt.Sprintf("the agent made %d model calls and stopped; the tape has %d up to step %d", st.Steps, spec.AtStep, spec.AtStep)
+		if r, err := p.Store.Run(bg, id); err == nil && r.Error != "" {
+			note += " (" + r.Error + ")"
+		}
+		out.Divergence = &Divergence{Step: st.Steps + 1, Mismatch: &Mismatch{Kind: KindModel, Path: "(end of run)", Note: note}}
+	}
+	status := model.ReplayForked
+	switch {
+	case ctx.Err() != nil:
+		status = model.ReplayReplaying
+	case out.Divergence != nil:
+		status = model.ReplayDiverged
+		inh.flush()
+		if spec.OnDivergence == Stop || !st.Live {
+			_ = p.Store.SetStatus(bg, id, model.Failed, "the replay diverged at "+out.Divergence.Detail())
+		}
+	case spec.Continuations == 0:
+		status = model.ReplayVerified
+		// The agent was refused its next call on purpose: the run is
+		// complete at step N.
+		_ = p.Store.SetStatus(bg, id, model.Completed, "")
+	}
+	var div string
+	if out.Divergence != nil {
+		b, _ := json.Marshal(out.Divergence)
+		div = string(b)
+	}
+	var aa *bool
+	aaReason := ""
+	if status == model.ReplayForked {
+		aa, aaReason = p.aa(bg, spec, src, id)
+	}
+	_ = p.Store.UpdateReplay(bg, id, status, st.Replayed, div, aa, aaReason)
+	return finish()
+}
+
+// treeComparer compares a replayed step's tree with the taped one by what
+// the tools changed since each run's start: the same when both starts are
+// the same tree and the trees are; with another base (--base) the same
+// when the same paths changed to the same contents.
+func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped, actual string) (string, bool) {
+	return func(taped, actual string) (string, bool) {
+		c, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if tapedStart == "" || start == "" || tapedStart == start {
+			if taped == actual {
+				return "", false
+			}
+			d, err := worktree.TreeDiff(c, dir, taped, actual, 200)
+			if err != nil {
+				d = err.Error()
+			}
+			return d, true
+		}
+		a, err1 := worktree.Changes(c, dir, tapedStart, taped)
+		b, err2 := worktree.Changes(c, dir, start, actual)
+		if err := errors.Join(err1, err2); err != nil {
+			return err.Error(), true
+		}
+		var paths []string
+		for p, v := range a {
+			if b[p] != v {
+				paths = append(paths, p)
+			}
+		}
+		for p := range b {
+			if _, ok := a[p]; !ok {
+				paths = append(paths, p)
+			}
+		}
+		if len(paths) == 0 {
+			return "", false
+		}
+		sort.Strings(paths)
+		d, err := worktree.TreeDiffPaths(c, dir, taped, actual, paths, 200)
+		if err != nil {
+			d = err.Error()
+		}
+		return d, true
+	}
+}
+
+func (p *Replayer) replayOf(ctx context.Context, id string) (model.Replay, bool) {
+	type replays interface {
+		Replays(ctx context.Context, ids []string) (map[string]model.Replay, error)
+	}
+	if rs, ok := p.Store.(replays); ok {
+		m, err := rs.Replays(ctx, []string{id})
+		if err == nil {
+			r, ok := m[id]
+			return r, ok
+		}
+	}
+	return model.Replay{}, false
+}
+
+// aa says whether a clean continuation reproduced the original outcome:
+// the same final answer in the turn that went live, and the same check
+// result when a check is given.
+func (p *Replayer) aa(ctx context.Context, spec Spec, src *source, id string) (*bool, string) {
+	msgs, _, err := p.Store.Messages(ctx, id)
+	if err != nil {
+		return nil, err.Error()
+	}
+	run, err := p.Store.Run(ctx, id)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if run.Status != model.Completed {
+		return nil, "the continuation did not complete"
+	}
+	// The original's answer at the end of the turn the continuation ran.
+	end := len(src.msgs)
+	for i := src.kN; i < len(src.msgs); i++ {
+		if src.msgs[i].IsPrompt() {
+			end = i
+			break
+		}
+	}
+	want, got := lastAnswer(src.msgs[:end]), lastAnswer(msgs)
+	same := strings.TrimSpace(want) == strings.TrimSpace(got)
+	why := "the same final answer"
+	if !same {
+		why = fmt.Sprintf("a different final answer (%q, the original said %q)", harness.OneLine(got, 80), harness.OneLine(want, 80))
+	}
+	if spec.Check != "" {
+		c := harness.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())
+		_ = p.Store.SetCheck(ctx, id, c)
+		orig := src.run.Check
+		switch {
+		case orig == nil || !orig.Ran:
+			why += "; the original has no check result to compare with"
+		case !sameScore(orig, &c):
+			same = false
+			why += fmt.Sprintf("; the check scored %s, the original %s", scoreText(&c), scoreText(orig))
+		default:
+			why += "; the same check result"
+		}
+	}
+	return &same, why
+}
+
+func (p *Replayer) checkTimeout() time.Duration {
+	if p.CheckTimeout > 0 {
+		return p.CheckTimeout
+	}
+	return 10 * time.Minute
+}
+
+func sameScore(a, b *model.Check) bool {
+	if a.Score != nil && b.Score != nil {
+		return *a.Score == *b.Score
+	}
+	return (a.Exit == 0) == (b.Exit == 0)
+}
+
+func scoreText(c *model.Check) string {
+	if c.Score != nil {
+		return fmt.Sprint(*c.Score)
+	}
+	return fmt.Sprintf("exit %d", c.Exit)
+}
+
+// lastAnswer is the text of the last assistant message of msgs.
+func lastAnswer(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != model.Assistant {
+			continue
+		}
+		var texts []string
+		for _, p := range msgs[i].Parts {
+			if p.Kind == model.Text {
+				texts = append(texts, p.Text)
+			}
+		}
+		if len(texts) > 0 {
+			return strings.Join(texts, "\n")
+		}
+	}
+	return ""
+}
+
+// inheritance decides which of the messages a trial's agent emits are the
+// trial's inherited prefix (the recorded run's, up to step N) and keeps
+// them aside; when the replay diverges, the trial is moved back to just
+// after the first prompt and gets what its agent really did.
+type inheritance struct {
+	p    *Replayer
+	ctx  context.Context
+	id   string
+	gr   *Run
+	skip int // messages the trial inherits beyond the recorded run's start
+	k0   int
+	n    int
+	kept []model.Message
+	// flushed: the trial diverged and holds its own messages now.
+	flushed bool
+}
+
+func (h *inheritance) inherited(m model.Message) bool {
+	h.n++
+	if h.flushed {
+		return false
+	}
+	st := h.gr.Status()
+	if st.Verified {
+		return true // the refusal after step N of a replay that only verifies
+	}
+	if st.Divergence != nil {
+		h.flush()
+		return false
+	}
+	if h.n <= h.skip {
+		h.kept = append(h.kept, m)
+		return true
+	}
+	return false
+}
+
+// flush moves a diverged trial to just after its first prompt and stores
+// what the agent emitted since.
+func (h *inheritance) flush() {
+	if h.flushed {
+		return
+	}
+	h.flushed = true
+	keep := 0
+	if len(h.kept) > 0 && h.kept[0].IsPrompt() {
+		keep = 1
+	}
+	if err := h.p.Store.Rebase(h.ctx, h.id, h.k0+keep); err != nil {
+		_ = h.p.Store.AddNote(h.ctx, h.id, "could not keep what the diverged replay did: "+err.Error())
+		return
+	}
+	if len(h.kept) > keep {
+		if err := h.p.Store.AppendMessages(h.ctx, h.id, h.kept[keep:]); err != nil {
+			_ = h.p.Store.AddNote(h.ctx, h.id, "could not keep what the diverged replay did: "+err.Error())
+		}
+	}
+}
+
+// trialRecorder stores a trial's steps as its own tape (so a continuation
+// can be replayed in turn) and its progress.
+type trialRecorder struct {
+	p   *Replayer
+	id  string
+	ctx context.Context
+	mu  sync.Mutex
+	n   int
+}
+
+func (r *trialRecorder) Record(s Step) error {
+	req := string(s.Request)
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	if err := r.p.Store.AddTapeStep(r.ctx, r.id, model.TapeStep{Step: s.N, Request: &req, Response: string(b), TreeHash: s.Tree}); err != nil {
+		return err
+	}
+	if s.Source == FromTape {
+		r.mu.Lock()
+		r.n++
+		n := r.n
+		r.mu.Unlock()
+		return r.p.Store.UpdateReplay(r.ctx, r.id, model.ReplayReplaying, n, "", nil, "")
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/internal/modelserver"
+	"tine/store"
+)
+
+// TestReplayRealAgents is rule 9 end to end with the real Claude Code and
+// Codex CLIs against the scripted model server: runs recorded through
+// tine's gateway in a git repository (Bash calls that write, edit and read
+// files) replay to a middle step clean (verified with k = 0; forked with
+// k = 2, both going live and reproducing the original answer), and,
+// changing one thing each time, diverge with the right kind at the right
+// step: a file in the base changed (tool), a command that reads the clock
+// (tool), a command that needs the network (network), another model
+// setting (model), an edit whose result differs (tree).
+func TestReplayRealAgents(t *testing.T) {
+	for _, name := range []string{"claude", "codex"} {
+		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
+	}
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// replayResult is `tine replay --json` as a script reads it.
+type replayResult struct {
+	Fork       *string         `json:"fork"`
+	Status     string          `json:"status"`
+	Divergence *divergenceJSON `json:"divergence"`
+	Reason     string          `json:"reason"`
+	Trials     []struct {
+		ID        string `json:"id"`
+		Status    string `json:"status"`
+		RunStatus string `json:"run_status"`
+		Replayed  int    `json:"replayed"`
+		AA        *bool  `json:"aa"`
+		AAReason  string `json:"aa_reason"`
+		Worktree  string `json:"worktree"`
+		Branch    string `json:"branch"`
+	} `json:"trials"`
+}
+
+func replayJSONOf(t *testing.T, db string, args ...string) (replayResult, string, int) {
+	t.Helper()
+	out, errOut, code := tine(t, db, append(append([]string{"replay"}, args...), "--wait", "--json")...)
+	var r replayResult
+	require.NoError(t, json.Unmarshal([]byte(out), &r), "stdout %q stderr %q", out, errOut)
+	if testing.Verbose() {
+		t.Logf("tine replay %v:\n%s%s", args, out, errOut)
+	}
+	return r, errOut, code
+}
+
+func replayRealAgent(t *testing.T, name string) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	for f, s := range map[string]string{"notes.txt": "first\n", "data.txt": "alpha\n", "input.txt": "hello\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(project, f), []byte(s), 0o644))
+	}
+	git(t, project, "add", ".")
+	git(t, project, "commit", "-q", "-m", "files")
+	git(t, home, "clone", "-q", "--bare", project, filepath.Join(home, "remote.git"))
+	git(t, project, "remote", "add", "origin", filepath.Join(home, "remote.git"))
+	// Two other bases: one where a file the run reads differs, one where
+	// a file the run edits differs.
+	main := git(t, project, "rev-parse", "HEAD")
+	base := func(branch, file, content string) string {
+		git(t, project, "checkout", "-q", "-b", branch)
+		require.NoError(t, os.WriteFile(filepath.Join(project, file), []byte(content), 0o644))
+		git(t, project, "commit", "-q", "-am", branch)
+		rev := git(t, project, "rev-parse", "HEAD")
+		git(t, project, "checkout", "-q", "main")
+		return rev
+	}
+	inputBase := base("changed-input", "input.txt", "changed\n")
+	dataBase := base("changed-data", "data.txt", "gamma alpha\n")
+	require.Equal(t, main, git(t, project, "rev-parse", "HEAD"))
+
+	a := setupAgent(t, name, home, srv.URL())
+	on := replies(srv)
+	on("turn-one", modelserver.Reply{Text: "Hello."})
+	on("turn-two", modelserver.Reply{Text: "Noted."})
+	session := a.session(t)
+	env := a.env
+	if name == "codex" {
+		env = append(env, "OPENAI_BASE_URL="+srv.URL()+"/v1", "OPENAI_API_KEY=test")
+	}
+	asShell(t, env, "CLAUDE_CONFIG_DIR")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+
+	record := func(fork, marker string, rs ...modelserver.Reply) {
+		t.Helper()
+		on(marker, rs...)
+		out, errOut, code := tine(t, db, "fork", session, "--name", fork, "-m", marker+": do the task", "--record", "--wait", "--json")
+		require.Equal(t, 0, code, "%s\n%s", out, errOut)
+		require.Equal(t, 0, srv.Pending(), "every scripted reply used")
+	}
+	record("rec", "rec-main",
+		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && sed -i s/alpha/ALPHA/ data.txt && echo done")}},
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
+		modelserver.Reply{Text: "Finished: input read."})
+	record("clk", "rec-clock",
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("date +%s%N")}},
+		modelserver.Reply{Text: "Time read."})
+	record("net", "rec-net",
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("git ls-remote origin 2>&1 | head -3; echo listed")}},
+		modelserver.Reply{Text: "Listed."})
+
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	rec, err := st.Resolve(t.Context(), "rec")
+	require.NoError(t, err)
+	tape, err := st.Tape(t.Context(), rec.ID)
+	require.NoError(t, err)
+	st.Close()
+	require.Len(t, tape, 3)
+	for _, s := range tape {
+		require.NotEmpty(t, s.TreeHash, "step %d has the tree it arrived with", s.Step)
+	}
+	calls := func() int { return len(srv.ModelRequests()) }
+
+	t.Run("verified", func(t *testing.T) {
+		before := calls()
+		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "0")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
+		require.Len(t, r.Trials, 1)
+		tr := r.Trials[0]
+		assert.Equal(t, 2, tr.Replayed)
+		assert.Equal(t, "completed", tr.RunStatus)
+		assert.Equal(t, before, calls(), "a replay that verifies never calls the model")
+		b, err := os.ReadFile(filepath.Join(tr.Worktree, "notes.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "first\nsecond\n", string(b), "the replayed tool ran for real in the fork's worktree")
+		b, _ = os.ReadFile(filepath.Join(tr.Worktree, "data.txt"))
+		assert.Equal(t, "ALPHA\n", string(b))
+		assert.Contains(t, tr.Branch, "-replay-")
+	})
+	t.Run("forked", func(t *testing.T) {
+		before := calls()
+		on("rec-main", modelserver.Reply{Text: "Finished: input read."}, modelserver.Reply{Text: "Finished: input read."})
+		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "2")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
+		require.Len(t, r.Trials, 2)
+		for _, tr := range r.Trials {
+			assert.Equal(t, "forked", tr.Status)
+			assert.Equal(t, 2, tr.Replayed)
+			assert.Equal(t, "completed", tr.RunStatus)
+			require.NotNil(t, tr.AA, tr.AAReason)
+			assert.True(t, *tr.AA, tr.AAReason)
+		}
+		assert.NotEqual(t, r.Trials[0].Worktree, r.Trials[1].Worktree)
+		assert.Equal(t, before+2, calls(), "each continuation went live at step 3")
+		out, _, code := tine(t, db, "show", r.Trials[0].ID)
+		require.Equal(t, 0, code)
+		assert.Contains(t, out, "Finished: input read.")
+	})
+	diverges := func(t *testing.T, run string, at, step int, kind, inDetail string, extra ...string) {
+		t.Helper()
+		r, errOut, code := replayJSONOf(t, db, append([]string{run, "--at-step", string(rune('0' + at)), "--continuations", "0"}, extra...)...)
+		assert.Equal(t, 1, code, "a divergence exits 1")
+		require.Equal(t, "diverged", r.Status, errOut)
+		require.NotNil(t, r.Divergence)
+		t.Logf("%s\n%s", r.Divergence.Detail, r.Divergence.Diff)
+		assert.Equal(t, kind, r.Divergence.Kind)
+		assert.Equal(t, step, r.Divergence.Step)
+		assert.Contains(t, r.Divergence.Detail+r.Divergence.Diff, inDetail)
+		assert.Equal(t, "failed", r.Trials[0].RunStatus)
+	}
+	t.Run("a file in the base changed", func(t *testing.T) {
+		diverges(t, "rec", 2, 3, "tool", "+changed", "--base", inputBase)
+	})
+	t.Run("an edit whose result differs", func(t *testing.T) {
+		diverges(t, "rec", 2, 2, "tree", "gamma ALPHA", "--base", dataBase)
+	})
+	t.Run("a command that reads the clock", func(t *testing.T) {
+		diverges(t, "clk", 1, 2, "tool", "")
+	})
+	t.Run("a command that needs the network", func(t *testing.T) {
+		git(t, project, "remote", "set-url", "origin", "https://nonexistent.invalid/tine.git")
+		defer git(t, project, "remote", "set-url", "origin", filepath.Join(home, "remote.git"))
+		diverges(t, "net", 1, 2, "network", "resolve host")
+	})
+	t.Run("another model setting", func(t *testing.T) {
+		if name == "claude" {
+			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
+		} else {
+			cfg := filepath.Join(home, ".codex", "config.toml")
+			b, err := os.ReadFile(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(cfg, []byte(`model_reasoning_effort = "high"`+"\n"+string(b)), 0o644))
+			defer os.WriteFile(cfg, b, 0o644)
+		}
+		diverges(t, "rec", 2, 1, "model", "")
+	})
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"tine/model"
+)
+
+// AddReplay records that run r.RunID is a replay (rule 9 in
+// ARCHITECTURE.md).
+func (s *Store) AddReplay(ctx context.Context, r model.Replay) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO replays (run_id, of_run, step, trial, continuations, on_divergence,
+			status, replayed, divergence, base, tape_kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.RunID, r.Of, r.Step, r.Trial, r.Continuations, r.OnDivergence, r.Status, r.Replayed, r.Divergence,
+			r.Base, r.TapeKind, nanos(r.CreatedAt))
+		if err != nil {
+			return fmt.Errorf("add replay %s: %w", r.RunID, err)
+		}
+		return nil
+	})
+}
+
+// UpdateReplay stores how replay run id stands: its status, how many
+// steps were answered from the tape, its divergence (JSON) and, once
+// known, whether it reproduced the original outcome (aa nil: unknown).
+func (s *Store) UpdateReplay(ctx context.Context, id string, status model.ReplayStatus, replayed int, divergence string, aa *bool, aaReason string) error {
+	var v sql.NullInt64
+	if aa != nil {
+		v = sql.NullInt64{Valid: true}
+		if *aa {
+			v.Int64 = 1
+		}
+	}
+	return s.update(ctx, "update replay", id, `UPDATE replays SET status = ?, replayed = ?, divergence = ?, aa = ?, aa_reason = ?
+		WHERE run_id = ?`, string(status), replayed, divergence, v, aaReason, id)
+}
+
+// Replays returns the replay rows of the given runs (those that are
+// replays), keyed by run id.
+func (s *Store) Replays(ctx context.Context, ids []string) (map[string]model.Replay, error) {
+	out := map[string]model.Replay{}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT run_id, of_run, step, trial, continuations, on_divergence, status,
+			replayed, divergence, aa, aa_reason, base, tape_kind, created_at FROM replays
+			WHERE run_id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var r model.Replay
+			var aa sql.NullInt64
+			var created int64
+			if err := rows.Scan(&r.RunID, &r.Of, &r.Step, &r.Trial, &r.Continuations, &r.OnDivergence, &r.Status,
+				&r.Replayed, &r.Divergence, &aa, &r.AAReason, &r.Base, &r.TapeKind, &created); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if aa.Valid {
+				b := aa.Int64 == 1
+				r.AA = &b
+			}
+			r.CreatedAt = time.Unix(0, created)
+			out[r.RunID] = r
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// HasTapes reports which of the given runs have a tape.
+func (s *Store) HasTapes(ctx context.Context, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT run_id, count(*) FROM tapes WHERE run_id IN (?`+
+			strings.Repeat(", ?", len(chunk)-1)+`) GROUP BY run_id`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var n int
+			if err := rows.Scan(&id, &n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = n
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Rebase moves fork id, which must have no messages of its own yet, to
+// boundary k of its parent (k not past where it was): a replay that
+// diverged keeps what its agent really did after the first prompt.
+func (s *Store) Rebase(ctx context.Context, id string, k int) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET fork_at = ?, fork_step = 0 WHERE id = ? AND own_messages = 0 AND fork_at >= ?`, k, id, k)
+		if err != nil {
+			return fmt.Errorf("rebase %s: %w", id, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("rebase %s: not a fork without messages of its own at or after %d", id, k)
+		}
+		return nil
+	})
+}
