@@ -122,8 +122,10 @@ func agentCommand(r model.Run, env openEnv) (execSpec, string) {
 		return execSpec{}, fmt.Sprintf("runs of %q cannot be opened in an agent: only claude, codex and pi sessions can", model.SafeText(r.Harness))
 	case r.Status == model.Running:
 		return execSpec{}, "this run's turn is running: its agent is writing the session now (x stops it)"
-	case r.NativeID == "":
+	case r.NativeID == "" && r.Status == model.Pending:
 		return execSpec{}, "this run has no session of its agent yet: it never ran (m gives it a turn)"
+	case r.NativeID == "":
+		return execSpec{}, fmt.Sprintf("tine knows no %s session id for this run: it was not read from %s's own files", r.Harness, r.Harness)
 	}
 	bin := ag.bin
 	if b := env.getenv(ag.binVar); b != "" {
@@ -231,7 +233,10 @@ func sanitizedRun(rd *runData) string {
 	if rd.subagent || rd.parent < 0 {
 		start = 0
 	}
-	if start > 0 {
+	switch {
+	case start == 1:
+		b.WriteString("(message 1 is its parent's)\n")
+	case start > 1:
 		fmt.Fprintf(&b, "(messages 1-%d are its parent's)\n", start)
 	}
 	for i := range rd.own {
@@ -341,7 +346,9 @@ func (a *App) execDone(msg execDoneMsg) tea.Cmd {
 	if msg.err != nil {
 		var exit *exec.ExitError
 		if errors.As(msg.err, &exit) {
-			return a.setStatus(fmt.Sprintf("%s ended with status %d", msg.spec.name, exit.ExitCode()), levelWarn)
+			// What it printed went to the terminal's main screen, which
+			// shows again when tine quits.
+			return a.setStatus(fmt.Sprintf("%s ended with status %d (what it printed shows when tine quits)", msg.spec.name, exit.ExitCode()), levelWarn)
 		}
 		return a.errorStatus(fmt.Errorf("%s: %w", msg.spec.name, msg.err))
 	}

@@ -89,6 +89,7 @@ func TestAgentCommand(t *testing.T) {
 		{name: "subagent", run: model.Run{Harness: "claude", NativeID: "agent-1", Cwd: "/work/app", SpawnedBy: "r1", Status: done}, why: "subagent"},
 		{name: "running", run: model.Run{Harness: "claude", NativeID: "x", Cwd: "/work/app", Status: model.Running}, why: "is running"},
 		{name: "never ran", run: model.Run{Harness: "codex", Cwd: "/work/app", Status: model.Pending}, why: "never ran"},
+		{name: "no session id", run: model.Run{Harness: "claude", Cwd: "/work/app", Status: done}, why: "tine knows no claude session id for this run"},
 		{name: "directory gone", run: model.Run{Harness: "codex", NativeID: "t", Cwd: "/gone/app", Status: done}, why: "/gone/app is gone"},
 		{name: "no directory", run: model.Run{Harness: "codex", NativeID: "t", Status: done}, why: "no directory is recorded"},
 	}
@@ -154,7 +155,8 @@ func TestPagerGetsSanitisedText(t *testing.T) {
 	require.NotNil(t, cmd)
 	msg := cmd().(execReadyMsg)
 	require.Empty(t, msg.why)
-	t.Cleanup(func() { os.Remove(msg.spec.temp) })
+	first := msg.spec.temp
+	t.Cleanup(func() { os.Remove(first) })
 	assert.Equal(t, []string{"less", "-R", msg.spec.temp}, msg.spec.argv)
 	info, err := os.Stat(msg.spec.temp)
 	require.NoError(t, err)
@@ -170,7 +172,8 @@ func TestPagerGetsSanitisedText(t *testing.T) {
 	d.a.openEnv = fakeEnv(map[string]string{"EDITOR": "vi"}, []string{"vi"}, nil, nil)
 	_, cmd = d.a.Update(press("E"))
 	msg = cmd().(execReadyMsg)
-	t.Cleanup(func() { os.Remove(msg.spec.temp) })
+	second := msg.spec.temp
+	t.Cleanup(func() { os.Remove(second) })
 	b, err = os.ReadFile(msg.spec.temp)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), "Only Paris, please.", "a fork line gives the fork's own messages")
