@@ -100,8 +100,9 @@ func viewerCommand(env openEnv, editor bool, file string) (execSpec, string) {
 //	codex resume ID
 //	pi --session FILE   (pi names sessions by file: an id is looked up in the cwd's folder only)
 //
-// When it cannot be opened, the second result says why.
-func agentCommand(r model.Run, env openEnv) (execSpec, string) {
+// When it cannot be opened, the second result says why. parentSession is
+// the session id of the run r was forked from ("" for a root).
+func agentCommand(r model.Run, parentSession string, env openEnv) (execSpec, string) {
 	type agent struct{ binVar, bin, pkg string }
 	agents := map[string]agent{
 		claude.Harness: {"TINE_CLAUDE_BIN", "claude", claude.NPMPackage},
@@ -145,6 +146,11 @@ func agentCommand(r model.Run, env openEnv) (execSpec, string) {
 		return execSpec{}, fmt.Sprintf("the run's directory %s is gone", model.SafeText(dir))
 	}
 	spec := execSpec{dir: dir, name: ag.bin}
+	if parentSession == r.NativeID {
+		// A rewind inside the session's file: the agent opens the file's
+		// newest branch, which may be another one.
+		spec.after = fmt.Sprintf(" (this run is a branch inside its session's file: %s opened the file's newest branch)", ag.bin)
+	}
 	switch r.Harness {
 	case claude.Harness:
 		spec.argv = []string{bin, "--resume", r.NativeID}
@@ -317,9 +323,12 @@ func (a *App) openAgent() tea.Cmd {
 	if rd == nil {
 		return nil
 	}
-	r, env := rd.run(), a.openEnv
+	r, env, parent := rd.run(), a.openEnv, ""
+	if rd.parent >= 0 && !rd.subagent {
+		parent = a.tree.data.runs[rd.parent].run().NativeID
+	}
 	return func() tea.Msg {
-		spec, why := agentCommand(r, env)
+		spec, why := agentCommand(r, parent, env)
 		return execReadyMsg{spec: spec, why: why}
 	}
 }

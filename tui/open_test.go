@@ -59,17 +59,21 @@ func TestAgentCommand(t *testing.T) {
 		[]string{"/work/app", "/data/worktrees/app-fork-1"}, []string{piFile, "/elsewhere/old_0199aaaa-bbbb.jsonl"})
 	done := model.Completed
 	cases := []struct {
-		name string
-		run  model.Run
-		vars map[string]string
-		argv []string
-		dir  string
-		why  string // a part of why it cannot be opened
+		name   string
+		run    model.Run
+		parent string // the parent's session id
+		vars   map[string]string
+		argv   []string
+		dir    string
+		why    string // a part of why it cannot be opened
+		after  string // a part of what is said when it is back
 	}{
 		{name: "claude imported", run: model.Run{Harness: "claude", NativeID: "5f0c-uuid", Cwd: "/work/app", Status: done},
 			argv: []string{"claude", "--resume", "5f0c-uuid"}, dir: "/work/app"},
 		{name: "claude fork in its worktree", run: model.Run{Harness: "claude", NativeID: "77aa", Cwd: "/work/app", Worktree: "/data/worktrees/app-fork-1", Status: done},
 			argv: []string{"claude", "--resume", "77aa"}, dir: "/data/worktrees/app-fork-1"},
+		{name: "claude rewind inside the file", run: model.Run{Harness: "claude", NativeID: "5f0c-uuid", Cwd: "/work/app", Status: done}, parent: "5f0c-uuid",
+			argv: []string{"claude", "--resume", "5f0c-uuid"}, dir: "/work/app", after: "a branch inside its session's file"},
 		{name: "claude another binary", run: model.Run{Harness: "claude", NativeID: "5f0c", Cwd: "/work/app", Status: done},
 			vars: map[string]string{"TINE_CLAUDE_BIN": "/opt/claude-dev"}, argv: []string{"/opt/claude-dev", "--resume", "5f0c"}, dir: "/work/app"},
 		{name: "codex", run: model.Run{Harness: "codex", NativeID: "0199-thread", Cwd: "/work/app", Status: model.Failed},
@@ -98,7 +102,7 @@ func TestAgentCommand(t *testing.T) {
 		if c.vars != nil {
 			e.getenv = func(k string) string { return c.vars[k] }
 		}
-		spec, why := agentCommand(c.run, e)
+		spec, why := agentCommand(c.run, c.parent, e)
 		if c.why != "" {
 			assert.Contains(t, why, c.why, c.name)
 			assert.Empty(t, spec.argv, c.name)
@@ -107,6 +111,11 @@ func TestAgentCommand(t *testing.T) {
 		assert.Empty(t, why, c.name)
 		assert.Equal(t, c.argv, spec.argv, c.name)
 		assert.Equal(t, c.dir, spec.dir, c.name)
+		if c.after != "" {
+			assert.Contains(t, spec.after, c.after, c.name)
+		} else {
+			assert.Empty(t, spec.after, c.name)
+		}
 	}
 }
 
