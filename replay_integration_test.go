@@ -218,3 +218,65 @@ func replayRealAgent(t *testing.T, name string) {
 		diverges(t, "rec", 2, 1, "model", "")
 	})
 }
+
+// TestReplayAnImportedClaudeSession: a session the real Claude Code made
+// by itself (not through tine) is imported; its transcript is its tape,
+// without requests, so a replay from the commit the person names checks
+// the tool outputs at each step: clean from that commit, a tool
+// divergence from a commit where the file it reads differs.
+func TestReplayAnImportedClaudeSession(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	for f, s := range map[string]string{"notes.txt": "first\n", "input.txt": "hello\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(project, f), []byte(s), 0o644))
+	}
+	git(t, project, "add", ".")
+	git(t, project, "commit", "-q", "-m", "files")
+	base := git(t, project, "rev-parse", "HEAD")
+	git(t, project, "checkout", "-q", "-b", "changed")
+	require.NoError(t, os.WriteFile(filepath.Join(project, "input.txt"), []byte("changed\n"), 0o644))
+	git(t, project, "commit", "-q", "-am", "changed")
+	changed := git(t, project, "rev-parse", "HEAD")
+	git(t, project, "checkout", "-q", "main")
+
+	a := setupAgent(t, "claude", home, srv.URL())
+	on := replies(srv)
+	on("imp-main",
+		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
+		modelserver.Reply{Text: "Input read."})
+	lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+	session := field(lines, "type", "system", "session_id")
+	require.NotEmpty(t, session)
+	require.Equal(t, 0, srv.Pending())
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+	before := len(srv.ModelRequests())
+
+	_, errOut, code = tine(t, db, "replay", session, "--at-step", "2", "--continuations", "0", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--base", "an imported run has no recorded base: the error says what to give")
+
+	r, errOut, code := replayJSONOf(t, db, session, "--at-step", "2", "--continuations", "0", "--base", base)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
+	assert.Equal(t, 2, r.Trials[0].Replayed)
+	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "first\nsecond\n", string(b))
+	assert.Equal(t, before, len(srv.ModelRequests()))
+
+	r, _, code = replayJSONOf(t, db, session, "--at-step", "2", "--continuations", "0", "--base", changed)
+	assert.Equal(t, 1, code)
+	require.Equal(t, "diverged", r.Status)
+	require.NotNil(t, r.Divergence)
+	assert.Equal(t, "tool", r.Divergence.Kind)
+	assert.Equal(t, 3, r.Divergence.Step)
+	assert.Contains(t, r.Divergence.Diff, "+changed")
+}

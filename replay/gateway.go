@@ -92,6 +92,10 @@ type RunConfig struct {
 	// calls any other tool (web, MCP, anything unknown) is not served: the
 	// replay diverges there, naming the tool (rule 9 in ARCHITECTURE.md).
 	AllowTool func(wire Wire, name string) bool
+	// Cwds are the working directories of the recording and of the
+	// replay, made "<cwd>" in tool outputs when a tape made from a
+	// transcript is checked (recorded requests name theirs).
+	Cwds []string
 }
 
 // Divergence is where and how a replay left its tape.
@@ -227,6 +231,9 @@ func (r *Run) tapedNorm(n int) (any, error) {
 // Prepare normalises the tape's requests ahead of the replay, so that
 // checking a step costs only the normalisation of the request that came.
 func (r *Run) Prepare() {
+	if r.cfg.Tape.FromTranscript() {
+		return
+	}
 	for n := 1; n <= min(r.cfg.N+1, len(r.cfg.Tape)); n++ {
 		r.tapedNorm(n)
 	}
@@ -436,6 +443,11 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		if taped.Wire != wire {
 			m = &Mismatch{Kind: KindModel, Path: "(wire format)", Fields: []string{"(wire format)"}, Taped: string(taped.Wire), Actual: string(wire),
 				Diff: unifiedDiff(string(taped.Wire), string(wire))}
+		} else if len(taped.Request) == 0 {
+			// A transcript's tape: only the tool outputs can be checked.
+			if step.N > 1 {
+				m = compareOutputs(wire, tape[step.N-2].ToolOutputs, body, r.cfg.Cwds)
+			}
 		} else {
 			tv, terr := r.tapedNorm(step.N)
 			m = compareNormalized(wire, tv, terr, taped.Request, body)
@@ -541,7 +553,7 @@ func (r *Run) outsideTool(wire Wire, n int, answer json.RawMessage) *Mismatch {
 // n: n itself unless a neighbour matches better.
 func (r *Run) closest(wire Wire, n int, body []byte) (step, fields int) {
 	av, err := Normalize(wire, body)
-	if err != nil {
+	if err != nil || r.cfg.Tape.FromTranscript() {
 		return 0, 0
 	}
 	step, fields = 0, -1

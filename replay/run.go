@@ -25,6 +25,9 @@ type Store interface {
 	Rebase(ctx context.Context, id string, k int) error
 }
 
+// harnessWire is the wire format of each agent tine can replay.
+var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses}
+
 // MaxContinuations bounds k.
 const MaxContinuations = 10
 
@@ -124,22 +127,26 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(steps) == 0 {
-		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape: only runs tine drove with --record have one", run.Label())}
-	}
-	tape, err := DecodeTape(steps)
+	msgs, _, err := p.Store.Messages(ctx, run.ID)
 	if err != nil {
 		return nil, err
+	}
+	var tape Tape
+	if len(steps) > 0 {
+		if tape, err = DecodeTape(steps); err != nil {
+			return nil, err
+		}
+	} else if tape, err = TranscriptTape(harnessWire[run.Harness], msgs, run.ForkAt); err != nil {
+		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape (record one with --record): %v", run.Label(), err)}
+	}
+	if len(tape) == 0 {
+		return nil, &Unreplayable{fmt.Sprintf("run %s made no model calls of its own: nothing to replay", run.Label())}
 	}
 	if why := tape.Valid(); why != "" {
 		return nil, &Unreplayable{why}
 	}
 	if spec.AtStep < 1 || spec.AtStep > len(tape) {
-		return nil, fmt.Errorf("--at-step %d is outside the tape: run %s recorded steps 1..%d", spec.AtStep, run.Label(), len(tape))
-	}
-	msgs, _, err := p.Store.Messages(ctx, run.ID)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--at-step %d is outside the tape: run %s has steps 1..%d", spec.AtStep, run.Label(), len(tape))
 	}
 	src := &source{run: run, msgs: msgs, tape: tape, wire: tape[0].Wire, k0: run.ForkAt}
 	own := 0
@@ -199,6 +206,14 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		src.repo = run.Cwd
 	}
 	return src, nil
+}
+
+// tapeKind says where the tape came from.
+func (s *source) tapeKind() string {
+	if s.tape.FromTranscript() {
+		return "transcript"
+	}
+	return "recorded"
 }
 
 func orUnknown(s string) string {
@@ -281,7 +296,7 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 			werr = p.Store.SetWorktree(ctx, f.ID, wt.Path, wt.Branch, wt.Base, wt.Start)
 		}
 		r := model.Replay{RunID: f.ID, Of: src.run.ID, Step: spec.AtStep, Trial: i + 1, Continuations: spec.Continuations,
-			OnDivergence: string(spec.OnDivergence), Status: model.ReplayReplaying, Base: src.base, TapeKind: "recorded", CreatedAt: now}
+			OnDivergence: string(spec.OnDivergence), Status: model.ReplayReplaying, Base: src.base, TapeKind: src.tapeKind(), CreatedAt: now}
 		if err := p.Store.AddReplay(ctx, r); err != nil {
 			return nil, err
 		}
@@ -344,9 +359,10 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	if run.Status != model.Pending || run.Worktree == "" {
 		return finish() // its sandbox could not be made: said already
 	}
-	cfg := RunConfig{ID: id, Tape: src.tape, N: spec.AtStep, OnDivergence: spec.OnDivergence,
-		VerifyOnly: spec.Continuations == 0, Recorder: &trialRecorder{p: p, id: id, ctx: bg}}
 	dir := p.Driver.AgentDir(run)
+	cfg := RunConfig{ID: id, Tape: src.tape, N: spec.AtStep, OnDivergence: spec.OnDivergence,
+		VerifyOnly: spec.Continuations == 0, Recorder: &trialRecorder{p: p, id: id, ctx: bg},
+		Cwds: []string{dir, run.Worktree, src.run.Cwd, src.run.Worktree}}
 	cfg.Snapshot = func() (string, error) {
 		c, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()

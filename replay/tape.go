@@ -89,6 +89,9 @@ type Step struct {
 	// request arrived: the world after the previous step's tools ran
 	// (RunConfig.Snapshot; "" when not taken).
 	Tree string `json:"tree,omitempty"`
+	// ToolOutputs, on a tape made from a transcript (no Request), maps
+	// each tool call of the answer to the output it got.
+	ToolOutputs map[string]string `json:"tool_outputs,omitempty"`
 	// Error is why the exchange did not complete (upstream unreachable,
 	// stream cut), "" when it did.
 	Error string `json:"error,omitempty"`
@@ -137,15 +140,19 @@ func (m *MemRecorder) Steps() []Step {
 // Tape is the steps of a run as a replay reads them: Tape[i] is step i+1.
 type Tape []Step
 
+// FromTranscript reports whether t was made from an imported transcript
+// (TranscriptTape): its steps have no requests.
+func (t Tape) FromTranscript() bool { return len(t) > 0 && len(t[0].Request) == 0 }
+
 // Valid reports why a tape cannot be replayed ("" when it can): its steps
-// must be numbered 1..n in order and each must carry its request.
+// must be numbered 1..n in order, and carry their requests all or none.
 func (t Tape) Valid() string {
 	for i, s := range t {
 		if s.N != i+1 {
 			return "tape steps are not numbered 1..n in order"
 		}
-		if len(s.Request) == 0 {
-			return "tape without requests (an imported transcript)"
+		if (len(s.Request) == 0) != t.FromTranscript() {
+			return "a tape with requests on some steps only"
 		}
 	}
 	return ""
