@@ -203,7 +203,7 @@ func replayRealAgent(t *testing.T, name string) {
 	t.Run("a command that needs the network", func(t *testing.T) {
 		git(t, project, "remote", "set-url", "origin", "https://nonexistent.invalid/tine.git")
 		defer git(t, project, "remote", "set-url", "origin", filepath.Join(home, "remote.git"))
-		diverges(t, "net", 1, 2, "network", "resolve host")
+		diverges(t, "net", 1, 2, "network", "unable to access")
 	})
 	t.Run("another model setting", func(t *testing.T) {
 		if name == "claude" {

@@ -261,6 +261,9 @@ type Rebuild struct {
 	Prefix  []model.Message
 	// ModelURL is the replaying gateway's run URL.
 	ModelURL string
+	// Env is added to the agent's environment (what takes the network
+	// away from a replay).
+	Env []string
 	// Inherited is asked about each message the agent emits, in order:
 	// true when the run already inherits it (it is then not stored).
 	Inherited func(model.Message) bool
@@ -476,7 +479,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		req.Dir = d.agentDir(run)
-		req.ModelURL = rb.ModelURL
+		req.ModelURL, req.Env = rb.ModelURL, rb.Env
 		if run.NativeID == "" {
 			req.Origin, req.Handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
 		}

@@ -25,6 +25,18 @@ type Store interface {
 	Rebase(ctx context.Context, id string, k int) error
 }
 
+// NoNetwork is the environment a replayed agent runs with: every HTTP(S)
+// proxy variable points at a closed port on loopback, except for loopback
+// itself (the gateway), so the agent's tools that honour them (curl, git,
+// npm, pip, the agents' own fetches) get no network and say so at once.
+// A program that opens sockets itself is not stopped: there is no
+// container or network namespace here (README: Isolation).
+var NoNetwork = []string{
+	"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
+	"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "all_proxy=http://127.0.0.1:9",
+	"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
+}
+
 // harnessWire is the wire format of each agent tine can replay.
 var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses}
 
@@ -385,7 +397,8 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	}
 	defer gr.Close()
 	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.kN - src.k0, k0: src.k0}
-	rb := &harness.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited}
+	rb := &harness.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
+		Env: NoNetwork}
 	for _, prompt := range src.prompts {
 		p.Driver.RunTurns(ctx, []harness.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
 		st := gr.Status()
