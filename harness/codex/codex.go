@@ -54,6 +54,7 @@
 package codex
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,11 +87,8 @@ func Dirs() []string {
 // types), with or without a timestamp; head may end in the middle of the
 // first line.
 func Detect(head []byte) bool {
-	i := skipWS(head, 0)
-	if len(head)-i >= 3 && string(head[i:i+3]) == "\ufeff" {
-		i = skipWS(head, i+3)
-	}
-	it := objIter{b: head, i: i}
+	head = bytes.TrimPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("\ufeff"))
+	it := objIter{b: head}
 	if it.open() != nil {
 		return false
 	}

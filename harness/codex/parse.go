@@ -14,9 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"tine/harness"
+	"tine/harness/internal/jsonscan"
 	"tine/model"
 )
 
@@ -307,13 +307,13 @@ func (p *parser) line(b []byte) {
 	if p.lineNo == 1 {
 		b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	}
-	b = b[skipWS(b, 0):]
+	b = bytes.TrimLeft(b, " \t\r\n")
 	if len(b) == 0 {
 		return
 	}
 	it := objIter{b: b}
 	if b[0] != '{' {
-		if validJSON(b) {
+		if jsonscan.Valid(b) {
 			p.skip("not a JSON object")
 		} else {
 			p.skip("invalid JSON")
@@ -339,10 +339,7 @@ func (p *parser) line(b []byte) {
 			recordType = true
 		}
 	}
-	err := it.err
-	if err == nil && it.i != len(b) {
-		err = errAt(it.i, "data after the object")
-	}
+	err := it.err // the scanner also refuses data after the object
 	if err != nil {
 		p.skip("invalid JSON: " + err.Error())
 		return
@@ -587,7 +584,7 @@ func (p *parser) event(pl []byte) {
 		k, typ, ok = it.next()
 	}
 	var reason []byte
-	if strEq(typ, "turn_aborted") {
+	if jsonscan.Equal(typ, "turn_aborted") {
 		it, _ = object(pl)
 		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
 			if string(k) == "reason" {
@@ -923,10 +920,10 @@ func (p *parser) jsonText(v []byte) string {
 	}
 	in := v[1 : len(v)-1]
 	if bytes.IndexByte(in, '\\') >= 0 {
-		p.buf = appendUnquoted(p.buf[:0], in)
+		p.buf, _ = jsonscan.AppendUnquoted(p.buf[:0], in)
 		in = p.buf
 	}
-	if validJSON(in) {
+	if jsonscan.Valid(in) {
 		return string(in)
 	}
 	return rawText(v)
@@ -934,12 +931,7 @@ func (p *parser) jsonText(v []byte) string {
 
 // rawText is raw JSON kept as text, with invalid UTF-8 (which JSON allows
 // only inside strings) replaced, so that every string tine stores is UTF-8.
-func rawText(v []byte) string {
-	if utf8.Valid(v) {
-		return string(v)
-	}
-	return strings.ToValidUTF8(string(v), "\uFFFD")
-}
+func rawText(v []byte) string { return jsonscan.Text(v) }
 
 // result adds a tool output. output is a string, an array of content items
 // (text and images), or in older files {content, success}.
@@ -1090,7 +1082,7 @@ func injected(parts []model.Part, meta []byte) bool {
 					for k, v, ok := prov.next(); ok; k, v, ok = prov.next() {
 						if string(k) == "type" {
 							saw = true
-							if strEq(v, "user") {
+							if jsonscan.Equal(v, "user") {
 								return false
 							}
 						}
