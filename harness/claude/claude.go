@@ -253,7 +253,7 @@ func toolResultID(line []byte) string {
 		}
 	}
 	var content []byte
-	o = newObject(msg)
+	o = members(msg)
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -263,7 +263,7 @@ func toolResultID(line []byte) string {
 			content = v
 		}
 	}
-	a := newArray(content)
+	a := elements(content)
 	for {
 		v, ok := a.next()
 		if !ok {

@@ -19,7 +19,7 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 		return pay{}, 0, errors.New("no message")
 	}
 	var content, usage, id, mdl []byte
-	o := newObject(raw)
+	o := members(raw)
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -104,7 +104,7 @@ func readUsage(raw []byte) model.Usage {
 // it is dropped, and the error says which count.
 func checkedUsage(raw []byte) (model.Usage, error) {
 	var u model.Usage
-	o := newObject(raw)
+	o := members(raw)
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -145,7 +145,7 @@ type block struct {
 
 func readBlock(raw []byte) (block, bool) {
 	b := block{raw: raw}
-	o := newObject(raw)
+	o := members(raw)
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -182,7 +182,7 @@ func readBlock(raw []byte) (block, bool) {
 // blocks converts a content array in order. It counts the tool results
 // and the other blocks, which tell a tool-result carrier from a prompt.
 func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results, others int, err error) {
-	a := newArray(raw)
+	a := elements(raw)
 	for {
 		v, ok := a.next()
 		if !ok {
@@ -238,7 +238,7 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 
 // member is the raw value of key in the JSON object obj, nil when absent.
 func member(obj []byte, key string) []byte {
-	o := newObject(obj)
+	o := members(obj)
 	for {
 		k, v, ok := o.next()
 		if !ok {
@@ -262,7 +262,7 @@ func resultContent(raw []byte) (string, []model.Part) {
 	}
 	var texts []string
 	var extra []model.Part
-	a := newArray(raw)
+	a := elements(raw)
 	for {
 		v, ok := a.next()
 		if !ok {
@@ -310,7 +310,7 @@ func otherPart(typ string, raw []byte) model.Part {
 func imagePlaceholder(source []byte) string {
 	var kind, mediaType, url string
 	n := 0
-	o := newObject(source)
+	o := members(source)
 	for {
 		k, v, ok := o.next()
 		if !ok {

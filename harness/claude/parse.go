@@ -461,7 +461,7 @@ func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) 
 func compactText(meta []byte) string {
 	var trigger string
 	var pre int64
-	o := newObject(meta)
+	o := members(meta)
 	for {
 		k, v, ok := o.next()
 		if !ok {
