@@ -190,5 +190,10 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	return tui.Run(ctx, st, tui.Options{Driver: newDriver(st, true, apiFlags{}), Watch: true})
+	d := newDriver(st, true, apiFlags{})
+	if os.Getenv("TINE_RECORD") == "1" {
+		rec := &recorder{st: st}
+		d.Gateway = rec.gateway
+	}
+	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, agentFlags{checkTimeout: 10 * time.Minute})})
 }

@@ -18,6 +18,7 @@ import (
 
 	"tine/harness"
 	"tine/model"
+	"tine/replay"
 	"tine/store"
 )
 
@@ -32,6 +33,8 @@ type Options struct {
 	// Watch imports the agents' sessions as they grow while the program
 	// runs (watch.go): for the user's own database, not the demo's.
 	Watch bool
+	// Replayer replays recorded runs (R on a message); nil turns it off.
+	Replayer *replay.Replayer
 }
 
 type screenID int
@@ -98,9 +101,10 @@ type App struct {
 
 	imp       importState
 	dialog    *forkDialog
-	dialogGen int         // tells a dialog's async answers from an older one's
-	descs     *descCache  // what the harnesses said of themselves, for the dialogs
-	turn      *turnDialog // the next-turn dialog (m)
+	dialogGen int          // tells a dialog's async answers from an older one's
+	descs     *descCache   // what the harnesses said of themselves, for the dialogs
+	turn      *turnDialog  // the next-turn dialog (m)
+	replay    *replayPanel // the Replay panel (R on a message)
 	batches   map[int]*forkBatch
 	pending   map[int]launchReq // launched, forks not created yet
 	nextBatch int
@@ -420,6 +424,21 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, nil
 	case turnReadyMsg:
 		return a, a.turnReady(msg)
+	case replayStartedMsg:
+		return a, a.replayStarted(msg)
+	case replayTickMsg:
+		return a, a.readReplay()
+	case replayReadMsg:
+		return a, a.replayRead(msg)
+	case replayDoneMsg:
+		if a.replay != nil && a.replay.started {
+			a.replay.done = true
+		}
+		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
+		if msg.err != nil {
+			cmds = append(cmds, a.setStatus("replay: "+tuiError(msg.err), levelError))
+		}
+		return a, tea.Batch(cmds...)
 	case cancelRequestedMsg:
 		return a, a.cancelRequested(msg)
 	case diffLoadedMsg:
@@ -437,6 +456,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return a, a.dialog.paste(msg)
 		case a.turn != nil:
 			return a, a.turn.paste(msg)
+		case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
+			var cmd tea.Cmd
+			a.replay.base, cmd = a.replay.base.Update(msg)
+			return a, cmd
 		}
 	case runEventMsg:
 		b := a.batches[msg.batch]
@@ -622,6 +645,16 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 	if a.dialog != nil || a.turn != nil {
 		return a.dialogKey(msg)
 	}
+	if a.replay != nil {
+		if key.Matches(msg, g.ForceQuit) {
+			return tea.Quit
+		}
+		if msg.String() == "f1" || (msg.String() == "?" && (a.replay.started || a.replay.cur != replayBase)) {
+			a.openHelp()
+			return nil
+		}
+		return a.replayKey(msg)
+	}
 	if key.Matches(msg, g.ForceQuit) {
 		return tea.Quit
 	}
@@ -666,6 +699,13 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(msg, tk.Cancel):
 			return a.cancelSelected()
 		case key.Matches(msg, tk.Retry):
+			// On a message, R replays its run to there; on a failed or
+			// cancelled fork's ⑂ line (or anywhere in one), it retries.
+			if r, ok := t.selected(); ok && r.kind == rowMessage {
+				if run := t.data.runs[r.run].run(); run.ParentID == "" || (run.Status != model.Failed && run.Status != model.Cancelled) {
+					return a.openReplay()
+				}
+			}
 			return a.retrySelected()
 		case key.Matches(msg, tk.NextTurn):
 			return a.openTurnDialog()
@@ -752,7 +792,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	if a.showHelp || a.dialog != nil || a.turn != nil {
+	if a.showHelp || a.dialog != nil || a.turn != nil || a.replay != nil {
 		return nil
 	}
 	l := a.layout()
@@ -838,6 +878,9 @@ func (a *App) relayout() tea.Cmd {
 	if a.dialog != nil {
 		a.dialog.setSize(l.body.w, l.body.h)
 	}
+	if a.replay != nil {
+		a.replay.setSize(l.body.w, l.body.h)
+	}
 	if a.turn != nil {
 		a.turn.setSize(l.body.w, l.body.h)
 	}
@@ -906,6 +949,8 @@ func (a *App) render() string {
 		body = block(a.dialog.view(st), l.body.w, l.body.h)
 	case a.turn != nil:
 		body = block(a.turn.view(st), l.body.w, l.body.h)
+	case a.replay != nil:
+		body = block(a.replay.view(st), l.body.w, l.body.h)
 	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
 		body = block(a.compare.diff.view(st), l.body.w, l.body.h)
 	case a.screen == screenCompare && a.compare != nil:
@@ -1017,6 +1062,8 @@ func (a *App) currentHelp() screenHelp {
 		return dialogHelp(a.keys, false, a.dialog.input(a.dialog.cur) != nil)
 	case a.turn != nil:
 		return dialogHelp(a.keys, true, a.turn.cur == turnMessage)
+	case a.replay != nil:
+		return replayHelp(a.keys, a.replay.started)
 	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
 		return diffHelp(a.keys)
 	case a.screen == screenCompare:

@@ -92,7 +92,7 @@ func (d *driver) run(cmd tea.Cmd) {
 		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
-			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg:
+			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

@@ -14,6 +14,7 @@ import (
 	"tine/harness"
 	"tine/harness/script"
 	"tine/model"
+	"tine/replay"
 	"tine/store"
 )
 
@@ -76,6 +77,25 @@ var goldenScreens = []struct {
 		d.send(diffLoadedMsg{runID: col.run.ID, text: goldenDiff})
 	}},
 	{name: "help", reach: func(d *driver) { d.keys("enter", "?") }},
+	// The Replay panel, as R opens it on a Claude Code run, and with its
+	// trials (one diverged, one forked).
+	{name: "replay", reach: func(d *driver) {
+		d.keys("enter")
+		d.a.replay = &replayPanel{run: model.Run{Name: "rec", Harness: "claude"}, steps: 3, step: 2, k: 1, base: newInput("a commit, e.g. HEAD~2 (default: the run's own)")}
+		d.send(tea.WindowSizeMsg{Width: d.a.width, Height: d.a.height})
+	}},
+	{name: "replaying", reach: func(d *driver) {
+		d.keys("enter")
+		aa := true
+		d.a.replay = &replayPanel{run: model.Run{Name: "rec"}, steps: 3, step: 2, started: true, plan: &replay.Plan{Trials: []string{"a", "b"}},
+			trials: []replayTrial{
+				{run: model.Run{Name: "rec-replay-1", Status: model.Failed}, replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2},
+					div: &replay.Divergence{Step: 3, Mismatch: &replay.Mismatch{Kind: replay.KindTool, Path: "messages[5].content[0].content",
+						Diff: "--- taped\n+++ actual\n@@ -1 +1 @@\n-hello\n+changed\n"}}},
+				{run: model.Run{Name: "rec-replay-2", Status: model.Completed}, replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
+			}}
+		d.send(tea.WindowSizeMsg{Width: d.a.width, Height: d.a.height})
+	}},
 	{name: "search", reach: func(d *driver) { d.keys("s"); d.typeText("paris"); d.keys("enter") }},
 	{name: "find", reach: func(d *driver) { d.keys("enter", "/"); d.typeText("paris"); d.keys("enter") }},
 }

@@ -136,7 +136,7 @@ func DefaultKeyMap() KeyMap {
 			Fork:           b("f", "fork here", "f"),
 			Cancel:         b("x", "cancel running fork", "x"),
 			Compare:        b("c", "compare forks", "c"),
-			Retry:          b("R", "retry failed fork", "R"),
+			Retry:          b("R", "replay to here (on a failed fork: retry)", "R"),
 			NextTurn:       b("m", "next turn", "m"),
 			Find:           b("/", "find in this tree", "/"),
 			NextMatch:      b("n", "next match", "n"),
@@ -222,7 +222,7 @@ func treeHelp(k KeyMap) screenHelp {
 			{t.Fork, t.Compare, t.NextTurn, t.Retry, t.Cancel},
 			{t.Fold, t.FoldAll, t.FoldDepth, t.Detail, t.Focus, g.Back, g.Help, g.Quit, g.ForceQuit},
 		},
-		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds (1-9 fold every fork from that depth down, 0 unfolds all; a folded fork says how many forks it hides); > and < jump to the next or previous fork that has messages of its own. f forks at the cursor; m gives a run its next turn; R retries a failed fork; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its agent (claude --resume, codex resume, pi --session) in its worktree or directory, and tine comes back when it exits."}
+		intro: "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds (1-9 fold every fork from that depth down, 0 unfolds all; a folded fork says how many forks it hides); > and < jump to the next or previous fork that has messages of its own. f forks at the cursor; m gives a run its next turn; R on a message replays its run to that step (a Claude Code or Codex run: its world rebuilt in a fresh worktree, then forked there), and on a failed fork's ⑂ line retries it; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its agent (claude --resume, codex resume, pi --session) in its worktree or directory, and tine comes back when it exits."}
 }
 
 // findHelp is the tree's while a search is typed.
@@ -284,6 +284,23 @@ func dialogHelp(k KeyMap, turn, typing bool) screenHelp {
 		h.intro = "Next turn: a message for the run, answered by its own harness or another. A session tine did not make (an imported one) is never written to: a fork at its end gets the turn. In the text field, keys are text: f1 is help, ctrl+c quits."
 	}
 	return h
+}
+
+// replayHelp is the Replay panel's: its form, then its trials.
+func replayHelp(k KeyMap, started bool) screenHelp {
+	b := func(help, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(help), key.WithHelp(help, desc))
+	}
+	g := k.Global
+	intro := "Replay: rebuilds the run's world at step N. A fresh worktree at the run's base commit (or --base: the commit you give) holds the files the run started with; the run's own agent is started as it was and answered from the run's tape for steps 1..N, so it runs every tool call again for real, and each request is checked against the tape. The first difference is a divergence: model (the request differs outside tool outputs), tool (a tool output differs), network (it differs and shows a network error: replays get no network) or tree (the files the tools left differ). Then each continuation goes live from step N as a fork of its own; 0 continuations only verifies."
+	if started {
+		return screenHelp{id: "replay-trials", intro: intro,
+			short: []key.Binding{b("↑/↓", "trial"), b("enter", "open in tree"), b("pgup/pgdn", "diff"), b("esc", "back"), g.ForceQuit},
+			full:  [][]key.Binding{{b("↑/↓", "choose a trial"), b("enter", "open it in the tree"), b("pgup/pgdn", "scroll its divergence's diff"), b("esc", "back (the replay goes on)")}, {g.ForceQuit}}}
+	}
+	return screenHelp{id: "replay-form", intro: intro,
+		short: []key.Binding{b("tab", "next"), b("←/→", "change"), b("enter", "next/replay"), b("esc", "cancel"), g.ForceQuit},
+		full:  [][]key.Binding{{b("tab/↓", "next field"), b("shift+tab/↑", "previous field"), b("←/→", "change the value"), b("0-9", "continuations"), b("enter", "next field; on [ replay ] start"), b("esc", "cancel")}, {b("f1", "help"), g.ForceQuit}}}
 }
 
 // helpLines lays the bindings out as "key  what it does", in as many

@@ -1,0 +1,409 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"tine/harness"
+	"tine/model"
+	"tine/replay"
+	"tine/store"
+)
+
+// The Replay panel (rule 9 in ARCHITECTURE.md): R on a message of a run
+// asks to rebuild the run's world at that message's step and fork it
+// there; the panel then shows each trial replaying, its divergence at its
+// step with the diff, and the continuations, which are forks like any
+// other (enter opens one in the tree).
+
+// replay form fields, in order
+const (
+	replayStep = iota
+	replayK
+	replayOnDiv
+	replayBase
+	replayButton
+	replayFields
+)
+
+type replayPanel struct {
+	run   model.Run
+	steps int // the run's own steps
+	step  int
+	k     int
+	live  bool // on divergence: live (else stop)
+	base  textinput.Model
+	cur   int
+	err   string
+	width int
+	// Once started: the trials, as last read from the store.
+	started bool
+	plan    *replay.Plan
+	trials  []replayTrial
+	sel     int
+	offset  int // the divergence's diff, scrolled
+	done    bool
+}
+
+type replayTrial struct {
+	run    model.Run
+	replay model.Replay
+	div    *replay.Divergence
+}
+
+// stepAt is the step of run rd that message i belongs to: how many of its
+// own assistant messages come at or before i.
+func stepAt(rd *runData, i int) (step, total int) {
+	k0 := rd.run().ForkAt
+	for j, m := range rd.own {
+		if m.Role == model.Assistant {
+			total++
+			if k0+j <= i {
+				step = total
+			}
+		}
+	}
+	return step, total
+}
+
+// openReplay opens the Replay panel at the message under the cursor.
+func (a *App) openReplay() tea.Cmd {
+	r, ok := a.tree.selected()
+	rd := a.tree.currentRun()
+	if !ok || rd == nil || r.kind != rowMessage {
+		return a.setStatus("R on a message replays its run to that message's step; on a failed fork's ⑂ line it retries the fork", levelWarn)
+	}
+	run := rd.run()
+	switch {
+	case a.opts.Replayer == nil:
+		return a.setStatus("replay is not available here", levelWarn)
+	case run.Harness != "claude" && run.Harness != "codex":
+		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code and Codex runs", orDash(run.Harness)), levelWarn)
+	case run.Status == model.Running:
+		return a.setStatus(model.SafeText(run.Label())+" is running: replay it when it has finished", levelWarn)
+	}
+	step, total := stepAt(rd, int(r.msg))
+	if total == 0 {
+		return a.setStatus(model.SafeText(run.Label())+" made no model calls of its own: nothing to replay", levelWarn)
+	}
+	p := &replayPanel{run: run, steps: total, step: max(step, 1), k: 1, base: newInput("a commit, e.g. HEAD~2 (default: the run's own)"), width: 80}
+	if run.BaseCommit == "" {
+		p.base.Placeholder = "the commit the run started from (needed: tine did not start it)"
+		p.cur = replayBase
+	}
+	a.replay = p
+	l := a.layout()
+	p.setSize(l.body.w, l.body.h)
+	if p.cur == replayBase {
+		return p.base.Focus()
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "these"
+	}
+	return s
+}
+
+func (p *replayPanel) setSize(w, _ int) {
+	p.width = w
+	p.base.SetWidth(max(w-22, 8))
+}
+
+// replayKey handles a key while the panel is open.
+func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
+	p := a.replay
+	dk := a.keys.Dialog
+	s := msg.String()
+	if p.started {
+		switch s {
+		case "esc", "q":
+			a.replay = nil
+			if !p.done {
+				return a.setStatus("the replay goes on in the background; its forks show in the tree", levelInfo)
+			}
+			return a.reloadTree()
+		case "up", "k":
+			p.sel, p.offset = max(p.sel-1, 0), 0
+		case "down", "j":
+			p.sel, p.offset = min(p.sel+1, max(len(p.trials)-1, 0)), 0
+		case "pgdown", "space", "J":
+			p.offset += 10
+		case "pgup", "K":
+			p.offset = max(p.offset-10, 0)
+		case "enter":
+			if p.sel < len(p.trials) {
+				a.follow = p.trials[p.sel].run.ID
+				a.replay = nil
+				return a.reloadTree()
+			}
+		}
+		return nil
+	}
+	switch {
+	case s == "esc":
+		a.replay = nil
+		return nil
+	case s == "tab" || s == "down" || (s == "enter" && p.cur != replayButton):
+		p.cur = (p.cur + 1) % replayFields
+	case s == "shift+tab" || s == "up":
+		p.cur = (p.cur + replayFields - 1) % replayFields
+	case s == "enter" || (s == "ctrl+s"):
+		return a.startReplay()
+	case p.cur == replayBase:
+		var cmd tea.Cmd
+		p.base, cmd = p.base.Update(msg)
+		return cmd
+	case s == "left" || s == "h" || s == "-":
+		p.change(-1)
+	case s == "right" || s == "l" || s == "+" || s == " " || s == "space":
+		p.change(+1)
+	default:
+		if d, err := strconv.Atoi(s); err == nil && p.cur == replayK {
+			p.k = d
+		}
+	}
+	_ = dk
+	if p.cur == replayBase {
+		return p.base.Focus()
+	}
+	p.base.Blur()
+	return nil
+}
+
+func (p *replayPanel) change(d int) {
+	switch p.cur {
+	case replayStep:
+		p.step = min(max(p.step+d, 1), p.steps)
+	case replayK:
+		p.k = min(max(p.k+d, 0), replay.MaxContinuations)
+	case replayOnDiv:
+		p.live = !p.live
+	}
+}
+
+// replayStartedMsg: the trials exist (or why they do not).
+type replayStartedMsg struct {
+	plan *replay.Plan
+	err  error
+}
+
+// replayTickMsg asks for the trials again.
+type replayTickMsg struct{}
+
+// replayReadMsg is the trials as stored now.
+type replayReadMsg struct {
+	trials []replayTrial
+	err    error
+}
+
+// replayDoneMsg: Execute returned.
+type replayDoneMsg struct{ err error }
+
+func (p *replayPanel) spec() replay.Spec {
+	od := replay.Stop
+	if p.live {
+		od = replay.Live
+	}
+	return replay.Spec{Run: p.run.ID, AtStep: p.step, Continuations: p.k, OnDivergence: od, Base: strings.TrimSpace(p.base.Value())}
+}
+
+func (a *App) startReplay() tea.Cmd {
+	p := a.replay
+	if p.k == 0 && p.live {
+		p.err = "with 0 continuations the replay only verifies: on divergence it stops"
+		return nil
+	}
+	rp, spec, ctx := a.opts.Replayer, p.spec(), a.ctx
+	p.err = ""
+	return func() tea.Msg {
+		plan, err := rp.Prepare(ctx, spec)
+		return replayStartedMsg{plan: plan, err: err}
+	}
+}
+
+// replayStarted runs the prepared replay in the background and starts
+// watching its trials.
+func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
+	p := a.replay
+	if msg.err != nil {
+		if p != nil && !p.started {
+			p.err = tuiError(msg.err)
+			return nil
+		}
+		return a.setStatus("replay: "+tuiError(msg.err), levelError)
+	}
+	if p != nil {
+		p.started, p.plan = true, msg.plan
+	}
+	rp, plan := a.opts.Replayer, msg.plan
+	a.nextBatch++
+	id := a.nextBatch
+	ctx, cancel := context.WithCancel(a.ctx)
+	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
+	for _, t := range plan.Trials {
+		b.runs[t] = true
+	}
+	a.batches[id] = b
+	a.wg.Add(1)
+	done := make(chan error, 1)
+	a.goSafe("replay", func() {
+		defer a.wg.Done()
+		defer b.events.close()
+		_, err := rp.Execute(ctx, plan, b.events.put)
+		done <- err
+	})
+	wait := func() tea.Msg { return replayDoneMsg{err: <-done} }
+	return tea.Batch(listen(b, id), a.spin(), wait, a.readReplay(), a.reloadTree())
+}
+
+// readReplay reads the open panel's trials from the store.
+func (a *App) readReplay() tea.Cmd {
+	p := a.replay
+	if p == nil || p.plan == nil {
+		return nil
+	}
+	ctx, st, ids := a.ctx, a.st, p.plan.Trials
+	return func() tea.Msg {
+		trials, err := readTrials(ctx, st, ids)
+		return replayReadMsg{trials: trials, err: err}
+	}
+}
+
+func readTrials(ctx context.Context, st *store.Store, ids []string) ([]replayTrial, error) {
+	rs, err := st.Replays(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []replayTrial
+	for _, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		t := replayTrial{run: run, replay: rs[id]}
+		if d := rs[id].Divergence; d != "" {
+			var dv replay.Divergence
+			if json.Unmarshal([]byte(d), &dv) == nil && dv.Mismatch != nil {
+				t.div = &dv
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
+	p := a.replay
+	if p == nil || !p.started {
+		return nil
+	}
+	if msg.err == nil {
+		p.trials = msg.trials
+	}
+	if p.done {
+		return nil
+	}
+	return a.tick(300*time.Millisecond, func(time.Time) tea.Msg { return replayTickMsg{} })
+}
+
+// view draws the form, or the trials once started.
+func (p *replayPanel) view(st *Styles) string {
+	var b strings.Builder
+	name := p.run.Name
+	if name == "" {
+		name = p.run.Title
+	}
+	if name == "" {
+		name = p.run.Label()
+	}
+	title := fmt.Sprintf("Replay %s to step %d of %d", model.SafeText(harness.OneLine(name, 60)), p.step, p.steps)
+	b.WriteString(st.Title.Render(title) + "\n")
+	if !p.started {
+		b.WriteString(st.Subtle.Render("A fresh worktree at the run's base; the run's own agent answered from its tape for steps 1..N,\n"+
+			"running every tool call again and checking each request; then each continuation goes live.") + "\n\n")
+		field := func(i int, label, value string) {
+			mark := "  "
+			if p.cur == i {
+				mark = st.Key.Render("› ")
+			}
+			b.WriteString(fmt.Sprintf("%s%-16s %s\n", mark, label, value))
+		}
+		field(replayStep, "step", fmt.Sprintf("‹ %d ›  of %d", p.step, p.steps))
+		field(replayK, "continuations", fmt.Sprintf("‹ %d ›  %s", p.k, map[bool]string{true: "0 only verifies that the run reproduces to step N", false: "each its own fork and worktree, live after step N"}[p.k == 0]))
+		od := "stop"
+		if p.live {
+			od = "go live there"
+		}
+		field(replayOnDiv, "on divergence", "‹ "+od+" ›")
+		field(replayBase, "base", p.base.View())
+		btn := "[ replay ]"
+		if p.cur == replayButton {
+			btn = st.Key.Render(btn)
+		}
+		b.WriteString("\n  " + btn + "\n")
+		if p.err != "" {
+			b.WriteString("\n" + st.Error.Render(p.err) + "\n")
+		}
+		b.WriteString("\n" + st.Subtle.Render("tab/↑↓ move · ←→ change · enter next/replay · esc cancel"))
+		return b.String()
+	}
+	if len(p.trials) == 0 {
+		b.WriteString(st.Subtle.Render("starting…"))
+		return b.String()
+	}
+	barW := min(20, max(p.width/6, 5))
+	for i, t := range p.trials {
+		mark := "  "
+		if i == p.sel {
+			mark = st.Key.Render("› ")
+		}
+		n := t.replay.Replayed
+		fill := min(barW*n/max(p.step, 1), barW)
+		bar := strings.Repeat("█", fill) + strings.Repeat("░", barW-fill)
+		line := fmt.Sprintf("%s%-22s %s %d/%d  %-10s %s", mark, harness.OneLine(model.SafeText(t.run.Label()), 22), bar, n, p.step,
+			t.replay.Status, t.run.Status)
+		if t.replay.AA != nil {
+			line += map[bool]string{true: " · A/A same", false: " · A/A differs"}[*t.replay.AA]
+		}
+		b.WriteString(line + "\n")
+	}
+	if p.sel < len(p.trials) {
+		t := p.trials[p.sel]
+		switch {
+		case t.div != nil:
+			b.WriteString("\n" + st.Warn.Render("diverged at "+model.SafeText(harness.OneLine(t.div.Detail(), p.width))) + "\n")
+			lines := strings.Split(strings.TrimRight(t.div.Diff, "\n"), "\n")
+			off := min(p.offset, max(len(lines)-1, 0))
+			for _, l := range lines[off:] {
+				l = model.SafeText(harness.OneLine(l, p.width))
+				switch {
+				case strings.HasPrefix(l, "+"):
+					l = st.Info.Render(l)
+				case strings.HasPrefix(l, "-"):
+					l = st.Error.Render(l)
+				}
+				b.WriteString("  " + l + "\n")
+			}
+		case t.replay.AAReason != "":
+			b.WriteString("\n" + model.SafeText(t.replay.AAReason) + "\n")
+		case t.run.Error != "":
+			b.WriteString("\n" + model.SafeText(harness.OneLine(t.run.Error, p.width*2)) + "\n")
+		}
+	}
+	tail := "↑↓ trial · enter opens it in the tree · pgup/pgdn the diff · esc back"
+	if !p.done {
+		tail = "replaying… " + tail
+	}
+	b.WriteString("\n" + st.Subtle.Render(tail))
+	return b.String()
+}

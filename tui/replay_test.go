@@ -1,0 +1,86 @@
+package tui
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+	"tine/harness/script"
+	"tine/model"
+	"tine/replay"
+	"tine/store"
+)
+
+// claudeStore holds one Claude Code run of three steps, as imported.
+func claudeStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	r := &model.Run{Title: "append and read", Harness: "claude", NativeID: "sess-1", Cwd: t.TempDir(), CreatedAt: t0}
+	require.NoError(t, st.CreateRun(context.Background(), r, []model.Message{
+		text(model.User, "append a line and read it"),
+		callMsg("c1"), resultMsg("c1", "done"),
+		callMsg("c2"), resultMsg("c2", "first\nsecond"),
+		text(model.Assistant, "The file has two lines."),
+	}))
+	return st
+}
+
+// TestReplayFromTheTree: R on a message opens the Replay panel at that
+// message's step; the run's missing base is asked for and, left empty,
+// refused in the panel with what to give; esc closes it.
+func TestReplayFromTheTree(t *testing.T) {
+	st := claudeStore(t)
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := newDriverWith(t, st, 120, 30, drv)
+	d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
+	d.keys("enter")
+	require.NotNil(t, d.a.tree)
+	// The cursor on the result of step 2.
+	d.a.tree.cursor = 4
+	d.a.tree.clamp()
+	d.keys("R")
+	require.NotNil(t, d.a.replay, d.plain())
+	assert.Contains(t, d.plain(), "Replay append and read to step 2 of 3")
+	assert.Contains(t, d.plain(), "needed: tine did not start it")
+	d.keys("tab") // the base field is first: on to the button
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "no gateway path for claude", "claude is not registered here: the refusal is said in the panel")
+	d.keys("esc")
+	assert.Nil(t, d.a.replay)
+	assert.NotContains(t, d.plain(), "Replay append")
+}
+
+// TestReplayPanelShowsTheDivergence: once running, the panel lists each
+// trial with its progress and shows the selected one's divergence with
+// the diff of taped against actual.
+func TestReplayPanelShowsTheDivergence(t *testing.T) {
+	st := claudeStore(t)
+	d := newDriverWith(t, st, 120, 30, &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})})
+	aa := true
+	div := &replay.Divergence{Step: 3, Mismatch: &replay.Mismatch{Kind: replay.KindTool, Path: "messages[5].content[0].content",
+		Diff: "--- taped\n+++ actual\n-hello\n+changed\n"}}
+	d.a.replay = &replayPanel{run: model.Run{Name: "rec"}, steps: 3, step: 2, started: true, width: 120,
+		plan: &replay.Plan{Trials: []string{"a", "b"}},
+		trials: []replayTrial{
+			{run: model.Run{Name: "rec-replay-1", Status: model.Failed}, replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2}, div: div},
+			{run: model.Run{Name: "rec-replay-2", Status: model.Completed}, replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
+		}}
+	out := d.plain()
+	assert.Contains(t, out, "rec-replay-1")
+	assert.Contains(t, out, "2/2  diverged")
+	assert.Contains(t, out, "diverged at step 3: tool: messages[5].content[0].content differs")
+	assert.Contains(t, out, "+changed")
+	d.keys("down")
+	out = d.plain()
+	assert.Contains(t, out, "forked")
+	assert.Contains(t, out, "A/A same")
+	assert.Contains(t, out, "the same final answer")
+	assert.NotContains(t, out, "+changed")
+	requireFits(t, d.screen(), 120, 30)
+}
