@@ -13,6 +13,10 @@
 //     placeholder), streams the answer back as it arrives and hands each
 //     exchange, a Step, to a Recorder. In replay mode it answers steps
 //     1..N from a tape, checking every request first, and goes live after.
+//   - RecordingTransport: the same recording, as an http.RoundTripper, for
+//     the model-API harnesses (openai, anthropic), whose runs are recorded
+//     but never replayed: they run no tools, so re-running them would
+//     rebuild no world (their Capabilities.Record stays false).
 //   - Normalize and Compare: what legitimately changes between a recording
 //     and a replay of the same run (paths, dates, ids, git snapshot, cache
 //     markers, key order), normalised per wire format in one place, and the
