@@ -18,9 +18,9 @@ import (
 // sharing its parent's prefix whichever file is imported first.
 func (s *Store) ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error) {
 	var created []model.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeMessages(ctx, func(w *writer) error {
 		var err error
-		created, err = importFile(ctx, tx, importStmts{}, src, runs)
+		created, err = importFile(w, src, runs)
 		return err
 	})
 	if err != nil {
@@ -67,36 +67,33 @@ func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.
 	fatal func(i int, err error) bool, savepoints bool) ([][]model.Run, []error, error) {
 	results := make([][]model.Run, n)
 	errs := make([]error, n)
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		// Statements every file runs are prepared once for the batch.
-		var st importStmts
-		var save, rollback, release *sql.Stmt
-		stmts := []struct {
-			to **sql.Stmt
-			q  string
-		}{{&st.source, putSourceSQL}, {&st.retired, retiredSQL}}
-		if savepoints {
-			stmts = append(stmts, []struct {
-				to **sql.Stmt
-				q  string
-			}{{&save, `SAVEPOINT import_file`}, {&rollback, `ROLLBACK TO import_file`}, {&release, `RELEASE import_file`}}...)
-		}
-		for _, p := range stmts {
-			var err error
-			if *p.to, err = tx.PrepareContext(ctx, p.q); err != nil {
-				return err
+	err := s.writeMessages(ctx, func(w *writer) error {
+		exec := func(q string) error {
+			st, err := w.stmt(q)
+			if err == nil {
+				_, err = st.ExecContext(w.ctx)
 			}
-			defer (*p.to).Close()
+			return err
 		}
 		for i := range n {
+			// Statements run without the caller's context (writer.ctx):
+			// a cancelled import stops here, between files.
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			src, runs := file(i)
 			if savepoints {
-				if _, err := save.ExecContext(ctx); err != nil {
+				if err := exec(`SAVEPOINT import_file`); err != nil {
 					return err
 				}
 			}
-			created, err := importFile(ctx, tx, st, src, runs)
+			created, err := importFile(w, src, runs)
+			if err == nil && savepoints {
+				// Each file's text is indexed inside its savepoint.
+				err = w.indexText()
+			}
 			if err != nil {
+				w.text = w.text[:0]
 				errs[i] = fmt.Errorf("import %s: %w", src.Path, err)
 				if fatal != nil && fatal(i, errs[i]) {
 					return errs[i] // the database itself fails: write nothing more
@@ -104,12 +101,12 @@ func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.
 				if !savepoints {
 					return errFileFailed
 				}
-				if _, rerr := rollback.ExecContext(ctx); rerr != nil {
+				if rerr := exec(`ROLLBACK TO import_file`); rerr != nil {
 					return rerr
 				}
 			}
 			if savepoints {
-				if _, err := release.ExecContext(ctx); err != nil {
+				if err := exec(`RELEASE import_file`); err != nil {
 					return err
 				}
 			}
@@ -120,11 +117,8 @@ func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.
 	return results, errs, err
 }
 
-// importStmts are statements prepared once for many files (nil: not).
-type importStmts struct{ source, retired *sql.Stmt }
-
-// importFile writes one file's runs, its source row and its links in tx.
-func importFile(ctx context.Context, tx *sql.Tx, st importStmts, src model.Source, runs []model.FileRun) ([]model.Run, error) {
+// importFile writes one file's runs, its source row and its links in w.
+func importFile(w *writer, src model.Source, runs []model.FileRun) ([]model.Run, error) {
 	created := make([]model.Run, len(runs))
 	err := func() error {
 		for i, fr := range runs {
@@ -136,23 +130,23 @@ func importFile(ctx context.Context, tx *sql.Tx, st importStmts, src model.Sourc
 				}
 				r.ParentID = created[fr.Parent].ID
 			}
-			if _, err := createRun(ctx, tx, &r, fr.Messages); err != nil {
+			if _, err := createRun(w, &r, fr.Messages); err != nil {
 				return err
 			}
 			created[i] = r
 			if fr.Link != nil {
-				if err := addLink(ctx, tx, r.ID, *fr.Link); err != nil {
+				if err := addLink(w.ctx, w.Tx, r.ID, *fr.Link); err != nil {
 					return err
 				}
 			}
 		}
-		if err := putSourceWith(ctx, tx, st.source, src, firstID(created)); err != nil {
+		if err := putSource(w, src, firstID(created)); err != nil {
 			return err
 		}
-		if err := replaceRetired(ctx, tx, st.retired, src.Path, created); err != nil {
+		if err := replaceRetired(w, src.Path, created); err != nil {
 			return err
 		}
-		return resolveLinks(ctx, tx, created)
+		return resolveLinks(w, created)
 	}()
 	if err != nil {
 		return nil, err
@@ -164,18 +158,18 @@ func importFile(ctx context.Context, tx *sql.Tx, st importStmts, src model.Sourc
 // run that file is, with the usage they add (usage alone, when the new
 // bytes only report it), and records how far the file was read.
 func (s *Store) AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := appendMessages(ctx, tx, runID, msgs, u); err != nil {
+	err := s.writeMessages(ctx, func(w *writer) error {
+		if _, err := appendMessages(w, runID, msgs, u); err != nil {
 			return err
 		}
 		if len(msgs) == 0 && !u.IsZero() {
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+			if _, err := w.ExecContext(w.ctx, `UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 				cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ? WHERE id = ?`,
 				u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, runID); err != nil {
 				return err
 			}
 		}
-		return putSource(ctx, tx, src, runID)
+		return putSource(w, src, runID)
 	})
 	if err != nil {
 		return fmt.Errorf("import %s: %w", src.Path, err)
@@ -223,10 +217,10 @@ func (s *Store) RetireSource(ctx context.Context, path string) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO links (run_id, kind, harness, parent_session, tool_call)
 			SELECT c.id, ?, r.harness, r.native_id, c.spawned_call FROM runs c JOIN runs r ON c.spawned_by = r.id
-			WHERE r.source = ? AND r.native_id != ''`, string(model.LinkSubagent), path); err != nil {
+			WHERE r.source = ? AND r.source != '' AND r.native_id != ''`, string(model.LinkSubagent), path); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ?`, RetiredPrefix+path, path); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ? AND source != ''`, RetiredPrefix+path, path); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE path = ?`, path)
@@ -239,28 +233,34 @@ func (s *Store) RetireSource(ctx context.Context, path string) error {
 // retired run moves to the first new run whose transcript starts with the
 // same messages (by native id) up to the fork's boundary. Then the retired
 // runs that nothing forks from are deleted, leaves first.
-func replaceRetired(ctx context.Context, tx *sql.Tx, anyRetired *sql.Stmt, path string, created []model.Run) error {
+func replaceRetired(w *writer, path string, created []model.Run) error {
 	retired := RetiredPrefix + path
 	// Most files were never read before: one look says nothing is retired.
-	var has int
-	var row *sql.Row
-	if anyRetired != nil {
-		row = anyRetired.QueryRowContext(ctx, retired)
-	} else {
-		row = tx.QueryRowContext(ctx, retiredSQL, retired)
+	// (source != '' lets SQLite use the index runs_source, which holds
+	// only imported runs; else each look reads every run.)
+	anyRetired, err := w.stmt(`SELECT EXISTS (SELECT 1 FROM runs WHERE source = ? AND source != '')`)
+	if err != nil {
+		return err
 	}
-	if err := row.Scan(&has); err != nil {
+	var has int
+	if err := anyRetired.QueryRowContext(w.ctx, retired).Scan(&has); err != nil {
 		return err
 	}
 	if has == 0 {
 		return nil
 	}
+	// Deleting runs deletes their messages: the index must hold the text
+	// of every message first (writer.indexText).
+	if err := w.indexText(); err != nil {
+		return err
+	}
+	ctx, tx := w.ctx, w.Tx
 	type dep struct {
 		id, parent string
 		forkAt     int
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT c.id, c.parent_id, c.fork_at FROM runs c JOIN runs r ON c.parent_id = r.id
-		WHERE r.source = ? AND c.source != ? ORDER BY c.created_at, c.id`, retired, retired)
+		WHERE r.source = ? AND r.source != '' AND c.source != ? ORDER BY c.created_at, c.id`, retired, retired)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func replaceRetired(ctx context.Context, tx *sql.Tx, anyRetired *sql.Stmt, path 
 		}
 	}
 	for {
-		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE source = ?
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE source = ? AND source != ''
 			AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.parent_id = runs.id)
 			AND NOT EXISTS (SELECT 1 FROM runs t WHERE t.tree_id = runs.id AND t.id != runs.id)`, retired)
 		if err != nil {
@@ -372,7 +372,8 @@ func (s *Store) Sources(ctx context.Context) (map[string]model.Source, error) {
 
 // RunsBySource returns the runs imported from a file, oldest first.
 func (s *Store) RunsBySource(ctx context.Context, path string) ([]model.Run, error) {
-	return s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.source = ? ORDER BY r.created_at, r.rowid`, path)
+	return s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.source = ? AND r.source != ''
+		ORDER BY r.created_at, r.rowid`, path)
 }
 
 // DrivenRun finds the fork tine ran whose agent session is nativeID: its
@@ -404,31 +405,17 @@ func firstID(runs []model.Run) sql.NullString {
 	return sql.NullString{String: runs[0].ID, Valid: true}
 }
 
-func putSource(ctx context.Context, tx *sql.Tx, src model.Source, runID any) error {
-	return putSourceWith(ctx, tx, nil, src, runID)
-}
-
-// putSourceSQL records a file read; retiredSQL says whether a file has
-// retired runs.
-const (
-	putSourceSQL = `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, leaf)
+// putSource records a file read.
+func putSource(w *writer, src model.Source, runID any) error {
+	st, err := w.stmt(`INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, leaf)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
 			"offset" = excluded."offset", run_id = coalesce(excluded.run_id, sources.run_id),
-			imported_at = excluded.imported_at, skipped = '', leaf = excluded.leaf`
-	retiredSQL = `SELECT EXISTS (SELECT 1 FROM runs WHERE source = ?)`
-)
-
-// putSourceWith is putSource through stmt, putSourceSQL prepared, when
-// not nil.
-func putSourceWith(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, src model.Source, runID any) error {
-	args := []any{src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano(), src.Leaf}
-	var err error
-	if stmt != nil {
-		_, err = stmt.ExecContext(ctx, args...)
-	} else {
-		_, err = tx.ExecContext(ctx, putSourceSQL, args...)
+			imported_at = excluded.imported_at, skipped = '', leaf = excluded.leaf`)
+	if err != nil {
+		return err
 	}
+	_, err = st.ExecContext(w.ctx, src.Path, src.Format, src.Size, src.MTime.UnixNano(), src.Offset, runID, time.Now().UnixNano(), src.Leaf)
 	return err
 }
 
@@ -442,14 +429,18 @@ func addLink(ctx context.Context, tx *sql.Tx, runID string, l model.Link) error 
 
 // resolveLinks tries the links of the runs just created, and the pending
 // links of other runs that point at them.
-func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
+func resolveLinks(w *writer, created []model.Run) error {
+	waiting, err := w.stmt(`SELECT run_id FROM links WHERE harness = ? AND parent_session = ?`)
+	if err != nil {
+		return err
+	}
 	check := map[string]bool{}
 	for _, r := range created {
 		check[r.ID] = true
 		if r.NativeID == "" {
 			continue
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT run_id FROM links WHERE harness = ? AND parent_session = ?`, r.Harness, r.NativeID)
+		rows, err := waiting.QueryContext(w.ctx, r.Harness, r.NativeID)
 		if err != nil {
 			return err
 		}
@@ -464,7 +455,7 @@ func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
 		rows.Close()
 	}
 	for id := range check {
-		if err := resolveLink(ctx, tx, id); err != nil {
+		if err := resolveLink(w, id); err != nil {
 			return err
 		}
 	}
@@ -474,11 +465,16 @@ func resolveLinks(ctx context.Context, tx *sql.Tx, created []model.Run) error {
 // resolveLink makes run id's link real when the session it names is stored:
 // a fork becomes a fork of that session's run, dropping the copies of the
 // prefix it now inherits; a subagent is tied to the run that spawned it.
-func resolveLink(ctx context.Context, tx *sql.Tx, id string) error {
+func resolveLink(w *writer, id string) error {
+	ctx, tx := w.ctx, w.Tx
+	link, err := w.stmt(`SELECT kind, harness, parent_session, after_message, before_ordinal, inherited, tool_call
+		FROM links WHERE run_id = ?`)
+	if err != nil {
+		return err
+	}
 	var l model.Link
 	var kind string
-	err := tx.QueryRowContext(ctx, `SELECT kind, harness, parent_session, after_message, before_ordinal, inherited, tool_call
-		FROM links WHERE run_id = ?`, id).Scan(&kind, &l.Harness, &l.ParentSession, &l.AfterMessage, &l.BeforeOrdinal, &l.Inherited, &l.ToolCall)
+	err = link.QueryRowContext(ctx, id).Scan(&kind, &l.Harness, &l.ParentSession, &l.AfterMessage, &l.BeforeOrdinal, &l.Inherited, &l.ToolCall)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -527,7 +523,7 @@ func resolveLink(ctx context.Context, tx *sql.Tx, id string) error {
 		return err
 	}
 	k, inherited = k+more, inherited+more
-	if err := reparent(ctx, tx, id, parent, parentTree, parentLen, k, inherited); err != nil {
+	if err := reparent(w, id, parent, parentTree, parentLen, k, inherited); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `DELETE FROM links WHERE run_id = ?`, id)
@@ -606,7 +602,12 @@ func forkPoint(ctx context.Context, tx *sql.Tx, parent string, l model.Link) (in
 // reparent turns root run child into a fork of parent at k, dropping its
 // first inherited own messages (copies of the parent's prefix) and moving
 // its tree under the parent's.
-func reparent(ctx context.Context, tx *sql.Tx, child, parent, parentTree string, parentLen, k, inherited int) error {
+func reparent(w *writer, child, parent, parentTree string, parentLen, k, inherited int) error {
+	// The child's copies are deleted: their text must be in the index
+	// first, for the delete trigger to take it out (writer.indexText).
+	if err := w.indexText(); err != nil {
+		return err
+	}
 	steps := []struct {
 		q    string
 		args []any
@@ -624,7 +625,7 @@ func reparent(ctx context.Context, tx *sql.Tx, child, parent, parentTree string,
 		{`UPDATE runs SET tree_id = ? WHERE tree_id = ?`, []any{parentTree, child}},
 	}
 	for _, s := range steps {
-		if _, err := tx.ExecContext(ctx, s.q, s.args...); err != nil {
+		if _, err := w.ExecContext(w.ctx, s.q, s.args...); err != nil {
 			return fmt.Errorf("link %s under %s: %w", child, parent, err)
 		}
 	}

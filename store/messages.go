@@ -13,58 +13,60 @@ import (
 )
 
 // insertMessages stores msgs as run's own messages at seq start, start+1...,
-// with their parts and search text, and returns their ids.
-func insertMessages(ctx context.Context, tx *sql.Tx, runID string, start int, msgs []model.Message) ([]int64, error) {
+// with their parts, queues their search text for w.indexText, and returns
+// their ids. Messages and parts go many rows a statement: a statement per
+// row was most of an import's time.
+func insertMessages(w *writer, runID string, start int, msgs []model.Message) ([]int64, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	msgStmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (
-		run_id, seq, role, native_id, model,
-		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	first, err := w.ids(len(msgs))
 	if err != nil {
 		return nil, err
 	}
-	defer msgStmt.Close()
-	partStmt, err := tx.PrepareContext(ctx, `INSERT INTO parts (
-		message_id, idx, kind, text, tool_call_id, tool_name, tool_input, is_error, raw
-	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer partStmt.Close()
-	ftsStmt, err := tx.PrepareContext(ctx, `INSERT INTO message_fts (rowid, body) VALUES (?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer ftsStmt.Close()
-
 	ids := make([]int64, len(msgs))
-	for i, m := range msgs {
+	type partRow struct {
+		msg, idx int
+	}
+	var parts []partRow
+	for i := range msgs {
+		m := &msgs[i]
 		if m.Role == "" {
 			return nil, fmt.Errorf("message %d has no role", start+i)
 		}
-		res, err := msgStmt.ExecContext(ctx, runID, start+i, string(m.Role), m.NativeID, m.Model,
-			m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadTokens, m.Usage.CacheWriteTokens,
-			nanos(m.Time))
-		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", start+i, err)
+		ids[i] = first + int64(i)
+		for j := range m.Parts {
+			parts = append(parts, partRow{i, j})
 		}
-		id, err := res.LastInsertId()
-		if err != nil {
-			return nil, err
-		}
-		ids[i] = id
-		for j, p := range m.Parts {
-			if _, err := partStmt.ExecContext(ctx, id, j, string(p.Kind), p.Text,
-				p.ToolCallID, p.ToolName, p.ToolInput, p.IsError, p.Raw); err != nil {
-				return nil, fmt.Errorf("message %d part %d: %w", start+i, j, err)
-			}
-		}
-		if text := searchText(m); text != "" {
-			if _, err := ftsStmt.ExecContext(ctx, id, text); err != nil {
-				return nil, fmt.Errorf("index message %d: %w", start+i, err)
-			}
+	}
+	err = w.insertRows(`INSERT INTO messages (
+		run_id, id, seq, role, native_id, model,
+		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at
+	) VALUES `, `(?1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 10, len(msgs), []any{runID},
+		func(i int, args []any) []any {
+			m := &msgs[i]
+			return append(args, ids[i], start+i, string(m.Role), m.NativeID, m.Model,
+				m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadTokens, m.Usage.CacheWriteTokens,
+				nanos(m.Time))
+		})
+	if err != nil {
+		return nil, fmt.Errorf("messages %d to %d: %w", start, start+len(msgs)-1, err)
+	}
+	err = w.insertRows(`INSERT INTO parts (
+		message_id, idx, kind, text, tool_call_id, tool_name, tool_input, is_error, raw
+	) VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?)`, 9, len(parts), nil,
+		func(i int, args []any) []any {
+			r := parts[i]
+			p := &msgs[r.msg].Parts[r.idx]
+			return append(args, ids[r.msg], r.idx, string(p.Kind), p.Text,
+				p.ToolCallID, p.ToolName, p.ToolInput, p.IsError, p.Raw)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("parts of messages %d to %d: %w", start, start+len(msgs)-1, err)
+	}
+	for i := range msgs {
+		if text := searchText(msgs[i]); text != "" {
+			w.text = append(w.text, ftsRow{ids[i], text})
 		}
 	}
 	return ids, nil
@@ -74,9 +76,9 @@ func insertMessages(ctx context.Context, tx *sql.Tx, runID string, start int, ms
 // their usage to the run's and sets each msgs[i].ID.
 func (s *Store) AppendMessages(ctx context.Context, runID string, msgs []model.Message) error {
 	var ids []int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeMessages(ctx, func(w *writer) error {
 		var err error
-		ids, err = appendMessages(ctx, tx, runID, msgs, model.OwnUsage(msgs, 0))
+		ids, err = appendMessages(w, runID, msgs, model.OwnUsage(msgs, 0))
 		return err
 	})
 	if err != nil {
@@ -90,9 +92,9 @@ func (s *Store) AppendMessages(ctx context.Context, runID string, msgs []model.M
 
 // appendMessages is AppendMessages inside a transaction; u is the usage to
 // add to the run's own (an import may pass the agent's own figure).
-func appendMessages(ctx context.Context, tx *sql.Tx, runID string, msgs []model.Message, u model.Usage) ([]int64, error) {
+func appendMessages(w *writer, runID string, msgs []model.Message, u model.Usage) ([]int64, error) {
 	var forkAt, own int
-	err := tx.QueryRowContext(ctx, `SELECT fork_at, own_messages FROM runs WHERE id = ?`, runID).
+	err := w.QueryRowContext(w.ctx, `SELECT fork_at, own_messages FROM runs WHERE id = ?`, runID).
 		Scan(&forkAt, &own)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %s: %w", runID, ErrNotFound)
@@ -100,7 +102,7 @@ func appendMessages(ctx context.Context, tx *sql.Tx, runID string, msgs []model.
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}
-	ids, err := insertMessages(ctx, tx, runID, forkAt+own, msgs)
+	ids, err := insertMessages(w, runID, forkAt+own, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func appendMessages(ctx context.Context, tx *sql.Tx, runID string, msgs []model.
 	if last.IsZero() {
 		last = time.Now()
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs SET
+	_, err = w.ExecContext(w.ctx, `UPDATE runs SET
 		own_messages = own_messages + ?,
 		input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
 		cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,

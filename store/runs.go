@@ -69,9 +69,9 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 func (s *Store) CreateRun(ctx context.Context, r *model.Run, msgs []model.Message) error {
 	run := *r
 	var ids []int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeMessages(ctx, func(w *writer) error {
 		var err error
-		ids, err = createRun(ctx, tx, &run, msgs)
+		ids, err = createRun(w, &run, msgs)
 		return err
 	})
 	if err != nil {
@@ -85,18 +85,18 @@ func (s *Store) CreateRun(ctx context.Context, r *model.Run, msgs []model.Messag
 }
 
 // createRun is CreateRun inside a transaction.
-func createRun(ctx context.Context, tx *sql.Tx, run *model.Run, msgs []model.Message) ([]int64, error) {
-	if err := prepareRun(ctx, tx, run, len(msgs) > 0); err != nil {
+func createRun(w *writer, run *model.Run, msgs []model.Message) ([]int64, error) {
+	if err := prepareRun(w, run, len(msgs) > 0); err != nil {
 		return nil, err
 	}
 	if run.Usage.IsZero() {
 		run.Usage = model.OwnUsage(msgs, 0)
 	}
 	run.OwnMessages = len(msgs)
-	if err := insertRun(ctx, tx, run, lastActivity(run.CreatedAt, msgs)); err != nil {
+	if err := insertRun(w, run, lastActivity(run.CreatedAt, msgs)); err != nil {
 		return nil, err
 	}
-	return insertMessages(ctx, tx, run.ID, run.ForkAt, msgs)
+	return insertMessages(w, run.ID, run.ForkAt, msgs)
 }
 
 // CreateForks stores forks, each one runs row and no messages, in one
@@ -105,17 +105,17 @@ func createRun(ctx context.Context, tx *sql.Tx, run *model.Run, msgs []model.Mes
 // the rest defaults as in CreateRun, with status pending.
 func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 	runs := make([]model.Run, len(forks))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.writeMessages(ctx, func(w *writer) error {
 		for i, f := range forks {
 			run := *f
 			if run.ParentID == "" {
 				return fmt.Errorf("fork %d has no parent", i+1)
 			}
-			if err := prepareRun(ctx, tx, &run, false); err != nil {
+			if err := prepareRun(w, &run, false); err != nil {
 				return err
 			}
 			run.OwnMessages = 0
-			if err := insertRun(ctx, tx, &run, run.CreatedAt); err != nil {
+			if err := insertRun(w, &run, run.CreatedAt); err != nil {
 				return err
 			}
 			runs[i] = run
@@ -132,7 +132,7 @@ func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 }
 
 // prepareRun fills r's defaults and checks it against its parent.
-func prepareRun(ctx context.Context, tx *sql.Tx, r *model.Run, hasMessages bool) error {
+func prepareRun(w *writer, r *model.Run, hasMessages bool) error {
 	if r.ID == "" {
 		r.ID = newID()
 	}
@@ -154,9 +154,11 @@ func prepareRun(ctx context.Context, tx *sql.Tx, r *model.Run, hasMessages bool)
 	}
 	var treeID string
 	var parentLen int
-	err := tx.QueryRowContext(ctx,
-		`SELECT tree_id, fork_at + own_messages FROM runs WHERE id = ?`, r.ParentID).
-		Scan(&treeID, &parentLen)
+	parent, err := w.stmt(`SELECT tree_id, fork_at + own_messages FROM runs WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	err = parent.QueryRowContext(w.ctx, r.ParentID).Scan(&treeID, &parentLen)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("parent run %s: %w", r.ParentID, ErrNotFound)
 	}
@@ -173,14 +175,14 @@ func prepareRun(ctx context.Context, tx *sql.Tx, r *model.Run, hasMessages bool)
 	return nil
 }
 
-func insertRun(ctx context.Context, tx *sql.Tx, r *model.Run, last time.Time) error {
+func insertRun(w *writer, r *model.Run, last time.Time) error {
 	var parent sql.NullString
 	if r.ParentID != "" {
 		parent = sql.NullString{String: r.ParentID, Valid: true}
 	}
 	finished := nanos(r.FinishedAt)
 	lastAt := max(last.UnixNano(), finished.Int64)
-	_, err := tx.ExecContext(ctx, `INSERT INTO runs (
+	st, err := w.stmt(`INSERT INTO runs (
 		id, tree_id, parent_id, fork_at, fork_step, asked, snapped_reason, parent_len,
 		name, harness, native_id, model, cwd, title, status, error,
 		created_at, finished_at, last_at,
@@ -188,8 +190,11 @@ func insertRun(ctx context.Context, tx *sql.Tx, r *model.Run, last time.Time) er
 		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call,
 		base_commit, handoff, in_place, check_cmd, check_number
 	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-		?, ?, ?, ?, ?)`,
-		r.ID, r.TreeID, parent, r.ForkAt, r.ForkStep, r.Asked, r.SnapReason, r.ParentLen,
+		?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(w.ctx, r.ID, r.TreeID, parent, r.ForkAt, r.ForkStep, r.Asked, r.SnapReason, r.ParentLen,
 		r.Name, r.Harness, r.NativeID, r.Model, r.Cwd, r.Title, string(r.Status), r.Error,
 		r.CreatedAt.UnixNano(), finished, lastAt,
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,

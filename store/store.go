@@ -46,6 +46,8 @@ type Store struct {
 	w *sql.DB
 	// r serves reads, which run alongside the writer under WAL.
 	r *sql.DB
+	// stmts are statements prepared on w for writers (writer.stmt).
+	stmts stmtCache
 }
 
 const (
@@ -124,7 +126,7 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
 }
 
 // retryBusy runs fn again while it fails with "database is locked", for up

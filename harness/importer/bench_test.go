@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
+	"tine/model"
 	"tine/store"
 )
 
@@ -233,6 +236,7 @@ func BenchmarkImportSharedCorpus(b *testing.B) {
 		size += f.Size
 	}
 	b.SetBytes(size)
+	cpu := startCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
@@ -249,7 +253,81 @@ func BenchmarkImportSharedCorpus(b *testing.B) {
 		st.Close()
 		b.StartTimer()
 	}
+	cpu.report(b)
 }
 
 // The store writes batches of files, each in a savepoint.
 var _ batchStore = (*store.Store)(nil)
+
+// BenchmarkWriteSharedCorpus stores the benchmark corpus (as
+// BenchmarkImportSharedCorpus) parsed beforehand: the writer's part of an
+// import alone, in the importer's batches.
+func BenchmarkWriteSharedCorpus(b *testing.B) {
+	dir := os.Getenv("TINE_BENCH_CORPUS")
+	if dir == "" {
+		b.Skip("TINE_BENCH_CORPUS is not set")
+	}
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var parsed [][]parsedFile
+	var size int64
+	for _, f := range files {
+		p := readNew(f)
+		if p.err != nil {
+			b.Fatal(p.err)
+		}
+		if len(parsed) == 0 || size >= batchBytes {
+			parsed, size = append(parsed, nil), 0
+		}
+		parsed[len(parsed)-1] = append(parsed[len(parsed)-1], p)
+		size += p.src.Size
+	}
+	ctx := context.Background()
+	cpu := startCPU()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for _, batch := range parsed {
+			err := st.ImportFiles(ctx, len(batch), func(i int) (model.Source, []model.FileRun) { return batch[i].src, batch[i].runs },
+				func(i int, _ []model.Run, err error) {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		st.Close()
+		b.StartTimer()
+	}
+	cpu.report(b)
+}
+
+// cpuClock measures the CPU time this process uses (all threads): on a
+// shared machine it varies less than the wall time does.
+type cpuClock struct{ start time.Duration }
+
+func startCPU() cpuClock { return cpuClock{processCPU()} }
+
+// report adds CPU time per operation to the benchmark's figures (setup
+// and teardown outside the timer included).
+func (c cpuClock) report(b *testing.B) {
+	b.ReportMetric(float64((processCPU()-c.start).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
