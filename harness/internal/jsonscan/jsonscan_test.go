@@ -162,9 +162,41 @@ func decode(t *testing.T, v []byte) any {
 	return json.Number(v)
 }
 
-// FuzzValid is the differential test: on every input the scanner and
-// encoding/json give the same verdict, and on valid input walking it with
-// the iterators and decoding its strings gives what json.Unmarshal gives.
+// decodeFront builds the value d reads next with the Decoder, numbers as
+// json.Number; ok is false where the Decoder refuses the text.
+func decodeFront(d *Decoder) (v any, ok bool) {
+	switch d.peek() {
+	case '{':
+		m := map[string]any{}
+		ok = d.Object(func(k []byte, _ bool) bool {
+			v, ok := decodeFront(d)
+			m[string(k)] = v
+			return ok
+		})
+		return m, ok
+	case '[':
+		l := []any{}
+		ok = d.Array(func() bool {
+			v, ok := decodeFront(d)
+			l = append(l, v)
+			return ok
+		})
+		return l, ok
+	case '"':
+		return d.String()
+	case 't', 'f':
+		return d.Bool()
+	case 'n':
+		return nil, d.Null()
+	}
+	n, ok := d.Number()
+	return json.Number(n), ok
+}
+
+// FuzzValid is the differential test: on every input the scanner (Valid,
+// NewObject's walk, the Decoder) and encoding/json give the same verdict,
+// and on valid input walking it with the iterators or reading it with the
+// Decoder gives what encoding/json decodes.
 func FuzzValid(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c))
@@ -185,6 +217,11 @@ func FuzzValid(f *testing.F) {
 				t.Fatalf("NewObject(%q): err %v, json.Valid = %v", b, o.Err(), valid)
 			}
 		}
+		d := NewDecoder(b)
+		front, ok := decodeFront(d)
+		if ok = ok && d.End(); ok != valid {
+			t.Fatalf("Decoder on %q: %v, json.Valid = %v", b, ok, valid)
+		}
 		if !valid {
 			return
 		}
@@ -192,14 +229,17 @@ func FuzzValid(f *testing.F) {
 		if end := skipTrusted(v, 0); end != len(v) {
 			t.Fatalf("skipTrusted(%q) = %d, want %d", v, end, len(v))
 		}
-		d := json.NewDecoder(bytes.NewReader(v))
-		d.UseNumber()
+		std := json.NewDecoder(bytes.NewReader(v))
+		std.UseNumber()
 		var want any
-		if err := d.Decode(&want); err != nil {
+		if err := std.Decode(&want); err != nil {
 			t.Fatal(err)
 		}
 		if got := decode(t, v); !reflect.DeepEqual(got, want) {
-			t.Fatalf("scanning %q gives %#v, encoding/json %#v", v, got, want)
+			t.Fatalf("walking %q gives %#v, encoding/json %#v", v, got, want)
+		}
+		if !reflect.DeepEqual(front, want) {
+			t.Fatalf("the Decoder reads %q as %#v, encoding/json %#v", v, front, want)
 		}
 	})
 }
