@@ -3,6 +3,8 @@ package pi
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
 )
 
 // The JSON shapes of a pi session file (pi 0.73.1, session version 3; see
@@ -108,6 +110,49 @@ type usage struct {
 	Cost       *struct {
 		Total float64 `json:"total"`
 	} `json:"cost"`
+}
+
+// UnmarshalJSON reads usage as encoding/json does, except that a number
+// beyond float64 (1e400) is read as ±Inf instead of failing the line:
+// usageOf then drops the usage with why, and the message is kept.
+func (u *usage) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Input      usageNumber `json:"input"`
+		Output     usageNumber `json:"output"`
+		CacheRead  usageNumber `json:"cacheRead"`
+		CacheWrite usageNumber `json:"cacheWrite"`
+		Cost       *struct {
+			Total usageNumber `json:"total"`
+		} `json:"cost"`
+	}
+	w.Input, w.Output, w.CacheRead, w.CacheWrite = usageNumber(u.Input), usageNumber(u.Output), usageNumber(u.CacheRead), usageNumber(u.CacheWrite)
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	u.Input, u.Output, u.CacheRead, u.CacheWrite = float64(w.Input), float64(w.Output), float64(w.CacheRead), float64(w.CacheWrite)
+	u.Cost = nil
+	if w.Cost != nil {
+		u.Cost = &struct {
+			Total float64 `json:"total"`
+		}{float64(w.Cost.Total)}
+	}
+	return nil
+}
+
+// usageNumber is a float64 that takes a number beyond float64 as ±Inf.
+type usageNumber float64
+
+func (n *usageNumber) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil // as for a float64: left as it was
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	var ne *strconv.NumError
+	if err != nil && !(errors.As(err, &ne) && ne.Err == strconv.ErrRange) {
+		return &json.UnmarshalTypeError{Value: "non-number " + string(b), Type: reflect.TypeFor[float64]()}
+	}
+	*n = usageNumber(f)
+	return nil
 }
 
 // looseEntry decodes an entry whose content is a string (user messages and

@@ -2,7 +2,9 @@ package pi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"tine/model"
@@ -50,7 +52,7 @@ func convertMessage(m *message, line []byte) (model.Message, float64, bool) {
 		if u := m.Usage; u != nil {
 			// A corrupt count drops the usage (the parser says so).
 			out.Usage, _ = usageOf(u)
-			if u.Cost != nil {
+			if u.Cost != nil && !math.IsInf(u.Cost.Total, 0) {
 				cost = u.Cost.Total
 			}
 		}
@@ -98,6 +100,9 @@ func usageOf(u *usage) (model.Usage, error) {
 		if err != nil {
 			return model.Usage{}, fmt.Errorf("usage.%s: %w", [...]string{"input", "output", "cacheRead", "cacheWrite"}[i], err)
 		}
+	}
+	if u.Cost != nil && math.IsInf(u.Cost.Total, 0) {
+		return model.Usage{}, errors.New("usage.cost.total: a number beyond float64")
 	}
 	return model.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: read, CacheWriteTokens: write}, nil
 }

@@ -605,6 +605,33 @@ func TestUsageOutOfRange(t *testing.T) {
 	assert.Equal(t, model.Usage{InputTokens: model.MaxTokens, OutputTokens: 2}, pf.Runs[0].Run.Usage)
 }
 
+func TestUsageBeyondFloat64(t *testing.T) {
+	// A number no float64 holds loses the usage, with why, never the
+	// message or the line.
+	src := `{"type":"session","version":3,"id":"s1","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/tmp"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-29T10:00:01.000Z","message":{"role":"user","content":[{"type":"text","text":"count"}]}}
+{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-29T10:00:02.000Z","message":{"role":"assistant","content":[{"type":"text","text":"huge"}],"usage":{"input":5,"output":1e400,"cacheRead":0,"cacheWrite":0}}}
+{"type":"message","id":"u2","parentId":"a1","timestamp":"2026-11-29T10:00:03.000Z","message":{"role":"user","content":[{"type":"text","text":"again"}]}}
+{"type":"message","id":"a2","parentId":"u2","timestamp":"2026-11-29T10:00:04.000Z","message":{"role":"assistant","content":[{"type":"text","text":"costly"}],"usage":{"input":1,"output":1,"cost":{"total":-1e999}}}}
+{"type":"message","id":"a3","parentId":"a2","timestamp":"2026-11-29T10:00:05.000Z","message":{"role":"assistant","content":[{"type":"text","text":"fine"}],"usage":{"input":2,"output":3,"cost":{"total":0.5}}}}
+`
+	pf, err := Parse(strings.NewReader(src), "usage.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 2, "%v", pf.Skipped)
+	assert.Equal(t, 3, pf.Skipped[0].Line)
+	assert.Contains(t, pf.Skipped[0].Reason, "usage.output: +Inf is not a token count")
+	assert.Equal(t, 5, pf.Skipped[1].Line)
+	assert.Contains(t, pf.Skipped[1].Reason, "usage.cost.total")
+	msgs := pf.Runs[0].Messages
+	require.Len(t, msgs, 5)
+	assert.Equal(t, "huge", msgs[1].PlainText())
+	assert.Zero(t, msgs[1].Usage)
+	assert.Equal(t, "costly", msgs[3].PlainText())
+	assert.Zero(t, msgs[3].Usage)
+	assert.Equal(t, model.Usage{InputTokens: 2, OutputTokens: 3}, pf.Runs[0].Run.Usage)
+	assert.Equal(t, 0.5, pf.Runs[0].Run.CostUSD)
+}
+
 func TestDuplicatesAndOrder(t *testing.T) {
 	pf := parseFile(t, filepath.Join(testdata, "pi/edge/order.jsonl"))
 	// A line written twice is read once; another entry under a taken id
