@@ -23,6 +23,7 @@ type Store interface {
 	AddReplay(ctx context.Context, r model.Replay) error
 	UpdateReplay(ctx context.Context, id string, status model.ReplayStatus, replayed int, divergence string, aa *bool, aaReason string) error
 	Rebase(ctx context.Context, id string, k int) error
+	ReplaysOf(ctx context.Context, of string) (int, error)
 }
 
 // NoNetwork is the environment a replayed agent runs with: every HTTP(S)
@@ -287,10 +288,16 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 		return nil, err
 	}
 	n := max(spec.Continuations, 1)
+	// Trials are numbered on from the run's earlier replays, so each
+	// name says which one it is.
+	before, err := p.Store.ReplaysOf(ctx, src.run.ID)
+	if err != nil {
+		return nil, err
+	}
 	forks := make([]*model.Run, n)
 	for i := range forks {
 		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.kN, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep),
-			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), i+1), Harness: src.run.Harness, Model: src.run.Model,
+			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+i+1), Harness: src.run.Harness, Model: src.run.Model,
 			Cwd: src.run.Cwd, Status: model.Pending}
 	}
 	if err := p.Store.CreateForks(ctx, forks); err != nil {

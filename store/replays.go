@@ -126,3 +126,10 @@ func (s *Store) Rebase(ctx context.Context, id string, k int) error {
 		return nil
 	})
 }
+
+// ReplaysOf counts the replays made of run of so far.
+func (s *Store) ReplaysOf(ctx context.Context, of string) (int, error) {
+	var n int
+	err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM replays WHERE of_run = ?`, of).Scan(&n)
+	return n, err
+}

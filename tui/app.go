@@ -292,7 +292,11 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 		}
 		own[r.ID] = msgs
 	}
-	return newTreeData(runs, own), nil
+	td := newTreeData(runs, own)
+	if td.replays, err = st.Replays(ctx, ids); err != nil {
+		return nil, err
+	}
+	return td, nil
 }
 
 // maxHits is how many search hits are shown.

@@ -107,6 +107,26 @@ func (a *App) openReplay() tea.Cmd {
 	return nil
 }
 
+// replayText is how a replay's fork line says what it is, after "↻":
+// the step it replayed to and how it went.
+func replayText(r model.Replay) string {
+	s := fmt.Sprintf("step %d %s", r.Step, r.Status)
+	switch r.Status {
+	case model.ReplayReplaying:
+		s += fmt.Sprintf(" %d/%d", r.Replayed, r.Step)
+	case model.ReplayDiverged:
+		var d replay.Divergence
+		if json.Unmarshal([]byte(r.Divergence), &d) == nil && d.Mismatch != nil {
+			s += fmt.Sprintf(" at step %d (%s)", d.Step, d.Kind)
+		}
+	case model.ReplayForked:
+		if r.AA != nil {
+			s += map[bool]string{true: ", A/A same", false: ", A/A differs"}[*r.AA]
+		}
+	}
+	return s
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "these"

@@ -448,6 +448,10 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if run.Best {
 		label = "★ " + label
 	}
+	// A replay says so first: to which step, and how it went.
+	if r, ok := t.data.replays[run.ID]; ok {
+		label += " ↻ " + replayText(r)
+	}
 	// A folded fork says how many forks it hides.
 	hides := ""
 	if t.folded[run.ID] && rd.below > 0 {

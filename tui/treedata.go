@@ -14,6 +14,8 @@ type treeData struct {
 	root  *model.Node
 	runs  []*runData // parents before children
 	index map[string]int
+	// replays says how each run that is a replay was made (rule 9).
+	replays map[string]model.Replay
 }
 
 // runData is one run of a loaded tree.
