@@ -117,10 +117,14 @@ func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.
 	return results, errs, err
 }
 
-// importFile writes one file's runs, its source row and its links in w.
+// importFile writes one file's runs, its source row and its links in w,
+// replacing what the file held before (RetireSource).
 func importFile(w *writer, src model.Source, runs []model.FileRun) ([]model.Run, error) {
 	created := make([]model.Run, len(runs))
 	err := func() error {
+		if err := retire(w, src.Path); err != nil {
+			return err
+		}
 		for i, fr := range runs {
 			r := fr.Run
 			r.Source = src.Path
@@ -190,10 +194,14 @@ func (s *Store) SetImportedEnd(ctx context.Context, runID string, st model.Statu
 }
 
 // SkipFile records a file that was read and held nothing to store, so it
-// is not read again until it changes.
+// is not read again until it changes. What the file held before is
+// retired (RetireSource) in the same transaction.
 func (s *Store) SkipFile(ctx context.Context, src model.Source, reason string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, skipped)
+	return s.writeMessages(ctx, func(w *writer) error {
+		if err := retire(w, src.Path); err != nil {
+			return err
+		}
+		_, err := w.ExecContext(w.ctx, `INSERT INTO sources (path, format, size, mtime, "offset", run_id, imported_at, skipped)
 			VALUES (?, ?, ?, ?, ?, NULL, ?, ?)
 			ON CONFLICT (path) DO UPDATE SET format = excluded.format, size = excluded.size, mtime = excluded.mtime,
 				"offset" = excluded."offset", imported_at = excluded.imported_at, skipped = excluded.skipped`,
@@ -213,19 +221,41 @@ const RetiredPrefix = "retired:"
 // the same prefix, and deletes the retired runs nothing needs any more, so
 // a file's old tree never shows next to its new one; a retired run that a
 // fork still needs stays, hidden, and that fork keeps working.
+//
+// ImportFile and SkipFile retire what a file held before themselves, in
+// their own transaction: an import that fails (a full disk) then leaves
+// the old runs as they were, never hidden with nothing to replace them.
 func (s *Store) RetireSource(ctx context.Context, path string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO links (run_id, kind, harness, parent_session, tool_call)
-			SELECT c.id, ?, r.harness, r.native_id, c.spawned_call FROM runs c JOIN runs r ON c.spawned_by = r.id
-			WHERE r.source = ? AND r.source != '' AND r.native_id != ''`, string(model.LinkSubagent), path); err != nil {
+	return s.writeMessages(ctx, func(w *writer) error {
+		if err := retire(w, path); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ? AND source != ''`, RetiredPrefix+path, path); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM sources WHERE path = ?`, path)
+		_, err := w.ExecContext(w.ctx, `DELETE FROM sources WHERE path = ?`, path)
 		return err
 	})
+}
+
+// retire is RetireSource in w, without forgetting the file.
+func retire(w *writer, path string) error {
+	// Most files were never imported before: one look says so. (source !=
+	// '' lets SQLite use the index runs_source, which holds only imported
+	// runs; else each look reads every run.)
+	imported, err := w.stmt(`SELECT EXISTS (SELECT 1 FROM runs WHERE source = ? AND source != '')`)
+	if err != nil {
+		return err
+	}
+	var has int
+	if err := imported.QueryRowContext(w.ctx, path).Scan(&has); err != nil || has == 0 {
+		return err
+	}
+	ctx, tx := w.ctx, w.Tx
+	if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO links (run_id, kind, harness, parent_session, tool_call)
+		SELECT c.id, ?, r.harness, r.native_id, c.spawned_call FROM runs c JOIN runs r ON c.spawned_by = r.id
+		WHERE r.source = ? AND r.source != '' AND r.native_id != ''`, string(model.LinkSubagent), path); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE runs SET hidden = 1, source = ? WHERE source = ? AND source != ''`, RetiredPrefix+path, path)
+	return err
 }
 
 // replaceRetired hands what the retired runs of path carried over to the
@@ -236,8 +266,6 @@ func (s *Store) RetireSource(ctx context.Context, path string) error {
 func replaceRetired(w *writer, path string, created []model.Run) error {
 	retired := RetiredPrefix + path
 	// Most files were never read before: one look says nothing is retired.
-	// (source != '' lets SQLite use the index runs_source, which holds
-	// only imported runs; else each look reads every run.)
 	anyRetired, err := w.stmt(`SELECT EXISTS (SELECT 1 FROM runs WHERE source = ? AND source != '')`)
 	if err != nil {
 		return err

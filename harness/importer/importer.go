@@ -36,12 +36,13 @@ import (
 type Store interface {
 	Sources(ctx context.Context) (map[string]model.Source, error)
 	RunsBySource(ctx context.Context, path string) ([]model.Run, error)
+	// ImportFile stores a file's runs; for a file read before, they
+	// replace what it held, in the same transaction (as does SkipFile).
 	ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error)
 	AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error
 	SkipFile(ctx context.Context, src model.Source, reason string) error
 	// DrivenRun finds the fork tine ran as the agent's session nativeID.
 	DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error)
-	RetireSource(ctx context.Context, path string) error
 	// SetImportedEnd records how a grown file's run ends now (a Codex
 	// rollout read mid-turn ends interrupted until the turn completes).
 	SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error
@@ -808,9 +809,8 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 		}
 	}
 	if prev.Path != "" {
-		if err := st.RetireSource(ctx, f.Path); err != nil {
-			return err
-		}
+		// Read again: ImportFile (or SkipFile) replaces what the file held
+		// before in its own transaction, so a failure leaves that as it was.
 		sum.Reread++
 	}
 	if _, err := file.Seek(0, io.SeekStart); err != nil {
@@ -1166,10 +1166,6 @@ func (s taggedStore) SkipFile(ctx context.Context, src model.Source, reason stri
 func (s taggedStore) DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error) {
 	r, ok, err := s.Store.DrivenRun(ctx, harness, nativeID)
 	return r, ok, tag(err)
-}
-
-func (s taggedStore) RetireSource(ctx context.Context, path string) error {
-	return tag(s.Store.RetireSource(ctx, path))
 }
 
 func (s taggedStore) SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error {

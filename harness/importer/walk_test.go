@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"net"
@@ -324,13 +325,6 @@ func (s *failingStore) SkipFile(ctx context.Context, src model.Source, reason st
 	return s.Store.SkipFile(ctx, src, reason)
 }
 
-func (s *failingStore) RetireSource(ctx context.Context, path string) error {
-	if s.calls >= s.failAt {
-		s.writesAfter++
-	}
-	return s.Store.RetireSource(ctx, path)
-}
-
 func (s *failingStore) AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error {
 	if s.calls >= s.failAt {
 		s.writesAfter++
@@ -401,4 +395,57 @@ func TestFailingDatabaseStopsTheImport(t *testing.T) {
 		assert.Equal(t, 1, sum.Failed)
 		assert.Equal(t, 1, sum.Runs, "the import went on")
 	})
+}
+
+// TestFailedRereadKeepsTheOldRuns: a rewritten file whose import fails
+// mid-way (here the disk fills as its messages are written) leaves what
+// the file held before as it was: shown, still the file's, and read again
+// next time. The old runs used to be hidden in a transaction of their own
+// first, and stayed hidden with nothing in their place.
+func TestFailedRereadKeepsTheOldRuns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "chat.json")
+	copyFile(t, seed, path)
+	st := openStore(t)
+	importPaths(t, st, path)
+	old, err := st.RunsBySource(ctx, path)
+	require.NoError(t, err)
+	require.Len(t, old, 1)
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), "Paris, Rome and Oslo", "Lisbon", 1)), 0o644))
+
+	// The failure, inside the import's own transaction: another
+	// connection adds a trigger that fails every message written.
+	db, err := sql.Open("sqlite", st.Path())
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec(`CREATE TRIGGER full_disk BEFORE INSERT ON messages BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`)
+	require.NoError(t, err)
+	files, err := Expand([]string{path})
+	require.NoError(t, err)
+	_, err = Import(ctx, st, files, Options{})
+	var se *StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Reason, "the disk is full")
+
+	now, err := st.RunsBySource(ctx, path)
+	require.NoError(t, err)
+	require.Len(t, now, 1, "the old run is still the file's")
+	assert.Equal(t, old[0].ID, now[0].ID)
+	assert.False(t, now[0].Hidden, "and still shown")
+	known, err := st.Sources(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, files[0].Size, known[path].Size, "the file is recorded as it was, so it is read again")
+
+	_, err = db.Exec(`DROP TRIGGER full_disk`)
+	require.NoError(t, err)
+	sum := importPaths(t, st, path)
+	assert.Equal(t, 1, sum.Reread)
+	trees, err := st.Trees(ctx)
+	require.NoError(t, err)
+	require.Len(t, trees, 1, "one tree: the new content's")
+	assert.NotEqual(t, old[0].ID, trees[0].Root.ID)
+	assert.Contains(t, trees[0].Title, "Lisbon")
 }
