@@ -418,6 +418,11 @@ func (s *Store) TreeRuns(ctx context.Context, treeID string) ([]model.Run, error
 }
 
 func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
+	runs, err := s.scanRuns(ctx, query, args...)
+	return runs, s.damage(err)
+}
+
+func (s *Store) scanRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ type Store struct {
 	r *sql.DB
 	// stmts are statements prepared on w for writers (writer.stmt).
 	stmts stmtCache
+	// damaged holds the error with which the file first reported itself
+	// malformed; from then on every write is refused (ErrDamaged).
+	damaged damagedState
 }
 
 const (
@@ -278,30 +281,34 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 	return tx.Commit()
 }
 
-// write runs fn in one write transaction.
+// write runs fn in one write transaction. Once the file has reported
+// itself malformed, it refuses to (ErrDamaged).
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if err := s.refuseDamaged(); err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return s.damage(err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return s.damage(err)
 	}
-	return tx.Commit()
+	return s.damage(tx.Commit())
 }
 
 // read runs fn in one read transaction, so it sees a single snapshot.
 func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return err
+		return s.damage(err)
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		return err
+		return s.damage(err)
 	}
-	return tx.Commit()
+	return s.damage(tx.Commit())
 }
 
 // newID is 16 lowercase hex characters from crypto/rand.
