@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
 
+	"tine/harness"
+	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
+	"tine/harness/openai"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/replay"
@@ -109,6 +114,52 @@ func snapshotOf(dir string) func() (string, error) {
 		defer cancel()
 		return worktree.Tree(ctx, dir)
 	}
+}
+
+// recordAPIs makes the model-API harnesses in hs record their calls on
+// their runs' tapes through a recording transport: tine makes those calls
+// itself, so no gateway is needed (rule 9 in ARCHITECTURE.md).
+func (r *recorder) recordAPIs(hs *harness.Registry) {
+	wrap := func(next http.RoundTripper) http.RoundTripper { return replay.RecordingTransport(next, r.tapeOf) }
+	if h, err := hs.Get("openai"); err == nil {
+		if oh, ok := h.(*openai.Harness); ok {
+			hs.Register(oh.WithTransport(wrap))
+		}
+	}
+	if h, err := hs.Get("anthropic"); err == nil {
+		if ah, ok := h.(*anthropic.Harness); ok {
+			hs.Register(ah.WithTransport(wrap))
+		}
+	}
+}
+
+// tapeOf is where a model-API call is recorded: the tape of the run whose
+// turn makes it (harness.RunOf), after the steps already there. A run's
+// calls come one after another (a turn's retries included), so counting
+// the tape as each call starts numbers them in order.
+func (r *recorder) tapeOf(ctx context.Context) replay.Recorder {
+	id, ok := harness.RunOf(ctx)
+	if !ok {
+		return nil
+	}
+	n, err := r.st.HasTapes(context.WithoutCancel(ctx), []string{id})
+	if err != nil {
+		slog.Warn("recording: the run's tape cannot be read; this model call is not recorded", "run", id, "err", err)
+		return nil
+	}
+	return loggedTape{tapeWriter{st: r.st, run: id, after: n[id]}}
+}
+
+// loggedTape logs a step that could not be stored: the turn goes on.
+type loggedTape struct{ tapeWriter }
+
+func (w loggedTape) Record(s replay.Step) error {
+	s.Run = w.run
+	err := w.tapeWriter.Record(s)
+	if err != nil {
+		slog.Warn("recording: a model call's step was not stored", "run", w.run, "err", err)
+	}
+	return err
 }
 
 // tapeWriter stores a gateway run's steps on a run's tape, numbered after

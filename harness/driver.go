@@ -544,7 +544,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			onEvent(RunEvent{RunID: run.ID, Message: &m})
 		}
 	}
-	err = h.Turn(ctx, req, emit)
+	err = h.Turn(WithRun(ctx, run.ID), req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))

@@ -69,6 +69,9 @@ type Config struct {
 	// a whole streamed answer, so it is best left zero. A redirect to
 	// another host is never followed: the key must not go there.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the transport the requests go
+	// through: tine records the model calls of a turn this way.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	envErr error // a setting in the environment that could not be read
 }
@@ -130,8 +133,17 @@ func New(cfg Config) *Harness {
 		MaxRetryWait:   cfg.MaxRetryWait,
 		MaxEventBytes:  cfg.MaxEventBytes,
 		HTTPClient:     cfg.HTTPClient,
+		WrapTransport:  cfg.WrapTransport,
 	})
 	return &Harness{cfg: cfg, api: api, now: time.Now}
+}
+
+// WithTransport returns a Harness like h whose requests go through
+// wrap(transport) (Config.WrapTransport).
+func (h *Harness) WithTransport(wrap func(http.RoundTripper) http.RoundTripper) *Harness {
+	cfg := h.cfg
+	cfg.WrapTransport = wrap
+	return New(cfg)
 }
 
 // Name implements harness.Harness.

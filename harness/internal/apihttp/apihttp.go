@@ -73,6 +73,10 @@ type Config struct {
 	// HTTPClient, when set, sends the requests. Its redirect policy is
 	// wrapped so a redirect to another host is never followed.
 	HTTPClient *http.Client
+	// WrapTransport, when set, wraps the transport the requests go
+	// through (HTTPClient's, or the default one built from
+	// ConnectTimeout): tine records model calls this way.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Client posts requests to one endpoint and reads their streamed answers.
@@ -121,6 +125,13 @@ func New(cfg Config) *Client {
 		// No client-wide Timeout: it would cut long answers. The stall
 		// timeout watches the stream instead.
 		client = &http.Client{Transport: t}
+	}
+	if cfg.WrapTransport != nil {
+		tr := client.Transport
+		if tr == nil {
+			tr = http.DefaultTransport
+		}
+		client.Transport = cfg.WrapTransport(tr)
 	}
 	client.CheckRedirect = sameHostOnly(client.CheckRedirect)
 	host := cfg.BaseURL

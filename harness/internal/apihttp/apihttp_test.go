@@ -426,3 +426,44 @@ func TestErrorMessage(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len([]rune(ErrorMessage([]byte(strings.Repeat("long ", 200))))), 300)
 }
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestWrapTransport: every try goes through the wrapped transport, the
+// default one (with its connect timeout) or the given client's.
+func TestWrapTransport(t *testing.T) {
+	t.Parallel()
+	for _, given := range []*http.Client{nil, {Transport: http.DefaultTransport.(*http.Transport).Clone()}} {
+		srv, _ := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+			if n == 0 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			sse(w, "text:a", "[DONE]")
+		})
+		var seen atomic.Int32
+		var wrapped http.RoundTripper
+		c, _ := testClient(srv, func(c *Config) {
+			c.HTTPClient = given
+			c.WrapTransport = func(next http.RoundTripper) http.RoundTripper {
+				wrapped = next
+				return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					seen.Add(1)
+					return next.RoundTrip(r)
+				})
+			}
+		})
+		s, err := post(t, c)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a"}, s.texts)
+		assert.Equal(t, int32(2), seen.Load(), "the failed try and the retry")
+		if given != nil {
+			assert.Same(t, given.Transport, wrapped)
+		} else {
+			assert.NotSame(t, http.DefaultTransport, wrapped, "the default transport with the connect timeout")
+		}
+	}
+}
