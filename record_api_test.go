@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"tine/internal/modelserver"
+	"tine/model"
 	"tine/replay"
 	"tine/store"
 )
@@ -103,4 +105,34 @@ func TestRecordAPIForksAsTheirTapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecordAPIInTheBackground: TINE_RECORD=1 records too, and a fork
+// whose turn runs in a background tine is recorded there.
+func TestRecordAPIInTheBackground(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	srv.Push(modelserver.Reply{Text: "From the background."})
+	t.Setenv("TINE_RECORD", "1")
+	db, id := importSeed(t)
+	out, errOut, code := tine(t, db, "fork", id, "--name", "bg", "-m", "in the background", "--harness", "openai",
+		"--model", "test-model", "--base-url", srv.URL()+"/v1", "--api-key", "sk-bg")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	var tape []model.TapeStep
+	require.Eventually(t, func() bool {
+		r, err := st.Resolve(ctx, "bg")
+		if err != nil || r.Status != model.Completed {
+			return false
+		}
+		tape, err = st.Tape(ctx, r.ID)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "the detached process ran the turn")
+	require.Len(t, tape, 1)
+	assert.Contains(t, *tape[0].Request, "in the background")
+	assert.Contains(t, tape[0].Response, "From the background.")
 }
