@@ -363,7 +363,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	if !isStep {
 		up := run.upstream(passWire(hr, sub))
 		g.logf("replay: run %s pass %s %s", run.cfg.ID, hr.Method, sub)
-		if g.forward(w, hr, passWire(hr, sub), up, sub, raw, nil) {
+		if g.forward(w, hr, passWire(hr, sub), up, sub, raw, nil, nil) {
 			panic(http.ErrAbortHandler)
 		}
 		return
@@ -414,13 +414,26 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 	}
 	_ = json.Unmarshal(body, &meta)
 	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: meta.Stream, Started: started}
+	// The tree is read while the request is checked or forwarded; the
+	// agent gets no answer (so runs no tool) before it is read.
+	tree := func() string { return "" }
 	if r.cfg.Snapshot != nil {
-		if t, err := r.cfg.Snapshot(); err == nil {
-			step.Tree = t
-		} else {
-			r.g.logf("replay: run %s step: no snapshot of the tree: %v", r.cfg.ID, err)
+		ch := make(chan string, 1)
+		go func() {
+			t, err := r.cfg.Snapshot()
+			if err != nil {
+				r.g.logf("replay: run %s: no snapshot of the tree: %v", r.cfg.ID, err)
+			}
+			ch <- t
+		}()
+		var once sync.Once
+		var t string
+		tree = func() string {
+			once.Do(func() { t = <-ch })
+			return t
 		}
 	}
+	defer tree() // never leave the snapshot behind
 
 	r.mu.Lock()
 	r.n++
@@ -452,6 +465,7 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 			tv, terr := r.tapedNorm(step.N)
 			m = compareNormalized(wire, tv, terr, taped.Request, body)
 		}
+		step.Tree = tree()
 		if m == nil {
 			m = r.treeMismatch(taped.Tree, step.Tree)
 		}
@@ -508,7 +522,8 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		r.status.Live = true
 		r.mu.Unlock()
 	}
-	cut := r.g.forward(w, hr, wire, r.upstream(wire), sub, raw, &step)
+	cut := r.g.forward(w, hr, wire, r.upstream(wire), sub, raw, &step, func() { step.Tree = tree() })
+	step.Tree = tree()
 	r.record(step)
 	if cut {
 		// The upstream cut the answer short: so does the gateway, so the
@@ -702,7 +717,12 @@ func target(base, sub, query string) (*url.URL, error) {
 // forward sends the request to the upstream with the real key and streams
 // the answer back; when step is not nil it fills it in. cut reports that
 // the upstream's answer broke off after it had begun.
-func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up Upstream, sub string, raw []byte, step *Step) (cut bool) {
+// ready, when set, is called before the answer's first byte goes to the
+// agent.
+func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up Upstream, sub string, raw []byte, step *Step, ready func()) (cut bool) {
+	if ready != nil {
+		defer func() { ready() }() // also when it failed before answering
+	}
 	fail := func(status int, msg string) {
 		if step != nil {
 			step.Status, step.Error, step.Source = status, msg, FromUpstream
@@ -765,6 +785,9 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 	}
 	if resp.Uncompressed {
 		w.Header().Del("Content-Encoding")
+	}
+	if ready != nil {
+		ready()
 	}
 	w.WriteHeader(resp.StatusCode)
 	fl, _ := w.(http.Flusher)

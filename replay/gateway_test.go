@@ -326,8 +326,11 @@ func TestReplayLiveAfterN(t *testing.T) {
 		if _, err := e.g.NewRun(RunConfig{N: 2}); err == nil {
 			t.Error("a replay without a tape accepted")
 		}
-		if _, err := e.g.NewRun(RunConfig{Tape: Tape{{N: 1}}}); err == nil {
-			t.Error("a tape without requests accepted")
+		if _, err := e.g.NewRun(RunConfig{Tape: Tape{{N: 1}, {N: 2, Request: []byte(`{}`)}}}); err == nil {
+			t.Error("a tape with requests on some steps only accepted")
+		}
+		if _, err := e.g.NewRun(RunConfig{Tape: Tape{{N: 1}, {N: 2}}}); err != nil {
+			t.Errorf("a transcript's tape (no requests) refused: %v", err)
 		}
 	})
 	t.Run("on divergence live", func(t *testing.T) {

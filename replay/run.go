@@ -134,7 +134,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
 	if err != nil || !h.Capabilities().Record {
-		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine records and replays Claude Code and Codex runs only", orUnknown(run.Harness))}
+		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code and Codex runs only", orUnknown(run.Harness))}
 	}
 	steps, err := p.Store.Tape(ctx, run.ID)
 	if err != nil {

@@ -127,3 +127,40 @@ func BenchmarkBareGitWorktreeAdd10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "git-cpu-ns/op")
 }
+
+// BenchmarkTreeSmall is what a recorded or replayed step pays for the
+// tree it arrived with (worktree.Tree), on a small repository with one
+// file changed since the index was written.
+func BenchmarkTreeSmall(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	gitT(b, dir, "init", "-q", "-b", "main")
+	for i := range 20 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gitT(b, dir, "add", ".")
+	gitT(b, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+	if err := os.WriteFile(filepath.Join(dir, "f1.txt"), []byte("changed\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Tree(ctx, dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTree10kFiles: the same on 10,000 files.
+func BenchmarkTree10kFiles(b *testing.B) {
+	ctx := context.Background()
+	repo := bigRepo(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Tree(ctx, repo); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
