@@ -664,8 +664,10 @@ type batch struct {
 	bytes int64
 }
 
-// batchBytes is how much transcript a batch holds before it is written.
-const batchBytes = 8 << 20
+// batchBytes is how much transcript a batch holds before it is written:
+// fewer, bigger transactions rewrite the same index and tree pages less
+// often (32 MB took a tenth less CPU than 8 MB on the benchmark corpus).
+const batchBytes = 32 << 20
 
 // add takes a parsed file; it is stored now or with the batch.
 func (b *batch) add(ctx context.Context, p parsedFile) error {
