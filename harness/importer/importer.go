@@ -573,17 +573,24 @@ func readNew(f Found) parsedFile {
 	return p
 }
 
-// prefetcher parses the files never imported before on every core, a few
-// files ahead of the one writer, which takes them in order.
+// prefetcher parses the files never imported before on every core, ahead
+// of the one writer, which takes them in order. The readers run up to a
+// batch (batchBytes of files) ahead, so that they go on parsing the next
+// batch while the writer stores the last one; with only a few files ahead
+// they sat idle during every commit and the writer then waited for them.
 type prefetcher struct {
 	results map[int]chan parsedFile
-	slots   chan struct{}
+	sizes   map[int]int64
+	mu      sync.Mutex
+	moved   *sync.Cond // ahead went down, or stopped
+	ahead   int64      // bytes of the files given to the readers, not yet taken
+	stopped bool
 	quit    chan struct{}
-	once    bool
 }
 
 func prefetch(ctx context.Context, files []Found, known map[string]model.Source, opts Options, st Store) *prefetcher {
-	p := &prefetcher{results: map[int]chan parsedFile{}, quit: make(chan struct{})}
+	p := &prefetcher{results: map[int]chan parsedFile{}, sizes: map[int]int64{}, quit: make(chan struct{})}
+	p.moved = sync.NewCond(&p.mu)
 	var order []int
 	todo := map[int]Found{}
 	for i, f := range files {
@@ -593,6 +600,7 @@ func prefetch(ctx context.Context, files []Found, known map[string]model.Source,
 			}
 			todo[i] = f
 			p.results[i] = make(chan parsedFile, 1)
+			p.sizes[i] = max(f.Size, 1)
 			order = append(order, i)
 		}
 	}
@@ -600,21 +608,25 @@ func prefetch(ctx context.Context, files []Found, known map[string]model.Source,
 		return p
 	}
 	workers := max(1, runtime.GOMAXPROCS(0))
-	slots := make(chan struct{}, 2*workers) // files read ahead, not yet taken
 	jobs := make(chan int)
 	go func() {
 		defer close(jobs)
 		for _, i := range order {
-			select {
-			case slots <- struct{}{}:
-			case <-p.quit:
-				return
-			case <-ctx.Done():
+			p.mu.Lock()
+			for p.ahead > 0 && p.ahead+p.sizes[i] > batchBytes && !p.stopped {
+				p.moved.Wait()
+			}
+			stopped := p.stopped
+			p.ahead += p.sizes[i]
+			p.mu.Unlock()
+			if stopped {
 				return
 			}
 			select {
 			case jobs <- i:
 			case <-p.quit:
+				return
+			case <-ctx.Done():
 				return
 			}
 		}
@@ -631,7 +643,6 @@ func prefetch(ctx context.Context, files []Found, known map[string]model.Source,
 			}
 		}()
 	}
-	p.slots = slots
 	return p
 }
 
@@ -642,14 +653,20 @@ func (p *prefetcher) get(i int) (parsedFile, bool) {
 		return parsedFile{}, false
 	}
 	r := <-ch
-	<-p.slots
+	p.mu.Lock()
+	p.ahead -= p.sizes[i]
+	p.moved.Signal()
+	p.mu.Unlock()
 	return r, true
 }
 
 func (p *prefetcher) stop() {
-	if !p.once {
-		p.once = true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.stopped = true
 		close(p.quit)
+		p.moved.Broadcast()
 	}
 }
 
