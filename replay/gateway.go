@@ -409,11 +409,11 @@ func decoded(hr *http.Request, raw []byte) []byte {
 func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub string, raw []byte) {
 	started := time.Now()
 	body := decoded(hr, raw)
-	var meta struct {
-		Stream bool `json:"stream"`
-	}
-	_ = json.Unmarshal(body, &meta)
-	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: meta.Stream, Started: started}
+	// Decoded once: for whether it streams, and for the check.
+	v, verr := decodeJSON(body)
+	top, _ := v.(map[string]any)
+	stream, _ := top["stream"].(bool)
+	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: stream, Started: started}
 	// The tree is read while the request is checked or forwarded; the
 	// agent gets no answer (so runs no tool) before it is read.
 	tree := func() string { return "" }
@@ -463,7 +463,11 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 			}
 		} else {
 			tv, terr := r.tapedNorm(step.N)
-			m = compareNormalized(wire, tv, terr, taped.Request, body)
+			av, aerr := v, verr
+			if aerr == nil {
+				av, aerr = normalizeValue(wire, v)
+			}
+			m = compareValues(wire, tv, terr, av, aerr, taped.Request, body)
 		}
 		step.Tree = tree()
 		if m == nil {

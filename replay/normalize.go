@@ -102,15 +102,29 @@ var rules = map[Wire]normRules{
 // changes between a recording and a replay (see rules above). The result
 // is a tree of map[string]any, []any, string, json.Number, bool and nil.
 func Normalize(wire Wire, body []byte) (any, error) {
-	r, ok := rules[wire]
-	if !ok {
-		return nil, fmt.Errorf("replay: unknown wire format %q", wire)
+	v, err := decodeJSON(body)
+	if err != nil {
+		return nil, err
 	}
+	return normalizeValue(wire, v)
+}
+
+// decodeJSON decodes a request body, numbers as json.Number.
+func decodeJSON(body []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
 		return nil, fmt.Errorf("replay: request is not JSON: %w", err)
+	}
+	return v, nil
+}
+
+// normalizeValue is Normalize on a decoded body, which it changes.
+func normalizeValue(wire Wire, v any) (any, error) {
+	r, ok := rules[wire]
+	if !ok {
+		return nil, fmt.Errorf("replay: unknown wire format %q", wire)
 	}
 	top, _ := v.(map[string]any)
 	if top == nil {
