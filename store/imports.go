@@ -412,10 +412,17 @@ func (s *Store) DrivenRun(ctx context.Context, harness, nativeID string) (model.
 		return model.Run{}, false, nil
 	}
 	// Asked for every file an import reads, and nearly always no: a small
-	// statement says so (preparing the full row's is most of the cost).
+	// statement, prepared once, says so (preparing the full row's is most
+	// of the cost).
+	s.drivenOnce.Do(func() {
+		s.drivenStmt, s.drivenErr = s.r.PrepareContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM runs
+			WHERE native_id = ? AND harness = ? AND source = '' AND parent_id IS NOT NULL)`)
+	})
+	if s.drivenErr != nil {
+		return model.Run{}, false, s.drivenErr
+	}
 	var has int
-	if err := s.r.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE native_id = ? AND harness = ?
-		AND source = '' AND parent_id IS NOT NULL)`, nativeID, harness).Scan(&has); err != nil || has == 0 {
+	if err := s.drivenStmt.QueryRowContext(ctx, nativeID, harness).Scan(&has); err != nil || has == 0 {
 		return model.Run{}, false, err
 	}
 	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.native_id = ? AND r.harness = ?

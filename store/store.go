@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -51,6 +52,10 @@ type Store struct {
 	// damaged holds the error with which the file first reported itself
 	// malformed; from then on every write is refused (ErrDamaged).
 	damaged damagedState
+	// drivenStmt asks DrivenRun's question, prepared on r the first time.
+	drivenOnce sync.Once
+	drivenStmt *sql.Stmt
+	drivenErr  error
 }
 
 const (
@@ -129,7 +134,11 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	return errors.Join(s.stmts.close(), s.r.Close(), s.w.Close())
+	var driven error
+	if s.drivenStmt != nil {
+		driven = s.drivenStmt.Close()
+	}
+	return errors.Join(s.stmts.close(), driven, s.r.Close(), s.w.Close())
 }
 
 // retryBusy runs fn again while it fails with "database is locked", for up
