@@ -468,7 +468,7 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			if taped == actual {
 				return "", false
 			}
-			d, err := worktree.TreeDiff(c, dir, taped, actual, 200)
+			d, err := worktree.TreeDiff(c, dir, taped, actual, nil, 200)
 			if err != nil {
 				d = err.Error()
 			}
@@ -494,7 +494,7 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			return "", false
 		}
 		sort.Strings(paths)
-		d, err := worktree.TreeDiffPaths(c, dir, taped, actual, paths, 200)
+		d, err := worktree.TreeDiff(c, dir, taped, actual, paths, 200)
 		if err != nil {
 			d = err.Error()
 		}

@@ -44,45 +44,45 @@ func (s *Store) UpdateReplay(ctx context.Context, id string, status model.Replay
 // replays), keyed by run id.
 func (s *Store) Replays(ctx context.Context, ids []string) (map[string]model.Replay, error) {
 	out := map[string]model.Replay{}
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), 500)]
-		ids = ids[len(chunk):]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
+	err := s.eachIn(ctx, ids, `SELECT run_id, of_run, step, trial, continuations, on_divergence, status,
+		replayed, divergence, aa, aa_reason, base, tape_kind, created_at FROM replays WHERE run_id IN `, func(rows *sql.Rows) error {
+		var r model.Replay
+		var aa sql.NullInt64
+		var created int64
+		if err := rows.Scan(&r.RunID, &r.Of, &r.Step, &r.Trial, &r.Continuations, &r.OnDivergence, &r.Status,
+			&r.Replayed, &r.Divergence, &aa, &r.AAReason, &r.Base, &r.TapeKind, &created); err != nil {
+			return err
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT run_id, of_run, step, trial, continuations, on_divergence, status,
-			replayed, divergence, aa, aa_reason, base, tape_kind, created_at FROM replays
-			WHERE run_id IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
-		if err != nil {
-			return nil, err
+		if aa.Valid {
+			b := aa.Int64 == 1
+			r.AA = &b
 		}
-		for rows.Next() {
-			var r model.Replay
-			var aa sql.NullInt64
-			var created int64
-			if err := rows.Scan(&r.RunID, &r.Of, &r.Step, &r.Trial, &r.Continuations, &r.OnDivergence, &r.Status,
-				&r.Replayed, &r.Divergence, &aa, &r.AAReason, &r.Base, &r.TapeKind, &created); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if aa.Valid {
-				b := aa.Int64 == 1
-				r.AA = &b
-			}
-			r.CreatedAt = time.Unix(0, created)
-			out[r.RunID] = r
-		}
-		if err := rows.Close(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		r.CreatedAt = time.Unix(0, created)
+		out[r.RunID] = r
+		return nil
+	})
+	return out, err
 }
 
-// HasTapes reports which of the given runs have a tape.
+// HasTapes reports how many tape steps each of the given runs has (runs
+// without a tape are left out).
 func (s *Store) HasTapes(ctx context.Context, ids []string) (map[string]int, error) {
 	out := map[string]int{}
+	err := s.eachIn(ctx, ids, `SELECT run_id, count(*) FROM tapes WHERE run_id IN `, func(rows *sql.Rows) error {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		out[id] = n
+		return nil
+	}, " GROUP BY run_id")
+	return out, err
+}
+
+// eachIn runs query + "(?, ?, ...)" + tail over ids, 500 at a time, and
+// calls row for each row.
+func (s *Store) eachIn(ctx context.Context, ids []string, query string, row func(*sql.Rows) error, tail ...string) error {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 500)]
 		ids = ids[len(chunk):]
@@ -90,25 +90,21 @@ func (s *Store) HasTapes(ctx context.Context, ids []string) (map[string]int, err
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT run_id, count(*) FROM tapes WHERE run_id IN (?`+
-			strings.Repeat(", ?", len(chunk)-1)+`) GROUP BY run_id`, args...)
+		rows, err := s.r.QueryContext(ctx, query+"(?"+strings.Repeat(", ?", len(chunk)-1)+")"+strings.Join(tail, ""), args...)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
+			if err := row(rows); err != nil {
 				rows.Close()
-				return nil, err
+				return err
 			}
-			out[id] = n
 		}
 		if err := rows.Close(); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Rebase moves fork id, which must have no messages of its own yet, to

@@ -101,9 +101,11 @@ func Tree(ctx context.Context, dir string) (string, error) {
 }
 
 // TreeDiff is the unified diff between two trees of dir's repository,
-// at most maxLines lines (a last line says how many were left out).
-func TreeDiff(ctx context.Context, dir, a, b string, maxLines int) (string, error) {
-	out, err := git(ctx, dir, "diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b)
+// limited to paths when given, at most maxLines lines (a last line says
+// how many were left out).
+func TreeDiff(ctx context.Context, dir, a, b string, paths []string, maxLines int) (string, error) {
+	args := append([]string{"diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b, "--"}, paths...)
+	out, err := git(ctx, dir, args...)
 	if err != nil {
 		return "", fmt.Errorf("worktree: %w", err)
 	}
@@ -137,19 +139,4 @@ func Changes(ctx context.Context, dir, a, b string) (map[string]string, error) {
 		m[f[i+1]] = meta[1] + " " + blob
 	}
 	return m, nil
-}
-
-// TreeDiffPaths is TreeDiff limited to paths.
-func TreeDiffPaths(ctx context.Context, dir, a, b string, paths []string, maxLines int) (string, error) {
-	args := append([]string{"diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b, "--"}, paths...)
-	out, err := git(ctx, dir, args...)
-	if err != nil {
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	lines := strings.Split(out, "\n")
-	if maxLines > 0 && len(lines) > maxLines {
-		n := len(lines) - maxLines
-		lines = append(lines[:maxLines], fmt.Sprintf("… %d more lines", n))
-	}
-	return strings.Join(lines, "\n"), nil
 }
