@@ -217,11 +217,15 @@ func envInt(name string, def int) int {
 // TINE_BENCH_CORPUS (its projects folder) into a fresh database; skipped
 // when the variable is unset. It is what issue 9 measures against ccusage.
 //
-// Measured 2026-12-01 on the 2-core machine, wall time of the binaries
-// (hyperfine, load 1.6): ccusage@20.0.24 session --json --offline 0.32 s;
-// tine's first import 0.79 s (2.5x ccusage; 1.49 s, 4.6x, before parallel
-// parsing and batched writes); re-import of the unchanged corpus 0.066 s
-// (0.21x), of which 0.063 s is tine starting and opening an empty store.
+// Measured 2026-12-01 on the shared 2-core machine, wall time of the
+// binaries against ccusage@20.0.24 session --json --offline, alternating,
+// 5 rounds, medians (load about 3): ccusage 0.434 s; tine's first import
+// 1.32x ccusage (2.07x before many-row inserts, text indexed at commit,
+// 32 MB batches and readers a batch ahead; 4.6x before parallel parsing);
+// re-import of the unchanged corpus 0.19x, of an empty folder 0.22x: the
+// re-import is tine starting. A build without the TUI's packages (glamour,
+// chroma, goldmark: their init is about 40 ms) re-imports in 0.10x.
+// Under more load ccusage, on one core, loses less: up to 1.7x seen.
 func BenchmarkImportSharedCorpus(b *testing.B) {
 	dir := os.Getenv("TINE_BENCH_CORPUS")
 	if dir == "" {
