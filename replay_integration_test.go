@@ -219,12 +219,18 @@ func replayRealAgent(t *testing.T, name string) {
 	})
 }
 
-// TestReplayAnImportedClaudeSession: a session the real Claude Code made
-// by itself (not through tine) is imported; its transcript is its tape,
-// without requests, so a replay from the commit the person names checks
-// the tool outputs at each step: clean from that commit, a tool
+// TestReplayAnImportedSession: a session the real Claude Code or Codex
+// made by itself (not through tine) is imported; its transcript is its
+// tape, without requests, so a replay from the commit the person names
+// checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
-func TestReplayAnImportedClaudeSession(t *testing.T) {
+func TestReplayAnImportedSession(t *testing.T) {
+	for _, name := range []string{"claude", "codex"} {
+		t.Run(name, func(t *testing.T) { replayImported(t, name) })
+	}
+}
+
+func replayImported(t *testing.T, name string) {
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -243,14 +249,20 @@ func TestReplayAnImportedClaudeSession(t *testing.T) {
 	changed := git(t, project, "rev-parse", "HEAD")
 	git(t, project, "checkout", "-q", "main")
 
-	a := setupAgent(t, "claude", home, srv.URL())
+	a := setupAgent(t, name, home, srv.URL())
 	on := replies(srv)
 	on("imp-main",
 		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
 		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
 		modelserver.Reply{Text: "Input read."})
-	lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
-	session := field(lines, "type", "system", "session_id")
+	var session string
+	if name == "claude" {
+		lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+		session = field(lines, "type", "system", "session_id")
+	} else {
+		lines := agentRun(t, home, a.env, a.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "imp-main: do the task")
+		session = field(lines, "type", "thread.started", "thread_id")
+	}
 	require.NotEmpty(t, session)
 	require.Equal(t, 0, srv.Pending())
 	asShell(t, a.env, "CLAUDE_CONFIG_DIR")

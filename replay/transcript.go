@@ -20,8 +20,15 @@ import (
 // step i answers with its i-th assistant message from k0 on, in wire's
 // non-streaming shape, and lists the outputs of that message's tool calls.
 func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
-	if wire != WireAnthropic {
-		return nil, fmt.Errorf("tapes from %s transcripts are not built yet (Claude Code's are)", wire)
+	var answer func(m model.Message, n int, results map[string]string) (json.RawMessage, map[string]string, error)
+	path := ""
+	switch wire {
+	case WireAnthropic:
+		answer, path = anthropicAnswer, "/v1/messages"
+	case WireResponses:
+		answer, path = responsesAnswer, "/v1/responses"
+	default:
+		return nil, fmt.Errorf("tapes from %s transcripts are not built (Claude Code's and Codex's are)", orWire(wire))
 	}
 	results := map[string]string{}
 	for _, m := range msgs[k0:] {
@@ -36,11 +43,11 @@ func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
 		if m.Role != model.Assistant {
 			continue
 		}
-		answer, outputs, err := anthropicAnswer(m, len(tape)+1, results)
+		answer, outputs, err := answer(m, len(tape)+1, results)
 		if err != nil {
 			return nil, err
 		}
-		tape = append(tape, Step{N: len(tape) + 1, Wire: wire, Method: "POST", Path: "/v1/messages", Status: 200,
+		tape = append(tape, Step{N: len(tape) + 1, Wire: wire, Method: "POST", Path: path, Status: 200,
 			ContentType: "application/json", Answer: answer, Source: FromTape, ToolOutputs: outputs})
 	}
 	return tape, nil
@@ -77,66 +84,140 @@ func anthropicAnswer(m model.Message, n int, results map[string]string) (json.Ra
 	return b, outputs, err
 }
 
+func orWire(w Wire) string {
+	if w == "" {
+		return "this agent's"
+	}
+	return string(w)
+}
+
+// responsesAnswer is m as an OpenAI Responses answer (Codex). Reasoning is
+// left out: Codex's is encrypted in its rollout. A call whose input is a
+// JSON string was a freeform (custom) tool call, such as apply_patch.
+func responsesAnswer(m model.Message, n int, results map[string]string) (json.RawMessage, map[string]string, error) {
+	output := []map[string]any{}
+	outputs := map[string]string{}
+	for i, p := range m.Parts {
+		switch p.Kind {
+		case model.Text:
+			output = append(output, map[string]any{"type": "message", "id": fmt.Sprintf("msg_tine_%d_%d", n, i), "role": "assistant",
+				"status": "completed", "content": []map[string]any{{"type": "output_text", "text": p.Text, "annotations": []any{}}}})
+		case model.ToolCall:
+			var freeform string
+			if json.Unmarshal([]byte(p.ToolInput), &freeform) == nil {
+				output = append(output, map[string]any{"type": "custom_tool_call", "id": fmt.Sprintf("ctc_tine_%d_%d", n, i),
+					"status": "completed", "call_id": p.ToolCallID, "name": p.ToolName, "input": freeform})
+			} else {
+				output = append(output, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_tine_%d_%d", n, i),
+					"status": "completed", "call_id": p.ToolCallID, "name": p.ToolName, "arguments": p.ToolInput})
+			}
+			outputs[p.ToolCallID] = results[p.ToolCallID]
+		}
+	}
+	mdl := m.Model
+	if mdl == "" {
+		mdl = "gpt"
+	}
+	u := m.Usage
+	b, err := json.Marshal(map[string]any{"id": fmt.Sprintf("resp_tine_transcript_%d", n), "object": "response", "created_at": 0,
+		"status": "completed", "model": mdl, "output": output,
+		"usage": map[string]any{"input_tokens": u.InputTokens + u.CacheReadTokens, "output_tokens": u.OutputTokens,
+			"total_tokens":         u.InputTokens + u.CacheReadTokens + u.OutputTokens,
+			"input_tokens_details": map[string]any{"cached_tokens": u.CacheReadTokens}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}})
+	return b, outputs, err
+}
+
 // compareOutputs checks the tool outputs a request carries against the
 // ones the transcript recorded for the calls they answer; cwds are
 // replaced by "<cwd>" in both first.
 func compareOutputs(wire Wire, taped map[string]string, body []byte, cwds []string) *Mismatch {
-	if wire != WireAnthropic || len(taped) == 0 {
+	if len(taped) == 0 {
 		return nil
 	}
-	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+	got, err := requestOutputs(wire, body)
+	if err != nil {
+		return &Mismatch{Kind: KindModel, Path: "(request)", Note: err.Error()}
 	}
-	if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
-		return &Mismatch{Kind: KindModel, Path: "(request)", Note: "the request is not an Anthropic Messages request"}
-	}
-	cwds = slices.Clone(cwds)
+	cwds = slices.DeleteFunc(slices.Clone(cwds), func(c string) bool { return len(c) < 2 })
 	slices.SortFunc(cwds, func(a, b string) int { return len(b) - len(a) })
+	n := &normalizer{wire: wire, r: rules[wire], cwds: cwds}
 	norm := func(s string) string {
-		for _, c := range cwds {
-			if c != "" {
-				s = strings.ReplaceAll(s, c, "<cwd>")
-			}
-		}
-		return strings.TrimRight(s, "\n")
+		return strings.TrimRight(n.text(s, true), "\n")
 	}
-	i := len(req.Messages) - 1
-	var blocks []struct {
-		Type      string          `json:"type"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-	}
-	_ = json.Unmarshal(req.Messages[i].Content, &blocks)
 	seen := 0
-	for j, b := range blocks {
-		if b.Type != "tool_result" {
-			continue
-		}
-		want, ok := taped[b.ToolUseID]
+	for _, o := range got {
+		want, ok := taped[o.id]
 		if !ok {
 			continue
 		}
 		seen++
-		got := resultText(b.Content)
-		if norm(got) == norm(want) {
+		if norm(o.text) == norm(want) {
 			continue
 		}
 		kind := KindTool
-		if networkError.MatchString(got) && !networkError.MatchString(want) {
+		if networkError.MatchString(o.text) && !networkError.MatchString(want) {
 			kind = KindNetwork
 		}
-		path := fmt.Sprintf("messages[%d].content[%d].content", i, j)
-		return &Mismatch{Kind: kind, Path: path, Fields: []string{path}, Taped: norm(want), Actual: norm(got),
-			Diff: unifiedDiff(norm(want), norm(got))}
+		return &Mismatch{Kind: kind, Path: o.path, Fields: []string{o.path}, Taped: norm(want), Actual: norm(o.text),
+			Diff: unifiedDiff(norm(want), norm(o.text))}
 	}
 	if seen < len(taped) {
 		return &Mismatch{Kind: KindModel, Path: "(tool results)",
 			Note: fmt.Sprintf("the request answers %d of the %d tool calls the transcript's step made", seen, len(taped))}
 	}
 	return nil
+}
+
+// output is one tool output a request carries.
+type output struct{ id, text, path string }
+
+// requestOutputs lists the tool outputs a request carries: those in its
+// last message (Anthropic), or every call output of its input (Responses,
+// whose input is the whole conversation; the caller picks by call id).
+func requestOutputs(wire Wire, body []byte) ([]output, error) {
+	var out []output
+	switch wire {
+	case WireAnthropic:
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if json.Unmarshal(body, &req) != nil || len(req.Messages) == 0 {
+			return nil, fmt.Errorf("the request is not an Anthropic Messages request")
+		}
+		i := len(req.Messages) - 1
+		var blocks []struct {
+			Type      string          `json:"type"`
+			ToolUseID string          `json:"tool_use_id"`
+			Content   json.RawMessage `json:"content"`
+		}
+		_ = json.Unmarshal(req.Messages[i].Content, &blocks)
+		for j, b := range blocks {
+			if b.Type == "tool_result" {
+				out = append(out, output{b.ToolUseID, resultText(b.Content), fmt.Sprintf("messages[%d].content[%d].content", i, j)})
+			}
+		}
+	case WireResponses:
+		var req struct {
+			Input []struct {
+				Type   string          `json:"type"`
+				CallID string          `json:"call_id"`
+				Output json.RawMessage `json:"output"`
+			} `json:"input"`
+		}
+		if json.Unmarshal(body, &req) != nil {
+			return nil, fmt.Errorf("the request is not an OpenAI Responses request")
+		}
+		for i, it := range req.Input {
+			if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" {
+				out = append(out, output{it.CallID, resultText(it.Output), fmt.Sprintf("input[%d].output", i)})
+			}
+		}
+	default:
+		return nil, fmt.Errorf("tool outputs of %s requests are not read", wire)
+	}
+	return out, nil
 }
 
 // resultText is a tool_result's content: a string, or its text blocks.
@@ -151,7 +232,7 @@ func resultText(raw json.RawMessage) string {
 	_ = json.Unmarshal(raw, &blocks)
 	var texts []string
 	for _, b := range blocks {
-		if b.Type == "text" {
+		if b.Type == "text" || b.Type == "input_text" || b.Type == "output_text" {
 			texts = append(texts, b.Text)
 		}
 	}
