@@ -1129,6 +1129,9 @@ type StoreError struct {
 	// Path is the file being imported when it happened ("" before any).
 	Path string
 	Err  error
+	// said is what SQLite said when its error carries a code, else Err's
+	// text: the store may already have said Reason in its own words.
+	said string
 }
 
 func (e *StoreError) Error() string {
@@ -1136,7 +1139,11 @@ func (e *StoreError) Error() string {
 	if e.Path != "" {
 		at = " at " + e.Path
 	}
-	return harness.OneLine(fmt.Sprintf("import stopped%s: %s (%v); what was imported before is kept", at, e.Reason, e.Err), 0)
+	said := e.said
+	if said == "" && e.Err != nil {
+		said = e.Err.Error()
+	}
+	return harness.OneLine(fmt.Sprintf("import stopped%s: %s (%s); what was imported before is kept", at, e.Reason, said), 0)
 }
 
 func (e *StoreError) Unwrap() error { return e.Err }
@@ -1229,7 +1236,11 @@ func storeFailure(err error, path string) *StoreError {
 	default:
 		return nil
 	}
-	return &StoreError{Reason: reason, Path: path, Err: se.err}
+	said := se.err.Error()
+	if ce, ok := coded.(error); ok {
+		said = ce.Error()
+	}
+	return &StoreError{Reason: reason, Path: path, Err: se.err, said: said}
 }
 
 // lineCounter counts the bytes and lines a parser reads.

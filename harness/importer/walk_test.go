@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/model"
+	"tine/store"
 )
 
 const seed = "../../testdata/openai/seed-example.json"
@@ -448,4 +450,48 @@ func TestFailedRereadKeepsTheOldRuns(t *testing.T) {
 	require.Len(t, trees, 1, "one tree: the new content's")
 	assert.NotEqual(t, old[0].ID, trees[0].Root.ID)
 	assert.Contains(t, trees[0].Title, "Lisbon")
+}
+
+// TestDamagedDatabaseStopsWithOneLine: importing into a file whose pages
+// are damaged stops at the first write with one line saying so once, and
+// SQLite's own words.
+func TestDamagedDatabaseStopsWithOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b"} {
+		copyFile(t, seed, filepath.Join(dir, n+".json"))
+	}
+	dbPath := filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(dbPath)
+	require.NoError(t, err)
+	importPaths(t, st, filepath.Join(dir, "a.json"))
+	require.NoError(t, st.Close())
+
+	// Damage the messages table's first page.
+	db, err := sql.Open("sqlite", dbPath)
+	require.NoError(t, err)
+	var root, pageSize int64
+	require.NoError(t, db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'messages'`).Scan(&root))
+	require.NoError(t, db.QueryRow(`PRAGMA page_size`).Scan(&pageSize))
+	_, err = db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	f, err := os.OpenFile(dbPath, os.O_RDWR, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(bytes.Repeat([]byte{0xa5}, int(pageSize)), (root-1)*pageSize)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	st, err = store.Open(dbPath)
+	require.NoError(t, err)
+	defer st.Close()
+	files, err := Expand([]string{dir})
+	require.NoError(t, err)
+	_, err = Import(context.Background(), st, files, Options{})
+	var se *StoreError
+	require.ErrorAs(t, err, &se)
+	line := err.Error()
+	assert.NotContains(t, line, "\n")
+	assert.Equal(t, 1, strings.Count(line, "nothing more is written"), "said once: %s", line)
+	assert.Contains(t, line, "import stopped at "+filepath.Join(dir, "b.json")+": the database file is damaged")
+	assert.Contains(t, line, "(database disk image is malformed")
 }
