@@ -42,6 +42,39 @@ type runJSON struct {
 	Branch     string      `json:"branch,omitempty"`
 	Handoff    bool        `json:"handoff,omitempty"`
 	Check      *checkJSON  `json:"check,omitempty"`
+	// Replay says how a run made by tine replay came about.
+	Replay *lsReplayJSON `json:"replay,omitempty"`
+}
+
+// lsReplayJSON is a replay's row as ls prints it.
+type lsReplayJSON struct {
+	Of         string          `json:"of"`
+	Step       int             `json:"step"`
+	Status     string          `json:"status"`
+	Replayed   int             `json:"replayed"`
+	AA         *bool           `json:"aa"`
+	Divergence json.RawMessage `json:"divergence"`
+}
+
+func toLsReplay(r model.Replay) *lsReplayJSON {
+	j := &lsReplayJSON{Of: r.Of, Step: r.Step, Status: string(r.Status), Replayed: r.Replayed, AA: r.AA, Divergence: json.RawMessage("null")}
+	if r.Divergence != "" && json.Valid([]byte(r.Divergence)) {
+		j.Divergence = json.RawMessage(r.Divergence)
+	}
+	return j
+}
+
+// replayStatus is a replay's status as ls's STATUS column adds it.
+func replayStatus(r model.Replay) string {
+	s := fmt.Sprintf(" (%s replay to step %d", r.Status, r.Step)
+	var d struct {
+		Step int    `json:"step"`
+		Kind string `json:"kind"`
+	}
+	if r.Status == model.ReplayDiverged && json.Unmarshal([]byte(r.Divergence), &d) == nil && d.Kind != "" {
+		s += fmt.Sprintf(": %s at step %d", d.Kind, d.Step)
+	}
+	return s + ")"
 }
 
 func toRunJSON(r model.Run) runJSON {
@@ -205,10 +238,22 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	for _, t := range trees {
 		walk(t, 0, false)
 	}
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	replays, err := st.Replays(ctx, ids)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		out := []runJSON{}
 		for _, l := range lines {
-			out = append(out, toRunJSON(l.n.Run))
+			j := toRunJSON(l.n.Run)
+			if r, ok := replays[l.n.Run.ID]; ok {
+				j.Replay = toLsReplay(r)
+			}
+			out = append(out, j)
 		}
 		return writeJSON(e.stdout, out)
 	}
@@ -231,8 +276,12 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 		default:
 			title = harness.OneLine(r.Title, 60)
 		}
+		status := string(r.Status)
+		if rp, ok := replays[r.ID]; ok {
+			status += replayStatus(rp)
+		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", indent, model.ShortID(r.ID),
-			harness.OneLine(r.Name, 30), r.Harness, r.Status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
+			harness.OneLine(r.Name, 30), r.Harness, status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
 	}
 	return tw.Flush()
 }

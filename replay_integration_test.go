@@ -158,6 +158,25 @@ func replayRealAgent(t *testing.T, name string) {
 		b, _ = os.ReadFile(filepath.Join(tr.Worktree, "data.txt"))
 		assert.Equal(t, "ALPHA\n", string(b))
 		assert.Contains(t, tr.Branch, "-replay-")
+		out, _, code := tine(t, db, "ls", "--json")
+		require.Equal(t, 0, code)
+		var runs []struct {
+			ID     string `json:"id"`
+			Replay *struct {
+				Of     string `json:"of"`
+				Step   int    `json:"step"`
+				Status string `json:"status"`
+			} `json:"replay"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &runs))
+		for _, r := range runs {
+			if r.ID == tr.ID {
+				require.NotNil(t, r.Replay, "ls says the run is a replay")
+				assert.Equal(t, rec.ID, r.Replay.Of)
+				assert.Equal(t, 2, r.Replay.Step)
+				assert.Equal(t, "verified", r.Replay.Status)
+			}
+		}
 	})
 	t.Run("forked", func(t *testing.T) {
 		before := calls()
