@@ -106,13 +106,14 @@ func runDir(r model.Run) string {
 // snapshotOf takes the git tree of dir at each model call; nil when dir
 // is not a git work tree (a run in place outside a repository).
 func snapshotOf(dir string) func() (string, error) {
-	if _, _, err := worktree.Repo(context.Background(), dir); err != nil {
+	tree, err := worktree.Trees(context.Background(), dir)
+	if err != nil {
 		return nil
 	}
 	return func() (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		return worktree.Tree(ctx, dir)
+		return tree(ctx)
 	}
 }
 

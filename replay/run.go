@@ -382,10 +382,12 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	cfg := RunConfig{ID: id, Tape: src.tape, N: spec.AtStep, OnDivergence: spec.OnDivergence,
 		VerifyOnly: spec.Continuations == 0, Recorder: &trialRecorder{p: p, id: id, ctx: bg},
 		Cwds: []string{dir, run.Worktree, src.run.Cwd, src.run.Worktree}}
-	cfg.Snapshot = func() (string, error) {
-		c, cancel := context.WithTimeout(bg, 30*time.Second)
-		defer cancel()
-		return worktree.Tree(c, dir)
+	if tree, err := worktree.Trees(bg, dir); err == nil {
+		cfg.Snapshot = func() (string, error) {
+			c, cancel := context.WithTimeout(bg, 30*time.Second)
+			defer cancel()
+			return tree(c)
+		}
 	}
 	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
 	if spec.Continuations > 0 && p.Upstream != nil {

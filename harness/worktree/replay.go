@@ -67,37 +67,49 @@ func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error)
 // touching dir's index: what a replay compares after each step. It reads
 // only files whose stat data changed since the index was written.
 func Tree(ctx context.Context, dir string) (string, error) {
-	if err := checkDir(dir); err != nil {
+	f, err := Trees(ctx, dir)
+	if err != nil {
 		return "", err
+	}
+	return f(ctx)
+}
+
+// Trees is Tree for repeated use on one directory: it finds the work
+// tree's top and index once, so each call runs two git commands.
+func Trees(ctx context.Context, dir string) (func(context.Context) (string, error), error) {
+	if err := checkDir(dir); err != nil {
+		return nil, err
 	}
 	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
 	if err != nil {
-		return "", repoErr(dir, err)
+		return nil, repoErr(dir, err)
 	}
 	top, index, ok := strings.Cut(out, "\n")
 	if !ok {
-		return "", fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+		return nil, fmt.Errorf("worktree: unexpected rev-parse output %q", out)
 	}
-	tmp, err := os.MkdirTemp("", "tine-tree-")
-	if err != nil {
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	idx := filepath.Join(tmp, "index")
-	c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx}}
-	switch err := copyIndex(index, idx); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	if _, err := c.run(ctx, "add", "-A"); err != nil {
-		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
-	}
-	t, err := c.line(ctx, "write-tree")
-	if err != nil {
-		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
-	}
-	return t, nil
+	return func(ctx context.Context) (string, error) {
+		tmp, err := os.MkdirTemp("", "tine-tree-")
+		if err != nil {
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		idx := filepath.Join(tmp, "index")
+		c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx}}
+		switch err := copyIndex(index, idx); {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		if _, err := c.run(ctx, "add", "-A"); err != nil {
+			return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+		}
+		t, err := c.line(ctx, "write-tree")
+		if err != nil {
+			return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+		}
+		return t, nil
+	}, nil
 }
 
 // TreeDiff is the unified diff between two trees of dir's repository,
