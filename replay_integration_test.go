@@ -161,8 +161,10 @@ func replayRealAgent(t *testing.T, name string) {
 		out, _, code := tine(t, db, "ls", "--json")
 		require.Equal(t, 0, code)
 		var runs []struct {
-			ID     string `json:"id"`
-			Replay *struct {
+			ID       string `json:"id"`
+			ForkAt   int    `json:"fork_at"`
+			Messages int    `json:"messages"`
+			Replay   *struct {
 				Of     string `json:"of"`
 				Step   int    `json:"step"`
 				Status string `json:"status"`
@@ -175,6 +177,7 @@ func replayRealAgent(t *testing.T, name string) {
 				assert.Equal(t, rec.ID, r.Replay.Of)
 				assert.Equal(t, 2, r.Replay.Step)
 				assert.Equal(t, "verified", r.Replay.Status)
+				assert.Equal(t, r.ForkAt, r.Messages, "what the agent did again up to step 2 is inherited, not stored twice")
 			}
 		}
 	})
