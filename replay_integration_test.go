@@ -114,7 +114,8 @@ func replayRealAgent(t *testing.T, name string) {
 	record := func(fork, marker string, rs ...modelserver.Reply) {
 		t.Helper()
 		on(marker, rs...)
-		out, errOut, code := tine(t, db, "fork", session, "--name", fork, "-m", marker+": do the task", "--record", "--wait", "--json")
+		out, errOut, code := tine(t, db, "fork", session, "--name", fork, "-m", marker+": do the task", "--record", "--wait", "--json",
+			"--check", "grep -q second notes.txt")
 		require.Equal(t, 0, code, "%s\n%s", out, errOut)
 		require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	}
@@ -184,7 +185,7 @@ func replayRealAgent(t *testing.T, name string) {
 	t.Run("forked", func(t *testing.T) {
 		before := calls()
 		on("rec-main", modelserver.Reply{Text: "Finished: input read."}, modelserver.Reply{Text: "Finished: input read."})
-		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "2")
+		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "2", "--check", "grep -q second notes.txt")
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
 		require.Len(t, r.Trials, 2)
@@ -194,6 +195,7 @@ func replayRealAgent(t *testing.T, name string) {
 			assert.Equal(t, "completed", tr.RunStatus)
 			require.NotNil(t, tr.AA, tr.AAReason)
 			assert.True(t, *tr.AA, tr.AAReason)
+			assert.Contains(t, tr.AAReason, "the same check result", "the check ran in the continuation's worktree and passed as the original's did")
 		}
 		assert.NotEqual(t, r.Trials[0].Worktree, r.Trials[1].Worktree)
 		assert.Equal(t, before+2, calls(), "each continuation went live at step 3")
