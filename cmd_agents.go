@@ -153,6 +153,11 @@ func cmdRetry(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if rs, err := st.Replays(ctx, []string{run.ID}); err == nil {
+		if r, ok := rs[run.ID]; ok {
+			return fmt.Errorf("%s is a replay of step %d: replay again with: tine replay %s --at-step %d", run.Label(), r.Step, model.ShortID(r.Of), r.Step)
+		}
+	}
 	fresh, input, err := d.PrepareRetry(ctx, run.ID)
 	if err != nil {
 		return err

@@ -173,6 +173,9 @@ func (a *App) retrySelected() tea.Cmd {
 	case run.Status != model.Failed && run.Status != model.Cancelled:
 		return a.setStatus(fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status), levelWarn)
 	}
+	if r, ok := a.tree.data.replays[run.ID]; ok {
+		return a.setStatus(fmt.Sprintf("%s is a replay of step %d: R on a message of the run it replays replays it again", model.SafeText(run.Label()), r.Step), levelWarn)
+	}
 	a.nextBatch++
 	ctx, batch, drv, id := a.ctx, a.nextBatch, a.opts.Driver, run.ID
 	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {

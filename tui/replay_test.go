@@ -84,3 +84,25 @@ func TestReplayPanelShowsTheDivergence(t *testing.T) {
 	assert.NotContains(t, out, "+changed")
 	requireFits(t, d.screen(), 120, 30)
 }
+
+// TestRetryRefusesAReplay: R on a failed replay's ⑂ line does not retry
+// it as a plain fork (it would not rebuild anything): it says how to
+// replay again.
+func TestRetryRefusesAReplay(t *testing.T) {
+	st := claudeStore(t)
+	ctx := context.Background()
+	runs, err := st.Runs(ctx)
+	require.NoError(t, err)
+	f := &model.Run{ParentID: runs[0].ID, ForkAt: 5, Name: "rec-replay-1", Harness: "claude"}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{f}))
+	require.NoError(t, st.SetStatus(ctx, f.ID, model.Failed, "the replay diverged"))
+	require.NoError(t, st.AddReplay(ctx, model.Replay{RunID: f.ID, Of: runs[0].ID, Step: 2, Trial: 1, OnDivergence: "stop",
+		Status: model.ReplayDiverged, CreatedAt: t0}))
+	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := newDriverWith(t, st, 120, 30, drv)
+	d.keys("enter")
+	d.cursorTo("rec-replay-1")
+	d.keys("R")
+	assert.Contains(t, d.plain(), "rec-replay-1 is a replay of step 2")
+	assert.NotContains(t, d.plain(), "retrying")
+}
