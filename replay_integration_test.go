@@ -202,6 +202,9 @@ func replayRealAgent(t *testing.T, name string) {
 		out, _, code := tine(t, db, "show", r.Trials[0].ID)
 		require.Equal(t, 0, code)
 		assert.Contains(t, out, "Finished: input read.")
+		_, errOut, code = tine(t, db, "replay", r.Trials[0].ID, "--at-step", "1", "--wait")
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "is itself a replay", "a replay's own tape starts where the replayed run did")
 	})
 	diverges := func(t *testing.T, run string, at, step int, kind, inDetail string, extra ...string) {
 		t.Helper()

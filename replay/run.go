@@ -132,6 +132,12 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rs, ok := p.replayOf(ctx, run.ID); ok {
+		// Its tape starts where the run it replays started, not at its
+		// own fork point: replaying it is replaying that run again.
+		return nil, &Unreplayable{fmt.Sprintf("run %s is itself a replay (of step %d); replay the run it replays again: tine replay %s --at-step N",
+			run.Label(), rs.Step, model.ShortID(rs.Of))}
+	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
 	if err != nil || !h.Capabilities().Record {
 		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code and Codex runs only", orUnknown(run.Harness))}
