@@ -163,7 +163,7 @@ func newReplayer(st *store.Store, d *harness.Driver, ag agentFlags) *replay.Repl
 		gw = nil
 	}
 	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout,
-		Upstream: func(h string) (replay.Wire, replay.Upstream, error) { return upstreamOf(h) }}
+		Upstream: upstreamOf}
 }
 
 // replayReport reads the trials as stored, with res's divergences.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"tine/harness/claude"
 	"tine/harness/codex"
 	"tine/harness/openai"
+	"tine/harness/pi"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/replay"
@@ -23,10 +25,12 @@ import (
 
 // upstreamOf is where an agent's model calls really go, and the key they
 // need: the environment tine runs in (ANTHROPIC_BASE_URL and
-// ANTHROPIC_API_KEY for Claude Code; OPENAI_BASE_URL and OPENAI_API_KEY
-// for Codex). A Claude or ChatGPT login's token cannot go through the
+// ANTHROPIC_API_KEY for Claude Code), Codex's provider in its config.toml
+// (the built-in one: OPENAI_API_KEY), pi's provider of the run's model in
+// its models.json. A Claude or ChatGPT login's token cannot go through the
 // gateway, so a key is required.
-func upstreamOf(hname string) (replay.Wire, replay.Upstream, error) {
+func upstreamOf(run model.Run) (replay.Wire, replay.Upstream, error) {
+	hname := run.Harness
 	env := func(k, def string) string {
 		if v := os.Getenv(k); v != "" {
 			return v
@@ -41,11 +45,36 @@ func upstreamOf(hname string) (replay.Wire, replay.Upstream, error) {
 		}
 		return replay.WireAnthropic, replay.Upstream{BaseURL: env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"), APIKey: key}, nil
 	case codex.Harness:
-		key := os.Getenv("OPENAI_API_KEY")
-		if key == "" {
-			return "", replay.Upstream{}, fmt.Errorf("recording and replaying Codex need OPENAI_API_KEY: a ChatGPT login's token cannot go through tine's gateway")
+		p := codex.ProviderFrom(os.Environ())
+		if p.Name == "openai" {
+			key := os.Getenv("OPENAI_API_KEY")
+			if key == "" {
+				return "", replay.Upstream{}, fmt.Errorf("recording and replaying Codex need OPENAI_API_KEY: a ChatGPT login's token cannot go through tine's gateway")
+			}
+			return replay.WireResponses, replay.Upstream{BaseURL: cmp.Or(p.BaseURL, env("OPENAI_BASE_URL", "https://api.openai.com/v1")), APIKey: key}, nil
 		}
-		return replay.WireResponses, replay.Upstream{BaseURL: env("OPENAI_BASE_URL", "https://api.openai.com/v1"), APIKey: key}, nil
+		if p.BaseURL == "" {
+			return "", replay.Upstream{}, fmt.Errorf("Codex's model provider %q has no base_url in config.toml", p.Name)
+		}
+		key := ""
+		if p.KeyEnv != "" {
+			if key = os.Getenv(p.KeyEnv); key == "" {
+				return "", replay.Upstream{}, fmt.Errorf("Codex's model provider %q takes its key from %s, which is not set", p.Name, p.KeyEnv)
+			}
+		}
+		return replay.WireResponses, replay.Upstream{BaseURL: p.BaseURL, APIKey: key}, nil
+	case pi.Harness:
+		// pi's provider in its models.json says where and with which key.
+		pr, err := pi.ProviderFor(os.Environ(), run.Model)
+		if err != nil {
+			return "", replay.Upstream{}, err
+		}
+		wire, ok := map[string]replay.Wire{"openai-completions": replay.WireChat, "openai-responses": replay.WireResponses,
+			"anthropic-messages": replay.WireAnthropic}[pr.API]
+		if !ok {
+			return "", replay.Upstream{}, fmt.Errorf("pi's provider %q speaks %q, which tine's gateway does not", pr.Name, pr.API)
+		}
+		return wire, replay.Upstream{BaseURL: pr.BaseURL, APIKey: pr.Key}, nil
 	}
 	return "", replay.Upstream{}, fmt.Errorf("tine cannot record %s's model calls yet (no gateway path for it)", hname)
 }
@@ -75,7 +104,7 @@ type recorder struct {
 // land on the run's tape after its earlier steps, each with the git tree of
 // the run's directory when the call arrived.
 func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), error) {
-	wire, up, err := upstreamOf(run.Harness)
+	wire, up, err := upstreamOf(run)
 	if err != nil {
 		return "", nil, err
 	}

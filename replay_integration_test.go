@@ -25,7 +25,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex"} {
+	for _, name := range []string{"claude", "codex", "pi"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -102,11 +102,7 @@ func replayRealAgent(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	env := a.env
-	if name == "codex" {
-		env = append(env, "OPENAI_BASE_URL="+srv.URL()+"/v1", "OPENAI_API_KEY=test")
-	}
-	asShell(t, env, "CLAUDE_CONFIG_DIR")
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
@@ -178,7 +174,13 @@ func replayRealAgent(t *testing.T, name string) {
 				assert.Equal(t, rec.ID, r.Replay.Of)
 				assert.Equal(t, 2, r.Replay.Step)
 				assert.Equal(t, "verified", r.Replay.Status)
-				assert.Equal(t, r.ForkAt, r.Messages, "what the agent did again up to step 2 is inherited, not stored twice")
+				if name == "pi" {
+					// pi checks its session's entries by id when it
+					// resumes: the replay keeps its own copy.
+					assert.Greater(t, r.Messages, r.ForkAt)
+				} else {
+					assert.Equal(t, r.ForkAt, r.Messages, "what the agent did again up to step 2 is inherited, not stored twice")
+				}
 			}
 		}
 	})
@@ -202,6 +204,13 @@ func replayRealAgent(t *testing.T, name string) {
 		out, _, code := tine(t, db, "show", r.Trials[0].ID)
 		require.Equal(t, 0, code)
 		assert.Contains(t, out, "Finished: input read.")
+		// A continuation is a fork like any other: its next turn, not
+		// recorded, resumes its own session.
+		on("one more", modelserver.Reply{Text: "Done again."})
+		_, errOut, code = tine(t, db, "run", r.Trials[0].ID, "-m", "one more", "--wait")
+		require.Equal(t, 0, code, errOut)
+		out, _, _ = tine(t, db, "show", r.Trials[0].ID)
+		assert.Contains(t, out, "Done again.")
 		_, errOut, code = tine(t, db, "replay", r.Trials[0].ID, "--at-step", "1", "--wait")
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "is itself a replay", "a replay's own tape starts where the replayed run did")
@@ -233,9 +242,16 @@ func replayRealAgent(t *testing.T, name string) {
 		diverges(t, "net", 1, 2, "network", "unable to access")
 	})
 	t.Run("another model setting", func(t *testing.T) {
-		if name == "claude" {
+		switch name {
+		case "claude":
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
-		} else {
+		case "pi":
+			cfg := filepath.Join(home, ".pi", "agent", "models.json")
+			b, err := os.ReadFile(cfg)
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), `"maxTokens": 4096`, `"maxTokens": 1234`, 1)), 0o644))
+			defer os.WriteFile(cfg, b, 0o644)
+		default:
 			cfg := filepath.Join(home, ".codex", "config.toml")
 			b, err := os.ReadFile(cfg)
 			require.NoError(t, err)

@@ -240,7 +240,7 @@ func (r *Registry) namesLocked() []string {
 var Known = map[string]Capabilities{
 	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
 	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
-	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true},
+	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
 	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true, OwnSessions: true},
 	"openai":    {Fork: true, ForkAtK: true, Resume: true, Stream: true},
 	"anthropic": {Fork: true, ForkAtK: true, Resume: true, Stream: true},

@@ -38,6 +38,11 @@ var NoNetwork = []string{
 	"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 }
 
+// ownEntries are the agents whose next turn checks the session's entries
+// against the run's messages by id (pi): their trials keep their own copy
+// of the replayed steps instead of inheriting the recorded run's.
+var ownEntries = map[string]bool{"pi": true}
+
 // harnessWire is the wire format of each agent tine can replay.
 var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses}
 
@@ -70,9 +75,9 @@ type Replayer struct {
 	Store   Store
 	Driver  *harness.Driver
 	Gateway *Gateway
-	// Upstream is where harness hname's model calls go once a replay goes
+	// Upstream is where a run's model calls go once a replay of it goes
 	// live, and with which key; its error is said when a trial needs it.
-	Upstream func(hname string) (Wire, Upstream, error)
+	Upstream func(run model.Run) (Wire, Upstream, error)
 	// CheckTimeout bounds a --check (default 10 minutes).
 	CheckTimeout time.Duration
 	Now          func() time.Time
@@ -110,12 +115,17 @@ type Result struct {
 
 // source is what a replay needs to know of the run it replays.
 type source struct {
-	run     model.Run
-	msgs    []model.Message // the run's whole transcript
-	tape    Tape
-	wire    Wire
-	k0      int             // where the run's own messages start
-	kN      int             // the boundary after its own step N
+	run  model.Run
+	msgs []model.Message // the run's whole transcript
+	tape Tape
+	wire Wire
+	k0   int // where the run's own messages start
+	kN   int // the boundary after its own step N
+	// forkAt is where the trials branch from the run: kN, or, for an
+	// agent that checks a session's entries against the run's messages
+	// when it resumes (pi), where the run's own messages start, so a
+	// continuation's messages are all its own session's.
+	forkAt  int
 	prompts []string        // what the person typed on each of its turns
 	first   []string        // with the answer-again first turn: ""
 	origin  *harness.Origin // the session its first turn branched
@@ -140,7 +150,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
 	if err != nil || !h.Capabilities().Record {
-		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code and Codex runs only", orUnknown(run.Harness))}
+		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code, Codex and pi runs only", orUnknown(run.Harness))}
 	}
 	steps, err := p.Store.Tape(ctx, run.ID)
 	if err != nil {
@@ -184,9 +194,13 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		return nil, fmt.Errorf("run %s has %d steps of its own in its transcript, fewer than step %d of its tape", run.Label(), own, spec.AtStep)
 	}
 	firstOwn := true
-	for _, m := range msgs[src.k0:] {
+	src.forkAt = src.kN
+	for i, m := range msgs[src.k0:] {
 		if m.Role == model.System {
 			continue // context the agent adds itself (Codex's environment)
+		}
+		if firstOwn && ownEntries[run.Harness] {
+			src.forkAt = max(src.k0+i, 1)
 		}
 		if m.IsPrompt() {
 			src.prompts = append(src.prompts, promptText(m))
@@ -301,8 +315,12 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 		return nil, err
 	}
 	forks := make([]*model.Run, n)
+	why := ""
+	if src.forkAt != src.kN {
+		why = fmt.Sprintf("%s checks a session's entries when it resumes: the replay keeps its own copy of steps 1..%d", src.run.Harness, spec.AtStep)
+	}
 	for i := range forks {
-		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.kN, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep),
+		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.forkAt, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep), SnapReason: why,
 			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+i+1), Harness: src.run.Harness, Model: src.run.Model,
 			Cwd: src.run.Cwd, Status: model.Pending}
 	}
@@ -397,7 +415,7 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	}
 	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
 	if spec.Continuations > 0 && p.Upstream != nil {
-		if wire, up, err := p.Upstream(src.run.Harness); err == nil {
+		if wire, up, err := p.Upstream(src.run); err == nil {
 			cfg.Upstreams = map[Wire]Upstream{wire: up}
 		} else {
 			cfg.Upstreams = map[Wire]Upstream{src.wire: {}}
@@ -411,7 +429,7 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		return finish()
 	}
 	defer gr.Close()
-	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.kN - src.k0, k0: src.k0}
+	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.forkAt - src.k0, k0: src.k0}
 	rb := &harness.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
 		Env: NoNetwork}
 	for _, prompt := range src.prompts {
@@ -654,6 +672,9 @@ func (h *inheritance) flush() {
 		return
 	}
 	h.flushed = true
+	if len(h.kept) == 0 {
+		return // it inherited nothing: what it did is stored already
+	}
 	keep := 0
 	if len(h.kept) > 0 && h.kept[0].IsPrompt() {
 		keep = 1

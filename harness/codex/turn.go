@@ -204,7 +204,14 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	if err != nil {
 		return err
 	}
-	args := append([]string{"exec"}, p.args...)
+	args := []string{"exec"}
+	runEnv := append(slices.Clip(h.cfg.Env), req.Env...)
+	if req.ModelURL != "" {
+		gwArgs, gwEnv := gatewayArgs(agentproc.MergeEnv(nil, h.cfg.Env), req.ModelURL)
+		args = append(args, gwArgs...)
+		runEnv = append(runEnv, gwEnv...)
+	}
+	args = append(args, p.args...)
 
 	t := &turnRun{
 		h: h, req: req, emit: emit, plan: p, sessions: filepath.Join(home, "sessions"),
@@ -238,7 +245,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	ran := false
 	res, runErr := agentproc.Run(ctx, agentproc.Spec{
 		Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Args: args, Dir: dir,
-		Env: append(append(slices.Clip(h.cfg.Env), req.Env...), gatewayEnv(req.ModelURL)...), Stdin: strings.NewReader(p.prompt),
+		Env: runEnv, Stdin: strings.NewReader(p.prompt),
 		Stall: h.cfg.Stall, Grace: h.cfg.Grace,
 		Started: func(pid int) {
 			ran = true
@@ -315,31 +322,7 @@ func flags(req harness.TurnRequest) []string {
 	if req.Model != "" {
 		f = append(f, "-m", req.Model)
 	}
-	if req.ModelURL != "" {
-		// A provider of tine's own, defined on the command line, so the
-		// person's config.toml is left as it is.
-		p := "model_providers." + gatewayProvider + "."
-		f = append(f, "-c", "model_provider="+gatewayProvider,
-			"-c", p+`name="tine gateway"`,
-			"-c", p+"base_url="+strconv.Quote(strings.TrimRight(req.ModelURL, "/")+"/v1"),
-			"-c", p+`wire_api="responses"`,
-			"-c", p+"env_key="+gatewayKeyEnv)
-	}
 	return f
-}
-
-// The provider a turn pointed at tine's gateway uses, and the variable
-// holding its (placeholder) key.
-const (
-	gatewayProvider = "tine-gateway"
-	gatewayKeyEnv   = "TINE_GATEWAY_KEY"
-)
-
-func gatewayEnv(url string) []string {
-	if url == "" {
-		return nil
-	}
-	return []string{gatewayKeyEnv + "=" + harness.PlaceholderKey}
 }
 
 // plan decides how the turn runs codex: the three cases of a TurnRequest.

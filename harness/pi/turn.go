@@ -195,10 +195,20 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		return err
 	}
 	args := []string{"-p", "--mode", "json"}
-	if m := cmp.Or(req.Model, req.Run.Model); m != "" {
+	runEnv := slices.Clip(h.cfg.Env)
+	if req.ModelURL != "" {
+		_, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL)
+		if err != nil {
+			return err
+		}
+		defer done()
+		args = append(args, gwArgs...)
+		runEnv = append(runEnv, extra...)
+	} else if m := cmp.Or(req.Model, req.Run.Model); m != "" {
 		args = append(args, "--model", m)
 	}
 	args = append(args, p.args...)
+	runEnv = append(runEnv, req.Env...)
 
 	s := &stream{
 		emit: emit, getenv: getenv, plan: p, own: req.Run.NativeID,
@@ -209,7 +219,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	}
 	res, runErr := agentproc.Run(ctx, agentproc.Spec{
 		Name: "pi", Package: Package, Bin: h.cfg.Bin, Args: args, Dir: dir,
-		Env: h.cfg.Env, Stdin: strings.NewReader(p.input),
+		Env: runEnv, Stdin: strings.NewReader(p.input),
 		Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
 	}, s.line)
 	return s.finish(ctx, res, runErr)

@@ -1,0 +1,185 @@
+package pi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"tine/harness"
+)
+
+// Pointing pi at tine's gateway (TurnRequest.ModelURL, rule 9 in
+// ARCHITECTURE.md). pi takes its providers from models.json in its agent
+// dir, so a recorded turn runs with an agent dir of its own
+// (PI_CODING_AGENT_DIR): the person's models.json with one more provider,
+// "tine-gateway", a copy of the provider the turn uses whose baseUrl is the
+// gateway and whose key is a placeholder; the person's settings.json and
+// auth.json alongside; sessions where they always are
+// (PI_CODING_AGENT_SESSION_DIR). Only providers defined in models.json can
+// be recorded: pi's built-in ones keep their URLs inside pi.
+
+// gatewayProvider names the provider a recorded turn uses.
+const gatewayProvider = "tine-gateway"
+
+// Provider is the model provider a pi turn uses, as models.json defines it.
+type Provider struct {
+	Name    string
+	Model   string // the model's id within the provider
+	API     string // openai-completions, openai-responses or anthropic-messages
+	BaseURL string
+	// Key is the API key: models.json's apiKey names an environment
+	// variable, or is the key itself.
+	Key string
+	// raw is the provider's definition, for the gateway's copy.
+	raw map[string]any
+}
+
+// ProviderFor finds the provider of model (its id; "" means the default
+// model of settings.json) in the models.json of the agent dir env names.
+func ProviderFor(env []string, model string) (Provider, error) {
+	getenv := envLookup(env)
+	agent := agentDir(getenv)
+	var settings struct {
+		DefaultProvider string `json:"defaultProvider"`
+		DefaultModel    string `json:"defaultModel"`
+	}
+	if b, err := os.ReadFile(filepath.Join(agent, "settings.json")); err == nil {
+		_ = json.Unmarshal(b, &settings)
+	}
+	if model == "" {
+		model = settings.DefaultModel
+	}
+	b, err := os.ReadFile(filepath.Join(agent, "models.json"))
+	if err != nil {
+		return Provider{}, fmt.Errorf("pi: recording needs the turn's provider in %s: %w", filepath.Join(agent, "models.json"), err)
+	}
+	var doc struct {
+		Providers map[string]map[string]any `json:"providers"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return Provider{}, fmt.Errorf("pi: %s: %w", filepath.Join(agent, "models.json"), err)
+	}
+	// A model may be named "provider/id", as pi's sessions record it.
+	if prov, id, ok := strings.Cut(model, "/"); ok {
+		if _, known := doc.Providers[prov]; known {
+			settings.DefaultProvider, model = prov, id
+		}
+	}
+	has := func(p map[string]any) bool {
+		models, _ := p["models"].([]any)
+		for _, m := range models {
+			if mm, ok := m.(map[string]any); ok && (model == "" || mm["id"] == model) {
+				return true
+			}
+		}
+		return false
+	}
+	name := ""
+	if p, ok := doc.Providers[settings.DefaultProvider]; ok && has(p) {
+		name = settings.DefaultProvider
+	} else {
+		for n, p := range doc.Providers {
+			if n != gatewayProvider && has(p) && (name == "" || n < name) {
+				name = n
+			}
+		}
+	}
+	if name == "" {
+		return Provider{}, fmt.Errorf("pi: no provider in %s has model %q: tine records pi only through providers defined there", filepath.Join(agent, "models.json"), model)
+	}
+	p := doc.Providers[name]
+	pr := Provider{Name: name, Model: model, raw: p}
+	pr.API, _ = p["api"].(string)
+	pr.BaseURL, _ = p["baseUrl"].(string)
+	key, _ := p["apiKey"].(string)
+	if v := getenv(key); key != "" && v != "" {
+		key = v
+	}
+	pr.Key = key
+	if pr.BaseURL == "" {
+		return Provider{}, fmt.Errorf("pi: provider %q in models.json has no baseUrl", name)
+	}
+	return pr, nil
+}
+
+// gatewayDir writes the agent dir a recorded turn runs with and returns
+// it with the environment and arguments that use it; done removes it.
+func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []string, done func(), err error) {
+	getenv := envLookup(env)
+	pr, err := ProviderFor(env, model)
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	agent := agentDir(getenv)
+	if agent == "" {
+		return "", nil, nil, nil, errors.New("pi: no agent folder (no HOME)")
+	}
+	dir, err = os.MkdirTemp("", "tine-pi-agent-")
+	if err != nil {
+		return "", nil, nil, nil, fmt.Errorf("pi: %w", err)
+	}
+	done = func() { os.RemoveAll(dir) }
+	var doc map[string]any
+	if b, err := os.ReadFile(filepath.Join(agent, "models.json")); err == nil {
+		_ = json.Unmarshal(b, &doc)
+	}
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	providers, _ := doc["providers"].(map[string]any)
+	if providers == nil {
+		providers = map[string]any{}
+	}
+	gw := map[string]any{}
+	for k, v := range pr.raw {
+		gw[k] = v
+	}
+	base := strings.TrimRight(url, "/")
+	if pr.API != "anthropic-messages" {
+		base += "/v1"
+	}
+	gw["baseUrl"] = base
+	gw["apiKey"] = "TINE_GATEWAY_KEY"
+	providers[gatewayProvider] = gw
+	doc["providers"] = providers
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "models.json"), b, 0o600)
+	}
+	for _, f := range []string{"settings.json", "auth.json"} {
+		if err == nil {
+			if src, rerr := os.ReadFile(filepath.Join(agent, f)); rerr == nil {
+				err = os.WriteFile(filepath.Join(dir, f), src, 0o600)
+			}
+		}
+	}
+	if err != nil {
+		done()
+		return "", nil, nil, nil, fmt.Errorf("pi: the recording's agent dir: %w", err)
+	}
+	id := pr.Model
+	if id == "" {
+		if models, _ := pr.raw["models"].([]any); len(models) > 0 {
+			if m, ok := models[0].(map[string]any); ok {
+				id, _ = m["id"].(string)
+			}
+		}
+	}
+	// Sessions stay where pi keeps them: a folder set by the environment
+	// or settings.json still applies; the default one is linked in.
+	if getenv("PI_CODING_AGENT_SESSION_DIR") == "" && settingsSessionDir(filepath.Join(agent, "settings.json")) == "" {
+		real := filepath.Join(agent, "sessions")
+		if err := os.MkdirAll(real, 0o700); err == nil {
+			err = os.Symlink(real, filepath.Join(dir, "sessions"))
+		}
+		if err != nil {
+			done()
+			return "", nil, nil, nil, fmt.Errorf("pi: the recording's agent dir: %w", err)
+		}
+	}
+	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + harness.PlaceholderKey}
+	return dir, extraEnv, []string{"--provider", gatewayProvider, "--model", id}, done, nil
+}
