@@ -84,8 +84,8 @@ func (a *App) openReplay() tea.Cmd {
 	switch {
 	case a.opts.Replayer == nil:
 		return a.setStatus("replay is not available here", levelWarn)
-	case run.Harness != "claude" && run.Harness != "codex":
-		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code and Codex runs", orDash(run.Harness)), levelWarn)
+	case run.Harness != "claude" && run.Harness != "codex" && run.Harness != "pi":
+		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code, Codex and pi runs", orDash(run.Harness)), levelWarn)
 	case run.Status == model.Running:
 		return a.setStatus(model.SafeText(run.Label())+" is running: replay it when it has finished", levelWarn)
 	}
