@@ -105,9 +105,11 @@ type App struct {
 	descs     *descCache   // what the harnesses said of themselves, for the dialogs
 	turn      *turnDialog  // the next-turn dialog (m)
 	replay    *replayPanel // the Replay panel (R on a message)
-	batches   map[int]*forkBatch
-	pending   map[int]launchReq // launched, forks not created yet
-	nextBatch int
+	// compareReloading: the open comparison is being read again.
+	compareReloading bool
+	batches          map[int]*forkBatch
+	pending          map[int]launchReq // launched, forks not created yet
+	nextBatch        int
 	// follow is a run that R or m started: the cursor goes to it once the
 	// tree has been read again.
 	follow string
@@ -393,6 +395,10 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return a, a.openTree(msg)
 	case compareLoadedMsg:
+		if msg.reload {
+			a.compareReloaded(msg)
+			return a, nil
+		}
 		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
 			return a, nil // asked for from a screen the user has left
 		}

@@ -84,6 +84,8 @@ type compareLoadedMsg struct {
 	view   int // App.view when it was asked for
 	screen *compareScreen
 	err    error
+	// reload: the open comparison read again because the store changed.
+	reload bool
 }
 
 // loadCompare reads the runs and diffs their words, off the UI goroutine.
@@ -91,6 +93,9 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 	return func() tea.Msg {
 		c := &compareScreen{forkPoint: forkPoint}
 		for i, r := range runs {
+			if fresh, err := st.Run(ctx, r.ID); err == nil {
+				r = fresh // its status and spending as stored now
+			}
 			msgs, _, err := st.Messages(ctx, r.ID)
 			if err != nil {
 				return compareLoadedMsg{view: view, err: err}
@@ -105,6 +110,46 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 		c.readFiles(ctx)
 		return compareLoadedMsg{view: view, screen: c}
 	}
+}
+
+// reloadCompare reads the open comparison again (the same runs), for a
+// store that changed: forks running in another process move on in it.
+func (a *App) reloadCompare() tea.Cmd {
+	c := a.compare
+	if a.screen != screenCompare || c == nil || c.diff != nil || a.compareReloading {
+		return nil
+	}
+	a.compareReloading = true
+	runs := make([]model.Run, len(c.cols))
+	labels := make([]string, len(c.cols))
+	for i, col := range c.cols {
+		runs[i], labels[i] = col.run, col.label
+	}
+	load := loadCompare(a.ctx, a.st, a.view, runs, labels, c.forkPoint)
+	return func() tea.Msg {
+		msg := load().(compareLoadedMsg)
+		msg.reload = true
+		return msg
+	}
+}
+
+// compareReloaded puts a comparison read again in place of the open one,
+// keeping where the person was: the focused column, the baseline and the
+// scroll.
+func (a *App) compareReloaded(msg compareLoadedMsg) {
+	a.compareReloading = false
+	old := a.compare
+	if msg.err != nil || msg.view != a.view || a.screen != screenCompare || old == nil || old.diff != nil || len(msg.screen.cols) != len(old.cols) {
+		return
+	}
+	c := msg.screen
+	c.baseline, c.focus, c.first, c.offset = old.baseline, old.focus, old.first, old.offset
+	if c.baseline != 0 {
+		c.diffWords()
+	}
+	a.compare = c
+	l := a.layout()
+	c.layout(l.body.w, l.body.h, &a.styles)
 }
 
 // readFiles reads what each column's run changed in its worktree, all at

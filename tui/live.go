@@ -95,7 +95,7 @@ func (a *App) live(msg tea.Msg) tea.Cmd {
 		if !msg.changed {
 			return nil
 		}
-		cmds := []tea.Cmd{a.reloadTree()}
+		cmds := []tea.Cmd{a.reloadTree(), a.reloadCompare()}
 		if a.screen == screenLibrary && a.lib.mode != libHits {
 			cmds = append(cmds, a.loadTrees())
 		}

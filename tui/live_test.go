@@ -48,3 +48,23 @@ func TestLiveFollowsTheStore(t *testing.T) {
 	d.send(liveTickMsg{})
 	assert.Equal(t, &reads[0], &d.a.lib.trees[0], "no change, no re-read")
 }
+
+// TestCompareFollowsTheStore: an open Compare reads its runs again when
+// the store changes (a fork running in another process moves on), and
+// keeps the focused column.
+func TestCompareFollowsTheStore(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 160, 30)
+	d.keys("enter")
+	d.cursorTo("terse")
+	d.keys("c")
+	require.NotNil(t, d.a.compare, d.plain())
+	d.keys("right")
+	focus := d.a.compare.focus
+	terse := d.runNamed("terse")
+	require.NoError(t, st.AppendMessages(context.Background(), terse.ID, []model.Message{text(model.Assistant, "a late line from elsewhere")}))
+	assert.NotContains(t, d.plain(), "a late line from elsewhere")
+	d.send(liveCheckedMsg{changed: true})
+	assert.Contains(t, d.plain(), "a late line from elsewhere")
+	assert.Equal(t, focus, d.a.compare.focus, "the focused column stays")
+}
