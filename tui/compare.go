@@ -39,6 +39,8 @@ type compareColumn struct {
 	// it started from; filesErr says why they could not be read.
 	files    []worktree.FileStat
 	filesErr string
+	// replay says how the run was made when it is a replay (rule 9).
+	replay *model.Replay
 }
 
 // headRow is one line of the columns' header.
@@ -103,6 +105,17 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 			col := compareColumn{run: r, label: labels[i], msgs: msgs[min(forkPoint, len(msgs)):]}
 			col.tokens = tokenize(col.msgs)
 			c.cols = append(c.cols, col)
+		}
+		ids := make([]string, len(c.cols))
+		for i, col := range c.cols {
+			ids[i] = col.run.ID
+		}
+		if rs, err := st.Replays(ctx, ids); err == nil {
+			for i := range c.cols {
+				if r, ok := rs[c.cols[i].run.ID]; ok {
+					c.cols[i].replay = &r
+				}
+			}
 		}
 		if len(c.cols) > 0 {
 			c.diffWords()
@@ -711,6 +724,9 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 			h = "unknown harness"
 		}
 		parts := []string{st.Bold.Render(model.SafeText(h))}
+		if col.replay != nil {
+			parts = append(parts, st.Fork.Render("↻ "+replayText(*col.replay)))
+		}
 		if r.Handoff {
 			parts = append(parts, st.Warn.Render("handoff"))
 		}

@@ -106,3 +106,18 @@ func TestRetryRefusesAReplay(t *testing.T) {
 	assert.Contains(t, d.plain(), "rec-replay-1 is a replay of step 2")
 	assert.NotContains(t, d.plain(), "retrying")
 }
+
+// TestCompareSaysWhichRunsAreReplays: a replay's column says to which
+// step it replayed and how it went.
+func TestCompareSaysWhichRunsAreReplays(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 160, 30)
+	d.keys("enter")
+	terse := d.runNamed("terse")
+	require.NoError(t, st.AddReplay(context.Background(), model.Replay{RunID: terse.ID, Of: terse.ParentID, Step: 2, Trial: 1,
+		OnDivergence: "stop", Status: model.ReplayVerified, CreatedAt: t0}))
+	d.cursorTo("terse")
+	d.keys("c")
+	require.NotNil(t, d.a.compare, d.plain())
+	assert.Contains(t, d.plain(), "↻ step 2 verified")
+}
