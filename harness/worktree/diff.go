@@ -39,6 +39,19 @@ func Diff(ctx context.Context, dir, base string) (string, error) {
 	return string(out), err
 }
 
+// topAndIndex are the top of dir's work tree and its index file.
+func topAndIndex(ctx context.Context, dir string) (top, index string, err error) {
+	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
+	if err != nil {
+		return "", "", repoErr(dir, err)
+	}
+	top, index, ok := strings.Cut(out, "\n")
+	if !ok {
+		return "", "", fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+	}
+	return top, index, nil
+}
+
 // diffAgainst runs `git diff base` at the top of dir's worktree against a
 // copy of its index in which untracked files are marked intent-to-add: git
 // then diffs them as new files, reading them from disk without writing
@@ -51,13 +64,9 @@ func diffAgainst(ctx context.Context, dir, base string, args ...string) ([]byte,
 	if base == "" {
 		base = "HEAD"
 	}
-	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
+	top, index, err := topAndIndex(ctx, dir)
 	if err != nil {
-		return nil, repoErr(dir, err)
-	}
-	top, index, ok := strings.Cut(out, "\n")
-	if !ok {
-		return nil, fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "tine-worktree-")
 	if err != nil {

@@ -80,13 +80,9 @@ func Trees(ctx context.Context, dir string) (func(context.Context) (string, erro
 	if err := checkDir(dir); err != nil {
 		return nil, err
 	}
-	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
+	top, index, err := topAndIndex(ctx, dir)
 	if err != nil {
-		return nil, repoErr(dir, err)
-	}
-	top, index, ok := strings.Cut(out, "\n")
-	if !ok {
-		return nil, fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+		return nil, err
 	}
 	return func(ctx context.Context) (string, error) {
 		tmp, err := os.MkdirTemp("", "tine-tree-")
