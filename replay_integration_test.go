@@ -262,13 +262,13 @@ func replayRealAgent(t *testing.T, name string) {
 	})
 }
 
-// TestReplayAnImportedSession: a session the real Claude Code or Codex
+// TestReplayAnImportedSession: a session the real Claude Code, Codex or pi
 // made by itself (not through tine) is imported; its transcript is its
 // tape, without requests, so a replay from the commit the person names
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex"} {
+	for _, name := range []string{"claude", "codex", "pi"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -302,9 +302,12 @@ func replayImported(t *testing.T, name string) {
 	if name == "claude" {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
 		session = field(lines, "type", "system", "session_id")
-	} else {
+	} else if name == "codex" {
 		lines := agentRun(t, home, a.env, a.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "imp-main: do the task")
 		session = field(lines, "type", "thread.started", "thread_id")
+	} else {
+		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
+		session = field(lines, "type", "session", "id")
 	}
 	require.NotEmpty(t, session)
 	require.Equal(t, 0, srv.Pending())

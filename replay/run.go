@@ -165,7 +165,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		if tape, err = DecodeTape(steps); err != nil {
 			return nil, err
 		}
-	} else if tape, err = TranscriptTape(harnessWire[run.Harness], msgs, run.ForkAt); err != nil {
+	} else if tape, err = TranscriptTape(p.wireOf(run), msgs, run.ForkAt); err != nil {
 		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape (record one with --record): %v", run.Label(), err)}
 	}
 	if len(tape) == 0 {
@@ -239,6 +239,20 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		src.repo = run.Cwd
 	}
 	return src, nil
+}
+
+// wireOf is the wire format run's agent speaks: fixed for Claude Code and
+// Codex, its provider's for pi.
+func (p *Replayer) wireOf(run model.Run) Wire {
+	if w, ok := harnessWire[run.Harness]; ok {
+		return w
+	}
+	if p.Upstream != nil {
+		if w, _, err := p.Upstream(run); err == nil {
+			return w
+		}
+	}
+	return ""
 }
 
 // tapeKind says where the tape came from.

@@ -27,8 +27,10 @@ func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
 		answer, path = anthropicAnswer, "/v1/messages"
 	case WireResponses:
 		answer, path = responsesAnswer, "/v1/responses"
+	case WireChat:
+		answer, path = chatAnswer, "/v1/chat/completions"
 	default:
-		return nil, fmt.Errorf("tapes from %s transcripts are not built (Claude Code's and Codex's are)", orWire(wire))
+		return nil, fmt.Errorf("tapes from %s transcripts are not built (Claude Code's, Codex's and pi's are)", orWire(wire))
 	}
 	results := map[string]string{}
 	for _, m := range msgs[k0:] {
@@ -127,6 +129,41 @@ func responsesAnswer(m model.Message, n int, results map[string]string) (json.Ra
 	return b, outputs, err
 }
 
+// chatAnswer is m as a Chat Completions answer (pi).
+func chatAnswer(m model.Message, n int, results map[string]string) (json.RawMessage, map[string]string, error) {
+	var texts []string
+	calls := []map[string]any{}
+	outputs := map[string]string{}
+	for _, p := range m.Parts {
+		switch p.Kind {
+		case model.Text:
+			texts = append(texts, p.Text)
+		case model.ToolCall:
+			calls = append(calls, map[string]any{"id": p.ToolCallID, "type": "function",
+				"function": map[string]any{"name": p.ToolName, "arguments": p.ToolInput}})
+			outputs[p.ToolCallID] = results[p.ToolCallID]
+		}
+	}
+	msg := map[string]any{"role": "assistant", "content": nil}
+	if len(texts) > 0 {
+		msg["content"] = strings.Join(texts, "\n")
+	}
+	finish := "stop"
+	if len(calls) > 0 {
+		msg["tool_calls"], finish = calls, "tool_calls"
+	}
+	mdl := m.Model
+	if mdl == "" {
+		mdl = "model"
+	}
+	u := m.Usage
+	b, err := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-tine-transcript-%d", n), "object": "chat.completion",
+		"created": 0, "model": mdl, "choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage": map[string]any{"prompt_tokens": u.InputTokens + u.CacheReadTokens, "completion_tokens": u.OutputTokens,
+			"total_tokens": u.InputTokens + u.CacheReadTokens + u.OutputTokens}})
+	return b, outputs, err
+}
+
 // compareOutputs checks the tool outputs a request carries against the
 // ones the transcript recorded for the calls they answer; cwds are
 // replaced by "<cwd>" in both first.
@@ -212,6 +249,22 @@ func requestOutputs(wire Wire, body []byte) ([]output, error) {
 		for i, it := range req.Input {
 			if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" {
 				out = append(out, output{it.CallID, resultText(it.Output), fmt.Sprintf("input[%d].output", i)})
+			}
+		}
+	case WireChat:
+		var req struct {
+			Messages []struct {
+				Role       string          `json:"role"`
+				ToolCallID string          `json:"tool_call_id"`
+				Content    json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if json.Unmarshal(body, &req) != nil {
+			return nil, fmt.Errorf("the request is not a Chat Completions request")
+		}
+		for i, m := range req.Messages {
+			if m.Role == "tool" {
+				out = append(out, output{m.ToolCallID, resultText(m.Content), fmt.Sprintf("messages[%d].content", i)})
 			}
 		}
 	default:
