@@ -82,7 +82,7 @@ func (a *agentFlags) register(f *flags) {
 		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
 	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
-		"record each model call of Claude Code and Codex turns as the run's tape, through tine's gateway, so it can be replayed (needs ANTHROPIC_API_KEY or OPENAI_API_KEY), and of openai and anthropic turns (recorded, not replayed); or TINE_RECORD=1")
+		"record each model call of Claude Code, Codex and pi turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of openai and anthropic turns (recorded, not replayed); or TINE_RECORD=1")
 }
 
 // apply sets a's policy on d, with st to record into.

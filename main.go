@@ -175,9 +175,16 @@ func newFlags(e *env, name, args, summary string) *flags {
 	fs.StringVar(&e.db, "db", e.db, "database `path` (default $TINE_DB, else ~/.local/share/tine/tine.db)")
 	fs.Usage = func() {
 		fmt.Fprintf(e.stdout, "Usage: tine %s %s\n\n%s\n\nFlags:\n", name, args, summary)
-		fs.SetOutput(e.stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		// A flag without a usage line is for tine's own background
+		// processes: not listed.
+		shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+		fs.VisitAll(func(fl *flag.Flag) {
+			if fl.Usage != "" {
+				shown.Var(fl.Value, fl.Name, fl.Usage)
+			}
+		})
+		shown.SetOutput(e.stdout)
+		shown.PrintDefaults()
 	}
 	return f
 }
