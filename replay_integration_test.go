@@ -183,6 +183,19 @@ func replayRealAgent(t *testing.T, name string) {
 				}
 			}
 		}
+		// The world at step 2 can be continued: the agent's session ends
+		// with tine's note, not an API error.
+		on("carry on", modelserver.Reply{Text: "Carrying on."})
+		n := len(srv.ModelRequests())
+		_, errOut, code = tine(t, db, "run", tr.ID, "-m", "carry on", "--wait")
+		require.Equal(t, 0, code, errOut)
+		reqs := srv.ModelRequests()
+		require.Greater(t, len(reqs), n)
+		body := string(reqs[len(reqs)-1].Body)
+		if name != "pi" { // pi's next turn branches from the run's own messages
+			assert.Contains(t, body, "verified steps 1..2 and stopped here")
+		}
+		assert.NotContains(t, body, "API Error")
 	})
 	t.Run("forked", func(t *testing.T) {
 		before := calls()

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tine/model"
 )
 
 // Upstream is where a wire format's model calls really go.
@@ -504,7 +506,7 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 			r.refuse(w, wire, fmt.Sprintf("tine replay: diverged at step %d: %s", step.N, m))
 			return
 		case st.Verified:
-			r.refuse(w, wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+			r.endTurn(w, &step, n)
 			return
 		case m == nil && step.N <= n:
 			r.serveTaped(w, &step, taped)
@@ -519,7 +521,7 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		r.mu.Lock()
 		r.status.Verified = true
 		r.mu.Unlock()
-		r.refuse(w, wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+		r.endTurn(w, &step, n)
 		return
 	case !live:
 		r.mu.Lock()
@@ -534,6 +536,30 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		// agent sees what it would have seen without it.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// endTurn answers the call after step N of a replay that only verifies
+// with a final answer saying so, rather than an error: the agent ends its
+// turn cleanly, and its session, which a person may continue from the
+// world at step N, holds a plain note instead of an API error.
+func (r *Run) endTurn(w http.ResponseWriter, step *Step, n int) {
+	text := fmt.Sprintf("[tine] The replay verified steps 1..%d and stopped here: the files are as they were after step %d.", n, n)
+	msg := model.Message{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: text}}}
+	var answer json.RawMessage
+	var err error
+	switch step.Wire {
+	case WireAnthropic:
+		answer, _, err = anthropicAnswer(msg, step.N, nil)
+	case WireResponses:
+		answer, _, err = responsesAnswer(msg, step.N, nil)
+	default:
+		answer, _, err = chatAnswer(msg, step.N, nil)
+	}
+	if err != nil {
+		r.refuse(w, step.Wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
+		return
+	}
+	r.serveTaped(w, step, Step{Wire: step.Wire, Status: http.StatusOK, ContentType: "application/json", Answer: answer})
 }
 
 // treeMismatch is a KindTree mismatch when both trees are known and differ.

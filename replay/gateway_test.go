@@ -293,13 +293,21 @@ func TestReplayLiveAfterN(t *testing.T) {
 		run, _ := e.g.NewRun(RunConfig{Tape: tape, N: 2, VerifyOnly: true})
 		defer run.Close()
 		var statuses []int
+		var last []byte
+		before := len(e.ms.ModelRequests())
 		for _, fx := range c.main {
-			s, _ := post(t, run.URL(), fx.Path, c.wire, fx.Body)
-			statuses = append(statuses, s)
+			s, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			statuses, last = append(statuses, s), b
 		}
 		st := run.Status()
-		if !st.Verified || st.Live || st.Divergence != nil || statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 400 {
-			t.Errorf("status %+v, statuses %v", st, statuses)
+		// The call after N ends the agent's turn with a note, not an error,
+		// and never reaches the model.
+		if !st.Verified || st.Live || st.Divergence != nil || statuses[0] != 200 || statuses[1] != 200 || statuses[2] != 200 ||
+			!strings.Contains(string(last), "verified steps 1..2 and stopped here") || len(e.ms.ModelRequests()) != before {
+			t.Errorf("status %+v, statuses %v, last answer %.200s", st, statuses, last)
+		}
+		if s, _ := post(t, run.URL(), c.main[2].Path, c.wire, c.main[2].Body); s != 400 {
+			t.Errorf("a call after the end: %d", s)
 		}
 	})
 	t.Run("verify only, a divergence at N+1", func(t *testing.T) {
