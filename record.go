@@ -116,12 +116,27 @@ func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), 
 	if err != nil {
 		return "", nil, err
 	}
-	rn, err := gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: len(tape)},
+	// Numbered after the tape's last step, not its length: a step whose
+	// write failed leaves a gap, and a later turn must not overwrite
+	// what comes after it.
+	after := 0
+	if len(tape) > 0 {
+		after = tape[len(tape)-1].Step
+	}
+	rn, err := gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: after},
 		Upstreams: map[replay.Wire]replay.Upstream{wire: up}, Snapshot: snapshotOf(runDir(run))})
 	if err != nil {
 		return "", nil, err
 	}
-	return rn.URL(), rn.Close, nil
+	done := func() {
+		rn.Close()
+		// A step that could not be stored is said on the run, not lost
+		// in silence.
+		if e := rn.Status().RecordErr; e != "" {
+			_ = r.st.AddNote(context.WithoutCancel(ctx), run.ID, "recording: a model call was not stored on the tape: "+e)
+		}
+	}
+	return rn.URL(), done, nil
 }
 
 // runDir is where a run's agent works.
@@ -166,7 +181,7 @@ func (r *recorder) recordAPIs(hs *harness.Registry) {
 // tapeOf is where a model-API call is recorded: the tape of the run whose
 // turn makes it (harness.RunOf), after the steps already there. A run's
 // calls come one after another (a turn's retries included), so counting
-// the tape as each call starts numbers them in order.
+// from the tape's last step as each call starts numbers them in order.
 func (r *recorder) tapeOf(ctx context.Context) replay.Recorder {
 	id, ok := harness.RunOf(ctx)
 	if !ok {
