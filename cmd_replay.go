@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -118,7 +117,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		if err := startBackgroundReplay(st.Path(), spec, plan.Trials, args); err != nil {
 			return fmt.Errorf("the replay's forks were made, but it could not start: %w", err)
 		}
-		out, err := replayReport(ctx, st, plan.Trials, nil)
+		out, err := replayReport(ctx, st, plan.Trials)
 		if err != nil {
 			return err
 		}
@@ -129,11 +128,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
 		return nil
 	}
-	res, err := rp.Execute(ctx, plan, nil)
-	if err != nil {
+	if _, err := rp.Execute(ctx, plan, nil); err != nil {
 		return err
 	}
-	out, err := replayReport(ctx, st, plan.Trials, res)
+	out, err := replayReport(ctx, st, plan.Trials)
 	if err != nil {
 		return err
 	}
@@ -166,41 +164,23 @@ func newReplayer(st *store.Store, d *harness.Driver, ag agentFlags) *replay.Repl
 		Upstream: upstreamOf}
 }
 
-// replayReport reads the trials as stored, with res's divergences.
-func replayReport(ctx context.Context, st *store.Store, ids []string, res *replay.Result) (replayJSON, error) {
-	rs, err := st.Replays(ctx, ids)
+// replayReport reads the trials as stored.
+func replayReport(ctx context.Context, st *store.Store, ids []string) (replayJSON, error) {
+	trials, err := replay.Trials(ctx, st, ids)
 	if err != nil {
 		return replayJSON{}, err
 	}
 	out := replayJSON{Trials: []replayTrialRow{}}
-	for i, id := range ids {
-		run, err := st.Run(ctx, id)
-		if err != nil {
-			return out, err
-		}
-		r := rs[id]
-		row := replayTrialRow{ID: id, Name: run.Name, Status: string(r.Status), RunStatus: string(run.Status), Error: run.Error,
-			Replayed: r.Replayed, AA: r.AA, AAReason: r.AAReason, Worktree: run.Worktree, Branch: run.Branch,
-			Messages: run.Len(), Check: toCheckJSON(run.Check)}
-		if res != nil && i < len(res.Trials) {
-			row.Divergence = toDivergenceJSON(res.Trials[i].Divergence)
-		} else if r.Divergence != "" {
-			var d replay.Divergence
-			if json.Unmarshal([]byte(r.Divergence), &d) == nil {
-				row.Divergence = toDivergenceJSON(&d)
-			}
-		}
-		out.Trials = append(out.Trials, row)
+	for _, t := range trials {
+		run, r := t.Run, t.Replay
+		out.Trials = append(out.Trials, replayTrialRow{ID: run.ID, Name: run.Name, Status: string(r.Status), RunStatus: string(run.Status),
+			Error: run.Error, Replayed: r.Replayed, AA: r.AA, AAReason: r.AAReason, Worktree: run.Worktree, Branch: run.Branch,
+			Messages: run.Len(), Check: toCheckJSON(run.Check), Divergence: toDivergenceJSON(t.Divergence)})
 	}
 	if len(out.Trials) > 0 {
 		out.Fork = &out.Trials[0].ID
-		out.Status = out.Trials[0].Status
+		out.Status = string(replay.Overall(trials))
 		out.Divergence = out.Trials[0].Divergence
-		for _, t := range out.Trials {
-			if t.Status == string(model.ReplayForked) {
-				out.Status = t.Status
-			}
-		}
 	}
 	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"tine/harness"
 	"tine/model"
+	"tine/replay"
 )
 
 // runJSON is a run as `ls` and `show` print it; keys may be added, never removed.
@@ -67,11 +68,7 @@ func toLsReplay(r model.Replay) *lsReplayJSON {
 // replayStatus is a replay's status as ls's STATUS column adds it.
 func replayStatus(r model.Replay) string {
 	s := fmt.Sprintf(" (%s replay to step %d", r.Status, r.Step)
-	var d struct {
-		Step int    `json:"step"`
-		Kind string `json:"kind"`
-	}
-	if r.Status == model.ReplayDiverged && json.Unmarshal([]byte(r.Divergence), &d) == nil && d.Kind != "" {
+	if d := replay.DivergenceOf(r); d != nil && r.Status == model.ReplayDiverged {
 		s += fmt.Sprintf(": %s at step %d", d.Kind, d.Step)
 	}
 	return s + ")"

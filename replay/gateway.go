@@ -545,16 +545,11 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 func (r *Run) endTurn(w http.ResponseWriter, step *Step, n int) {
 	text := fmt.Sprintf("[tine] The replay verified steps 1..%d and stopped here: the files are as they were after step %d.", n, n)
 	msg := model.Message{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: text}}}
-	var answer json.RawMessage
-	var err error
-	switch step.Wire {
-	case WireAnthropic:
-		answer, _, err = anthropicAnswer(msg, step.N, nil)
-	case WireResponses:
-		answer, _, err = responsesAnswer(msg, step.N, nil)
-	default:
-		answer, _, err = chatAnswer(msg, step.N, nil)
+	build, _ := answerer(step.Wire)
+	if build == nil {
+		build = chatAnswer
 	}
+	answer, _, err := build(msg, step.N, nil)
 	if err != nil {
 		r.refuse(w, step.Wire, fmt.Sprintf("tine replay: verified to step %d; not going live", n))
 		return

@@ -24,6 +24,7 @@ type Store interface {
 	UpdateReplay(ctx context.Context, id string, status model.ReplayStatus, replayed int, divergence string, aa *bool, aaReason string) error
 	Rebase(ctx context.Context, id string, k int) error
 	ReplaysOf(ctx context.Context, of string) (int, error)
+	Replays(ctx context.Context, ids []string) (map[string]model.Replay, error)
 }
 
 // NoNetwork is the environment a replayed agent runs with: every HTTP(S)
@@ -95,6 +96,9 @@ func (u *Unreplayable) Error() string { return "unreplayed: " + u.Why }
 type Plan struct {
 	Spec   Spec     `json:"spec"`
 	Trials []string `json:"trials"`
+	// src is what Prepare read, so Execute in the same process does not
+	// read the tape and the transcript again.
+	src *source
 }
 
 // TrialResult is how one trial went.
@@ -203,7 +207,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 			src.forkAt = max(src.k0+i, 1)
 		}
 		if m.IsPrompt() {
-			src.prompts = append(src.prompts, promptText(m))
+			src.prompts = append(src.prompts, m.PlainText())
 		} else if firstOwn {
 			src.prompts = append(src.prompts, "") // the first turn answered again
 		}
@@ -270,17 +274,6 @@ func orUnknown(s string) string {
 	return s
 }
 
-// promptText is what a person's message said.
-func promptText(m model.Message) string {
-	var texts []string
-	for _, p := range m.Parts {
-		if p.Kind == model.Text && p.Text != "" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n")
-}
-
 // DecodeTape turns stored tape steps (their responses hold the gateway's
 // Step as JSON) into a Tape.
 func DecodeTape(steps []model.TapeStep) (Tape, error) {
@@ -341,7 +334,7 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	if err := p.Store.CreateForks(ctx, forks); err != nil {
 		return nil, err
 	}
-	plan := &Plan{Spec: spec}
+	plan := &Plan{Spec: spec, src: src}
 	now := time.Now()
 	if p.Now != nil {
 		now = p.Now()
@@ -369,9 +362,12 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 // at a time, and returns how they went. onEvent, when set, gets the
 // driver's events (messages, statuses) as they happen.
 func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness.RunEvent)) (*Result, error) {
-	src, err := p.load(ctx, plan.Spec)
-	if err != nil {
-		return nil, err
+	src := plan.src
+	if src == nil {
+		var err error
+		if src, err = p.load(ctx, plan.Spec); err != nil {
+			return nil, err
+		}
 	}
 	res := &Result{Run: src.run.ID, Trials: make([]TrialResult, len(plan.Trials))}
 	parallel := max(p.Driver.Parallel, 1)
@@ -387,13 +383,7 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness
 		}()
 	}
 	wg.Wait()
-	res.Status = res.Trials[0].Replay.Status
-	res.Divergence = res.Trials[0].Divergence
-	for _, t := range res.Trials {
-		if t.Replay.Status == model.ReplayForked {
-			res.Status = model.ReplayForked
-		}
-	}
+	res.Status, res.Divergence = Overall(res.Trials), res.Trials[0].Divergence
 	return res, nil
 }
 
@@ -401,13 +391,12 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness
 // gone live and finished its turn, stopped, or diverged.
 func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string, onEvent func(harness.RunEvent)) TrialResult {
 	bg := context.WithoutCancel(ctx)
-	out := TrialResult{}
+	// A trial is what the store holds of it once it has run.
 	finish := func() TrialResult {
-		out.Run, _ = p.Store.Run(bg, id)
-		if rs, ok := p.replayOf(bg, id); ok {
-			out.Replay = rs
+		if ts, err := Trials(bg, p.Store, []string{id}); err == nil {
+			return ts[0]
 		}
-		return out
+		return TrialResult{}
 	}
 	run, err := p.Store.Run(bg, id)
 	if err != nil {
@@ -456,25 +445,25 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		}
 	}
 	st := gr.Status()
-	out.Divergence = st.Divergence
-	if st.Divergence == nil && st.Replayed < spec.AtStep && ctx.Err() == nil {
+	div := st.Divergence
+	if div == nil && st.Replayed < spec.AtStep && ctx.Err() == nil {
 		// The agent stopped asking before step N without a request that
 		// differed: its run ended differently.
 		note := fmt.Sprintf("the agent made %d model calls and stopped; the tape has %d up to step %d", st.Steps, spec.AtStep, spec.AtStep)
 		if r, err := p.Store.Run(bg, id); err == nil && r.Error != "" {
 			note += " (" + r.Error + ")"
 		}
-		out.Divergence = &Divergence{Step: st.Steps + 1, Mismatch: &Mismatch{Kind: KindModel, Path: "(end of run)", Note: note}}
+		div = &Divergence{Step: st.Steps + 1, Mismatch: &Mismatch{Kind: KindModel, Path: "(end of run)", Note: note}}
 	}
 	status := model.ReplayForked
 	switch {
 	case ctx.Err() != nil:
 		status = model.ReplayReplaying
-	case out.Divergence != nil:
+	case div != nil:
 		status = model.ReplayDiverged
 		inh.flush()
 		if spec.OnDivergence == Stop || !st.Live {
-			_ = p.Store.SetStatus(bg, id, model.Failed, "the replay diverged at "+out.Divergence.Detail())
+			_ = p.Store.SetStatus(bg, id, model.Failed, "the replay diverged at "+div.Detail())
 		}
 	case spec.Continuations == 0:
 		status = model.ReplayVerified
@@ -482,17 +471,17 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		// complete at step N.
 		_ = p.Store.SetStatus(bg, id, model.Completed, "")
 	}
-	var div string
-	if out.Divergence != nil {
-		b, _ := json.Marshal(out.Divergence)
-		div = string(b)
+	var divJSON string
+	if div != nil {
+		b, _ := json.Marshal(div)
+		divJSON = string(b)
 	}
 	var aa *bool
 	aaReason := ""
 	if status == model.ReplayForked {
 		aa, aaReason = p.aa(bg, spec, src, id)
 	}
-	_ = p.Store.UpdateReplay(bg, id, status, st.Replayed, div, aa, aaReason)
+	_ = p.Store.UpdateReplay(bg, id, status, st.Replayed, divJSON, aa, aaReason)
 	return finish()
 }
 
@@ -543,17 +532,59 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 }
 
 func (p *Replayer) replayOf(ctx context.Context, id string) (model.Replay, bool) {
-	type replays interface {
-		Replays(ctx context.Context, ids []string) (map[string]model.Replay, error)
+	m, err := p.Store.Replays(ctx, []string{id})
+	r, ok := m[id]
+	return r, err == nil && ok
+}
+
+// TrialStore is what reading trials back needs; *store.Store satisfies it.
+type TrialStore interface {
+	Run(ctx context.Context, id string) (model.Run, error)
+	Replays(ctx context.Context, ids []string) (map[string]model.Replay, error)
+}
+
+// Trials reads replay trials back as stored: each one's run, its replay
+// row and its divergence.
+func Trials(ctx context.Context, st TrialStore, ids []string) ([]TrialResult, error) {
+	rs, err := st.Replays(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
-	if rs, ok := p.Store.(replays); ok {
-		m, err := rs.Replays(ctx, []string{id})
-		if err == nil {
-			r, ok := m[id]
-			return r, ok
+	out := make([]TrialResult, 0, len(ids))
+	for _, id := range ids {
+		run, err := st.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TrialResult{Run: run, Replay: rs[id], Divergence: DivergenceOf(rs[id])})
+	}
+	return out, nil
+}
+
+// DivergenceOf decodes a replay row's divergence; nil when it has none.
+func DivergenceOf(r model.Replay) *Divergence {
+	if r.Divergence == "" {
+		return nil
+	}
+	var d Divergence
+	if json.Unmarshal([]byte(r.Divergence), &d) != nil || d.Mismatch == nil {
+		return nil
+	}
+	return &d
+}
+
+// Overall is a replay's status from its trials': forked when any went
+// on live from a clean prefix, else the first trial's.
+func Overall(trials []TrialResult) model.ReplayStatus {
+	if len(trials) == 0 {
+		return model.ReplayUnreplayed
+	}
+	for _, t := range trials {
+		if t.Replay.Status == model.ReplayForked {
+			return model.ReplayForked
 		}
 	}
-	return model.Replay{}, false
+	return trials[0].Replay.Status
 }
 
 // aa says whether a clean continuation reproduced the original outcome:

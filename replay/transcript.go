@@ -20,16 +20,8 @@ import (
 // step i answers with its i-th assistant message from k0 on, in wire's
 // non-streaming shape, and lists the outputs of that message's tool calls.
 func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
-	var answer func(m model.Message, n int, results map[string]string) (json.RawMessage, map[string]string, error)
-	path := ""
-	switch wire {
-	case WireAnthropic:
-		answer, path = anthropicAnswer, "/v1/messages"
-	case WireResponses:
-		answer, path = responsesAnswer, "/v1/responses"
-	case WireChat:
-		answer, path = chatAnswer, "/v1/chat/completions"
-	default:
+	answer, path := answerer(wire)
+	if answer == nil {
 		return nil, fmt.Errorf("tapes from %s transcripts are not built (Claude Code's, Codex's and pi's are)", orWire(wire))
 	}
 	results := map[string]string{}
@@ -84,6 +76,24 @@ func anthropicAnswer(m model.Message, n int, results map[string]string) (json.Ra
 		"model": mdl, "content": content, "stop_reason": stop, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": m.Usage.InputTokens, "output_tokens": m.Usage.OutputTokens}})
 	return b, outputs, err
+}
+
+// answerBuilder turns an assistant message into an answer in a wire
+// format's non-streaming shape, with the outputs its calls got.
+type answerBuilder func(m model.Message, n int, results map[string]string) (json.RawMessage, map[string]string, error)
+
+// answerer is wire's answerBuilder and the path its calls go to; nil for
+// a wire format it does not know.
+func answerer(wire Wire) (answerBuilder, string) {
+	switch wire {
+	case WireAnthropic:
+		return anthropicAnswer, "/v1/messages"
+	case WireResponses:
+		return responsesAnswer, "/v1/responses"
+	case WireChat:
+		return chatAnswer, "/v1/chat/completions"
+	}
+	return nil, ""
 }
 
 func orWire(w Wire) string {

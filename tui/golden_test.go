@@ -88,11 +88,11 @@ var goldenScreens = []struct {
 		d.keys("enter")
 		aa := true
 		d.a.replay = &replayPanel{run: model.Run{Name: "rec"}, steps: 3, step: 2, started: true, plan: &replay.Plan{Trials: []string{"a", "b"}},
-			trials: []replayTrial{
-				{run: model.Run{Name: "rec-replay-1", Status: model.Failed}, replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2},
-					div: &replay.Divergence{Step: 3, Mismatch: &replay.Mismatch{Kind: replay.KindTool, Path: "messages[5].content[0].content",
+			trials: []replay.TrialResult{
+				{Run: model.Run{Name: "rec-replay-1", Status: model.Failed}, Replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2},
+					Divergence: &replay.Divergence{Step: 3, Mismatch: &replay.Mismatch{Kind: replay.KindTool, Path: "messages[5].content[0].content",
 						Diff: "--- taped\n+++ actual\n@@ -1 +1 @@\n-hello\n+changed\n"}}},
-				{run: model.Run{Name: "rec-replay-2", Status: model.Completed}, replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
+				{Run: model.Run{Name: "rec-replay-2", Status: model.Completed}, Replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
 			}}
 		d.send(tea.WindowSizeMsg{Width: d.a.width, Height: d.a.height})
 	}},

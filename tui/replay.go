@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"tine/harness"
 	"tine/model"
 	"tine/replay"
-	"tine/store"
 )
 
 // The Replay panel (rule 9 in ARCHITECTURE.md): R on a message of a run
@@ -46,16 +44,10 @@ type replayPanel struct {
 	// Once started: the trials, as last read from the store.
 	started bool
 	plan    *replay.Plan
-	trials  []replayTrial
+	trials  []replay.TrialResult
 	sel     int
 	offset  int // the divergence's diff, scrolled
 	done    bool
-}
-
-type replayTrial struct {
-	run    model.Run
-	replay model.Replay
-	div    *replay.Divergence
 }
 
 // stepAt is the step of run rd that message i belongs to: how many of its
@@ -115,8 +107,7 @@ func replayText(r model.Replay) string {
 	case model.ReplayReplaying:
 		s += fmt.Sprintf(" %d/%d", r.Replayed, r.Step)
 	case model.ReplayDiverged:
-		var d replay.Divergence
-		if json.Unmarshal([]byte(r.Divergence), &d) == nil && d.Mismatch != nil {
+		if d := replay.DivergenceOf(r); d != nil {
 			s += fmt.Sprintf(" at step %d (%s)", d.Step, d.Kind)
 		}
 	case model.ReplayForked:
@@ -142,7 +133,6 @@ func (p *replayPanel) setSize(w, _ int) {
 // replayKey handles a key while the panel is open.
 func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
 	p := a.replay
-	dk := a.keys.Dialog
 	s := msg.String()
 	if p.started {
 		switch s {
@@ -162,7 +152,7 @@ func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
 			p.offset = max(p.offset-10, 0)
 		case "enter":
 			if p.sel < len(p.trials) {
-				a.follow = p.trials[p.sel].run.ID
+				a.follow = p.trials[p.sel].Run.ID
 				a.replay = nil
 				return a.reloadTree()
 			}
@@ -192,7 +182,6 @@ func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
 			p.k = d
 		}
 	}
-	_ = dk
 	if p.cur == replayBase {
 		return p.base.Focus()
 	}
@@ -222,7 +211,7 @@ type replayTickMsg struct{}
 
 // replayReadMsg is the trials as stored now.
 type replayReadMsg struct {
-	trials []replayTrial
+	trials []replay.TrialResult
 	err    error
 }
 
@@ -294,32 +283,9 @@ func (a *App) readReplay() tea.Cmd {
 	}
 	ctx, st, ids := a.ctx, a.st, p.plan.Trials
 	return func() tea.Msg {
-		trials, err := readTrials(ctx, st, ids)
+		trials, err := replay.Trials(ctx, st, ids)
 		return replayReadMsg{trials: trials, err: err}
 	}
-}
-
-func readTrials(ctx context.Context, st *store.Store, ids []string) ([]replayTrial, error) {
-	rs, err := st.Replays(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	var out []replayTrial
-	for _, id := range ids {
-		run, err := st.Run(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		t := replayTrial{run: run, replay: rs[id]}
-		if d := rs[id].Divergence; d != "" {
-			var dv replay.Divergence
-			if json.Unmarshal([]byte(d), &dv) == nil && dv.Mismatch != nil {
-				t.div = &dv
-			}
-		}
-		out = append(out, t)
-	}
-	return out, nil
 }
 
 func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
@@ -387,22 +353,22 @@ func (p *replayPanel) view(st *Styles) string {
 		if i == p.sel {
 			mark = st.Key.Render("› ")
 		}
-		n := t.replay.Replayed
+		n := t.Replay.Replayed
 		fill := min(barW*n/max(p.step, 1), barW)
 		bar := strings.Repeat("█", fill) + strings.Repeat("░", barW-fill)
-		line := fmt.Sprintf("%s%-22s %s %d/%d  %-10s %s", mark, harness.OneLine(model.SafeText(t.run.Label()), 22), bar, n, p.step,
-			t.replay.Status, t.run.Status)
-		if t.replay.AA != nil {
-			line += map[bool]string{true: " · A/A same", false: " · A/A differs"}[*t.replay.AA]
+		line := fmt.Sprintf("%s%-22s %s %d/%d  %-10s %s", mark, harness.OneLine(model.SafeText(t.Run.Label()), 22), bar, n, p.step,
+			t.Replay.Status, t.Run.Status)
+		if t.Replay.AA != nil {
+			line += map[bool]string{true: " · A/A same", false: " · A/A differs"}[*t.Replay.AA]
 		}
 		b.WriteString(line + "\n")
 	}
 	if p.sel < len(p.trials) {
 		t := p.trials[p.sel]
 		switch {
-		case t.div != nil:
-			b.WriteString("\n" + st.Warn.Render("diverged at "+model.SafeText(harness.OneLine(t.div.Detail(), p.width))) + "\n")
-			lines := strings.Split(strings.TrimRight(t.div.Diff, "\n"), "\n")
+		case t.Divergence != nil:
+			b.WriteString("\n" + st.Warn.Render("diverged at "+model.SafeText(harness.OneLine(t.Divergence.Detail(), p.width))) + "\n")
+			lines := strings.Split(strings.TrimRight(t.Divergence.Diff, "\n"), "\n")
 			off := min(p.offset, max(len(lines)-1, 0))
 			for _, l := range lines[off:] {
 				l = model.SafeText(harness.OneLine(l, p.width))
@@ -414,10 +380,10 @@ func (p *replayPanel) view(st *Styles) string {
 				}
 				b.WriteString("  " + l + "\n")
 			}
-		case t.replay.AAReason != "":
-			b.WriteString("\n" + model.SafeText(t.replay.AAReason) + "\n")
-		case t.run.Error != "":
-			b.WriteString("\n" + model.SafeText(harness.OneLine(t.run.Error, p.width*2)) + "\n")
+		case t.Replay.AAReason != "":
+			b.WriteString("\n" + model.SafeText(t.Replay.AAReason) + "\n")
+		case t.Run.Error != "":
+			b.WriteString("\n" + model.SafeText(harness.OneLine(t.Run.Error, p.width*2)) + "\n")
 		}
 	}
 	tail := "↑↓ trial · enter opens it in the tree · pgup/pgdn the diff · esc back"

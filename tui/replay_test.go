@@ -67,9 +67,9 @@ func TestReplayPanelShowsTheDivergence(t *testing.T) {
 		Diff: "--- taped\n+++ actual\n-hello\n+changed\n"}}
 	d.a.replay = &replayPanel{run: model.Run{Name: "rec"}, steps: 3, step: 2, started: true, width: 120,
 		plan: &replay.Plan{Trials: []string{"a", "b"}},
-		trials: []replayTrial{
-			{run: model.Run{Name: "rec-replay-1", Status: model.Failed}, replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2}, div: div},
-			{run: model.Run{Name: "rec-replay-2", Status: model.Completed}, replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
+		trials: []replay.TrialResult{
+			{Run: model.Run{Name: "rec-replay-1", Status: model.Failed}, Replay: model.Replay{Status: model.ReplayDiverged, Replayed: 2}, Divergence: div},
+			{Run: model.Run{Name: "rec-replay-2", Status: model.Completed}, Replay: model.Replay{Status: model.ReplayForked, Replayed: 2, AA: &aa, AAReason: "the same final answer"}},
 		}}
 	out := d.plain()
 	assert.Contains(t, out, "rec-replay-1")

@@ -190,10 +190,10 @@ func (h *CLI) plan(req harness.TurnRequest) (plan, error) {
 			// branches before message K and sends it again under its
 			// own record id, which keeps later forks of the fork at
 			// their NativeIDs.
-			if k == 0 || req.Prefix[k-1].Role != model.User || userText(req.Prefix[k-1]) == "" {
+			if k == 0 || req.Prefix[k-1].Role != model.User || req.Prefix[k-1].PlainText() == "" {
 				return pl, errors.New("claude cannot answer again after a message that is not a person's prompt; give a message")
 			}
-			pl.prompt = userText(req.Prefix[k-1])
+			pl.prompt = req.Prefix[k-1].PlainText()
 			if id := req.Prefix[k-1].NativeID; id != "" {
 				pl.uuid = id
 			}
@@ -237,17 +237,6 @@ func (h *CLI) plan(req harness.TurnRequest) (plan, error) {
 		pl.input = &model.Message{Role: model.User, NativeID: pl.uuid, Parts: []model.Part{{Kind: model.Text, Text: req.Input}}}
 	}
 	return pl, nil
-}
-
-// userText is what a person's message said, as Claude is sent it again.
-func userText(m model.Message) string {
-	var texts []string
-	for _, p := range m.Parts {
-		if p.Kind == model.Text && p.Text != "" {
-			texts = append(texts, p.Text)
-		}
-	}
-	return strings.Join(texts, "\n")
 }
 
 // originFile is the transcript of the session a fork branches, where the
