@@ -103,7 +103,7 @@ type recorder struct {
 // gateway is Driver.Gateway: a gateway run of the turn's own, whose steps
 // land on the run's tape after its earlier steps, each with the git tree of
 // the run's directory when the call arrived.
-func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), error) {
+func (r *recorder) gateway(ctx context.Context, run model.Run, dir string) (string, func(), error) {
 	wire, up, err := upstreamOf(run)
 	if err != nil {
 		return "", nil, err
@@ -112,19 +112,16 @@ func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), 
 	if err != nil {
 		return "", nil, err
 	}
-	tape, err := r.st.Tape(ctx, run.ID)
-	if err != nil {
-		return "", nil, err
-	}
 	// Numbered after the tape's last step, not its length: a step whose
 	// write failed leaves a gap, and a later turn must not overwrite
 	// what comes after it.
-	after := 0
-	if len(tape) > 0 {
-		after = tape[len(tape)-1].Step
+	last, err := r.st.LastTapeSteps(ctx, []string{run.ID})
+	if err != nil {
+		return "", nil, err
 	}
+	after := last[run.ID]
 	rn, err := gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: after},
-		Upstreams: map[replay.Wire]replay.Upstream{wire: up}, Snapshot: snapshotOf(runDir(run))})
+		Upstreams: map[replay.Wire]replay.Upstream{wire: up}, Snapshot: snapshotOf(dir)})
 	if err != nil {
 		return "", nil, err
 	}
@@ -137,14 +134,6 @@ func (r *recorder) gateway(ctx context.Context, run model.Run) (string, func(), 
 		}
 	}
 	return rn.URL(), done, nil
-}
-
-// runDir is where a run's agent works.
-func runDir(r model.Run) string {
-	if r.Worktree != "" {
-		return r.Worktree
-	}
-	return r.Cwd
 }
 
 // snapshotOf takes the git tree of dir at each model call; nil when dir
@@ -187,7 +176,7 @@ func (r *recorder) tapeOf(ctx context.Context) replay.Recorder {
 	if !ok {
 		return nil
 	}
-	n, err := r.st.HasTapes(context.WithoutCancel(ctx), []string{id})
+	n, err := r.st.LastTapeSteps(context.WithoutCancel(ctx), []string{id})
 	if err != nil {
 		slog.Warn("recording: the run's tape cannot be read; this model call is not recorded", "run", id, "err", err)
 		return nil

@@ -109,8 +109,9 @@ type Driver struct {
 	CancelPoll time.Duration
 	// Gateway, when set, gives each turn of a harness that can record
 	// (Capabilities.Record) the base URL its model calls go to: tine's
-	// recording gateway (rule 9). done is called when the turn ends.
-	Gateway func(ctx context.Context, run model.Run) (url string, done func(), err error)
+	// recording gateway (rule 9); dir is where the agent works. done is
+	// called when the turn ends.
+	Gateway func(ctx context.Context, run model.Run, dir string) (url string, done func(), err error)
 }
 
 func (d *Driver) now() time.Time {
@@ -492,7 +493,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		if d.Gateway != nil && caps.Record {
-			url, done, err := d.Gateway(ctx, run)
+			url, done, err := d.Gateway(ctx, run, req.Dir)
 			if err != nil {
 				finish(model.Failed, fmt.Errorf("recording: %w", err))
 				return

@@ -64,9 +64,9 @@ func (s *Store) Replays(ctx context.Context, ids []string) (map[string]model.Rep
 	return out, err
 }
 
-// HasTapes reports the last step number of the tape of each of the given
+// LastTapeSteps reports the last step number of the tape of each of the given
 // runs (runs without a tape are left out): where a new step goes.
-func (s *Store) HasTapes(ctx context.Context, ids []string) (map[string]int, error) {
+func (s *Store) LastTapeSteps(ctx context.Context, ids []string) (map[string]int, error) {
 	out := map[string]int{}
 	err := s.eachIn(ctx, ids, `SELECT run_id, max(step) FROM tapes WHERE run_id IN `, func(rows *sql.Rows) error {
 		var id string

@@ -49,13 +49,13 @@ func TestReplays(t *testing.T) {
 
 	req := "{}"
 	require.NoError(t, st.AddTapeStep(ctx, r.ID, model.TapeStep{Step: 1, Request: &req, Response: "{}"}))
-	tapes, err := st.HasTapes(ctx, []string{r.ID, f.ID})
+	tapes, err := st.LastTapeSteps(ctx, []string{r.ID, f.ID})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int{r.ID: 1}, tapes)
 	// A gap (a step that was never stored): the next step goes after the
 	// last one, not over it.
 	require.NoError(t, st.AddTapeStep(ctx, r.ID, model.TapeStep{Step: 3, Request: &req, Response: "{}"}))
-	tapes, err = st.HasTapes(ctx, []string{r.ID})
+	tapes, err = st.LastTapeSteps(ctx, []string{r.ID})
 	require.NoError(t, err)
 	assert.Equal(t, 3, tapes[r.ID])
 }
