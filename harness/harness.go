@@ -182,6 +182,16 @@ type Description struct {
 	Problem string
 }
 
+// Probed is d with what probing the agent's CLI found (agentproc.Version):
+// where it is, its version, and why it cannot run when it cannot.
+func (d Description) Probed(path, version string, err error) Description {
+	d.Installed, d.Path, d.Version = path != "", path, OneLine(version, 80)
+	if err != nil {
+		d.Problem = OneLine(err.Error(), 200)
+	}
+	return d
+}
+
 // Describer is a harness that can say whether it is installed here.
 type Describer interface {
 	Describe(ctx context.Context) Description

@@ -83,17 +83,11 @@ func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] 
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	d := harness.Description{Needs: []string{
+	return harness.Description{Needs: []string{
 		"npm package " + NPMPackage + " (npm install -g " + NPMPackage + ")",
 		"ANTHROPIC_API_KEY, or a Claude login (claude auth login)",
 		"TINE_CLAUDE_BIN to use another claude binary",
-	}}
-	path, version, err := agentproc.Version(ctx, agentproc.Spec{Name: "claude", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env})
-	d.Installed, d.Path, d.Version = path != "", path, harness.OneLine(version, 80)
-	if err != nil {
-		d.Problem = harness.OneLine(err.Error(), 200)
-	}
-	return d
+	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "claude", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // Turn implements harness.Harness: one `claude -p` process per turn, the

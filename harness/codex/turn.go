@@ -157,17 +157,11 @@ func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] 
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	d := harness.Description{Needs: []string{
+	return harness.Description{Needs: []string{
 		"npm package " + NPMPackage + " (npm install -g " + NPMPackage + ")",
 		"OPENAI_API_KEY, or a Codex login (codex login), or a model provider in $CODEX_HOME/config.toml",
 		"TINE_CODEX_BIN to use another codex binary",
-	}}
-	path, version, err := agentproc.Version(ctx, agentproc.Spec{Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env})
-	d.Installed, d.Path, d.Version = path != "", path, harness.OneLine(version, 80)
-	if err != nil {
-		d.Problem = harness.OneLine(err.Error(), 200)
-	}
-	return d
+	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // plan is how one turn runs codex.

@@ -146,17 +146,11 @@ func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] 
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	d := harness.Description{Needs: []string{
+	return harness.Description{Needs: []string{
 		"npm package " + Package + " (the pi CLI; TINE_PI_BIN names another binary)",
 		"a provider in ~/.pi/agent/models.json (baseUrl, api, apiKey, models), or a provider's API key in the environment",
 		"--permissions auto: pi runs its tools without asking and has no permission prompts, so ask is refused",
-	}}
-	path, version, err := agentproc.Version(ctx, agentproc.Spec{Name: "pi", Package: Package, Bin: h.cfg.Bin, Env: h.cfg.Env})
-	d.Installed, d.Path, d.Version = path != "", path, harness.OneLine(version, 80)
-	if err != nil {
-		d.Problem = harness.OneLine(err.Error(), 200)
-	}
-	return d
+	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "pi", Package: Package, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // plan is how one turn runs pi.
