@@ -109,9 +109,12 @@ func (s *Store) CancelRequested(ctx context.Context, ids []string) ([]string, er
 const Interrupted = "interrupted: the process running it stopped (what it had streamed is kept)"
 
 // ReapOrphans marks every running run whose owner process is gone as
-// failed (Interrupted), keeping what it stored. It returns how many.
+// failed (Interrupted), keeping what it stored. It returns how many. It
+// reads on the writer's connection: every command reaps when it opens the
+// store, and most then only write (an import), so a second connection,
+// which parses the whole schema again, would be opened for this one query.
 func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'`)
+	rows, err := s.w.QueryContext(ctx, `SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'`)
 	if err != nil {
 		return 0, err
 	}

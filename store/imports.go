@@ -380,7 +380,10 @@ func prefixNatives(ctx context.Context, tx *sql.Tx, id string, k int) ([]string,
 
 // Sources returns every recorded file by path, for a fast re-import scan.
 func (s *Store) Sources(ctx context.Context) (map[string]model.Source, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT path, format, size, mtime, "offset", leaf FROM sources`)
+	// On the writer's connection: its callers are importers, which write
+	// next, and a re-import of unchanged files then opens no reader (each
+	// connection parses the schema again).
+	rows, err := s.w.QueryContext(ctx, `SELECT path, format, size, mtime, "offset", leaf FROM sources`)
 	if err != nil {
 		return nil, err
 	}

@@ -222,3 +222,21 @@ func TestImportFilesKeepsEachFileAllOrNothing(t *testing.T) {
 	assert.Zero(t, dones)
 	assert.Zero(t, count(t, s2, "runs"))
 }
+
+// TestReimportScanOpensNoReader: what a re-import of unchanged files does
+// (open, reap, read the sources) runs on the writer's one connection;
+// every further connection parses the whole schema again, a cost a
+// short-lived `tine import` pays at each start.
+func TestReimportScanOpensNoReader(t *testing.T) {
+	t.Parallel()
+	_, path := openTemp(t)
+	s, err := Open(path) // a second process's view: nothing opened yet
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	_, err = s.ReapOrphans(ctx)
+	require.NoError(t, err)
+	_, err = s.Sources(ctx)
+	require.NoError(t, err)
+	require.Zero(t, s.r.Stats().OpenConnections, "a reader connection was opened")
+}
