@@ -26,6 +26,8 @@ type Store interface {
 	// enough to find pair-safe cuts, cheap on long runs.
 	Shape(ctx context.Context, runID string) ([]model.Message, error)
 	CreateForks(ctx context.Context, forks []*model.Run) error
+	// ForkNames are the names of a run's forks.
+	ForkNames(ctx context.Context, id string) ([]string, error)
 	AppendMessages(ctx context.Context, runID string, msgs []model.Message) error
 	SetStatus(ctx context.Context, id string, st model.Status, errText string) error
 	SetNativeID(ctx context.Context, id, nativeID string) error
@@ -180,10 +182,16 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if spec.Check != "" {
 		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
 	}
+	taken, err := d.Store.ForkNames(ctx, parent.ID)
+	if err != nil {
+		return nil, cut, err
+	}
+	prefix := parent.Label() + "-fork-"
+	first := nextNumber(prefix, taken)
 	forks := make([]*model.Run, spec.N)
 	now := d.now()
 	for i := range forks {
-		name := fmt.Sprintf("%s-fork-%d", parent.Label(), i+1)
+		name := fmt.Sprintf("%s%d", prefix, first+i)
 		if len(spec.Names) > 0 {
 			name = spec.Names[i]
 		}
@@ -860,4 +868,17 @@ func retryName(name string) string {
 		return base + "-retry"
 	}
 	return fmt.Sprintf("%s-retry-%d", base, n)
+}
+
+// nextNumber is one more than the highest number that follows prefix in
+// names (1 when none does): a second batch of forks is numbered on from
+// the first, so no two forks of a run share a name.
+func nextNumber(prefix string, names []string) int {
+	n := 0
+	for _, name := range names {
+		if k, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && k > n {
+			n = k
+		}
+	}
+	return n + 1
 }

@@ -262,6 +262,25 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 		WHERE id = ?`, string(st), errText, fin, fin, id)
 }
 
+// ForkNames returns the names of run id's forks, so that new ones are
+// numbered on from them.
+func (s *Store) ForkNames(ctx context.Context, id string) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM runs WHERE parent_id = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out = append(out, name)
+	}
+	return out, rows.Err()
+}
+
 // SetHidden hides run id from views, or shows it again; it stays stored.
 func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
 	return s.update(ctx, "set hidden", id, `UPDATE runs SET hidden = ? WHERE id = ?`, hidden, id)
