@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +128,15 @@ func replayRealAgent(t *testing.T, name string) {
 	record("net", "rec-net",
 		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("git ls-remote origin 2>&1 | head -3; echo listed")}},
 		modelserver.Reply{Text: "Listed."})
+	// A server on this machine's own network address, not loopback: the
+	// recorded run reaches it; the replay must not (only the proxy block
+	// stops it, so this fails without the block).
+	lan := lanServer(t)
+	if lan != "" {
+		record("lan", "rec-lan",
+			modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("curl -sS --max-time 5 " + lan + " 2>&1; echo fetched")}},
+			modelserver.Reply{Text: "Fetched."})
+	}
 
 	st, err := store.Open(db)
 	require.NoError(t, err)
@@ -254,6 +266,26 @@ func replayRealAgent(t *testing.T, name string) {
 		defer git(t, project, "remote", "set-url", "origin", filepath.Join(home, "remote.git"))
 		diverges(t, "net", 1, 2, "network", "unable to access")
 	})
+	t.Run("a server beyond loopback", func(t *testing.T) {
+		if lan == "" {
+			t.Skip("this machine has no network address besides loopback")
+		}
+		st, err := store.Open(db)
+		require.NoError(t, err)
+		run, err := st.Resolve(t.Context(), "lan")
+		require.NoError(t, err)
+		msgs, _, err := st.Messages(t.Context(), run.ID)
+		st.Close()
+		require.NoError(t, err)
+		reached := false
+		for _, m := range msgs {
+			for _, p := range m.Parts {
+				reached = reached || strings.Contains(p.Text, "pong from the network")
+			}
+		}
+		require.True(t, reached, "the recorded run reached the server")
+		diverges(t, "lan", 1, 2, "network", "127.0.0.1 port 9")
+	})
 	t.Run("another model setting", func(t *testing.T) {
 		switch name {
 		case "claude":
@@ -350,4 +382,30 @@ func replayImported(t *testing.T, name string) {
 	assert.Equal(t, "tool", r.Divergence.Kind)
 	assert.Equal(t, 3, r.Divergence.Step)
 	assert.Contains(t, r.Divergence.Diff, "+changed")
+}
+
+// lanServer serves "pong from the network" on this machine's first
+// non-loopback IPv4 address and returns its URL, or "" when there is none.
+func lanServer(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if !ok || ip.IP.IsLoopback() || ip.IP.To4() == nil {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, "pong from the network\n")
+		})}
+		go srv.Serve(l)
+		t.Cleanup(func() { srv.Close() })
+		return "http://" + l.Addr().String() + "/ping"
+	}
+	return ""
 }
