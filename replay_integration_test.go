@@ -374,6 +374,12 @@ func replayImported(t *testing.T, name string) {
 	require.NoError(t, err)
 	assert.Equal(t, "first\nsecond\n", string(b))
 	assert.Equal(t, before, len(srv.ModelRequests()))
+	// The world at step 2 is a fork a person can go on with.
+	on("imp-more", modelserver.Reply{Text: "Going on."})
+	_, errOut, code = tine(t, db, "run", r.Trials[0].ID, "-m", "imp-more: go on", "--wait")
+	require.Equal(t, 0, code, errOut)
+	out, _, _ := tine(t, db, "show", r.Trials[0].ID)
+	assert.Contains(t, out, "Going on.")
 
 	r, _, code = replayJSONOf(t, db, session, "--at-step", "2", "--continuations", "0", "--base", changed)
 	assert.Equal(t, 1, code)

@@ -204,7 +204,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 			continue // context the agent adds itself (Codex's environment)
 		}
 		if firstOwn && ownEntries[run.Harness] {
-			src.forkAt = max(src.k0+i, 1)
+			src.forkAt = src.k0 + i
 		}
 		if m.IsPrompt() {
 			src.prompts = append(src.prompts, m.PlainText())
