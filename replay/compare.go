@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -62,7 +61,7 @@ func (m *Mismatch) String() string {
 	}
 	s := fmt.Sprintf("%s: %s differs", m.Kind, what)
 	for _, l := range strings.Split(m.Diff, "\n") {
-		if m.Kind == KindNetwork && !(strings.HasPrefix(l, "+") && networkError.MatchString(l)) {
+		if m.Kind == KindNetwork && !(strings.HasPrefix(l, "+") && networkError().MatchString(l)) {
 			continue // the line that shows the network error
 		}
 		if (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")) && !strings.HasPrefix(l, "---") && !strings.HasPrefix(l, "+++") {
@@ -79,7 +78,7 @@ func (m *Mismatch) String() string {
 const maxFields = 20
 
 // networkError matches what tools print when the network is not there.
-var networkError = regexp.MustCompile(`(?i)could not resolve (host|hostname)|temporary failure in name resolution|name or service not known|no address associated with hostname|connection refused|network is unreachable|no route to host|connection timed out|getaddrinfo|ENOTFOUND|ECONNREFUSED|ECONNRESET|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|failed to connect to|unable to access '[^']*'|dial tcp|i/o timeout|TLS handshake timeout|server misbehaving`)
+var networkError = lazyRE(`(?i)could not resolve (host|hostname)|temporary failure in name resolution|name or service not known|no address associated with hostname|connection refused|network is unreachable|no route to host|connection timed out|getaddrinfo|ENOTFOUND|ECONNREFUSED|ECONNRESET|EAI_AGAIN|ENETUNREACH|EHOSTUNREACH|failed to connect to|unable to access '[^']*'|dial tcp|i/o timeout|TLS handshake timeout|server misbehaving`)
 
 // Compare checks a replayed request against the taped one: nil when they
 // are the same after Normalize, else the first difference, classified.
@@ -120,7 +119,7 @@ func compareValues(wire Wire, tv any, terr error, av any, aerr error, taped, act
 	} else {
 		first = c.tool[0]
 		kind = KindTool
-		if a, t := render(first.b), render(first.a); networkError.MatchString(a) && !networkError.MatchString(t) {
+		if a, t := render(first.b), render(first.a); networkError().MatchString(a) && !networkError().MatchString(t) {
 			kind = KindNetwork
 		}
 	}

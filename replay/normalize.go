@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // What legitimately changes between a recording and a replay of the same
@@ -46,10 +47,10 @@ import (
 //   - "Current working directory: ..." gives the cwd;
 //   - "Current date: ..." becomes "<date>".
 type normRules struct {
-	cwd     *regexp.Regexp // first submatch: the working directory
-	mangled bool           // also replace Claude Code's mangled form of the cwd
-	text    []textRule     // applied to every string
-	drop    []string       // top-level keys dropped
+	cwd     func() *regexp.Regexp // first submatch: the working directory
+	mangled bool                  // also replace Claude Code's mangled form of the cwd
+	text    []textRule            // applied to every string
+	drop    []string              // top-level keys dropped
 	// dropEverywhere are keys dropped at any depth.
 	dropEverywhere []string
 	// dropItemIDs drops "id" from each element of this top-level array.
@@ -60,39 +61,46 @@ type normRules struct {
 
 type textRule struct {
 	has  string // a literal the match needs: strings without it are skipped
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp
 	with string
+}
+
+// lazyRE compiles expr when first used: a package's regular expressions
+// compiled at start-up would be paid by every tine command, replaying or
+// not (a re-import of unchanged files takes ~30 ms in all).
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
 var rules = map[Wire]normRules{
 	WireAnthropic: {
 		// Also the "# Environment update" a session resumed in another
 		// directory (a fork's worktree) gets: "...: <new> (was <old>)".
-		cwd:     regexp.MustCompile(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)`),
+		cwd:     lazyRE(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)`),
 		mangled: true,
 		text: []textRule{
-			{"# gitStatus", regexp.MustCompile(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
-			{"Today's date is ", regexp.MustCompile(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
+			{"# gitStatus", lazyRE(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
+			{"Today's date is ", lazyRE(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
 		},
 		drop:           []string{"metadata", "stream", "stream_options"},
 		dropEverywhere: []string{"cache_control"},
 	},
 	WireResponses: {
-		cwd: regexp.MustCompile(`<cwd>([^<]+)</cwd>`),
+		cwd: lazyRE(`<cwd>([^<]+)</cwd>`),
 		text: []textRule{
-			{"<current_date>", regexp.MustCompile(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
+			{"<current_date>", lazyRE(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
 		},
 		drop:        []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"},
 		dropItemIDs: "input",
 		toolOutput: []textRule{
-			{"Chunk ID: ", regexp.MustCompile(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
-			{"Wall time: ", regexp.MustCompile(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
+			{"Chunk ID: ", lazyRE(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
+			{"Wall time: ", lazyRE(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
 		},
 	},
 	WireChat: {
-		cwd: regexp.MustCompile(`Current working directory: ([^\n]+)`),
+		cwd: lazyRE(`Current working directory: ([^\n]+)`),
 		text: []textRule{
-			{"Current date: ", regexp.MustCompile(`Current date: [^\n]*`), "Current date: <date>"},
+			{"Current date: ", lazyRE(`Current date: [^\n]*`), "Current date: <date>"},
 		},
 		drop: []string{"stream", "stream_options"},
 	},
@@ -170,7 +178,7 @@ type normalizer struct {
 func (n *normalizer) findCwd(v any) {
 	switch t := v.(type) {
 	case string:
-		for _, m := range n.r.cwd.FindAllStringSubmatch(t, -1) {
+		for _, m := range n.r.cwd().FindAllStringSubmatch(t, -1) {
 			c := strings.TrimSpace(m[1])
 			if len(c) > 1 && !slices.Contains(n.cwds, c) {
 				n.cwds = append(n.cwds, c)
@@ -221,13 +229,13 @@ func (n *normalizer) text(s string, toolOut bool) string {
 	}
 	for _, tr := range n.r.text {
 		if strings.Contains(s, tr.has) {
-			s = tr.re.ReplaceAllString(s, tr.with)
+			s = tr.re().ReplaceAllString(s, tr.with)
 		}
 	}
 	if toolOut {
 		for _, tr := range n.r.toolOutput {
 			if strings.Contains(s, tr.has) {
-				s = tr.re.ReplaceAllString(s, tr.with)
+				s = tr.re().ReplaceAllString(s, tr.with)
 			}
 		}
 	}

@@ -202,7 +202,7 @@ func compareOutputs(wire Wire, taped map[string]string, body []byte, cwds []stri
 			continue
 		}
 		kind := KindTool
-		if networkError.MatchString(o.text) && !networkError.MatchString(want) {
+		if networkError().MatchString(o.text) && !networkError().MatchString(want) {
 			kind = KindNetwork
 		}
 		return &Mismatch{Kind: kind, Path: o.path, Fields: []string{o.path}, Taped: norm(want), Actual: norm(o.text),
