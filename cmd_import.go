@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// An import's garbage is short-lived (parse buffers, row arguments):
+	// collecting at three times the live heap rather than twice made a
+	// first import of the benchmark corpus ~5% faster for ~6 MB more;
+	// turning collection off was slower (fresh pages cost more than GC).
+	debug.SetGCPercent(200)
 	opts := importer.Options{Format: *format}
 	bar := newProgressBar(e.stderr)
 	if bar != nil && !*asJSON {
