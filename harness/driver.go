@@ -186,12 +186,11 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if err != nil {
 		return nil, cut, err
 	}
-	prefix := parent.Label() + "-fork-"
-	first := nextNumber(prefix, taken)
+	names := ForkNames(parent, taken, spec.N)
 	forks := make([]*model.Run, spec.N)
 	now := d.now()
 	for i := range forks {
-		name := fmt.Sprintf("%s%d", prefix, first+i)
+		name := names[i]
 		if len(spec.Names) > 0 {
 			name = spec.Names[i]
 		}
@@ -870,15 +869,20 @@ func retryName(name string) string {
 	return fmt.Sprintf("%s-retry-%d", base, n)
 }
 
-// nextNumber is one more than the highest number that follows prefix in
-// names (1 when none does): a second batch of forks is numbered on from
-// the first, so no two forks of a run share a name.
-func nextNumber(prefix string, names []string) int {
-	n := 0
-	for _, name := range names {
-		if k, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && k > n {
-			n = k
+// ForkNames are the names n new forks of parent get: "<parent>-fork-<i>",
+// numbered on from the highest number among taken (the names of its
+// forks so far), so that no two forks of a run share a name.
+func ForkNames(parent model.Run, taken []string, n int) []string {
+	prefix := parent.Label() + "-fork-"
+	last := 0
+	for _, name := range taken {
+		if k, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && k > last {
+			last = k
 		}
 	}
-	return n + 1
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, last+1+i)
+	}
+	return out
 }

@@ -153,11 +153,20 @@ func (d *forkDialog) resize() {
 			out = append(out, newInput("message (empty: create the fork only)"))
 		}
 	}
+	// The names the driver gives forks left unnamed: numbered on from
+	// the parent's forks so far.
+	var taken []string
+	for _, r := range d.runs {
+		if r.ParentID == d.parent.ID {
+			taken = append(taken, r.Name)
+		}
+	}
+	defaults := harness.ForkNames(d.parent, taken, d.n)
 	for i := 0; i < d.n; i++ {
 		if i < len(names) {
 			out = append(out, names[i])
 		} else {
-			out = append(out, newInput(fmt.Sprintf("%s-fork-%d", d.parent.Label(), i+1)))
+			out = append(out, newInput(defaults[i]))
 		}
 	}
 	d.inputs = out

@@ -71,3 +71,19 @@ func TestForkDialog(t *testing.T) {
 	res, _ := d.update(press("esc"), keys)
 	assert.Equal(t, dialogCancel, res)
 }
+
+// TestForkDialogNamesOnFromEarlierForks: the names the dialog offers are
+// the ones the driver gives, numbered on from the run's forks so far.
+func TestForkDialogNamesOnFromEarlierForks(t *testing.T) {
+	t.Parallel()
+	data := sampleTree()
+	root := data.runs[0].run()
+	runs := map[string]model.Run{root.ID: root,
+		"f1": {ID: "f1", ParentID: root.ID, Name: root.Label() + "-fork-4"},
+		"f2": {ID: "f2", ParentID: "elsewhere", Name: root.Label() + "-fork-9"}}
+	d := newForkDialog(root, data.transcript(0), 2, harness.NewRegistry(&script.Harness{}), "script", runs)
+	d.n = 2
+	d.resize()
+	assert.Equal(t, root.Label()+"-fork-5", d.inputs[d.n].Placeholder)
+	assert.Equal(t, root.Label()+"-fork-6", d.inputs[d.n+1].Placeholder)
+}
