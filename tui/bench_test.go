@@ -13,7 +13,8 @@ func BenchmarkTreeFrame(b *testing.B) {
 	a := New(nil, Options{})
 	a.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
 	a.openTree(treeLoadedMsg{data: longTree(10_000)})
-	// Warm the detail pane's markdown so the frame measures the list.
+	// Markdown renders off the UI goroutine (renderMarkdown's command is
+	// not run here), so the frame measures the list and the pane's layout.
 	down := press("j")
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/glamour/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"tine/model"
+	"tine/tui/markdown"
 )
 
 // Limits on what the detail pane lays out, so one huge tool output cannot
@@ -31,103 +29,24 @@ type mdKey struct {
 	dark  bool
 }
 
-// markdownMsg carries a finished markdown rendering back to Update.
+// markdownMsg carries a finished markdown rendering back to Update; err
+// says the renderer panicked, and the pane keeps the plain text.
 type markdownMsg struct {
 	key mdKey
 	out string
 	err error
 }
 
-// renderMarkdown renders text as markdown off the UI goroutine.
-func renderMarkdown(k mdKey) tea.Cmd {
-	return func() tea.Msg {
-		out, err := markdownRenderers.render(k)
-		return markdownMsg{key: k, out: strings.Trim(out, "\n"), err: err}
-	}
-}
-
-// mdRenderers keeps one glamour renderer per width and theme: building one
-// parses its whole style sheet, too much to do for every message. A
-// renderer is not safe for concurrent use, so each has its own lock.
-type mdRenderers struct {
-	mu sync.Mutex
-	by map[[2]int]*mdRenderer
-}
-
-type mdRenderer struct {
-	mu sync.Mutex
-	r  *glamour.TermRenderer
-}
-
-var markdownRenderers = &mdRenderers{by: map[[2]int]*mdRenderer{}}
-
-// maxRenderers bounds the renderers kept (a resize sweep makes many).
-const maxRenderers = 8
-
-// builds counts renderers built, for tests.
-var mdBuilds atomic.Int64
-
-func (m *mdRenderers) render(k mdKey) (string, error) {
-	id := [2]int{k.width, 0}
-	if k.dark {
-		id[1] = 1
-	}
-	m.mu.Lock()
-	r := m.by[id]
-	if r == nil {
-		if len(m.by) >= maxRenderers {
-			clear(m.by)
-		}
-		r = &mdRenderer{}
-		m.by[id] = r
-	}
-	m.mu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.r == nil {
-		style := "light"
-		if k.dark {
-			style = "dark"
-		}
-		tr, err := glamour.NewTermRenderer(glamour.WithStandardStyle(style), glamour.WithWordWrap(k.width))
-		if err != nil {
-			return "", err
-		}
-		mdBuilds.Add(1)
-		r.r = tr
-	}
-	out, err := r.r.Render(k.text)
-	return stripHyperlinks(out), err
-}
-
-// stripHyperlinks removes the OSC 8 hyperlinks glamour wraps around every
-// link, keeping their text: a link's target comes from the transcript, so
-// a terminal must never be handed it to open (file:, vscode:, or a target
-// that differs from the text shown). glamour prints the URL after a link's
-// text, so nothing a person needs is lost.
-func stripHyperlinks(s string) string {
-	const open = "\x1b]8;"
-	if !strings.Contains(s, open) {
-		return s
-	}
-	var b strings.Builder
-	for {
-		i := strings.Index(s, open)
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		rest := s[i+len(open):]
-		// The sequence ends with ST (ESC \) or BEL.
-		end, n := strings.Index(rest, "\x1b\\"), 2
-		if j := strings.IndexByte(rest, '\a'); j >= 0 && (end < 0 || j < end) {
-			end, n = j, 1
-		}
-		if end < 0 {
-			return b.String() // an unterminated sequence: drop the rest
-		}
-		s = rest[end+n:]
+// renderMarkdown renders text as markdown off the UI goroutine: a 64 kB
+// message takes milliseconds, too long for a keypress.
+func renderMarkdown(k mdKey, th markdown.Theme) tea.Cmd {
+	return func() (msg tea.Msg) {
+		defer func() {
+			if p := recover(); p != nil {
+				msg = markdownMsg{key: k, err: fmt.Errorf("rendering markdown: %v", p)}
+			}
+		}()
+		return markdownMsg{key: k, out: markdown.Render(k.text, k.width, th)}
 	}
 }
 
@@ -194,7 +113,7 @@ func (d *detailPane) set(k rowKey, rd *runData, st *Styles) tea.Cmd {
 		if out, ok := d.markdown[mk]; ok {
 			return out
 		}
-		missing = append(missing, renderMarkdown(mk))
+		missing = append(missing, renderMarkdown(mk, st.Markdown))
 		return ansi.Wrap(text, d.width, " -")
 	}
 	var text string

@@ -6,6 +6,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"tine/model"
+	"tine/tui/markdown"
 )
 
 // Styles holds every style the screens use, built for one background. It is
@@ -30,6 +31,7 @@ type Styles struct {
 	Key, KeyDesc             lipgloss.Style
 	DiffAdd, DiffDel         lipgloss.Style
 	DiffHunk, DiffFile       lipgloss.Style
+	Markdown                 markdown.Theme
 }
 
 // NewStyles builds the styles for a dark or light background. Colours are
@@ -95,6 +97,25 @@ func NewStyles(isDark bool) Styles {
 		DiffDel:     base.Foreground(red),
 		DiffHunk:    base.Foreground(cyan),
 		DiffFile:    base.Bold(true),
+	}
+	code := c("#953800", "#ffa657")
+	s.Markdown = markdown.Theme{
+		Heading:     base.Foreground(accent).Bold(true),
+		HeadingMark: base.Foreground(dim).Faint(true),
+		Emph:        base.Italic(true),
+		Strong:      base.Bold(true),
+		Strike:      base.Strikethrough(true),
+		Code:        base.Foreground(code),
+		CodeBlock:   base.Foreground(code),
+		CodeLabel:   base.Foreground(subtle).Italic(true),
+		Link:        base.Foreground(accent).Underline(true),
+		URL:         base.Foreground(dim).Faint(true),
+		Quote:       base.Foreground(subtle).Italic(true),
+		QuoteBar:    base.Foreground(dim),
+		Bullet:      base.Foreground(accent),
+		Rule:        base.Foreground(dim),
+		TableHead:   base.Bold(true),
+		HTML:        base.Foreground(subtle),
 	}
 	return s
 }

@@ -114,8 +114,9 @@ func TestPathologicalIsLinear(t *testing.T) {
 	for name, g := range grow {
 		// Sizes past where fresh memory costs jump on a small machine.
 		small, large := best(g(16_000)), best(g(128_000))
-		// 8 times the input: linear is 8x; quadratic would be 64x.
-		if large > 24*small+time.Millisecond {
+		// 8 times the input: linear is 8x; quadratic would be 64x. The
+		// margin is for a busy machine.
+		if large > 40*small+time.Millisecond {
 			t.Errorf("%s: %v for 16k, %v for 128k: not linear", name, small, large)
 		}
 	}
