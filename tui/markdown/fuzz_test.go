@@ -54,8 +54,8 @@ func lineProblem(l string, width int) error {
 }
 
 // FuzzRender: no input makes Render panic, emit a control character or an
-// escape sequence of its own choosing (only SGR), leave a style open at a
-// line's end, overflow the width, or hang.
+// escape sequence other than its own SGR (with no theme, none at all),
+// leave a style open at a line's end, overflow the width, or hang.
 func FuzzRender(f *testing.F) {
 	for _, s := range []string{
 		"# h\n\n*a* **b** `c` [d](e) ~~f~~\n\n- x\n  - y\n\n1. [ ] z\n\n> q\n\n```go\ncode\n```\n\n| a | b |\n|:-|-:|\n| 1 | 2 |",
@@ -81,6 +81,10 @@ func FuzzRender(f *testing.F) {
 			if err := lineProblem(l, width); err != nil {
 				t.Fatalf("line %d: %v: %q", i, err, l)
 			}
+		}
+		// With no styles, any escape at all came from the input.
+		if bare := Render(src, width, Theme{}); strings.IndexByte(bare, 0x1b) >= 0 {
+			t.Fatalf("an escape from the input: %q", bare)
 		}
 	})
 }

@@ -173,6 +173,7 @@ func TestWrapWidth(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		assert.LessOrEqual(t, ansi.StringWidth(l), 8)
 	}
+	assert.Equal(t, "中文 中文", plain("中文 中文", 9), "nine cells, though more bytes")
 }
 
 // TestTerminalSafety: nothing from the input reaches the terminal as an
@@ -212,6 +213,7 @@ func TestNarrowAndDeep(t *testing.T) {
 		assert.True(t, strings.HasPrefix(l, strings.Repeat("│ ", maxDepth)+">"), "quotes nest %d deep, the rest is text: %q", maxDepth, l)
 	}
 	assert.Equal(t, 100-maxDepth, strings.Count(out, ">"))
+	assert.Nil(t, outputProblem(Render(deep, 40, testTheme()), 40), "bars stop where they would leave no room")
 	var list strings.Builder
 	for i := range 60 {
 		list.WriteString(strings.Repeat("  ", i) + "- x\n")
