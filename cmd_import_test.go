@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/store"
 )
 
 func copyTo(t *testing.T, src, dst string) {
@@ -123,4 +126,54 @@ func TestImportIntoADamagedDatabase(t *testing.T) {
 		assert.NotContains(t, out, "No .jsonl or .json files there", "page %d: stopped, not empty", p)
 	}
 	assert.Positive(t, failed, "some damage is noticed")
+}
+
+// TestReimportOfUnchangedFilesSkipsTheStore: a second import of the same
+// files says they are unchanged without opening the store, exactly as the
+// store would say it; a file that grew afterwards, or a store written
+// since, sends the import through the store again.
+func TestReimportOfUnchangedFilesSkipsTheStore(t *testing.T) {
+	dir := t.TempDir()
+	copyTo(t, "testdata/openai/seed-example.json", filepath.Join(dir, "a.json"))
+	copyTo(t, "testdata/openai/seed-example.json", filepath.Join(dir, "b.json"))
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import", dir)
+	require.Equal(t, 0, code, errOut)
+	opened := storeImports.Load()
+	out, errOut, code := tine(t, db, "import", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "imported 0 runs, 0 messages from 2 files (0.0 MB in 0.00s); 2 unchanged\n", out)
+	fast, _, _ := tine(t, db, "import", dir, "--json")
+	assert.Equal(t, opened, storeImports.Load(), "the store was not opened")
+	require.NoError(t, os.Remove(db+"-scan"))
+	slow, _, _ := tine(t, db, "import", dir, "--json")
+	assert.Equal(t, opened+1, storeImports.Load())
+	seconds := regexp.MustCompile(`"seconds": [0-9.e-]+`)
+	assert.Equal(t, seconds.ReplaceAllString(slow, ""), seconds.ReplaceAllString(fast, ""), "the same summary either way")
+
+	// A grown file is read, through the store.
+	f, err := os.OpenFile(filepath.Join(dir, "b.json"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	out, errOut, code = tine(t, db, "import", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "; 1 unchanged, 1 rewritten, read again")
+	assert.Equal(t, opened+2, storeImports.Load())
+
+	// Another process wrote the store: its copy is not trusted.
+	_, errOut, code = tine(t, db, "import", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, opened+2, storeImports.Load(), "unchanged again")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	runs, err := st.RunsBySource(t.Context(), filepath.Join(dir, "a.json"))
+	require.NoError(t, err)
+	require.NotEmpty(t, runs)
+	require.NoError(t, st.SetHidden(t.Context(), runs[0].ID, true))
+	require.NoError(t, st.Close())
+	_, errOut, code = tine(t, db, "import", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, opened+3, storeImports.Load(), "the store changed since the copy")
 }

@@ -38,13 +38,18 @@ type env struct {
 	db             string // --db, else TINE_DB, else the default path
 }
 
+// dbPath is the store's path: --db, else TINE_DB, else the default.
+func (e *env) dbPath() (string, error) {
+	if e.db != "" {
+		return e.db, nil
+	}
+	return store.PathFromEnv()
+}
+
 func (e *env) open() (*store.Store, error) {
-	path := e.db
-	if path == "" {
-		var err error
-		if path, err = store.PathFromEnv(); err != nil {
-			return nil, err
-		}
+	path, err := e.dbPath()
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.Open(path)
 	if err != nil {

@@ -3,11 +3,13 @@ package importer
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -240,4 +242,30 @@ func TestASessionTineRanLandsOnItsFork(t *testing.T) {
 	runs, err := st.TreeRuns(ctx, parent.TreeID)
 	require.NoError(t, err)
 	assert.Len(t, runs, 2, "the session and tine's fork, once")
+}
+
+// TestUnchangedOnlyWhenNothingWouldBeRead: the shortcut's answer holds
+// only when every file is stored with its size and time; anything else
+// (a new file, a grown or touched one, one skipped or failed) needs Import.
+func TestUnchangedOnlyWhenNothingWouldBeRead(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	known := map[string]model.Source{"/a": {Path: "/a", Size: 10, MTime: at}, "/b": {Path: "/b", Size: 20, MTime: at}}
+	a, b := Found{Path: "/a", Size: 10, MTime: at}, Found{Path: "/b", Size: 20, MTime: at}
+	sum, ok := Unchanged([]Found{a, b}, known)
+	require.True(t, ok)
+	assert.Equal(t, 2, sum.Files)
+	assert.Equal(t, 2, sum.Unchanged)
+	assert.NotNil(t, sum.Errors, "lists are empty, not null, as Import's")
+	for name, f := range map[string]Found{
+		"new":     {Path: "/c", Size: 1, MTime: at},
+		"grown":   {Path: "/b", Size: 21, MTime: at},
+		"touched": {Path: "/b", Size: 20, MTime: at.Add(time.Nanosecond)},
+		"no time": {Path: "/b", Size: 20},
+		"skipped": {Path: "/b", Size: 20, MTime: at, Skip: "a named pipe"},
+		"failed":  {Path: "/b", Size: 20, MTime: at, Err: errors.New("cannot read")},
+	} {
+		_, ok := Unchanged([]Found{a, f}, known)
+		assert.False(t, ok, name)
+	}
 }
