@@ -150,7 +150,12 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	row("harness", r.Harness)
 	row("model", r.Model)
 	row("native", r.NativeID)
-	row("branched", fmt.Sprintf("after message %d (K=%d)", r.ForkAt, r.ForkAt))
+	if r.ForkAt == 0 {
+		// A replay of a session that began it (pi's keeps its own copy).
+		row("branched", "before its first message (K=0)")
+	} else {
+		row("branched", fmt.Sprintf("after message %d (K=%d)", r.ForkAt, r.ForkAt))
+	}
 	if r.SnapReason != "" {
 		row("snapped", fmt.Sprintf("asked %s, snapped to %d: %s", r.Asked, r.ForkAt, r.SnapReason))
 	}

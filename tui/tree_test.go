@@ -354,3 +354,16 @@ func TestMarkdownCache(t *testing.T) {
 	assert.LessOrEqual(t, len(d.markdown), maxMarkdown)
 	assert.Equal(t, "x", d.markdown[mdKey{text: fmt.Sprint(3*maxMarkdown - 1), width: 80}], "the newest is kept")
 }
+
+// TestForkDetailSaysWhereItBranched: a fork at K=0 (a replay of a pi
+// session from its start) is not "after message 0".
+func TestForkDetailSaysWhereItBranched(t *testing.T) {
+	t.Parallel()
+	st := NewStyles(true)
+	at := func(k int) string {
+		rd := &runData{node: &model.Node{Run: model.Run{ID: "f", Name: "f", ParentID: "p", ForkAt: k}}}
+		return ansi.Strip(forkDetail(rd, 80, &st))
+	}
+	assert.Contains(t, at(3), "after message 3 (K=3)")
+	assert.Contains(t, at(0), "before its first message (K=0)")
+}

@@ -217,15 +217,15 @@ func envInt(name string, def int) int {
 // TINE_BENCH_CORPUS (its projects folder) into a fresh database; skipped
 // when the variable is unset. It is what issue 9 measures against ccusage.
 //
-// Measured 2026-12-01 on the shared 2-core machine, wall time of the
-// binaries against ccusage@20.0.24 session --json --offline, alternating,
-// 5 rounds, medians (load about 3): ccusage 0.434 s; tine's first import
-// 1.32x ccusage (2.07x before many-row inserts, text indexed at commit,
-// 32 MB batches and readers a batch ahead; 4.6x before parallel parsing);
-// re-import of the unchanged corpus 0.19x, of an empty folder 0.22x: the
-// re-import is tine starting. A build without the TUI's packages (glamour,
-// chroma, goldmark: their init is about 40 ms) re-imports in 0.10x.
-// Under more load ccusage, on one core, loses less: up to 1.7x seen.
+// Measured with testdata/bench/side_by_side.py (the binaries against
+// ccusage@20.0.24 session --json --offline, alternating, medians) on the
+// shared 2-core machine. 2026-12-01, 9 rounds, load about 1.2: ccusage
+// 0.346 s; tine's first import 1.40x (2.07x before many-row inserts, text
+// indexed at commit, 32 MB batches and readers a batch ahead; 4.6x before
+// parallel parsing); re-import of the unchanged corpus 0.077x (26.5 ms:
+// 0.19x while glamour's dependencies took ~35 ms of package init at every
+// start, 0.089x before the scan file spared opening the store). The first
+// import's ratio moves with load: 1.32x at load 3, up to 1.7x seen.
 func BenchmarkImportSharedCorpus(b *testing.B) {
 	dir := os.Getenv("TINE_BENCH_CORPUS")
 	if dir == "" {
