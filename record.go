@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/acp"
 	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
@@ -25,7 +26,7 @@ import (
 
 // upstreamOf is where an agent's model calls really go, and the key they
 // need: the environment tine runs in (ANTHROPIC_BASE_URL and
-// ANTHROPIC_API_KEY for Claude Code), Codex's provider in its config.toml
+// ANTHROPIC_API_KEY for Claude Code, also behind an ACP agent), Codex's provider in its config.toml
 // (the built-in one: OPENAI_API_KEY), pi's provider of the run's model in
 // its models.json. A Claude or ChatGPT login's token cannot go through the
 // gateway, so a key is required.
@@ -38,7 +39,8 @@ func upstreamOf(run model.Run) (replay.Wire, replay.Upstream, error) {
 		return def
 	}
 	switch hname {
-	case claude.Harness:
+	case claude.Harness, acp.Name:
+		// An ACP run's Record capability says Claude Code is behind it.
 		key := os.Getenv("ANTHROPIC_API_KEY")
 		if key == "" {
 			return "", replay.Upstream{}, fmt.Errorf("recording and replaying Claude Code need ANTHROPIC_API_KEY: a Claude login's token cannot go through tine's gateway")

@@ -415,3 +415,102 @@ func lanServer(t *testing.T) string {
 	}
 	return ""
 }
+
+// TestReplayACP: Claude Code behind claude-agent-acp is recorded through
+// tine's gateway (its fork a handoff, three Bash steps) and replayed to
+// step 2, verified without a model call, then forked with a live
+// continuation.
+func TestReplayACP(t *testing.T) {
+	dir := os.Getenv("TINE_AGENTS_BIN")
+	if dir == "" {
+		dir = "/tmp/tine-agents/node_modules/.bin"
+	}
+	acpBin := agentBin(t, "claude-agent-acp")
+	claudeExe, err := filepath.EvalSymlinks(filepath.Join(dir, "claude"))
+	if err != nil {
+		t.Skipf("claude is not installed in %s", dir)
+	}
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("first\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "input.txt"), []byte("hello\n"), 0o644))
+	git(t, project, "add", ".")
+	git(t, project, "commit", "-q", "-m", "notes")
+	a := setupAgent(t, "claude", home, srv.URL())
+	on := replies(srv)
+	on("turn-one", modelserver.Reply{Text: "Hello."})
+	on("turn-two", modelserver.Reply{Text: "Noted."})
+	session := a.session(t)
+	asShell(t, append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+
+	on("acp-main",
+		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
+		modelserver.Reply{Text: "Input read."})
+	out, errOut, code := tine(t, db, "fork", session, "--harness", "acp", "--handoff", "--name", "acprec",
+		"-m", "acp-main: do the task", "--record", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	rec, err := st.Resolve(t.Context(), "acprec")
+	require.NoError(t, err)
+	tape, err := st.Tape(t.Context(), rec.ID)
+	st.Close()
+	require.NoError(t, err)
+	require.Len(t, tape, 3, "one model call a step")
+
+	calls := func() int { return len(srv.ModelRequests()) }
+	before := calls()
+	r, errOut, code := replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
+	require.Len(t, r.Trials, 1)
+	assert.Equal(t, 2, r.Trials[0].Replayed)
+	assert.Equal(t, before, calls(), "a replay that verifies never calls the model")
+	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "first\nsecond\n", string(b), "the replayed tool ran in the trial's worktree")
+	out, _, _ = tine(t, db, "ls", "--json")
+	var runs []struct {
+		ID       string `json:"id"`
+		ForkAt   int    `json:"fork_at"`
+		Messages int    `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &runs))
+	for _, run := range runs {
+		if run.ID == r.Trials[0].ID {
+			assert.Equal(t, run.ForkAt, run.Messages, "what the agent did again up to step 2 is inherited, not stored twice")
+		}
+	}
+
+	// Another base, where the file the run reads differs: a tool
+	// divergence when step 3's request carries the output.
+	git(t, project, "checkout", "-q", "-b", "other")
+	require.NoError(t, os.WriteFile(filepath.Join(project, "input.txt"), []byte("changed\n"), 0o644))
+	git(t, project, "commit", "-q", "-am", "other")
+	other := git(t, project, "rev-parse", "HEAD")
+	git(t, project, "checkout", "-q", "main")
+	r, _, code = replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "0", "--base", other)
+	assert.Equal(t, 1, code)
+	require.Equal(t, "diverged", r.Status)
+	require.NotNil(t, r.Divergence)
+	assert.Equal(t, "tool", r.Divergence.Kind)
+	assert.Equal(t, 3, r.Divergence.Step)
+	assert.Contains(t, r.Divergence.Diff, "+changed")
+
+	on("acp-main", modelserver.Reply{Text: "Input read."})
+	r, errOut, code = replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "1")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
+	require.NotNil(t, r.Trials[0].AA, r.Trials[0].AAReason)
+	assert.True(t, *r.Trials[0].AA, r.Trials[0].AAReason)
+	assert.Equal(t, before+1, calls(), "the continuation went live at step 3")
+}

@@ -121,6 +121,19 @@ type TurnRequest struct {
 // PlaceholderKey is the API key an agent pointed at tine's gateway gets.
 const PlaceholderKey = "tine-gateway-placeholder"
 
+// AnthropicGatewayEnv points Claude Code (run as itself, or behind an ACP
+// agent) at tine's gateway at url: its base URL, a key that is not the
+// real one, no login token, and none of the calls that are not the
+// conversation's (so a tape holds one model call a step). Nothing when url
+// is empty.
+func AnthropicGatewayEnv(url string) []string {
+	if url == "" {
+		return nil
+	}
+	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + PlaceholderKey,
+		"ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}
+
 // Conversation is what a turn sends: the prefix, then the person's new
 // message when there is one (stamped at), which is returned too so the
 // harness can report it.

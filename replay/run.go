@@ -45,7 +45,7 @@ var NoNetwork = []string{
 var ownEntries = map[string]bool{"pi": true}
 
 // harnessWire is the wire format of each agent tine can replay.
-var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses}
+var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses, "acp": WireAnthropic}
 
 // MaxContinuations bounds k.
 const MaxContinuations = 10
@@ -154,7 +154,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
 	if err != nil || !h.Capabilities().Record {
-		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code, Codex and pi runs only", orUnknown(run.Harness))}
+		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code (also behind ACP), Codex and pi runs only", orUnknown(run.Harness))}
 	}
 	steps, err := p.Store.Tape(ctx, run.ID)
 	if err != nil {
@@ -169,6 +169,10 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		if tape, err = DecodeTape(steps); err != nil {
 			return nil, err
 		}
+	} else if run.Harness == "acp" {
+		// tine wrote this transcript from ACP's updates, not the agent's
+		// own file: not a faithful enough record of its model calls.
+		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape: an ACP run replays only from one recorded with --record", run.Label())}
 	} else if tape, err = TranscriptTape(p.wireOf(run), msgs, run.ForkAt); err != nil {
 		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape (record one with --record): %v", run.Label(), err)}
 	}

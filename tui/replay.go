@@ -76,8 +76,8 @@ func (a *App) openReplay() tea.Cmd {
 	switch {
 	case a.opts.Replayer == nil:
 		return a.setStatus("replay is not available here", levelWarn)
-	case run.Harness != "claude" && run.Harness != "codex" && run.Harness != "pi":
-		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code, Codex and pi runs", orDash(run.Harness)), levelWarn)
+	case !a.replayable(run):
+		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code (also behind ACP), Codex and pi runs", orDash(run.Harness)), levelWarn)
 	case run.Status == model.Running:
 		return a.setStatus(model.SafeText(run.Label())+" is running: replay it when it has finished", levelWarn)
 	}
@@ -392,4 +392,17 @@ func (p *replayPanel) view(st *Styles) string {
 	}
 	b.WriteString("\n" + st.Subtle.Render(tail))
 	return b.String()
+}
+
+// replayable reports whether tine can point run's agent at its gateway,
+// which a replay needs: the registered harness's capabilities, else the
+// table's (the Replayer then says what is missing, in the panel).
+func (a *App) replayable(run model.Run) bool {
+	caps := harness.Known[run.Harness]
+	if a.opts.Driver != nil {
+		if h, err := a.opts.Driver.Harnesses.Get(run.Harness); err == nil {
+			caps = h.Capabilities()
+		}
+	}
+	return caps.Record && caps.OwnSessions
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/acp"
 	"tine/harness/script"
 	"tine/model"
 	"tine/replay"
@@ -16,12 +17,15 @@ import (
 )
 
 // claudeStore holds one Claude Code run of three steps, as imported.
-func claudeStore(t *testing.T) *store.Store {
+func claudeStore(t *testing.T) *store.Store { return runStore(t, "claude") }
+
+// runStore holds one run of three steps by the harness named.
+func runStore(t *testing.T, hname string) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	r := &model.Run{Title: "append and read", Harness: "claude", NativeID: "sess-1", Cwd: t.TempDir(), CreatedAt: t0}
+	r := &model.Run{Title: "append and read", Harness: hname, NativeID: "sess-1", Cwd: t.TempDir(), CreatedAt: t0}
 	require.NoError(t, st.CreateRun(context.Background(), r, []model.Message{
 		text(model.User, "append a line and read it"),
 		callMsg("c1"), resultMsg("c1", "done"),
@@ -120,4 +124,25 @@ func TestCompareSaysWhichRunsAreReplays(t *testing.T) {
 	d.keys("c")
 	require.NotNil(t, d.a.compare, d.plain())
 	assert.Contains(t, d.plain(), "↻ step 2 verified")
+}
+
+// TestReplayOfAnACPRun: R opens the Replay panel on a run of Claude Code
+// behind ACP, and says at once that another ACP agent's run cannot be
+// replayed.
+func TestReplayOfAnACPRun(t *testing.T) {
+	for agent, opens := range map[string]bool{"claude-agent-acp": true, "gemini": false} {
+		st := runStore(t, "acp")
+		drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(acp.New(acp.Config{Command: []string{agent}}))}
+		d := newDriverWith(t, st, 120, 30, drv)
+		d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
+		d.keys("enter")
+		require.NotNil(t, d.a.tree)
+		d.a.tree.cursor = 4
+		d.a.tree.clamp()
+		d.keys("R")
+		assert.Equal(t, opens, d.a.replay != nil, agent)
+		if !opens {
+			assert.Contains(t, d.plain(), "acp runs cannot be replayed", agent)
+		}
+	}
 }

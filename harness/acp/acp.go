@@ -227,8 +227,20 @@ func (h *Harness) Name() string { return h.cfg.Name }
 
 // Capabilities implements harness.Harness: the static table (rule 8). What
 // a given agent can do is only known from its initialize answer, which
-// Turn checks before it forks or resumes, and Describe reports.
-func (h *Harness) Capabilities() harness.Capabilities { return harness.Known[Name] }
+// Turn checks before it forks or resumes, and Describe reports. Record is
+// true for Claude Code behind ACP (claude-agent-acp, claude-code-acp): it
+// takes Claude Code's environment, so its model calls can be pointed at
+// tine's gateway; of another agent tine cannot know where they go.
+func (h *Harness) Capabilities() harness.Capabilities {
+	c := harness.Known[Name]
+	c.Record = h.claudeBehind()
+	return c
+}
+
+// claudeBehind reports whether the agent is Claude Code behind ACP.
+func (h *Harness) claudeBehind() bool {
+	return strings.Contains(h.agentName(), "claude")
+}
 
 // needs is what Describe says the harness needs.
 const needs = "TINE_ACP_AGENT (an ACP agent command, e.g. claude-agent-acp from npm @zed-industries/claude-agent-acp)"
@@ -283,7 +295,7 @@ func (h *Harness) Describe(ctx context.Context) harness.Description {
 	d.Installed, d.Path = true, path
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
-	a, err := h.start(ctx, "", nil)
+	a, err := h.start(ctx, "", nil, nil)
 	if err != nil {
 		d.Problem = err.Error()
 		return d

@@ -799,3 +799,14 @@ func TestRootHint(t *testing.T) {
 	h = New(Config{Command: []string{"codex-acp"}, Env: []string{"IS_SANDBOX=yes"}})
 	assert.Equal(t, boom, h.rootHint(boom), "only Claude's agent")
 }
+
+// TestRecordsOnlyClaudeCodeBehindACP: tine can point the model calls of
+// Claude Code behind an ACP agent at its gateway (it takes Claude Code's
+// environment); of any other agent it cannot know where they go.
+func TestRecordsOnlyClaudeCodeBehindACP(t *testing.T) {
+	t.Parallel()
+	assert.True(t, New(Config{Command: []string{"/usr/bin/claude-agent-acp"}}).Capabilities().Record)
+	assert.True(t, New(Config{Command: []string{"claude-code-acp", "--flag"}}).Capabilities().Record)
+	assert.False(t, New(Config{Command: []string{"gemini", "--experimental-acp"}}).Capabilities().Record)
+	assert.Equal(t, harness.Known[Name].Fork, New(Config{}).Capabilities().Fork, "the rest is the table's")
+}

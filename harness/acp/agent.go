@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,7 +67,7 @@ func (w stdinWriter) Write(b []byte) (int, error) {
 }
 
 // start runs the agent in dir and connects client to it.
-func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*agent, error) {
+func (h *Harness) start(ctx context.Context, dir string, client sdk.Client, env []string) (*agent, error) {
 	if err := h.commandProblem(); err != nil {
 		return nil, err
 	}
@@ -95,7 +96,7 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client) (*ag
 		Bin:     h.cfg.Command[0],
 		Args:    h.cfg.Command[1:],
 		Dir:     dir,
-		Env:     h.cfg.Env,
+		Env:     append(slices.Clip(h.cfg.Env), env...),
 		Stdin:   inR,
 		Stall:   h.cfg.Stall,
 		Grace:   grace,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,13 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	}
 	t := &turn{h: h, req: req, dir: dir, out: newEmitter(emit)}
 	t.asm = newAssembler("", h.now, t.out.push)
-	a, err := h.start(ctx, dir, t)
+	// A recorded or replayed turn: Claude Code behind the agent calls
+	// tine's gateway (only such agents say Record).
+	env := slices.Clip(req.Env)
+	if h.claudeBehind() {
+		env = append(env, harness.AnthropicGatewayEnv(req.ModelURL)...)
+	}
+	a, err := h.start(ctx, dir, t, env)
 	if err != nil {
 		t.out.close()
 		return err

@@ -115,7 +115,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Bin:     h.cfg.Bin,
 		Args:    pl.args,
 		Dir:     pl.dir,
-		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), gatewayEnv(req.ModelURL)...),
+		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL)...),
 		Stdin:   bytes.NewReader(append(stdin, '\n')),
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,
@@ -126,17 +126,6 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("skipped %d lines of claude's output that were not JSON", res.Skipped)})
 	}
 	return s.outcome(ctx, res, err, req.Permissions)
-}
-
-// gatewayEnv points Claude Code at tine's gateway: its base URL, a key
-// that is not the real one, no login token, and none of the calls that
-// are not the conversation's (so a tape holds one model call a step).
-func gatewayEnv(url string) []string {
-	if url == "" {
-		return nil
-	}
-	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + harness.PlaceholderKey,
-		"ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 }
 
 // plan is how one turn runs: the command line, the prompt and what is
