@@ -513,4 +513,17 @@ func TestReplayACP(t *testing.T) {
 	require.NotNil(t, r.Trials[0].AA, r.Trials[0].AAReason)
 	assert.True(t, *r.Trials[0].AA, r.Trials[0].AAReason)
 	assert.Equal(t, before+1, calls(), "the continuation went live at step 3")
+
+	// A native ACP fork (session/fork of the recorded run's session),
+	// recorded, replays from that same session.
+	on("acp-native",
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat notes.txt")}},
+		modelserver.Reply{Text: "Notes read."})
+	out, errOut, code = tine(t, db, "fork", "acprec", "--name", "acpnative", "-m", "acp-native: read the notes", "--record", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	before = calls()
+	r, errOut, code = replayJSONOf(t, db, "acpnative", "--at-step", "1", "--continuations", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
+	assert.Equal(t, before, calls())
 }
