@@ -370,11 +370,33 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 		}
 	}
 	t.clamp()
-	cmds := []tea.Cmd{next, a.syncDetail()}
+	cmds := []tea.Cmd{next, a.syncDetail(), a.closeStale()}
 	if a.treeRunning() {
 		cmds = append(cmds, a.spin())
 	}
 	return tea.Batch(cmds...)
+}
+
+// closeStale closes the Fork or next-turn dialog or the Replay panel when
+// the run it was opened on is gone from the tree: an import read its file again and
+// replaced its runs, and forking or replaying the old id would fail.
+func (a *App) closeStale() tea.Cmd {
+	gone := func(id string) bool {
+		_, ok := a.tree.data.index[id]
+		return !ok
+	}
+	var what string
+	switch {
+	case a.dialog != nil && gone(a.dialog.parent.ID):
+		a.dialog, what = nil, "the Fork dialog"
+	case a.turn != nil && gone(a.turn.run.ID):
+		a.turn, what = nil, "the next-turn dialog"
+	case a.replay != nil && !a.replay.started && gone(a.replay.run.ID):
+		a.replay, what = nil, "the Replay panel"
+	default:
+		return nil
+	}
+	return a.setStatus("closed "+what+": the run's file was read again and its runs replaced; open it again on the new tree", levelWarn)
 }
 
 // shutdown cancels everything running (forks, an import, reads) through

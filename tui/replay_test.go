@@ -146,3 +146,32 @@ func TestReplayOfAnACPRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDialogsCloseWhenTheirRunIsReadAgain: an import that reads the open
+// tree's file again replaces its runs; a Fork dialog, next-turn dialog or
+// Replay panel open on an old run closes, saying why, instead of failing
+// later on an id that is gone.
+func TestDialogsCloseWhenTheirRunIsReadAgain(t *testing.T) {
+	for _, key := range []string{"f", "m", "R"} {
+		st := claudeStore(t)
+		drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+		d := newDriverWith(t, st, 120, 30, drv)
+		d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
+		d.keys("enter")
+		require.NotNil(t, d.a.tree)
+		d.a.tree.cursor = 4
+		d.a.tree.clamp()
+		d.keys(key)
+		open := func() bool { return d.a.dialog != nil || d.a.turn != nil || d.a.replay != nil }
+		require.True(t, open(), key)
+		old := d.a.tree.data.root.Run.ID
+		// The file read again: the same transcript under a new run.
+		again := &model.Run{Title: "append and read", Harness: "claude", NativeID: "sess-1", Cwd: t.TempDir(), CreatedAt: t0}
+		require.NoError(t, st.CreateRun(context.Background(), again, []model.Message{text(model.User, "append a line and read it")}))
+		data, err := LoadTree(context.Background(), st, again.TreeID, nil)
+		require.NoError(t, err)
+		d.send(treeLoadedMsg{id: old, data: data, reload: true})
+		assert.False(t, open(), key)
+		assert.Contains(t, d.plain(), "its runs replaced", key)
+	}
+}
