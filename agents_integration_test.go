@@ -450,16 +450,24 @@ func agentForksEndToEnd(t *testing.T, name string) {
 // each in its own worktree, the check picks one); the handoff fork's own
 // ACP session is then forked natively at its end (session/fork), and that
 // fork's next turn resumes its own session.
-func TestACPForksEndToEnd(t *testing.T) {
+// claudeBehindACP finds claude-agent-acp and the claude executable it
+// runs (CLAUDE_CODE_EXECUTABLE), skipping the test without them.
+func claudeBehindACP(t *testing.T) (acpBin, claudeExe string) {
+	t.Helper()
 	dir := os.Getenv("TINE_AGENTS_BIN")
 	if dir == "" {
 		dir = "/tmp/tine-agents/node_modules/.bin"
 	}
-	acpBin := agentBin(t, "claude-agent-acp")
+	acpBin = agentBin(t, "claude-agent-acp")
 	claudeExe, err := filepath.EvalSymlinks(filepath.Join(dir, "claude"))
 	if err != nil {
 		t.Skipf("claude is not installed in %s", dir)
 	}
+	return acpBin, claudeExe
+}
+
+func TestACPForksEndToEnd(t *testing.T) {
+	acpBin, claudeExe := claudeBehindACP(t)
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()

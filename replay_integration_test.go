@@ -421,15 +421,7 @@ func lanServer(t *testing.T) string {
 // step 2, verified without a model call, then forked with a live
 // continuation.
 func TestReplayACP(t *testing.T) {
-	dir := os.Getenv("TINE_AGENTS_BIN")
-	if dir == "" {
-		dir = "/tmp/tine-agents/node_modules/.bin"
-	}
-	acpBin := agentBin(t, "claude-agent-acp")
-	claudeExe, err := filepath.EvalSymlinks(filepath.Join(dir, "claude"))
-	if err != nil {
-		t.Skipf("claude is not installed in %s", dir)
-	}
+	acpBin, claudeExe := claudeBehindACP(t)
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()

@@ -35,19 +35,25 @@ func runStore(t *testing.T, hname string) *store.Store {
 	return st
 }
 
-// TestReplayFromTheTree: R on a message opens the Replay panel at that
-// message's step; the run's missing base is asked for and, left empty,
-// refused in the panel with what to give; esc closes it.
-func TestReplayFromTheTree(t *testing.T) {
-	st := claudeStore(t)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+// atStep2 opens st's run in the tree, with reg's harnesses and a
+// Replayer, the cursor on the result of step 2.
+func atStep2(t *testing.T, st *store.Store, reg *harness.Registry) *driver {
+	t.Helper()
+	drv := &harness.Driver{Store: st, Harnesses: reg}
 	d := newDriverWith(t, st, 120, 30, drv)
 	d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
 	d.keys("enter")
 	require.NotNil(t, d.a.tree)
-	// The cursor on the result of step 2.
 	d.a.tree.cursor = 4
 	d.a.tree.clamp()
+	return d
+}
+
+// TestReplayFromTheTree: R on a message opens the Replay panel at that
+// message's step; the run's missing base is asked for and, left empty,
+// refused in the panel with what to give; esc closes it.
+func TestReplayFromTheTree(t *testing.T) {
+	d := atStep2(t, claudeStore(t), harness.NewRegistry(&script.Harness{}))
 	d.keys("R")
 	require.NotNil(t, d.a.replay, d.plain())
 	assert.Contains(t, d.plain(), "Replay append and read to step 2 of 3")
@@ -131,14 +137,7 @@ func TestCompareSaysWhichRunsAreReplays(t *testing.T) {
 // replayed.
 func TestReplayOfAnACPRun(t *testing.T) {
 	for agent, opens := range map[string]bool{"claude-agent-acp": true, "gemini": false} {
-		st := runStore(t, "acp")
-		drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(acp.New(acp.Config{Command: []string{agent}}))}
-		d := newDriverWith(t, st, 120, 30, drv)
-		d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
-		d.keys("enter")
-		require.NotNil(t, d.a.tree)
-		d.a.tree.cursor = 4
-		d.a.tree.clamp()
+		d := atStep2(t, runStore(t, "acp"), harness.NewRegistry(acp.New(acp.Config{Command: []string{agent}})))
 		d.keys("R")
 		assert.Equal(t, opens, d.a.replay != nil, agent)
 		if !opens {
@@ -154,13 +153,7 @@ func TestReplayOfAnACPRun(t *testing.T) {
 func TestDialogsCloseWhenTheirRunIsReadAgain(t *testing.T) {
 	for _, key := range []string{"f", "m", "R"} {
 		st := claudeStore(t)
-		drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
-		d := newDriverWith(t, st, 120, 30, drv)
-		d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
-		d.keys("enter")
-		require.NotNil(t, d.a.tree)
-		d.a.tree.cursor = 4
-		d.a.tree.clamp()
+		d := atStep2(t, st, harness.NewRegistry(&script.Harness{}))
 		d.keys(key)
 		open := func() bool { return d.a.dialog != nil || d.a.turn != nil || d.a.replay != nil }
 		require.True(t, open(), key)
