@@ -636,6 +636,20 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 		assert.True(t, byName["codex"].Installed)
 		assert.Contains(t, byName["codex"].Version, "0.169.0")
 	}
+	// The table says which harnesses a replay can rebuild: the agents
+	// (Claude Code also behind ACP), not the model APIs, which run no tools.
+	t.Setenv("TINE_ACP_AGENT", "claude-agent-acp")
+	out, _, code = tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
+	require.Equal(t, 0, code)
+	lines := strings.Split(out, "\n")
+	require.Equal(t, "REPLAY", strings.Fields(lines[0])[8]) // "AT CHECKPOINT" is two fields
+	replays := map[string]string{}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) > 8 && byName[f[0]].Name != "" {
+			replays[f[0]] = f[7]
+		}
+	}
+	assert.Equal(t, map[string]string{"acp": "yes", "anthropic": "-", "claude": "yes", "codex": "yes", "openai": "-", "pi": "yes", "script": "-"}, replays)
 }
 
 // TestRecordAClaudeForkAsItsTape: with --record, a fork's Claude Code turns

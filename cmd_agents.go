@@ -258,7 +258,7 @@ func describeHarnesses(ctx context.Context, reg *harness.Registry) []harnessJSON
 
 func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "harnesses", "[--json]",
-		"List every harness: whether it is installed here (path, version), what it can do\n(fork, fork at a checkpoint, resume, run tools, stream) and what it needs.")
+		"List every harness: whether it is installed here (path, version), what it can do\n(fork, fork at a checkpoint, resume, run tools, stream, be recorded and replayed)\nand what it needs.")
 	asJSON := f.Bool("json", false, "print JSON")
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
@@ -274,7 +274,7 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 		return "-"
 	}
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HARNESS\tHERE\tFORK\tAT CHECKPOINT\tRESUME\tTOOLS\tSTREAM\tVERSION\tNEEDS")
+	fmt.Fprintln(tw, "HARNESS\tHERE\tFORK\tAT CHECKPOINT\tRESUME\tTOOLS\tSTREAM\tREPLAY\tVERSION\tNEEDS")
 	for _, h := range hs {
 		here := "yes"
 		if !h.Installed {
@@ -288,8 +288,11 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 			needs += n
 		}
 		c := h.Capabilities
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, here, yes(c.Fork), yes(c.ForkAtK), yes(c.Resume),
-			yes(c.Tools), yes(c.Stream), harness.OneLine(h.Version, 30), harness.OneLine(needs, 120))
+		// Replayed: its model calls can go through tine's gateway and it
+		// runs tools again in a worktree (the model APIs record, but run
+		// no tools: they are forked at any step instead).
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, here, yes(c.Fork), yes(c.ForkAtK), yes(c.Resume),
+			yes(c.Tools), yes(c.Stream), yes(c.Record && c.OwnSessions), harness.OneLine(h.Version, 30), harness.OneLine(needs, 120))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
