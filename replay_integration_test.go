@@ -519,3 +519,60 @@ func TestReplayACP(t *testing.T) {
 	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 	assert.Equal(t, before, calls())
 }
+
+// TestReplayPiBuiltinProvider: a pi session on pi's built-in anthropic
+// provider (routed to the model server by a models.json entry of that
+// name, as pi lets a person route it through a proxy) is recorded through
+// tine's gateway and replayed: the turn keeps its provider and model.
+func TestReplayPiBuiltinProvider(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("first\n"), 0o644))
+	git(t, project, "add", ".")
+	git(t, project, "commit", "-q", "-m", "notes")
+	a := setupAgent(t, "pi", home, srv.URL())
+	agentDir := filepath.Join(home, ".pi", "agent")
+	require.NoError(t, os.WriteFile(filepath.Join(agentDir, "models.json"),
+		[]byte(`{"providers": {"anthropic": {"baseUrl": "`+srv.URL()+`"}}}`), 0o644))
+	a.env = append(a.env, "ANTHROPIC_API_KEY=test-key")
+	on := replies(srv)
+	on("turn-one", modelserver.Reply{Text: "Hello."})
+	lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "say hello turn-one")
+	session := field(lines, "type", "session", "id")
+	require.NotEmpty(t, session)
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+
+	on("pib-main",
+		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
+		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat notes.txt")}},
+		modelserver.Reply{Text: "Notes read."})
+	out, errOut, code := tine(t, db, "fork", session, "--name", "pib", "-m", "pib-main: do the task", "--record", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
+	reqs := srv.ModelRequests()
+	assert.Equal(t, "claude-sonnet-4-5", reqs[len(reqs)-1].Model, "the turn kept its built-in model")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	rec, err := st.Resolve(t.Context(), "pib")
+	require.NoError(t, err)
+	tape, err := st.Tape(t.Context(), rec.ID)
+	st.Close()
+	require.NoError(t, err)
+	require.Len(t, tape, 3, "one model call a step, through the gateway")
+
+	before := len(srv.ModelRequests())
+	r, errOut, code := replayJSONOf(t, db, "pib", "--at-step", "2", "--continuations", "0")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
+	assert.Equal(t, before, len(srv.ModelRequests()), "a replay that verifies never calls the model")
+	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "first\nsecond\n", string(b))
+}

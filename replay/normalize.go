@@ -72,23 +72,31 @@ func lazyRE(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
+// What pi's system prompt states, whichever wire its provider speaks
+// (Chat Completions, or its built-in Anthropic and OpenAI providers).
+const piCwd = `Current working directory: ([^\n]+)`
+
+var piDate = textRule{"Current date: ", lazyRE(`Current date: [^\n]*`), "Current date: <date>"}
+
 var rules = map[Wire]normRules{
 	WireAnthropic: {
 		// Also the "# Environment update" a session resumed in another
 		// directory (a fork's worktree) gets: "...: <new> (was <old>)".
-		cwd:     lazyRE(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)`),
+		cwd:     lazyRE(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)|` + piCwd),
 		mangled: true,
 		text: []textRule{
 			{"# gitStatus", lazyRE(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
 			{"Today's date is ", lazyRE(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
+			piDate,
 		},
 		drop:           []string{"metadata", "stream", "stream_options"},
 		dropEverywhere: []string{"cache_control"},
 	},
 	WireResponses: {
-		cwd: lazyRE(`<cwd>([^<]+)</cwd>`),
+		cwd: lazyRE(`<cwd>([^<]+)</cwd>|` + piCwd),
 		text: []textRule{
 			{"<current_date>", lazyRE(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
+			piDate,
 		},
 		drop:        []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"},
 		dropItemIDs: "input",
@@ -98,10 +106,8 @@ var rules = map[Wire]normRules{
 		},
 	},
 	WireChat: {
-		cwd: lazyRE(`Current working directory: ([^\n]+)`),
-		text: []textRule{
-			{"Current date: ", lazyRE(`Current date: [^\n]*`), "Current date: <date>"},
-		},
+		cwd:  lazyRE(piCwd),
+		text: []textRule{piDate},
 		drop: []string{"stream", "stream_options"},
 	},
 }
@@ -179,7 +185,13 @@ func (n *normalizer) findCwd(v any) {
 	switch t := v.(type) {
 	case string:
 		for _, m := range n.r.cwd().FindAllStringSubmatch(t, -1) {
-			c := strings.TrimSpace(m[1])
+			// The first group that matched: one wire, several agents.
+			c := ""
+			for _, g := range m[1:] {
+				if c = strings.TrimSpace(g); c != "" {
+					break
+				}
+			}
 			if len(c) > 1 && !slices.Contains(n.cwds, c) {
 				n.cwds = append(n.cwds, c)
 				if n.r.mangled {

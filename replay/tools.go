@@ -10,15 +10,19 @@ import (
 // run them again for real (rule 9 in ARCHITECTURE.md). A shell can still
 // reach the network; what that prints shows up as a network divergence.
 var localTools = map[Wire]map[string]bool{
-	// Claude Code 2.1.328.
-	WireAnthropic: set("Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
-		"Glob", "Grep", "LS", "TodoWrite", "ExitPlanMode"),
-	// Codex 0.169.0.
-	WireResponses: set("exec_command", "write_stdin", "shell", "shell_command", "local_shell", "apply_patch",
-		"update_plan", "view_image"),
+	// Claude Code 2.1.328 (also behind ACP), and pi on its built-in
+	// anthropic provider.
+	WireAnthropic: set(append([]string{"Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
+		"Glob", "Grep", "LS", "TodoWrite", "ExitPlanMode"}, piTools...)...),
+	// Codex 0.169.0, and pi on its built-in openai provider.
+	WireResponses: set(append([]string{"exec_command", "write_stdin", "shell", "shell_command", "local_shell", "apply_patch",
+		"update_plan", "view_image"}, piTools...)...),
 	// pi 0.73.1 (and the openai harness, which runs no tools).
-	WireChat: set("bash", "read", "write", "edit", "ls", "grep", "find"),
+	WireChat: set(piTools...),
 }
+
+// piTools are pi 0.73.1's tools, whichever wire its provider speaks.
+var piTools = []string{"bash", "read", "write", "edit", "ls", "grep", "find"}
 
 func set(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

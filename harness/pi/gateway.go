@@ -18,8 +18,10 @@ import (
 // "tine-gateway", a copy of the provider the turn uses whose baseUrl is the
 // gateway and whose key is a placeholder; the person's settings.json and
 // auth.json alongside; sessions where they always are
-// (PI_CODING_AGENT_SESSION_DIR). Only providers defined in models.json can
-// be recorded: pi's built-in ones keep their URLs inside pi.
+// (PI_CODING_AGENT_SESSION_DIR). pi's built-in anthropic and openai
+// providers are recorded through pi's own way to route one through a
+// proxy: an entry of that name in models.json whose baseUrl is the
+// gateway; the turn keeps its provider and model.
 
 // gatewayProvider names the provider a recorded turn uses.
 const gatewayProvider = "tine-gateway"
@@ -35,6 +37,21 @@ type Provider struct {
 	Key string
 	// raw is the provider's definition, for the gateway's copy.
 	raw map[string]any
+	// Builtin: one of pi's own providers (builtins), not defined in
+	// models.json (which may still route it through a baseUrl of its own).
+	Builtin bool
+}
+
+// builtin is one of pi's built-in providers, as pi 0.73.1 defines it.
+type builtin struct {
+	api, baseURL, keyEnv string
+}
+
+// builtins are pi's providers tine can record: those whose wire tine's
+// gateway speaks.
+var builtins = map[string]builtin{
+	"anthropic": {"anthropic-messages", "https://api.anthropic.com", "ANTHROPIC_API_KEY"},
+	"openai":    {"openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY"},
 }
 
 // ProviderFor finds the provider of model (its id; "" means the default
@@ -52,19 +69,23 @@ func ProviderFor(env []string, model string) (Provider, error) {
 	if model == "" {
 		model = settings.DefaultModel
 	}
-	b, err := os.ReadFile(filepath.Join(agent, "models.json"))
-	if err != nil {
-		return Provider{}, fmt.Errorf("pi: recording needs the turn's provider in %s: %w", filepath.Join(agent, "models.json"), err)
-	}
 	var doc struct {
 		Providers map[string]map[string]any `json:"providers"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return Provider{}, fmt.Errorf("pi: %s: %w", filepath.Join(agent, "models.json"), err)
+	// No models.json: pi's built-in providers only.
+	b, err := os.ReadFile(filepath.Join(agent, "models.json"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Provider{}, fmt.Errorf("pi: recording needs the turn's provider: %w", err)
+	}
+	if err == nil {
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return Provider{}, fmt.Errorf("pi: %s: %w", filepath.Join(agent, "models.json"), err)
+		}
 	}
 	// A model may be named "provider/id", as pi's sessions record it.
 	if prov, id, ok := strings.Cut(model, "/"); ok {
-		if _, known := doc.Providers[prov]; known {
+		_, known := doc.Providers[prov]
+		if _, builtin := builtins[prov]; known || builtin {
 			settings.DefaultProvider, model = prov, id
 		}
 	}
@@ -87,8 +108,11 @@ func ProviderFor(env []string, model string) (Provider, error) {
 			}
 		}
 	}
+	if b, ok := builtins[settings.DefaultProvider]; name == "" && ok {
+		return builtinProvider(settings.DefaultProvider, model, b, doc.Providers[settings.DefaultProvider], getenv)
+	}
 	if name == "" {
-		return Provider{}, fmt.Errorf("pi: no provider in %s has model %q: tine records pi only through providers defined there", filepath.Join(agent, "models.json"), model)
+		return Provider{}, fmt.Errorf("pi: no provider in %s has model %q, nor is it one of pi's built-in anthropic or openai providers: tine records pi only through those", filepath.Join(agent, "models.json"), model)
 	}
 	p := doc.Providers[name]
 	pr := Provider{Name: name, Model: model, raw: p}
@@ -102,6 +126,31 @@ func ProviderFor(env []string, model string) (Provider, error) {
 	if pr.BaseURL == "" {
 		return Provider{}, fmt.Errorf("pi: provider %q in models.json has no baseUrl", name)
 	}
+	return pr, nil
+}
+
+// builtinProvider is pi's built-in provider name for model: where its
+// calls go (the baseUrl of models.json's entry of that name, which routes
+// it through a proxy, else pi's own) and with which key.
+func builtinProvider(name, model string, b builtin, override map[string]any, getenv func(string) string) (Provider, error) {
+	if model == "" {
+		return Provider{}, fmt.Errorf("pi: recording with pi's built-in %s provider needs the model (--model, or defaultModel in settings.json)", name)
+	}
+	pr := Provider{Name: name, Model: model, API: b.api, BaseURL: b.baseURL, Builtin: true, raw: override}
+	if u, _ := override["baseUrl"].(string); u != "" {
+		pr.BaseURL = u
+	}
+	key, _ := override["apiKey"].(string)
+	if v := getenv(key); key != "" && v != "" {
+		key = v
+	}
+	if key == "" {
+		key = getenv(b.keyEnv)
+	}
+	if key == "" {
+		return Provider{}, fmt.Errorf("pi: recording with pi's built-in %s provider needs %s: a login's token cannot go through tine's gateway", name, b.keyEnv)
+	}
+	pr.Key = key
 	return pr, nil
 }
 
@@ -143,7 +192,13 @@ func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []s
 	}
 	gw["baseUrl"] = base
 	gw["apiKey"] = "TINE_GATEWAY_KEY"
-	providers[gatewayProvider] = gw
+	provider := gatewayProvider
+	if pr.Builtin {
+		// pi's way to route a built-in provider through a proxy: its own
+		// name, a baseUrl, the built-in models kept.
+		provider = pr.Name
+	}
+	providers[provider] = gw
 	doc["providers"] = providers
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err == nil {
@@ -180,6 +235,7 @@ func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []s
 			return "", nil, nil, nil, fmt.Errorf("pi: the recording's agent dir: %w", err)
 		}
 	}
-	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + harness.PlaceholderKey}
-	return dir, extraEnv, []string{"--provider", gatewayProvider, "--model", id}, done, nil
+	// A login token would take precedence over the placeholder key.
+	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + harness.PlaceholderKey, "ANTHROPIC_OAUTH_TOKEN="}
+	return dir, extraEnv, []string{"--provider", provider, "--model", id}, done, nil
 }
