@@ -18,8 +18,8 @@ import (
 // "tine-gateway", a copy of the provider the turn uses whose baseUrl is the
 // gateway and whose key is a placeholder; the person's settings.json and
 // auth.json alongside; sessions where they always are
-// (PI_CODING_AGENT_SESSION_DIR). pi's built-in anthropic and openai
-// providers are recorded through pi's own way to route one through a
+// (PI_CODING_AGENT_SESSION_DIR). pi's built-in providers (those in
+// builtins) are recorded through pi's own way to route one through a
 // proxy: an entry of that name in models.json whose baseUrl is the
 // gateway; the turn keeps its provider and model.
 
@@ -47,11 +47,33 @@ type builtin struct {
 	api, baseURL, keyEnv string
 }
 
-// builtins are pi's providers tine can record: those whose wire tine's
-// gateway speaks.
+// builtins are pi's providers tine can record: those that speak one wire
+// tine's gateway speaks, at one fixed URL (pi-ai's models.generated.js and
+// env-api-keys.js of pi 0.73.1). Left out: Google's, Mistral's and
+// Bedrock's own APIs, Codex's ChatGPT backend, and providers whose URL
+// holds the person's account (Cloudflare) or that mix several APIs.
 var builtins = map[string]builtin{
-	"anthropic": {"anthropic-messages", "https://api.anthropic.com", "ANTHROPIC_API_KEY"},
-	"openai":    {"openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY"},
+	"anthropic":             {"anthropic-messages", "https://api.anthropic.com", "ANTHROPIC_API_KEY"},
+	"openai":                {"openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY"},
+	"cerebras":              {"openai-completions", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"},
+	"deepseek":              {"openai-completions", "https://api.deepseek.com", "DEEPSEEK_API_KEY"},
+	"fireworks":             {"anthropic-messages", "https://api.fireworks.ai/inference", "FIREWORKS_API_KEY"},
+	"groq":                  {"openai-completions", "https://api.groq.com/openai/v1", "GROQ_API_KEY"},
+	"huggingface":           {"openai-completions", "https://router.huggingface.co/v1", "HF_TOKEN"},
+	"kimi-coding":           {"anthropic-messages", "https://api.kimi.com/coding", "KIMI_API_KEY"},
+	"minimax":               {"anthropic-messages", "https://api.minimax.io/anthropic", "MINIMAX_API_KEY"},
+	"minimax-cn":            {"anthropic-messages", "https://api.minimaxi.com/anthropic", "MINIMAX_CN_API_KEY"},
+	"moonshotai":            {"openai-completions", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"},
+	"moonshotai-cn":         {"openai-completions", "https://api.moonshot.cn/v1", "MOONSHOT_API_KEY"},
+	"opencode-go":           {"openai-completions", "https://opencode.ai/zen/go/v1", "OPENCODE_API_KEY"},
+	"openrouter":            {"openai-completions", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
+	"vercel-ai-gateway":     {"anthropic-messages", "https://ai-gateway.vercel.sh", "AI_GATEWAY_API_KEY"},
+	"xai":                   {"openai-completions", "https://api.x.ai/v1", "XAI_API_KEY"},
+	"xiaomi":                {"anthropic-messages", "https://api.xiaomimimo.com/anthropic", "XIAOMI_API_KEY"},
+	"zai":                   {"openai-completions", "https://api.z.ai/api/coding/paas/v4", "ZAI_API_KEY"},
+	"xiaomi-token-plan-cn":  {"anthropic-messages", "https://token-plan-cn.xiaomimimo.com/anthropic", "XIAOMI_TOKEN_PLAN_CN_API_KEY"},
+	"xiaomi-token-plan-ams": {"anthropic-messages", "https://token-plan-ams.xiaomimimo.com/anthropic", "XIAOMI_TOKEN_PLAN_AMS_API_KEY"},
+	"xiaomi-token-plan-sgp": {"anthropic-messages", "https://token-plan-sgp.xiaomimimo.com/anthropic", "XIAOMI_TOKEN_PLAN_SGP_API_KEY"},
 }
 
 // ProviderFor finds the provider of model (its id; "" means the default
@@ -112,7 +134,7 @@ func ProviderFor(env []string, model string) (Provider, error) {
 		return builtinProvider(settings.DefaultProvider, model, b, doc.Providers[settings.DefaultProvider], getenv)
 	}
 	if name == "" {
-		return Provider{}, fmt.Errorf("pi: no provider in %s has model %q, nor is it one of pi's built-in anthropic or openai providers: tine records pi only through those", filepath.Join(agent, "models.json"), model)
+		return Provider{}, fmt.Errorf("pi: no provider in %s has model %q, nor is it one of pi's built-in providers tine can record (those speaking Anthropic Messages, Chat Completions or Responses at a fixed URL)", filepath.Join(agent, "models.json"), model)
 	}
 	p := doc.Providers[name]
 	pr := Provider{Name: name, Model: model, raw: p}
@@ -186,8 +208,13 @@ func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []s
 	for k, v := range pr.raw {
 		gw[k] = v
 	}
+	// The gateway's URL has the upstream's shape: pi appends the API's
+	// path (/chat/completions, /responses) to the base as it is, and the
+	// gateway appends what it receives to the upstream's base, so a /v1
+	// goes in only where the upstream's base ends with one (an Anthropic
+	// client adds /v1/messages itself).
 	base := strings.TrimRight(url, "/")
-	if pr.API != "anthropic-messages" {
+	if pr.API != "anthropic-messages" && strings.HasSuffix(strings.TrimRight(pr.BaseURL, "/"), "/v1") {
 		base += "/v1"
 	}
 	gw["baseUrl"] = base

@@ -1,8 +1,10 @@
 package pi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,5 +47,36 @@ func TestProviderForBuiltins(t *testing.T) {
 	_, err = ProviderFor(agentDirWith(`{"providers": {}}`), "anthropic/claude-sonnet-4-5")
 	assert.ErrorContains(t, err, "needs ANTHROPIC_API_KEY")
 	_, err = ProviderFor(append(agentDirWith(`{"providers": {}}`), "GOOGLE_API_KEY=k"), "google/gemini-2.5-pro")
-	assert.ErrorContains(t, err, "built-in anthropic or openai")
+	assert.ErrorContains(t, err, "nor is it one of pi's built-in providers tine can record")
+}
+
+// TestGatewayDirKeepsTheUpstreamsShape: pi appends the API's path to the
+// base it is given and the gateway appends what it gets to the upstream's
+// base, so the gateway's base has a /v1 exactly where the upstream's has.
+func TestGatewayDirKeepsTheUpstreamsShape(t *testing.T) {
+	t.Parallel()
+	for model, want := range map[string]string{
+		"zai/glm-4.6":                 "http://127.0.0.1:9/run/x",
+		"openrouter/openai/gpt-5":     "http://127.0.0.1:9/run/x/v1",
+		"anthropic/claude-sonnet-4-5": "http://127.0.0.1:9/run/x",
+	} {
+		dir := t.TempDir()
+		env := []string{"PI_CODING_AGENT_DIR=" + dir, "HOME=" + dir,
+			"ZAI_API_KEY=k", "OPENROUTER_API_KEY=k", "ANTHROPIC_API_KEY=k"}
+		gw, extra, args, done, err := gatewayDir(env, model, "http://127.0.0.1:9/run/x/")
+		require.NoError(t, err, model)
+		b, err := os.ReadFile(filepath.Join(gw, "models.json"))
+		require.NoError(t, err)
+		var doc struct {
+			Providers map[string]struct {
+				BaseURL string `json:"baseUrl"`
+			} `json:"providers"`
+		}
+		require.NoError(t, json.Unmarshal(b, &doc))
+		prov, id, _ := strings.Cut(model, "/")
+		assert.Equal(t, want, doc.Providers[prov].BaseURL, model)
+		assert.Equal(t, []string{"--provider", prov, "--model", id}, args, "the turn keeps its built-in provider and model")
+		assert.Contains(t, extra, "PI_CODING_AGENT_DIR="+gw)
+		done()
+	}
 }
