@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/internal/modelserver"
+	"tine/model"
 	"tine/store"
 )
 
@@ -138,13 +139,7 @@ func replayRealAgent(t *testing.T, name string) {
 			modelserver.Reply{Text: "Fetched."})
 	}
 
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	rec, err := st.Resolve(t.Context(), "rec")
-	require.NoError(t, err)
-	tape, err := st.Tape(t.Context(), rec.ID)
-	require.NoError(t, err)
-	st.Close()
+	rec, tape := tapeOf(t, db, "rec")
 	require.Len(t, tape, 3)
 	for _, s := range tape {
 		require.NotEmpty(t, s.TreeHash, "step %d has the tree it arrived with", s.Step)
@@ -450,13 +445,7 @@ func TestReplayACP(t *testing.T) {
 		"-m", "acp-main: do the task", "--record", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	rec, err := st.Resolve(t.Context(), "acprec")
-	require.NoError(t, err)
-	tape, err := st.Tape(t.Context(), rec.ID)
-	st.Close()
-	require.NoError(t, err)
+	_, tape := tapeOf(t, db, "acprec")
 	require.Len(t, tape, 3, "one model call a step")
 
 	calls := func() int { return len(srv.ModelRequests()) }
@@ -558,13 +547,7 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	reqs := srv.ModelRequests()
 	assert.Equal(t, "claude-sonnet-4-5", reqs[len(reqs)-1].Model, "the turn kept its built-in model")
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	rec, err := st.Resolve(t.Context(), "pib")
-	require.NoError(t, err)
-	tape, err := st.Tape(t.Context(), rec.ID)
-	st.Close()
-	require.NoError(t, err)
+	_, tape := tapeOf(t, db, "pib")
 	require.Len(t, tape, 3, "one model call a step, through the gateway")
 
 	before := len(srv.ModelRequests())
@@ -575,4 +558,17 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "first\nsecond\n", string(b))
+}
+
+// tapeOf reads the run named name from the store at db, with its tape.
+func tapeOf(t *testing.T, db, name string) (model.Run, []model.TapeStep) {
+	t.Helper()
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	run, err := st.Resolve(t.Context(), name)
+	require.NoError(t, err)
+	tape, err := st.Tape(t.Context(), run.ID)
+	require.NoError(t, err)
+	return run, tape
 }
