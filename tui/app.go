@@ -396,8 +396,7 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return a, a.openTree(msg)
 	case compareLoadedMsg:
 		if msg.reload {
-			a.compareReloaded(msg)
-			return a, nil
+			return a, a.compareReloaded(msg)
 		}
 		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
 			return a, nil // asked for from a screen the user has left

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -149,11 +150,18 @@ func (a *App) reloadCompare() tea.Cmd {
 // compareReloaded puts a comparison read again in place of the open one,
 // keeping where the person was: the focused column, the baseline and the
 // scroll.
-func (a *App) compareReloaded(msg compareLoadedMsg) {
+func (a *App) compareReloaded(msg compareLoadedMsg) tea.Cmd {
 	a.compareReloading = false
 	old := a.compare
+	if errors.Is(msg.err, store.ErrNotFound) && msg.view == a.view && a.screen == screenCompare && old != nil {
+		// An import read a compared run's file again and replaced its
+		// runs: the columns would show runs that are gone.
+		a.compare = nil
+		a.show(screenTree)
+		return a.setStatus("left Compare: a compared run's file was read again and its runs replaced; compare again on the new tree", levelWarn)
+	}
 	if msg.err != nil || msg.view != a.view || a.screen != screenCompare || old == nil || old.diff != nil || len(msg.screen.cols) != len(old.cols) {
-		return
+		return nil
 	}
 	c := msg.screen
 	c.baseline, c.focus, c.first, c.offset = old.baseline, old.focus, old.first, old.offset
@@ -163,6 +171,7 @@ func (a *App) compareReloaded(msg compareLoadedMsg) {
 	a.compare = c
 	l := a.layout()
 	c.layout(l.body.w, l.body.h, &a.styles)
+	return nil
 }
 
 // readFiles reads what each column's run changed in its worktree, all at

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +68,20 @@ func TestCompareFollowsTheStore(t *testing.T) {
 	d.send(liveCheckedMsg{changed: true})
 	assert.Contains(t, d.plain(), "a late line from elsewhere")
 	assert.Equal(t, focus, d.a.compare.focus, "the focused column stays")
+}
+
+// TestCompareLeavesRunsThatAreGone: when a compared run's file is read
+// again and its runs replaced, Compare goes back to the tree, saying why,
+// instead of showing (and marking best) runs that are gone.
+func TestCompareLeavesRunsThatAreGone(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 160, 30)
+	d.keys("enter")
+	d.cursorTo("terse")
+	d.keys("c")
+	require.NotNil(t, d.a.compare, d.plain())
+	d.send(compareLoadedMsg{view: d.a.view, reload: true, err: fmt.Errorf("messages: run x: %w", store.ErrNotFound)})
+	assert.Nil(t, d.a.compare)
+	assert.Equal(t, screenTree, d.a.screen)
+	assert.Contains(t, d.plain(), "left Compare")
 }
