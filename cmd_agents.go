@@ -288,11 +288,8 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 			needs += n
 		}
 		c := h.Capabilities
-		// Replayed: its model calls can go through tine's gateway and it
-		// runs tools again in a worktree (the model APIs record, but run
-		// no tools: they are forked at any step instead).
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, here, yes(c.Fork), yes(c.ForkAtK), yes(c.Resume),
-			yes(c.Tools), yes(c.Stream), yes(c.Record && c.OwnSessions), harness.OneLine(h.Version, 30), harness.OneLine(needs, 120))
+			yes(c.Tools), yes(c.Stream), yes(c.Replayable()), harness.OneLine(h.Version, 30), harness.OneLine(needs, 120))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

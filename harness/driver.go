@@ -482,7 +482,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	inherited := func(model.Message) bool { return false }
 	switch rb := t.Rebuild; {
 	case rb != nil:
-		if !caps.OwnSessions || !caps.Record {
+		if !caps.Replayable() {
 			finish(model.Failed, fmt.Errorf("%s cannot be replayed: tine cannot point its model calls at its gateway", hname))
 			return
 		}

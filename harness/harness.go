@@ -38,6 +38,11 @@ type Capabilities struct {
 	Record bool `json:"record"`
 }
 
+// Replayable reports whether a replay can rebuild a run of the harness:
+// its model calls go through tine's gateway and it runs its tools again
+// in its own session (the model APIs record, but run no tools).
+func (c Capabilities) Replayable() bool { return c.Record && c.OwnSessions }
+
 // Permissions says how an agent's requests to use a tool are answered when
 // nobody is there to answer them.
 type Permissions string

@@ -153,7 +153,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 			run.Label(), rs.Step, model.ShortID(rs.Of))}
 	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
-	if err != nil || !h.Capabilities().Record {
+	if err != nil || !h.Capabilities().Replayable() {
 		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code (also behind ACP), Codex and pi runs only", orUnknown(run.Harness))}
 	}
 	steps, err := p.Store.Tape(ctx, run.ID)

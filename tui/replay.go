@@ -404,5 +404,5 @@ func (a *App) replayable(run model.Run) bool {
 			caps = h.Capabilities()
 		}
 	}
-	return caps.Record && caps.OwnSessions
+	return caps.Replayable()
 }

@@ -217,7 +217,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 // IS_SANDBOX=1, and all the agent says is "Query closed before response
 // received". Unset, empty or 1 work.
 func (h *Harness) rootHint(err error) error {
-	if os.Geteuid() != 0 || !strings.Contains(h.agentName(), "claude") || errors.Is(err, context.Canceled) {
+	if os.Geteuid() != 0 || !h.claudeBehind() || errors.Is(err, context.Canceled) {
 		return err
 	}
 	sandbox := os.Getenv("IS_SANDBOX")
