@@ -467,7 +467,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			// Before one is written, what was queued is stored, so files
 			// are written in order.
 			prev := known[f.Path]
-			if prev.Size != f.Size || f.MTime.IsZero() || !prev.MTime.Equal(f.MTime) {
+			if !unchanged(prev, f.Size, f.MTime) {
 				err = b.flush(ctx)
 			}
 			if err == nil {
@@ -510,15 +510,19 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 func Unchanged(files []Found, known map[string]model.Source) (sum Summary, ok bool) {
 	sum = Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
 	for _, f := range files {
-		prev, seen := known[f.Path]
-		// The rule importOne applies to a file read before.
-		if f.Skip != "" || f.Err != nil || !seen || f.MTime.IsZero() || prev.Size != f.Size || !prev.MTime.Equal(f.MTime) {
+		if f.Skip != "" || f.Err != nil || !unchanged(known[f.Path], f.Size, f.MTime) {
 			return Summary{}, false
 		}
 		sum.Files++
 		sum.Unchanged++
 	}
 	return sum, true
+}
+
+// unchanged reports whether a file of that size and time is as the store
+// holds it (prev, zero when it was never imported): then it is not read.
+func unchanged(prev model.Source, size int64, mtime time.Time) bool {
+	return prev.Path != "" && !mtime.IsZero() && prev.Size == size && prev.MTime.Equal(mtime)
 }
 
 // batchStore is a Store that can write several files in one transaction,
@@ -817,7 +821,7 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 		src.Size, src.MTime = info.Size(), info.ModTime()
 	}
 	// Discovery just read size and time: an unchanged file costs no more.
-	if prev.Path != "" && prev.Size == src.Size && prev.MTime.Equal(src.MTime) {
+	if unchanged(prev, src.Size, src.MTime) {
 		sum.Unchanged++
 		return nil
 	}

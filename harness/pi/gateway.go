@@ -140,15 +140,21 @@ func ProviderFor(env []string, model string) (Provider, error) {
 	pr := Provider{Name: name, Model: model, raw: p}
 	pr.API, _ = p["api"].(string)
 	pr.BaseURL, _ = p["baseUrl"].(string)
-	key, _ := p["apiKey"].(string)
-	if v := getenv(key); key != "" && v != "" {
-		key = v
-	}
-	pr.Key = key
+	pr.Key = apiKey(p, getenv)
 	if pr.BaseURL == "" {
 		return Provider{}, fmt.Errorf("pi: provider %q in models.json has no baseUrl", name)
 	}
 	return pr, nil
+}
+
+// apiKey is a models.json provider's key: its apiKey names an environment
+// variable, or is the key itself.
+func apiKey(p map[string]any, getenv func(string) string) string {
+	key, _ := p["apiKey"].(string)
+	if v := getenv(key); key != "" && v != "" {
+		return v
+	}
+	return key
 }
 
 // builtinProvider is pi's built-in provider name for model: where its
@@ -162,10 +168,7 @@ func builtinProvider(name, model string, b builtin, override map[string]any, get
 	if u, _ := override["baseUrl"].(string); u != "" {
 		pr.BaseURL = u
 	}
-	key, _ := override["apiKey"].(string)
-	if v := getenv(key); key != "" && v != "" {
-		key = v
-	}
+	key := apiKey(override, getenv)
 	if key == "" {
 		key = getenv(b.keyEnv)
 	}
