@@ -112,7 +112,6 @@ func importStore(ctx context.Context, e *env, dbPath string, files []importer.Fo
 	if err != nil {
 		return importer.Summary{}, err
 	}
-	defer st.Close()
 	// An import's garbage is short-lived (parse buffers, row arguments):
 	// collecting at three times the live heap rather than twice made a
 	// first import of the benchmark corpus ~5% faster for ~6 MB more;
@@ -128,6 +127,7 @@ func importStore(ctx context.Context, e *env, dbPath string, files []importer.Fo
 		bar.done()
 	}
 	if err != nil {
+		st.Close()
 		return sum, err
 	}
 	// The copy must be of what the store holds once closed; a copy that
