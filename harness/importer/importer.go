@@ -376,6 +376,11 @@ type Summary struct {
 	RunIDs []string `json:"run_ids"`
 }
 
+// newSummary is an empty summary whose lists are empty, not null, in JSON.
+func newSummary() Summary {
+	return Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
+}
+
 // FileSkip is a path an import did not read, and why.
 type FileSkip struct {
 	Path   string `json:"path"`
@@ -396,7 +401,7 @@ type Options struct {
 // *StoreError: every later file would fail the same way, and a damaged
 // file must not be written to. The summary then says what was done before.
 func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary, error) {
-	sum := Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
+	sum := newSummary()
 	start := time.Now()
 	if opts.Format != "" && opts.Format != "auto" {
 		if _, ok := FormatNamed(opts.Format); !ok {
@@ -508,7 +513,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 // as the store holds them), worked out without the store. ok is false when
 // any file would be read, or is skipped or failed: Import must run.
 func Unchanged(files []Found, known map[string]model.Source) (sum Summary, ok bool) {
-	sum = Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
+	sum = newSummary()
 	for _, f := range files {
 		if f.Skip != "" || f.Err != nil || !unchanged(known[f.Path], f.Size, f.MTime) {
 			return Summary{}, false
