@@ -289,14 +289,14 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 		}
 		c := h.Capabilities
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, here, yes(c.Fork), yes(c.ForkAtK), yes(c.Resume),
-			yes(c.Tools), yes(c.Stream), yes(c.Replayable()), harness.OneLine(h.Version, 30), harness.OneLine(needs, 120))
+			yes(c.Tools), yes(c.Stream), yes(c.Replayable()), model.OneLine(h.Version, 30), model.OneLine(needs, 120))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, h := range hs {
 		if h.Problem != "" {
-			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, harness.OneLine(h.Problem, 200))
+			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, model.OneLine(h.Problem, 200))
 		}
 	}
 	return nil
@@ -361,7 +361,7 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		err := worktree.Remove(ctx, r.Worktree, r.Branch, r.BaseCommit, *force)
 		kept := errors.Is(err, worktree.ErrHasCommits)
 		if err != nil && !kept && !errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(e.stderr, "tine: %s: %s\n", model.SafeText(r.Label()), harness.OneLine(err.Error(), 0))
+			fmt.Fprintf(e.stderr, "tine: %s: %s\n", model.SafeText(r.Label()), model.OneLine(err.Error(), 0))
 			failed = fmt.Errorf("some worktrees were not removed")
 			continue
 		}

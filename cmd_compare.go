@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"tine/harness"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -89,11 +88,11 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff b
 			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
 		if r.Worktree != "" && r.DiffBase() != "" {
 			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.DiffBase()); err != nil {
-				cr.FilesErr = harness.OneLine(err.Error(), 200)
+				cr.FilesErr = model.OneLine(err.Error(), 200)
 			}
 			if withDiff && err == nil {
 				if cr.Diff, err = worktree.Diff(ctx, r.Worktree, r.DiffBase()); err != nil {
-					cr.FilesErr = harness.OneLine(err.Error(), 200)
+					cr.FilesErr = model.OneLine(err.Error(), 200)
 				}
 			}
 		}
@@ -162,15 +161,15 @@ func writeComparison(w io.Writer, c comparison) {
 		}
 		fmt.Fprintln(w)
 		if r.Error != "" {
-			fmt.Fprintf(w, "   error: %s\n", harness.OneLine(r.Error, 0))
+			fmt.Fprintf(w, "   error: %s\n", model.OneLine(r.Error, 0))
 		}
 		if r.Check != nil {
-			fmt.Fprintf(w, "   check: %s", harness.OneLine(r.Check.Cmd, 60))
+			fmt.Fprintf(w, "   check: %s", model.OneLine(r.Check.Cmd, 60))
 			switch {
 			case !r.Check.Ran:
 				fmt.Fprint(w, " (not run)")
 			case r.Check.Error != "":
-				fmt.Fprintf(w, ": %s", harness.OneLine(r.Check.Error, 80))
+				fmt.Fprintf(w, ": %s", model.OneLine(r.Check.Error, 80))
 			case r.Check.Score != nil && r.Check.Exit == 0:
 				fmt.Fprintf(w, ": exit 0, score %g", *r.Check.Score)
 			default:
@@ -183,7 +182,7 @@ func writeComparison(w io.Writer, c comparison) {
 		}
 		for i, m := range r.messages {
 			text := strings.TrimSpace(m.PlainText())
-			fmt.Fprintf(w, "%4d %-9s %s\n", c.ForkPoint+i+1, m.Role, harness.OneLine(text, 160))
+			fmt.Fprintf(w, "%4d %-9s %s\n", c.ForkPoint+i+1, m.Role, model.OneLine(text, 160))
 		}
 		if r.Diff != "" {
 			fmt.Fprintln(w)
@@ -219,5 +218,5 @@ func filesText(files []worktree.FileStat, errText string) string {
 	if len(files) == 1 {
 		noun = "file"
 	}
-	return harness.OneLine(fmt.Sprintf("%d %s, +%d -%d: %s", len(files), noun, add, del, names), 200)
+	return model.OneLine(fmt.Sprintf("%d %s, +%d -%d: %s", len(files), noun, add, del, names), 200)
 }

@@ -261,15 +261,15 @@ func printForks(w io.Writer, forks []model.Run) {
 		if r.Handoff {
 			h += " (handoff)"
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), harness.OneLine(r.Name, 30), r.ForkAt,
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, 30), r.ForkAt,
 			r.Status, h, r.Len(), r.Usage.Total())
 		if trees {
-			line += "\t" + harness.OneLine(r.Branch, 40)
+			line += "\t" + model.OneLine(r.Branch, 40)
 		}
 		if checks {
 			line += "\t" + checkText(r)
 		}
-		fmt.Fprintln(tw, line+"\t"+harness.OneLine(r.Error, 80))
+		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, 80))
 	}
 	tw.Flush()
 	for _, r := range forks {
@@ -295,7 +295,7 @@ func checkText(r model.Run) string {
 	case !c.Ran:
 		return "not run"
 	case c.Error != "":
-		return harness.OneLine(c.Error, 30) + star
+		return model.OneLine(c.Error, 30) + star
 	case c.Number && c.Score != nil:
 		return fmt.Sprintf("%g%s", *c.Score, star)
 	case c.Exit == 0:
@@ -322,7 +322,7 @@ func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
 		}
 		line := fmt.Sprintf("%6.1fs  %s: %s", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), ev.Status)
 		if ev.Err != nil && ev.Status != model.Completed {
-			line += ": " + harness.OneLine(ev.Err.Error(), 100)
+			line += ": " + model.OneLine(ev.Err.Error(), 100)
 		}
 		fmt.Fprintln(e.stderr, line)
 	}

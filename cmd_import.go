@@ -14,8 +14,8 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"tine/harness"
 	"tine/harness/importer"
+	"tine/model"
 	"tine/store"
 )
 
@@ -155,18 +155,18 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 				fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(sum.Skipped)-20)
 				break
 			}
-			fmt.Fprintf(e.stdout, "  %s\n", harness.OneLine(s.String(), 200))
+			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.String(), 200))
 		}
 	}
 	if len(sum.SkippedFiles) > 0 {
 		fmt.Fprintf(e.stdout, "skipped %d paths that are not files tine can read:\n", len(sum.SkippedFiles))
 		for _, s := range sum.SkippedFiles {
-			fmt.Fprintf(e.stdout, "  %s\n", harness.OneLine(s.Path+": "+s.Reason, 300))
+			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.Path+": "+s.Reason, 300))
 		}
 	}
 	// Paths and errors come from disk: neutralised like transcript text.
 	for _, msg := range sum.Errors {
-		fmt.Fprintf(e.stderr, "tine: %s\n", harness.OneLine(msg, 0))
+		fmt.Fprintf(e.stderr, "tine: %s\n", model.OneLine(msg, 0))
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"tine/harness"
 	"tine/model"
 	"tine/replay"
 )
@@ -267,18 +266,18 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 		switch {
 		case l.sub:
 			indent += "⤷ "
-			title = "subagent: " + harness.OneLine(r.Title, 50)
+			title = "subagent: " + model.OneLine(r.Title, 50)
 		case r.ParentID != "":
 			k = fmt.Sprint(r.ForkAt)
 		default:
-			title = harness.OneLine(r.Title, 60)
+			title = model.OneLine(r.Title, 60)
 		}
 		status := string(r.Status)
 		if rp, ok := replays[r.ID]; ok {
 			status += replayStatus(rp)
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", indent, model.ShortID(r.ID),
-			harness.OneLine(r.Name, 30), r.Harness, status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
+			model.OneLine(r.Name, 30), r.Harness, status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)
 	}
 	return tw.Flush()
 }
@@ -339,7 +338,7 @@ func writeShow(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 	}
 	fmt.Fprintf(w, " · %s · %s · %d messages\n", r.Harness, r.Status, len(msgs))
 	if r.Title != "" {
-		fmt.Fprintf(w, "title  %s\n", harness.OneLine(r.Title, 0))
+		fmt.Fprintf(w, "title  %s\n", model.OneLine(r.Title, 0))
 	}
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "fork of %s at K=%d", r.ParentID, r.ForkAt)
@@ -460,7 +459,7 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 // fences long enough never to be closed by their content.
 func writeMarkdown(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 	safe := model.SafeText
-	title := harness.OneLine(r.Title, 0)
+	title := model.OneLine(r.Title, 0)
 	if title == "" {
 		title = "run " + r.ID
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"tine/harness"
+	"tine/model"
 	"tine/store"
 )
 
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "tine: %s\nRun 'tine --help' for usage.\n", ue.msg)
 		return 2
 	default:
-		fmt.Fprintf(e.stderr, "tine: %s\n", harness.OneLine(err.Error(), 0))
+		fmt.Fprintf(e.stderr, "tine: %s\n", model.OneLine(err.Error(), 0))
 		return 1
 	}
 }

@@ -423,7 +423,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	finish := func(st model.Status, err error) {
 		text := ""
 		if err != nil {
-			text = OneLine(err.Error(), 500)
+			text = model.OneLine(err.Error(), 500)
 		}
 		if serr := d.Store.SetStatus(bg, t.RunID, st, text); serr != nil && err == nil {
 			err = serr
@@ -532,7 +532,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
 			}
 		case EventNote:
-			storeErr = d.Store.AddNote(bg, run.ID, OneLine(e.Note, 300))
+			storeErr = d.Store.AddNote(bg, run.ID, model.OneLine(e.Note, 300))
 		case EventMessage:
 			m := e.Message
 			if inherited(m) {

@@ -203,9 +203,9 @@ type Description struct {
 // Probed is d with what probing the agent's CLI found (agentproc.Version):
 // where it is, its version, and why it cannot run when it cannot.
 func (d Description) Probed(path, version string, err error) Description {
-	d.Installed, d.Path, d.Version = path != "", path, OneLine(version, 80)
+	d.Installed, d.Path, d.Version = path != "", path, model.OneLine(version, 80)
 	if err != nil {
-		d.Problem = OneLine(err.Error(), 200)
+		d.Problem = model.OneLine(err.Error(), 200)
 	}
 	return d
 }

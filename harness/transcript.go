@@ -23,16 +23,6 @@ type Skip struct {
 
 func (s Skip) String() string { return fmt.Sprintf("%s:%d: %s", s.File, s.Line, s.Reason) }
 
-// TitleOf is a run's title when its agent gave none: its first prompt, on one line.
-func TitleOf(msgs []model.Message) string {
-	for _, m := range msgs {
-		if m.IsPrompt() {
-			return OneLine(m.PlainText(), 120)
-		}
-	}
-	return ""
-}
-
 // ParsedFile is what a backend reads from one transcript file on disk.
 type ParsedFile struct {
 	// Runs are the file's runs: its main line first, then any in-file

@@ -320,3 +320,13 @@ type Replay struct {
 	TapeKind  string // recorded (through the gateway) | transcript (an imported run's, without requests)
 	CreatedAt time.Time
 }
+
+// TitleOf is a run's title when its agent gave none: its first prompt, on one line.
+func TitleOf(msgs []Message) string {
+	for _, m := range msgs {
+		if m.IsPrompt() {
+			return OneLine(m.PlainText(), 120)
+		}
+	}
+	return ""
+}

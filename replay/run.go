@@ -618,7 +618,7 @@ func (p *Replayer) aa(ctx context.Context, spec Spec, src *source, id string) (*
 	same := strings.TrimSpace(want) == strings.TrimSpace(got)
 	why := "the same final answer"
 	if !same {
-		why = fmt.Sprintf("a different final answer (%q, the original said %q)", harness.OneLine(got, 80), harness.OneLine(want, 80))
+		why = fmt.Sprintf("a different final answer (%q, the original said %q)", model.OneLine(got, 80), model.OneLine(want, 80))
 	}
 	if spec.Check != "" {
 		c := harness.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())

@@ -331,7 +331,7 @@ func (a *App) setStatus(text string, lvl level) tea.Cmd {
 func (a *App) errorStatus(err error) tea.Cmd { return a.setStatus(errorText(err), levelError) }
 
 // errorText is an error on one line, safe for the terminal.
-func errorText(err error) string { return harness.OneLine(err.Error(), 300) }
+func errorText(err error) string { return model.OneLine(err.Error(), 300) }
 
 // Update routes every message.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -1009,14 +1009,14 @@ func (a *App) headerLine() string {
 	case a.screen == screenCompare && a.compare != nil:
 		return a.compareHeader(name)
 	case a.screen == screenTree && a.tree != nil:
-		s += st.Subtle.Render(" › ") + harness.OneLine(a.treeTitle, 80)
+		s += st.Subtle.Render(" › ") + model.OneLine(a.treeTitle, 80)
 		if rd := a.tree.currentRun(); rd != nil {
 			var path []string
 			for _, n := range rd.node.Ancestors()[1:] {
 				path = append(path, n.Run.Label())
 			}
 			if len(path) > 0 {
-				s += st.Fork.Render(" ⑂ " + harness.OneLine(strings.Join(path, " › "), 60))
+				s += st.Fork.Render(" ⑂ " + model.OneLine(strings.Join(path, " › "), 60))
 			}
 		}
 		if r, ok := a.tree.selected(); ok && r.kind == rowMessage {

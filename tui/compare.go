@@ -15,7 +15,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
-	"tine/harness"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -196,7 +195,7 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 			defer cancel()
 			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.DiffBase())
 			if err != nil {
-				col.filesErr = harness.OneLine(err.Error(), 200)
+				col.filesErr = model.OneLine(err.Error(), 200)
 			}
 			col.files = files
 		}()
@@ -551,7 +550,7 @@ func toolBatchLabel(calls []model.Part) string {
 	var names []string
 	count := map[string]int{}
 	for _, c := range calls {
-		n := harness.OneLine(c.ToolName, 30)
+		n := model.OneLine(c.ToolName, 30)
 		if count[n] == 0 {
 			names = append(names, n)
 		}
@@ -834,7 +833,7 @@ func checkSummary(r model.Run, st *Styles) string {
 	case !c.Ran:
 		return st.Subtle.Render("check not run")
 	case c.Error != "":
-		return st.Error.Render("check error: " + model.SafeText(harness.OneLine(c.Error, 80)))
+		return st.Error.Render("check error: " + model.SafeText(model.OneLine(c.Error, 80)))
 	case c.Number && c.Score != nil:
 		return st.Info.Render(fmt.Sprintf("check score %g", *c.Score)) + st.Subtle.Render(fmt.Sprintf(" · exit %d", c.Exit))
 	case c.Exit == 0:
@@ -957,7 +956,7 @@ func (a *App) compareHeader(name string) string {
 		short = fmt.Sprintf("  %d–%d/%d", c.first+1, c.first+v, len(c.cols))
 	}
 	sep := st.Subtle.Render(" › ")
-	title := harness.OneLine(a.treeTitle, 60)
+	title := model.OneLine(a.treeTitle, 60)
 	for _, cand := range []struct{ name, cols string }{{name, cols}, {name, short}, {"tine", short}} {
 		head := st.Title.Render(cand.name) + sep
 		tail := what + st.Subtle.Render(cand.cols)

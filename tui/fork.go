@@ -123,13 +123,13 @@ func (d *forkDialog) placeholders(name string, api apiHarness) {
 	in.model.Placeholder = "required: the model to ask for"
 	switch {
 	case d.getenv(api.modelEnv) != "":
-		in.model.Placeholder = "from " + api.modelEnv + ": " + harness.OneLine(d.getenv(api.modelEnv), 40)
+		in.model.Placeholder = "from " + api.modelEnv + ": " + model.OneLine(d.getenv(api.modelEnv), 40)
 	case d.parent.Harness == name && d.parent.Model != "":
-		in.model.Placeholder = "the run's: " + harness.OneLine(d.parent.Model, 40)
+		in.model.Placeholder = "the run's: " + model.OneLine(d.parent.Model, 40)
 	}
 	in.baseURL.Placeholder = "default " + api.defaultURL
 	if u := d.getenv(api.urlEnv); u != "" {
-		in.baseURL.Placeholder = "from " + api.urlEnv + ": " + harness.OneLine(u, 60)
+		in.baseURL.Placeholder = "from " + api.urlEnv + ": " + model.OneLine(u, 60)
 	}
 	in.key.Placeholder = "none: set " + api.keyEnv + " or type one (a local server needs none)"
 	if d.getenv(api.keyEnv) != "" {

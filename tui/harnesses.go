@@ -130,7 +130,7 @@ func repoProblem(ctx context.Context, dir string) (problem string, fatal bool) {
 	case errors.Is(err, worktree.ErrNotRepo):
 		return fmt.Sprintf("%s is not a git repository, so forks cannot get worktrees of their own", model.SafeText(dir)), false
 	}
-	return harness.OneLine(err.Error(), 200), false
+	return model.OneLine(err.Error(), 200), false
 }
 
 // apiHarness is how a model-API harness is configured: the environment it
@@ -187,9 +187,9 @@ func apiProblem(name string, api apiHarness, s apiSettings, getenv func(string) 
 	if raw != "" {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			shown := harness.OneLine(raw, 60)
+			shown := model.OneLine(raw, 60)
 			if err == nil {
-				shown = harness.OneLine(u.Redacted(), 60)
+				shown = model.OneLine(u.Redacted(), 60)
 			}
 			return fmt.Sprintf("%s must be an http:// or https:// URL with a host, not %q", from, shown)
 		}
@@ -332,14 +332,14 @@ func hereLine(name string, desc *harness.Description, getenv func(string) string
 		if problem == "" {
 			problem = name + " is not installed here"
 		}
-		return "not installed", harness.OneLine(problem, 300)
+		return "not installed", model.OneLine(problem, 300)
 	}
 	here = "installed"
 	if desc.Version != "" {
-		here += " (" + harness.OneLine(desc.Version, 24) + ")"
+		here += " (" + model.OneLine(desc.Version, 24) + ")"
 	}
 	if desc.Problem != "" {
-		return here + " but cannot run", harness.OneLine(desc.Problem, 300)
+		return here + " but cannot run", model.OneLine(desc.Problem, 300)
 	}
 	return here, ""
 }

@@ -12,7 +12,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"tine/harness"
 	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
@@ -386,7 +385,7 @@ func projectLabel(p string) string {
 	if home, err := os.UserHomeDir(); err == nil && home != "/" && strings.HasPrefix(p, home) {
 		p = "~" + strings.TrimPrefix(p, home)
 	}
-	return harness.OneLine(p, 0)
+	return model.OneLine(p, 0)
 }
 
 func (l *libraryScreen) hitsView(st *Styles) string {
@@ -404,7 +403,7 @@ func (l *libraryScreen) hitsView(st *Styles) string {
 				title = t.Title
 			}
 		}
-		line := fmt.Sprintf("%-9s %s  %s", hit.Role, harness.OneLine(hit.Snippet, 200), "— "+harness.OneLine(title, 40))
+		line := fmt.Sprintf("%-9s %s  %s", hit.Role, model.OneLine(hit.Snippet, 200), "— "+model.OneLine(title, 40))
 		if i > start {
 			b.WriteByte('\n')
 		}
@@ -473,7 +472,7 @@ func (c libColumns) row(t store.TreeSummary, now time.Time) string {
 	if t.Forks > 0 {
 		forks = fmt.Sprintf("⑂%d", t.Forks)
 	}
-	return c.cells(harness.OneLine(title, 0), harness.OneLine(t.Harness, 20),
+	return c.cells(model.OneLine(title, 0), model.OneLine(t.Harness, 20),
 		age(t.LastActivity, now), fmt.Sprint(t.Messages), forks, cost(t.CostUSD))
 }
 

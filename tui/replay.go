@@ -312,7 +312,7 @@ func (p *replayPanel) view(st *Styles) string {
 	if name == "" {
 		name = p.run.Label()
 	}
-	title := fmt.Sprintf("Replay %s to step %d of %d", model.SafeText(harness.OneLine(name, 60)), p.step, p.steps)
+	title := fmt.Sprintf("Replay %s to step %d of %d", model.SafeText(model.OneLine(name, 60)), p.step, p.steps)
 	b.WriteString(st.Title.Render(title) + "\n")
 	if !p.started {
 		b.WriteString(st.Subtle.Render("A fresh worktree at the run's base; the run's own agent answered from its tape for steps 1..N,\n"+
@@ -356,7 +356,7 @@ func (p *replayPanel) view(st *Styles) string {
 		n := t.Replay.Replayed
 		fill := min(barW*n/max(p.step, 1), barW)
 		bar := strings.Repeat("█", fill) + strings.Repeat("░", barW-fill)
-		line := fmt.Sprintf("%s%-22s %s %d/%d  %-10s %s", mark, harness.OneLine(model.SafeText(t.Run.Label()), 22), bar, n, p.step,
+		line := fmt.Sprintf("%s%-22s %s %d/%d  %-10s %s", mark, model.OneLine(model.SafeText(t.Run.Label()), 22), bar, n, p.step,
 			t.Replay.Status, t.Run.Status)
 		if t.Replay.AA != nil {
 			line += map[bool]string{true: " · A/A same", false: " · A/A differs"}[*t.Replay.AA]
@@ -367,11 +367,11 @@ func (p *replayPanel) view(st *Styles) string {
 		t := p.trials[p.sel]
 		switch {
 		case t.Divergence != nil:
-			b.WriteString("\n" + st.Warn.Render("diverged at "+model.SafeText(harness.OneLine(t.Divergence.Detail(), p.width))) + "\n")
+			b.WriteString("\n" + st.Warn.Render("diverged at "+model.SafeText(model.OneLine(t.Divergence.Detail(), p.width))) + "\n")
 			lines := strings.Split(strings.TrimRight(t.Divergence.Diff, "\n"), "\n")
 			off := min(p.offset, max(len(lines)-1, 0))
 			for _, l := range lines[off:] {
-				l = model.SafeText(harness.OneLine(l, p.width))
+				l = model.SafeText(model.OneLine(l, p.width))
 				switch {
 				case strings.HasPrefix(l, "+"):
 					l = st.Info.Render(l)
@@ -383,7 +383,7 @@ func (p *replayPanel) view(st *Styles) string {
 		case t.Replay.AAReason != "":
 			b.WriteString("\n" + model.SafeText(t.Replay.AAReason) + "\n")
 		case t.Run.Error != "":
-			b.WriteString("\n" + model.SafeText(harness.OneLine(t.Run.Error, p.width*2)) + "\n")
+			b.WriteString("\n" + model.SafeText(model.OneLine(t.Run.Error, p.width*2)) + "\n")
 		}
 	}
 	tail := "↑↓ trial · enter opens it in the tree · pgup/pgdn the diff · esc back"

@@ -9,7 +9,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"tine/harness"
 	"tine/model"
 )
 
@@ -425,17 +424,17 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		status = spinFrames[t.spinFrame%len(spinFrames)] + " " + string(run.Status)
 	}
 	if run.Status == model.Failed && run.Error != "" {
-		status += ": " + harness.OneLine(run.Error, 60)
+		status += ": " + model.OneLine(run.Error, 60)
 	}
 	if live := t.streaming[run.ID]; live != "" && run.Status == model.Running {
-		status += " “" + harness.OneLine(lastRunes(live, 40), 40) + "”"
+		status += " “" + model.OneLine(lastRunes(live, 40), 40) + "”"
 	}
 	label := model.SafeText(run.Label())
 	if run.Name == "" && len(rd.own) > 0 {
 		// An agent's fork has no name: its first prompt says what it tried.
 		for _, m := range rd.own {
 			if m.IsPrompt() {
-				label = harness.OneLine(m.PlainText(), 40)
+				label = model.OneLine(m.PlainText(), 40)
 				break
 			}
 		}
@@ -443,7 +442,7 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	mark := "⑂ "
 	if rd.subagent {
 		mark = "⤷ "
-		label = "subagent: " + harness.OneLine(run.Title, 60)
+		label = "subagent: " + model.OneLine(run.Title, 60)
 	}
 	if run.Best {
 		label = "★ " + label
@@ -464,7 +463,7 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	where := ""
 	switch {
 	case run.Worktree != "" && run.Branch != "":
-		where = " ⎇ " + harness.OneLine(run.Branch, 30)
+		where = " ⎇ " + model.OneLine(run.Branch, 30)
 	case run.Worktree != "":
 		where = " ⎇ worktree"
 	case run.InPlace:
@@ -522,7 +521,7 @@ func messageSnippet(m *model.Message) string {
 	case len(calls) > 0:
 		var names []string
 		for _, c := range calls {
-			if n := harness.OneLine(c.ToolName, 30); !slices.Contains(names, n) && len(names) < 3 {
+			if n := model.OneLine(c.ToolName, 30); !slices.Contains(names, n) && len(names) < 3 {
 				names = append(names, n)
 			}
 		}
@@ -532,24 +531,24 @@ func messageSnippet(m *model.Message) string {
 		}
 		switch {
 		case text != "":
-			s += " · " + harness.OneLine(text, 160)
+			s += " · " + model.OneLine(text, 160)
 		case len(calls) == 1 && calls[0].ToolInput != "":
-			s += " " + harness.OneLine(calls[0].ToolInput, 160)
+			s += " " + model.OneLine(calls[0].ToolInput, 160)
 		}
 		return s
 	case result != nil:
 		s := "↳ "
 		if result.ToolName != "" {
-			s += harness.OneLine(result.ToolName, 30) + ": "
+			s += model.OneLine(result.ToolName, 30) + ": "
 		}
 		if result.IsError {
 			s += "error: "
 		}
-		return s + harness.OneLine(result.Text, 200)
+		return s + model.OneLine(result.Text, 200)
 	case text != "":
-		return harness.OneLine(text, 200)
+		return model.OneLine(text, 200)
 	case thinking != "":
-		return "(thinking) " + harness.OneLine(thinking, 200)
+		return "(thinking) " + model.OneLine(thinking, 200)
 	}
 	for _, p := range m.Parts {
 		return "[" + string(p.Kind) + "]"

@@ -22,7 +22,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 

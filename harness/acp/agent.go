@@ -16,8 +16,8 @@ import (
 
 	sdk "github.com/coder/acp-go-sdk"
 
-	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
+	"tine/model"
 )
 
 // exitWait is how long an agent that closed its stdout gets to exit before
@@ -169,7 +169,7 @@ func (a *agent) skippedLine(line []byte) {
 
 func (a *agent) breakFraming(line []byte) error {
 	err := fmt.Errorf("%s broke the JSON-RPC framing on its stdout (a line mixes a protocol message with other output: %q): %w",
-		a.name, harness.OneLine(string(line), 80), errFraming)
+		a.name, model.OneLine(string(line), 80), errFraming)
 	a.mu.Lock()
 	if a.broken == nil {
 		a.broken = err
@@ -306,7 +306,7 @@ func requestErrorText(re *sdk.RequestError) string {
 			}
 		}
 	}
-	return harness.OneLine(msg, 300)
+	return model.OneLine(msg, 300)
 }
 
 // stderrTail is the end of an agent's stderr as one line.
@@ -318,7 +318,7 @@ func stderrTail(s string) string {
 			s = s[i+1:]
 		}
 	}
-	return harness.OneLine(s, 300)
+	return model.OneLine(s, 300)
 }
 
 // refuseAll is the client of a connection that only asks initialize.

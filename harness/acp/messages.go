@@ -54,7 +54,7 @@ func (c *call) name() string {
 func (c *call) label() string {
 	n := c.name()
 	if c.title != "" && c.title != n {
-		n += " (" + harness.OneLine(c.title, 80) + ")"
+		n += " (" + model.OneLine(c.title, 80) + ")"
 	}
 	return n
 }

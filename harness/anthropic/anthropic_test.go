@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
-	"tine/harness/internal/apihttp"
+	"tine/internal/apihttp"
 	"tine/internal/modelserver"
 	"tine/model"
 )

@@ -939,7 +939,7 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 		r.CreatedAt, r.FinishedAt = gr.first, gr.last
 		r.Title = p.info.description
 		if r.Title == "" || !p.subagentFile() {
-			r.Title = harness.TitleOf(pr.Messages)
+			r.Title = model.TitleOf(pr.Messages)
 		}
 		if p.compaction(gr) {
 			// Its prompt is the instructions to summarize, not a task.
@@ -950,10 +950,10 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 			r.CreatedAt = pr.Messages[0].Time
 			r.FinishedAt = pr.Messages[len(pr.Messages)-1].Time
 		}
-		r.Title = harness.TitleOf(pr.Messages)
+		r.Title = model.TitleOf(pr.Messages)
 	}
 	if r.Title == "" && mainLine {
-		r.Title = harness.TitleOf(pr.Messages)
+		r.Title = model.TitleOf(pr.Messages)
 	}
 }
 
@@ -1006,15 +1006,15 @@ func (p *parser) subagentFile() bool {
 func (p *parser) title() string {
 	switch {
 	case p.customTitle != "":
-		return harness.OneLine(p.customTitle, 120)
+		return model.OneLine(p.customTitle, 120)
 	case p.aiTitle != "":
-		return harness.OneLine(p.aiTitle, 120)
+		return model.OneLine(p.aiTitle, 120)
 	}
 	// A summary names the conversation ending at its leaf; older versions
 	// also carried summaries of other sessions, so the leaf must be here.
 	for i := len(p.summaries) - 1; i >= 0; i-- {
 		if _, ok := p.byUUID[p.summaries[i].leaf]; ok {
-			return harness.OneLine(p.summaries[i].text, 120)
+			return model.OneLine(p.summaries[i].text, 120)
 		}
 	}
 	return ""

@@ -3,7 +3,7 @@ package claude
 import (
 	"strconv"
 
-	"tine/harness/internal/jsonscan"
+	"tine/internal/jsonscan"
 )
 
 // Claude Code records are mostly bodies tine never reads (attachments

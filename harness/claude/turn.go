@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -675,7 +675,7 @@ func (s *stream) outcome(ctx context.Context, res agentproc.Result, err error, p
 		if why == "" {
 			why = "failed (" + r.Subtype + ")"
 		}
-		return errors.New("claude: " + harness.OneLine(why, 400))
+		return errors.New("claude: " + model.OneLine(why, 400))
 	}
 	if err != nil {
 		var ee *agentproc.ExitError
@@ -729,7 +729,7 @@ func (s *stream) denied() string {
 	}
 	out := strings.Join(tools, ", ")
 	if why != "" {
-		out += " (" + harness.OneLine(why, 200) + ")"
+		out += " (" + model.OneLine(why, 200) + ")"
 	}
 	return out
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
 	"tine/internal/modelserver"
 	"tine/model"
 )

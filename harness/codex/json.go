@@ -1,6 +1,6 @@
 package codex
 
-import "tine/harness/internal/jsonscan"
+import "tine/internal/jsonscan"
 
 // Rollouts are read with the agents' one JSON scanner, jsonscan: a line is
 // validated as its members are walked, and the values kept from it are

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/internal/jsonscan"
+	"tine/internal/jsonscan"
 	"tine/model"
 )
 
@@ -1138,7 +1138,7 @@ func (p *parser) finish(off int64) harness.ParsedFile {
 		Model:      p.model,
 		Cwd:        p.cwd,
 		Branch:     p.branch,
-		Title:      harness.TitleOf(p.msgs),
+		Title:      model.TitleOf(p.msgs),
 		Status:     model.Completed,
 		CreatedAt:  p.created,
 		FinishedAt: parseTime(p.lastTS),

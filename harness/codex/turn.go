@@ -86,7 +86,7 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -1022,10 +1022,10 @@ func (t *turnRun) line(b []byte) error {
 		msg := strings.TrimSpace(ev.Message)
 		if msg != "" && msg != t.lastNote {
 			t.lastNote = msg
-			t.emit(harness.Event{Kind: harness.EventNote, Note: "codex: " + harness.OneLine(msg, 280)})
+			t.emit(harness.Event{Kind: harness.EventNote, Note: "codex: " + model.OneLine(msg, 280)})
 		}
 		if waited := now.Sub(t.lastProgress); strings.Contains(msg, "waiting for network") && waited >= t.h.cfg.Offline {
-			t.offline = fmt.Errorf("codex could not reach the model server for %s (%s); stopped it", waited.Round(time.Second), harness.OneLine(msg, 200))
+			t.offline = fmt.Errorf("codex could not reach the model server for %s (%s); stopped it", waited.Round(time.Second), model.OneLine(msg, 200))
 			return t.offline
 		}
 		return nil
@@ -1134,7 +1134,7 @@ func refusal(m model.Message) string {
 					if name == "" {
 						name = "a tool"
 					}
-					return fmt.Sprintf("%s was refused (%s)", name, harness.OneLine(line, 160))
+					return fmt.Sprintf("%s was refused (%s)", name, model.OneLine(line, 160))
 				}
 			}
 		}
@@ -1157,7 +1157,7 @@ func (t *turnRun) finish(ctx context.Context, res agentproc.Result, runErr error
 	case t.offline != nil:
 		return t.offline
 	case t.failed != "":
-		return fmt.Errorf("codex: the turn failed: %s", harness.OneLine(t.failed, 300))
+		return fmt.Errorf("codex: the turn failed: %s", model.OneLine(t.failed, 300))
 	case runErr != nil:
 		var ee *agentproc.ExitError
 		if errors.As(runErr, &ee) {
@@ -1221,5 +1221,5 @@ func stderrTail(s string) string {
 	if len(out) > 300 {
 		out = "…" + out[len(out)-300:]
 	}
-	return harness.OneLine(out, 0)
+	return model.OneLine(out, 0)
 }

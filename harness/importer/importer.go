@@ -442,7 +442,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 		// The path comes from disk: it passes through the same
 		// neutraliser as transcript text (ARCHITECTURE.md, terminal
 		// safety).
-		sum.Errors = append(sum.Errors, harness.OneLine(path+": "+harness.OneLine(err.Error(), 300), 0))
+		sum.Errors = append(sum.Errors, model.OneLine(path+": "+model.OneLine(err.Error(), 300), 0))
 		return nil
 	}
 	b.fail = fail
@@ -456,7 +456,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			continue
 		case f.Err != nil:
 			sum.Failed++
-			sum.Errors = append(sum.Errors, harness.OneLine(f.Path+": "+f.Err.Error(), 400))
+			sum.Errors = append(sum.Errors, model.OneLine(f.Path+": "+f.Err.Error(), 400))
 			continue
 		}
 		sum.Files++
@@ -801,7 +801,7 @@ func (b *batch) flush(ctx context.Context) error {
 		for _, f := range files {
 			b.sum.Failed++
 			if se == nil {
-				b.sum.Errors = append(b.sum.Errors, harness.OneLine(f.path+": "+harness.OneLine(err.Error(), 300), 0))
+				b.sum.Errors = append(b.sum.Errors, model.OneLine(f.path+": "+model.OneLine(err.Error(), 300), 0))
 			}
 		}
 		if se != nil {
@@ -1170,7 +1170,7 @@ func (e *StoreError) Error() string {
 	if said == "" && e.Err != nil {
 		said = e.Err.Error()
 	}
-	return harness.OneLine(fmt.Sprintf("import stopped%s: %s (%s); what was imported before is kept", at, e.Reason, said), 0)
+	return model.OneLine(fmt.Sprintf("import stopped%s: %s (%s); what was imported before is kept", at, e.Reason, said), 0)
 }
 
 func (e *StoreError) Unwrap() error { return e.Err }

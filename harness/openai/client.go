@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/internal/apihttp"
+	"tine/internal/apihttp"
 	"tine/model"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"tine/harness"
-	"tine/harness/internal/apihttp"
+	"tine/internal/apihttp"
 	"tine/model"
 )
 
@@ -73,7 +73,7 @@ func Parse(data []byte, name string) (harness.Transcript, error) {
 			raws = []json.RawMessage{trimmed}
 		} else {
 			raws = doc.Messages
-			t.Run.Model, t.Run.Title = doc.Model, harness.OneLine(doc.Title, 120)
+			t.Run.Model, t.Run.Title = doc.Model, model.OneLine(doc.Title, 120)
 		}
 	default:
 		return parseLines(data, name)
@@ -127,7 +127,7 @@ func parseLines(data []byte, name string) (harness.Transcript, error) {
 func finish(t *harness.Transcript, name string) {
 	t.Run.Harness = "openai"
 	if t.Run.Title == "" {
-		t.Run.Title = harness.TitleOf(t.Messages)
+		t.Run.Title = model.TitleOf(t.Messages)
 	}
 	if t.Run.Title == "" {
 		t.Run.Title = filepath.Base(name)

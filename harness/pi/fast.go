@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"tine/harness/internal/jsonscan"
+	"tine/internal/jsonscan"
 )
 
 // fastEntry decodes a "message" entry line in one pass with the agents'

@@ -116,7 +116,7 @@ func (w *piWorld) turn(t *testing.T, ctx context.Context, req harness.TurnReques
 		defer mu.Unlock()
 		evs = append(evs, e)
 	})
-	t.Logf("turn %q took %s", harness.OneLine(req.Input, 40), time.Since(start).Round(time.Millisecond))
+	t.Logf("turn %q took %s", model.OneLine(req.Input, 40), time.Since(start).Round(time.Millisecond))
 	return evs, err
 }
 

@@ -462,9 +462,9 @@ func (p *parser) run(leaf int32, own []int32, main bool) (model.Run, []model.Mes
 	}
 	r.Title = p.sessionName
 	if r.Title == "" {
-		r.Title = harness.TitleOf(msgs)
+		r.Title = model.TitleOf(msgs)
 	}
-	r.Title = harness.OneLine(r.Title, 120)
+	r.Title = model.OneLine(r.Title, 120)
 	return r, msgs
 }
 
@@ -516,5 +516,5 @@ func shortErr(err error) string {
 	if err == nil {
 		return "unreadable"
 	}
-	return harness.OneLine(err.Error(), 160)
+	return model.OneLine(err.Error(), 160)
 }

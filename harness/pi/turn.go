@@ -83,7 +83,7 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/internal/agentproc"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -504,7 +504,7 @@ func (s *stream) line(b []byte) error {
 		}
 		if json.Unmarshal(b, &ev) == nil {
 			s.retries = ev.Attempt
-			s.emit(harness.Event{Kind: harness.EventNote, Note: harness.OneLine(fmt.Sprintf(
+			s.emit(harness.Event{Kind: harness.EventNote, Note: model.OneLine(fmt.Sprintf(
 				"pi retries the model call (%d of %d, in %s) after: %s", ev.Attempt, ev.MaxAttempts,
 				time.Duration(ev.DelayMs)*time.Millisecond, ev.ErrorMessage), 300)})
 		}
@@ -642,7 +642,7 @@ func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error)
 	// A file read from its start (a new session, --fork) has one header.
 	if expected := btoi(s.plan.file == ""); s.headers > expected && !s.plan.hasAssistant {
 		if err := repairFlush(s.file); err != nil {
-			s.emit(harness.Event{Kind: harness.EventNote, Note: "could not undo pi's repeated entries in " + s.file + ": " + harness.OneLine(err.Error(), 200)})
+			s.emit(harness.Event{Kind: harness.EventNote, Note: "could not undo pi's repeated entries in " + s.file + ": " + model.OneLine(err.Error(), 200)})
 		}
 	}
 	if s.plan.wrote != "" && s.session == "" {
@@ -670,7 +670,7 @@ func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error)
 	switch {
 	case last == nil:
 		msg := "pi ended without an answer"
-		if tail := harness.OneLine(res.StderrTail, 300); tail != "" {
+		if tail := model.OneLine(res.StderrTail, 300); tail != "" {
 			msg += ": " + tail
 		}
 		return errors.New(msg)
@@ -682,9 +682,9 @@ func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error)
 		case s.retries > 1:
 			msg += fmt.Sprintf(" (after %d retries)", s.retries)
 		}
-		return errors.New("pi: " + harness.OneLine(msg, 400))
+		return errors.New("pi: " + model.OneLine(msg, 400))
 	case last.stopReason == "aborted":
-		return errors.New("pi: the model call was aborted: " + harness.OneLine(cmp.Or(last.errorMessage, "no reason given"), 300))
+		return errors.New("pi: the model call was aborted: " + model.OneLine(cmp.Or(last.errorMessage, "no reason given"), 300))
 	}
 	return nil
 }

@@ -77,7 +77,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		out = append(out, results...)
 	}
 	reply := fmt.Sprintf("%s You asked: %q. After %d messages of context, my answer #%d is: %s",
-		openings[seed%uint64(len(openings))], harness.OneLine(prompt, 80), len(req.Prefix), seed%97, verdict(seed))
+		openings[seed%uint64(len(openings))], model.OneLine(prompt, 80), len(req.Prefix), seed%97, verdict(seed))
 	out = append(out, model.Message{Role: model.Assistant, Model: modelName,
 		Parts: []model.Part{{Kind: model.Text, Text: reply}}, Usage: usage(seed+1, len(req.Prefix))})
 

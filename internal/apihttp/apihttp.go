@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"tine/harness"
+	"tine/model"
 )
 
 // Defaults for the zero fields of a Config.
@@ -214,7 +214,7 @@ func (c *Client) attempt(ctx context.Context, body []byte, newStream func() Stre
 		var re *redirectError
 		if errors.As(err, &re) {
 			return fmt.Errorf("%s: %s redirected the request to %s; not followed, so the API key goes nowhere else (set the base URL to the new address if you trust it)",
-				c.cfg.Name, c.host, harness.OneLine(re.to, 200))
+				c.cfg.Name, c.host, model.OneLine(re.to, 200))
 		}
 		// The request never got an answer: safe to send again.
 		return &retryableError{err: fmt.Errorf("%s: cannot reach %s: %w", c.cfg.Name, c.host, err), after: -1}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"tine/harness"
 	"tine/model"
 )
 
@@ -27,16 +26,16 @@ func ErrorMessage(b []byte) string {
 		switch {
 		case json.Unmarshal(e.Error, &inner) == nil && inner.Message != "":
 			if inner.Type != "" && !strings.Contains(inner.Message, inner.Type) {
-				return harness.OneLine(inner.Message+" ("+inner.Type+")", 300)
+				return model.OneLine(inner.Message+" ("+inner.Type+")", 300)
 			}
-			return harness.OneLine(inner.Message, 300)
+			return model.OneLine(inner.Message, 300)
 		case json.Unmarshal(e.Error, &s) == nil && s != "":
-			return harness.OneLine(s, 300)
+			return model.OneLine(s, 300)
 		case e.Message != "":
-			return harness.OneLine(e.Message, 300)
+			return model.OneLine(e.Message, 300)
 		}
 	}
-	if s := harness.OneLine(string(b), 300); s != "" {
+	if s := model.OneLine(string(b), 300); s != "" {
 		return s
 	}
 	return "(empty body)"
