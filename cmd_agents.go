@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -43,7 +44,7 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if target.ID != run.ID && !tf.asJSON {
 		fmt.Fprintf(e.stderr, "tine: %s is not written to; its next turn goes to a new fork, %s\n", model.SafeText(run.Label()), model.SafeText(target.Label()))
 	}
-	return tf.run(ctx, e, st, d, []harness.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target})
+	return tf.run(ctx, e, st, d, []fork.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target})
 }
 
 // turnFlags are the flags of every command that runs turns: where the
@@ -65,7 +66,7 @@ func (t *turnFlags) register(f *flags) {
 
 // open opens the store, resolves ref and makes the driver the flags ask
 // for; the caller closes the store.
-func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *harness.Driver, error) {
+func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *fork.Driver, error) {
 	st, err := e.open()
 	if err != nil {
 		return nil, model.Run{}, nil, err
@@ -82,14 +83,14 @@ func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store,
 }
 
 // run runs turns as the flags say (runTurns).
-func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *harness.Driver, turns []harness.Turn, runs []model.Run) error {
+func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run) error {
 	return runTurns(ctx, e, st, d, turns, runs, t.wait, t.asJSON, t.api, t.ag)
 }
 
 // runTurns runs turns (none: the runs were only created) in the
 // foreground (wait) or in a background tine, then prints runs as `tine
 // fork` does.
-func runTurns(ctx context.Context, e *env, st *store.Store, d *harness.Driver, turns []harness.Turn, runs []model.Run,
+func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run,
 	wait, asJSON bool, api apiFlags, ag agentFlags) error {
 	switch {
 	case len(turns) == 0:
@@ -162,7 +163,7 @@ func cmdRetry(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return tf.run(ctx, e, st, d, []harness.Turn{{RunID: fresh.ID, Input: input}}, []model.Run{fresh})
+	return tf.run(ctx, e, st, d, []fork.Turn{{RunID: fresh.ID, Input: input}}, []model.Run{fresh})
 }
 
 // cmdCancel stops running forks, whichever process runs them.

@@ -20,6 +20,7 @@ import (
 	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/pi"
 	"tine/harness/script"
@@ -63,8 +64,8 @@ func withAgents(r *harness.Registry) *harness.Registry {
 
 // newDriver wires the fork driver to a store, with every harness. Agent
 // forks' worktrees live next to the database, in tine's data dir.
-func newDriver(st *store.Store, paced bool, api apiFlags) *harness.Driver {
-	return &harness.Driver{Store: st, Harnesses: withAgents(harnesses(paced, api)),
+func newDriver(st *store.Store, paced bool, api apiFlags) *fork.Driver {
+	return &fork.Driver{Store: st, Harnesses: withAgents(harnesses(paced, api)),
 		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
 }
 
@@ -86,7 +87,7 @@ func (a *agentFlags) register(f *flags) {
 }
 
 // apply sets a's policy on d, with st to record into.
-func (a agentFlags) apply(d *harness.Driver, st *store.Store) error {
+func (a agentFlags) apply(d *fork.Driver, st *store.Store) error {
 	p, err := harness.ParsePermissions(a.permissions)
 	if err != nil {
 		return usageError{err.Error()}
@@ -207,7 +208,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	d.Parallel = *parallel
-	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
+	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
 		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})
 	if err != nil {
@@ -216,7 +217,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if cut.Reason != "" && !tf.asJSON {
 		fmt.Fprintf(e.stderr, "tine: %s\n", cut.Describe())
 	}
-	var turns []harness.Turn
+	var turns []fork.Turn
 	if len(msgs) > 0 || *regenerate {
 		for i, fk := range forks {
 			input := ""
@@ -225,7 +226,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 			} else if len(msgs) > 1 {
 				input = msgs[i]
 			}
-			turns = append(turns, harness.Turn{RunID: fk.ID, Input: input})
+			turns = append(turns, fork.Turn{RunID: fk.ID, Input: input})
 		}
 	}
 	return tf.run(ctx, e, st, d, turns, forks)
@@ -306,7 +307,7 @@ func checkText(r model.Run) string {
 
 // forkProgress reports each fork's status changes on stderr when it is a
 // terminal, one line each.
-func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
+func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	f, ok := e.stderr.(*os.File)
 	if !ok || !term.IsTerminal(f.Fd()) {
 		return nil
@@ -316,7 +317,7 @@ func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
 		names[fk.ID] = fk.Label()
 	}
 	start := time.Now()
-	return func(ev harness.RunEvent) {
+	return func(ev fork.RunEvent) {
 		if ev.Status == "" {
 			return
 		}
@@ -331,7 +332,7 @@ func forkProgress(e *env, forks []model.Run) func(harness.RunEvent) {
 // startBackgroundTurns runs the turns in a detached tine process, so the
 // command returns at once and the forks go on; the child reads its work
 // from stdin.
-func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []harness.Turn) error {
+func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -367,7 +368,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	var turns []harness.Turn
+	var turns []fork.Turn
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
 		return fmt.Errorf("run-turns: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"text/tabwriter"
 
-	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
@@ -155,7 +155,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 
 // newReplayer wires a Replayer to this process's gateway and to the
 // model APIs' keys in the environment.
-func newReplayer(st *store.Store, d *harness.Driver, ag agentFlags) *replay.Replayer {
+func newReplayer(st *store.Store, d *fork.Driver, ag agentFlags) *replay.Replayer {
 	gw, err := processGateway.get()
 	if err != nil {
 		gw = nil

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/model"
 	"tine/store"
@@ -173,7 +173,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	// The demo forks offline, through the script harness: its sessions were
 	// made up, so no agent could continue them.
-	d := &harness.Driver{Store: st, Harnesses: harnesses(true, apiFlags{}), DefaultHarness: "script"}
+	d := &fork.Driver{Store: st, Harnesses: harnesses(true, apiFlags{}), DefaultHarness: "script"}
 	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d})
 	if *keep {
 		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", st.Path(), st.Path())

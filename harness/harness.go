@@ -1,11 +1,15 @@
-// Package harness defines how tine continues a run through a backend: the
-// Harness interface, the capability record each backend declares, and the
-// registry that names them. One package per backend lives below this one
-// (script/, openai/, claude/, codex/, pi/); none of them imports store.
+// Package harness defines what tine asks of a backend: the Harness
+// interface (a turn, its request and its events), the Capabilities each
+// backend declares, the Agent descriptor that holds everything tine knows
+// of one backend, and the Registry that lists them. One package per
+// backend lives below this one, each exporting its descriptor; the fork
+// driver (fork/), the importer (importer/) and git worktrees (worktree/)
+// serve them. None of them imports store.
 package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -107,10 +111,11 @@ type TurnRequest struct {
 	// session (Run.NativeID is set) or starts a new one (Handoff, or a
 	// model API that sends the prefix itself).
 	Origin *Origin
-	// Handoff starts a new native session whose first message carries
-	// Prefix as a readable transcript (HandoffPrompt): the run came from
-	// another agent, or from a point this one cannot fork at (rule 8).
-	Handoff bool
+	// Handoff, when set, starts a new native session whose first message
+	// is Handoff: Prefix as a readable transcript, then the person's
+	// message (written by the driver). The run came from another agent,
+	// or from a point this one cannot fork at (rule 8 in ARCHITECTURE.md).
+	Handoff string
 	// Permissions answers the agent's permission requests.
 	Permissions Permissions
 	// Env holds KEY=VALUE pairs for this turn's agent process, set on top
@@ -122,6 +127,10 @@ type TurnRequest struct {
 	// harnesses whose Capabilities say Record honour it.
 	ModelURL string
 }
+
+// ErrParentMovedOn refuses a first turn whose branch point no longer is
+// where the parent ends, on a harness that can only fork at the end (rule 5 in ARCHITECTURE.md).
+var ErrParentMovedOn = errors.New("the parent moved on; fork again from where it is now")
 
 // PlaceholderKey is the API key an agent pointed at tine's gateway gets.
 const PlaceholderKey = "tine-gateway-placeholder"

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 )
 
 // Store is what a replay reads and writes; *store.Store satisfies it.
 type Store interface {
-	harness.Store
+	fork.Store
 	Tape(ctx context.Context, id string) ([]model.TapeStep, error)
 	AddTapeStep(ctx context.Context, id string, t model.TapeStep) error
 	AddReplay(ctx context.Context, r model.Replay) error
@@ -74,7 +75,7 @@ type Spec struct {
 // how each trial went.
 type Replayer struct {
 	Store   Store
-	Driver  *harness.Driver
+	Driver  *fork.Driver
 	Gateway *Gateway
 	// Upstream is where a run's model calls go once a replay of it goes
 	// live, and with which key; its error is said when a trial needs it.
@@ -226,7 +227,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 			if err != nil {
 				return nil, err
 			}
-			src.origin, err = harness.OriginOf(parent, src.k0, run.Harness, func(id string) (model.Run, error) { return p.Store.Run(ctx, id) })
+			src.origin, err = fork.OriginOf(parent, src.k0, run.Harness, func(id string) (model.Run, error) { return p.Store.Run(ctx, id) })
 			if err != nil {
 				return nil, err
 			}
@@ -365,7 +366,7 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 // Execute runs a prepared replay's trials, at most the Driver's Parallel
 // at a time, and returns how they went. onEvent, when set, gets the
 // driver's events (messages, statuses) as they happen.
-func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness.RunEvent)) (*Result, error) {
+func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(fork.RunEvent)) (*Result, error) {
 	src := plan.src
 	if src == nil {
 		var err error
@@ -393,7 +394,7 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(harness
 
 // trial runs one trial: the run's turns, in order, until the replay has
 // gone live and finished its turn, stopped, or diverged.
-func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string, onEvent func(harness.RunEvent)) TrialResult {
+func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string, onEvent func(fork.RunEvent)) TrialResult {
 	bg := context.WithoutCancel(ctx)
 	// A trial is what the store holds of it once it has run.
 	finish := func() TrialResult {
@@ -437,10 +438,10 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	}
 	defer gr.Close()
 	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.forkAt - src.k0, k0: src.k0}
-	rb := &harness.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
+	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
 		Env: NoNetwork}
 	for _, prompt := range src.prompts {
-		p.Driver.RunTurns(ctx, []harness.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
+		p.Driver.RunTurns(ctx, []fork.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
 		st := gr.Status()
 		r, _ := p.Store.Run(bg, id)
 		if ctx.Err() != nil || st.Divergence != nil || st.Live || st.Verified || r.Status != model.Completed || st.Steps > spec.AtStep ||
@@ -621,7 +622,7 @@ func (p *Replayer) aa(ctx context.Context, spec Spec, src *source, id string) (*
 		why = fmt.Sprintf("a different final answer (%q, the original said %q)", model.OneLine(got, 80), model.OneLine(want, 80))
 	}
 	if spec.Check != "" {
-		c := harness.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())
+		c := fork.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())
 		_ = p.Store.SetCheck(ctx, id, c)
 		orig := src.run.Check
 		switch {

@@ -16,7 +16,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
@@ -29,7 +29,7 @@ type Options struct {
 	// OpenTree opens this tree on start instead of the library.
 	OpenTree string
 	// Driver makes forks and runs their turns; nil turns forking off.
-	Driver *harness.Driver
+	Driver *fork.Driver
 	// Watch imports the agents' sessions as they grow while the program
 	// runs (watch.go): for the user's own database, not the demo's.
 	Watch bool

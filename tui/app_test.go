@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 	"tine/store"
 )
@@ -343,7 +344,7 @@ func (s *streamer) Turn(ctx context.Context, req harness.TurnRequest, emit func(
 func TestForkFromTheTUI(t *testing.T) {
 	st := seedStore(t, 0)
 	s := &streamer{release: make(chan struct{})}
-	a := New(st, Options{Driver: &harness.Driver{Store: st, Harnesses: harness.NewRegistry(s)}})
+	a := New(st, Options{Driver: &fork.Driver{Store: st, Harnesses: harness.NewRegistry(s)}})
 	d := &driver{t: t, a: a}
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }

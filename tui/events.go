@@ -3,7 +3,7 @@ package tui
 import (
 	"sync"
 
-	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 )
 
@@ -35,7 +35,7 @@ func newRunMailbox() *runMailbox {
 }
 
 // put merges ev into the run's news; it never blocks.
-func (m *runMailbox) put(ev harness.RunEvent) {
+func (m *runMailbox) put(ev fork.RunEvent) {
 	m.mu.Lock()
 	n := m.pending[ev.RunID]
 	if n == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 )
 
@@ -38,12 +39,12 @@ func (c *chatty) Turn(ctx context.Context, req harness.TurnRequest, emit func(ha
 func TestQuitWhileForksStream(t *testing.T) {
 	st := seedStore(t, 0)
 	h := &chatty{sent: make(chan struct{})}
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
 	d := newDriverWith(t, st, 120, 30, drv)
-	runs, _, err := drv.Fork(context.Background(), harness.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "chatty"})
+	runs, _, err := drv.Fork(context.Background(), fork.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "chatty"})
 	require.NoError(t, err)
 	// The turn starts; its listener is never run: the screen reads nothing.
-	d.a.startTurns(1, drv, []harness.Turn{{RunID: runs[0].ID, Input: "go"}})
+	d.a.startTurns(1, drv, []fork.Turn{{RunID: runs[0].ID, Input: "go"}})
 	select {
 	case <-h.sent:
 	case <-time.After(10 * time.Second):
@@ -60,15 +61,15 @@ func TestQuitWhileForksStream(t *testing.T) {
 // TestMailboxMergesPerRun: news piles up per run and is taken at once.
 func TestMailboxMergesPerRun(t *testing.T) {
 	m := newRunMailbox()
-	m.put(harness.RunEvent{RunID: "a", Delta: "hello "})
-	m.put(harness.RunEvent{RunID: "b", Status: model.Running})
-	m.put(harness.RunEvent{RunID: "a", Delta: "world"})
+	m.put(fork.RunEvent{RunID: "a", Delta: "hello "})
+	m.put(fork.RunEvent{RunID: "b", Status: model.Running})
+	m.put(fork.RunEvent{RunID: "a", Delta: "world"})
 	news, done := m.take()
 	require.False(t, done)
 	require.Len(t, news, 2)
 	assert.Equal(t, runNews{runID: "a", tail: "hello world"}, news[0])
 	assert.True(t, news[1].stored)
-	m.put(harness.RunEvent{RunID: "a", Status: model.Failed, Err: fmt.Errorf("boom")})
+	m.put(fork.RunEvent{RunID: "a", Status: model.Failed, Err: fmt.Errorf("boom")})
 	m.close()
 	news, done = m.take()
 	require.False(t, done)

@@ -14,6 +14,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 )
 
@@ -161,7 +162,7 @@ func (d *forkDialog) resize() {
 			taken = append(taken, r.Name)
 		}
 	}
-	defaults := harness.ForkNames(d.parent, taken, d.n)
+	defaults := fork.ForkNames(d.parent, taken, d.n)
 	for i := 0; i < d.n; i++ {
 		if i < len(names) {
 			out = append(out, names[i])
@@ -363,10 +364,10 @@ func (d *forkDialog) runsTurns() bool {
 }
 
 // spec turns the dialog into a fork request.
-func (d *forkDialog) spec() harness.ForkSpec {
+func (d *forkDialog) spec() fork.ForkSpec {
 	name := d.harnessName()
 	fit := d.fit()
-	spec := harness.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: name,
+	spec := fork.ForkSpec{Parent: d.parent.ID, At: d.at(), N: d.n, Harness: name,
 		ReplaceOriginal: d.where == whereLastUser && d.replace,
 		Handoff:         d.handoff && fit.handoff != "",
 		InPlace:         d.inPlace && fit.agent,
@@ -406,7 +407,7 @@ func (d *forkDialog) spec() harness.ForkSpec {
 
 // driver is the driver this launch runs on: base, or a copy whose API
 // harness has the base URL and key typed here.
-func (d *forkDialog) driver(base *harness.Driver) *harness.Driver {
+func (d *forkDialog) driver(base *fork.Driver) *fork.Driver {
 	name := d.harnessName()
 	return launchDriver(base, name, d.settings(name))
 }
@@ -493,7 +494,7 @@ func (d *forkDialog) change(dir int) {
 	case fieldWhere:
 		d.where = forkWhere((int(d.where) + dir + len(whereLabels)) % len(whereLabels))
 	case fieldN:
-		d.n = min(max(d.n+dir, 1), harness.MaxForks)
+		d.n = min(max(d.n+dir, 1), fork.MaxForks)
 		d.resize()
 	case fieldHarness:
 		d.harness = (d.harness + dir + len(d.harnesses)) % len(d.harnesses)
@@ -752,7 +753,7 @@ type forkBatch struct {
 }
 
 // createForks makes the forks off the UI goroutine.
-func createForks(ctx context.Context, d *harness.Driver, spec harness.ForkSpec, batch int) tea.Cmd {
+func createForks(ctx context.Context, d *fork.Driver, spec fork.ForkSpec, batch int) tea.Cmd {
 	return func() tea.Msg {
 		runs, cut, err := d.Fork(ctx, spec)
 		return forksCreatedMsg{runs: runs, cut: cut, batch: batch, err: err}

@@ -16,6 +16,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/anthropic"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/script"
 	"tine/model"
@@ -188,7 +189,7 @@ func TestForkDialogAPIFields(t *testing.T) {
 	}
 	data := sampleTree()
 	parent := data.runs[0].run() // made by openai, no model recorded
-	base := &harness.Driver{Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))}
+	base := &fork.Driver{Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))}
 	d := newForkDialog(parent, data.transcript(0), 5, base.Harnesses, "openai", nil)
 	assert.Subset(t, d.fields(), []int{fieldModel, fieldBaseURL, fieldAPIKey})
 	assert.Contains(t, d.problem(), "openai needs an API key for api.openai.com: set OPENAI_API_KEY or type one under API key")

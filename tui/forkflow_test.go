@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/script"
 	"tine/harness/worktree"
@@ -23,7 +24,7 @@ import (
 )
 
 // newDriverWith is newDriver with a fork driver, so f, m and R work.
-func newDriverWith(t *testing.T, st *store.Store, w, h int, drv *harness.Driver) *driver {
+func newDriverWith(t *testing.T, st *store.Store, w, h int, drv *fork.Driver) *driver {
 	a := New(st, Options{Title: "test", Driver: drv})
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
@@ -76,7 +77,7 @@ func TestForkWithTypedAPISettings(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	srv.Push(modelserver.Text("Berlin is 12C."))
 	st := seedStore(t, 0)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.ConfigFromEnv()))}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.ConfigFromEnv()))}
 	d := newDriverWith(t, st, 140, 40, drv)
 	d.keys("enter", "G", "f")
 	dlg := d.a.dialog
@@ -118,7 +119,7 @@ func TestForkRefusedShowsInTheDialog(t *testing.T) {
 	require.NoError(t, st.CreateRun(ctx, &model.Run{ParentID: id, ForkAt: 6, Name: "by-claude", Harness: "claude", NativeID: "sess-1", Cwd: dir},
 		[]model.Message{text(model.User, "more"), text(model.Assistant, "sure")}))
 	reg := agentRegistry()
-	d := newDriverWith(t, st, 140, 40, &harness.Driver{Store: st, Harnesses: reg})
+	d := newDriverWith(t, st, 140, 40, &fork.Driver{Store: st, Harnesses: reg})
 	d.keys("enter")
 	d.cursorTo("by-claude")
 	d.keys("f")
@@ -138,7 +139,7 @@ func TestForkRefusedShowsInTheDialog(t *testing.T) {
 // the best is marked, in the tree and its detail.
 func TestForkWithCheck(t *testing.T) {
 	st := seedStore(t, 0)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
 	d := newDriverWith(t, st, 160, 40, drv)
 	d.keys("enter", "G", "f")
 	dlg := d.a.dialog
@@ -180,12 +181,12 @@ func TestCancelAForkAnotherProcessRuns(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { other.Close() })
 	s := &streamer{release: make(chan struct{})} // never released
-	elsewhere := &harness.Driver{Store: other, Harnesses: harness.NewRegistry(s), CancelPoll: 20 * time.Millisecond}
-	forks, _, err := elsewhere.Fork(ctx, harness.ForkSpec{Parent: firstTree(t, st), At: "end", Names: []string{"elsewhere"}, Harness: "stream"})
+	elsewhere := &fork.Driver{Store: other, Harnesses: harness.NewRegistry(s), CancelPoll: 20 * time.Millisecond}
+	forks, _, err := elsewhere.Fork(ctx, fork.ForkSpec{Parent: firstTree(t, st), At: "end", Names: []string{"elsewhere"}, Harness: "stream"})
 	require.NoError(t, err)
 	done := make(chan []model.Run, 1)
 	go func() {
-		done <- elsewhere.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "and Berlin?"}}, nil)
+		done <- elsewhere.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "and Berlin?"}}, nil)
 	}()
 	require.Eventually(t, func() bool {
 		r, err := st.Run(ctx, forks[0].ID)
@@ -216,7 +217,7 @@ func TestCancelAForkAnotherProcessRuns(t *testing.T) {
 // and runs it, showing it live with the cursor on it.
 func TestRetryAFailedFork(t *testing.T) {
 	st := seedStore(t, 0)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
 	d := newDriverWith(t, st, 120, 30, drv)
 	d.keys("enter")
 	d.cursorTo("ask-again")
@@ -238,7 +239,7 @@ func TestRetryAFailedFork(t *testing.T) {
 // a root, a fork at its end gets it; on a fork tine ran, the fork itself.
 func TestNextTurn(t *testing.T) {
 	st := seedStore(t, 0)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
 	d := newDriverWith(t, st, 120, 30, drv)
 	d.keys("enter", "G", "m")
 	require.NotNil(t, d.a.turn)
@@ -416,7 +417,7 @@ func TestNewViewsFitTheTerminal(t *testing.T) {
 	st := worktreeFixture(t)
 	reg := agentRegistry()
 	reg.Register(openai.New(openai.Config{}))
-	drv := &harness.Driver{Store: st, Harnesses: reg}
+	drv := &fork.Driver{Store: st, Harnesses: reg}
 	for _, sz := range [][2]int{{40, 10}, {80, 24}, {120, 35}, {200, 50}} {
 		w, h := sz[0], sz[1]
 		t.Run(fmt.Sprintf("%dx%d", w, h), func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 	"tine/store"
 )
@@ -68,8 +68,8 @@ func (a *App) ownHarness(run model.Run) string {
 // launchReq is a launch waiting for its forks to be created: what was
 // asked for, and the driver that runs it.
 type launchReq struct {
-	spec   harness.ForkSpec
-	driver *harness.Driver
+	spec   fork.ForkSpec
+	driver *fork.Driver
 }
 
 // launch creates the dialog's forks; their turns start once they exist.
@@ -112,7 +112,7 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		cmds = append(cmds, a.setStatus(note+"; created only: they cost nothing until used", levelInfo))
 		return tea.Batch(cmds...)
 	}
-	var turns []harness.Turn
+	var turns []fork.Turn
 	for i, r := range msg.runs {
 		input := ""
 		if len(spec.Messages) == 1 {
@@ -120,7 +120,7 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		} else if len(spec.Messages) > 1 {
 			input = spec.Messages[i]
 		}
-		turns = append(turns, harness.Turn{RunID: r.ID, Input: input})
+		turns = append(turns, fork.Turn{RunID: r.ID, Input: input})
 	}
 	cmds = append(cmds, a.startTurns(msg.batch, req.driver, turns), a.setStatus(note+"; running", levelInfo))
 	return tea.Batch(cmds...)
@@ -128,7 +128,7 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 
 // startTurns runs turns as batch id on drv, in the background, streaming
 // their events to the screen.
-func (a *App) startTurns(id int, drv *harness.Driver, turns []harness.Turn) tea.Cmd {
+func (a *App) startTurns(id int, drv *fork.Driver, turns []fork.Turn) tea.Cmd {
 	ctx, cancel := context.WithCancel(a.ctx)
 	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
 	for _, t := range turns {
@@ -241,7 +241,7 @@ func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 		status = "retrying as " + label
 	}
 	return tea.Batch(a.reloadTree(), a.setStatus(status, levelInfo),
-		a.startTurns(msg.batch, a.opts.Driver, []harness.Turn{{RunID: msg.run.ID, Input: msg.input}}))
+		a.startTurns(msg.batch, a.opts.Driver, []fork.Turn{{RunID: msg.run.ID, Input: msg.input}}))
 }
 
 // spin starts the spinner unless it runs.

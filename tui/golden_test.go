@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/script"
 	"tine/model"
 	"tine/replay"
@@ -123,7 +124,7 @@ func TestGoldenScreens(t *testing.T) {
 					if sc.empty {
 						st = empty
 					}
-					drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+					drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
 					d := newDriverWith(t, st, w, h, drv)
 					d.a.dataPath = "~/.local/share/tine/tine.db"
 					d.send(foundMsg{}) // what this machine holds does not show

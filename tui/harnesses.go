@@ -13,6 +13,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/anthropic"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/worktree"
 	"tine/model"
@@ -210,7 +211,7 @@ func apiProblem(name string, api apiHarness, s apiSettings, getenv func(string) 
 // launchDriver is d, or a copy of it whose API harness name is built with
 // the base URL and key typed in the dialog: the driver's own registry is
 // shared by every launch, so a launch's settings go on a copy.
-func launchDriver(d *harness.Driver, name string, s apiSettings) *harness.Driver {
+func launchDriver(d *fork.Driver, name string, s apiSettings) *fork.Driver {
 	api, ok := apiHarnesses[name]
 	if !ok || (s.baseURL == "" && s.key == "") {
 		return d
@@ -276,7 +277,7 @@ func fitOf(reg *harness.Registry, name string, runs map[string]model.Run, parent
 // k messages of r: r's own, or an ancestor's when r never ran (the search
 // harness.Driver makes, over loaded runs).
 func originIn(runs map[string]model.Run, r model.Run, k int, name string) (model.Run, bool) {
-	o, err := harness.OriginOf(r, k, name, func(id string) (model.Run, error) {
+	o, err := fork.OriginOf(r, k, name, func(id string) (model.Run, error) {
 		if p, ok := runs[id]; ok {
 			return p, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/script"
 )
 
@@ -49,7 +50,7 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 		w, h := sz[0], sz[1]
 		for _, sc := range screens {
 			t.Run(fmt.Sprintf("%s_%dx%d", sc.name, w, h), func(t *testing.T) {
-				drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+				drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
 				d := newDriverWith(t, st, w, h, drv)
 				sc.reach(d)
 				if sc.name == "fork" || sc.name == "next turn" {
@@ -105,7 +106,7 @@ func TestEveryHelpedKeyIsHandled(t *testing.T) {
 // q quits; in a text field they are text; quitting with typed text asks.
 func TestForkScreenHelpAndQuit(t *testing.T) {
 	st := seedStore(t, 0)
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
 	d := newDriverWith(t, st, 100, 30, drv)
 	d.keys("enter", "G", "f")
 	require.NotNil(t, d.a.dialog)

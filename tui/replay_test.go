@@ -10,6 +10,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/acp"
+	"tine/harness/fork"
 	"tine/harness/script"
 	"tine/model"
 	"tine/replay"
@@ -39,7 +40,7 @@ func runStore(t *testing.T, hname string) *store.Store {
 // Replayer, the cursor on the result of step 2.
 func atStep2(t *testing.T, st *store.Store, reg *harness.Registry) *driver {
 	t.Helper()
-	drv := &harness.Driver{Store: st, Harnesses: reg}
+	drv := &fork.Driver{Store: st, Harnesses: reg}
 	d := newDriverWith(t, st, 120, 30, drv)
 	d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
 	d.keys("enter")
@@ -71,7 +72,7 @@ func TestReplayFromTheTree(t *testing.T) {
 // the diff of taped against actual.
 func TestReplayPanelShowsTheDivergence(t *testing.T) {
 	st := claudeStore(t)
-	d := newDriverWith(t, st, 120, 30, &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})})
+	d := newDriverWith(t, st, 120, 30, &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})})
 	aa := true
 	div := &replay.Divergence{Step: 3, Mismatch: &replay.Mismatch{Kind: replay.KindTool, Path: "messages[5].content[0].content",
 		Diff: "--- taped\n+++ actual\n-hello\n+changed\n"}}
@@ -108,7 +109,7 @@ func TestRetryRefusesAReplay(t *testing.T) {
 	require.NoError(t, st.SetStatus(ctx, f.ID, model.Failed, "the replay diverged"))
 	require.NoError(t, st.AddReplay(ctx, model.Replay{RunID: f.ID, Of: runs[0].ID, Step: 2, Trial: 1, OnDivergence: "stop",
 		Status: model.ReplayDiverged, CreatedAt: t0}))
-	drv := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
 	d := newDriverWith(t, st, 120, 30, drv)
 	d.keys("enter")
 	d.cursorTo("rec-replay-1")

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/model"
 )
 
@@ -100,17 +101,17 @@ func (d *turnDialog) explain() (string, bool) {
 		}
 	}
 	var s string
-	switch harness.NextTurnTarget(r, name, caps) {
-	case harness.TurnRunning:
+	switch fork.NextTurnTarget(r, name, caps) {
+	case fork.TurnRunning:
 		return label + " is running: wait for it, or stop it with x", false
-	case harness.TurnFirst:
+	case fork.TurnFirst:
 		s = label + " gets its first turn"
-	case harness.TurnItself:
+	case fork.TurnItself:
 		s = label + " gets the turn itself"
 		if caps.OwnSessions {
 			s += ", resuming its own session"
 		}
-	case harness.TurnNewFork:
+	case fork.TurnNewFork:
 		if r.Source == "" {
 			s = "a new fork at the end of " + label + " gets the turn; " + label + " itself is never written to"
 			break

@@ -22,6 +22,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/agentproc"
 	"tine/model"
 )
@@ -241,12 +242,12 @@ func TestHandoffStartsANewSessionWithTheTranscript(t *testing.T) {
 		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "Step one: read the code."}}},
 	}
 	r := runTurn(t, context.Background(), f.harness(Config{}), harness.TurnRequest{
-		Run: model.Run{NativeID: "sess-of-another-agent"}, Prefix: prefix, Input: "go on", Dir: t.TempDir(), Handoff: true,
+		Run: model.Run{NativeID: "sess-of-another-agent"}, Prefix: prefix, Input: "go on", Dir: t.TempDir(), Handoff: fork.HandoffPrompt(prefix, "go on"),
 	})
 	require.NoError(t, r.err)
 	require.Equal(t, []string{"initialize", "session/new", "session/prompt"}, f.methods(), "a handoff never resumes")
 	sent := f.requests()[2].params["prompt"].([]any)[0].(map[string]any)["text"]
-	assert.Equal(t, harness.HandoffPrompt(prefix, "go on"), sent)
+	assert.Equal(t, fork.HandoffPrompt(prefix, "go on"), sent)
 	assert.Equal(t, `user: text "go on"`, texts(r.messages())[0], "the person's input, not the transcript")
 }
 

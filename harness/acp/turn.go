@@ -100,10 +100,10 @@ func turnDir(req harness.TurnRequest) (string, error) {
 
 // promptText is what session/prompt sends.
 func promptText(req harness.TurnRequest) (string, error) {
-	newSession := req.Handoff || (req.Origin == nil && req.Run.NativeID == "")
+	newSession := req.Handoff != "" || (req.Origin == nil && req.Run.NativeID == "")
 	switch {
-	case newSession && len(req.Prefix) > 0:
-		return harness.HandoffPrompt(req.Prefix, req.Input), nil
+	case newSession && req.Handoff != "":
+		return req.Handoff, nil
 	case req.Input != "":
 		return req.Input, nil
 	}
@@ -149,7 +149,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 		state sessionState
 	)
 	switch {
-	case req.Origin != nil && !req.Handoff:
+	case req.Origin != nil && req.Handoff == "":
 		o := req.Origin
 		switch {
 		case o.Session == "":
@@ -166,7 +166,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 		}
 		sess, state = resp.SessionId, stateOf(resp)
 		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
-	case req.Run.NativeID != "" && !req.Handoff:
+	case req.Run.NativeID != "" && req.Handoff == "":
 		sess = sdk.SessionId(req.Run.NativeID)
 		switch {
 		case caps.SessionCapabilities.Resume != nil:

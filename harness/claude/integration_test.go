@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/modelserver"
 	"tine/model"
 )
@@ -455,7 +456,7 @@ func TestRealTurns(t *testing.T) {
 		r := onServer(t, m.srv, m.home)
 		r.push("h1marker", modelserver.Text("Taking over."))
 		g, err := r.turn(context.Background(), harness.TurnRequest{
-			Prefix: parsed, Input: "take over h1marker", Handoff: true, Dir: copyTree(t, m.repo),
+			Prefix: parsed, Input: "take over h1marker", Handoff: fork.HandoffPrompt(parsed, "take over h1marker"), Dir: copyTree(t, m.repo),
 			Run: model.Run{NativeID: "from-another-agent"},
 		})
 		require.NoError(t, err)

@@ -200,15 +200,15 @@ func (h *CLI) plan(req harness.TurnRequest) (plan, error) {
 		// writes a branch into the origin's own file. It is passed at
 		// the end too, so a session that grew since is still cut at K.
 		pl.args = append(pl.args, "--resume", o.Session, "--fork-session", "--session-id", pl.session, "--resume-session-at", at)
-	case !req.Handoff && req.Run.NativeID != "":
+	case req.Handoff == "" && req.Run.NativeID != "":
 		if req.Input == "" {
 			return pl, errors.New("claude cannot answer again in its own session without a message; give one")
 		}
 		pl.session = req.Run.NativeID
 		pl.args = append(pl.args, "--resume", pl.session)
 	default:
-		if len(req.Prefix) > 0 {
-			pl.prompt = harness.HandoffPrompt(req.Prefix, req.Input)
+		if req.Handoff != "" {
+			pl.prompt = req.Handoff
 		}
 		if pl.prompt == "" {
 			return pl, errors.New("claude: nothing to send: no prefix and no message")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/agentproc"
 	"tine/model"
 )
@@ -398,10 +399,10 @@ func TestCommandLines(t *testing.T) {
 		{
 			name: "handoff",
 			req: func(string) harness.TurnRequest {
-				return harness.TurnRequest{Prefix: msgs, Input: "go on", Handoff: true, Run: model.Run{NativeID: "codex-thread"}}
+				return harness.TurnRequest{Prefix: msgs, Input: "go on", Handoff: fork.HandoffPrompt(msgs, "go on"), Run: model.Run{NativeID: "codex-thread"}}
 			},
 			args: func(string) []string { return cat(base, auto, []string{"--session-id", id2}) },
-			uuid: id1, prompt: harness.HandoffPrompt(msgs, "go on"), input: true,
+			uuid: id1, prompt: fork.HandoffPrompt(msgs, "go on"), input: true,
 		},
 		{
 			name: "fork at the end",

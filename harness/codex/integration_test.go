@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/agentproc"
 	"tine/internal/modelserver"
 	"tine/model"
@@ -376,7 +377,7 @@ func TestRealCodex(t *testing.T) {
 			{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "A note from another agent."}}},
 		}
 		ev, err := turn(t, newCLI(Config{}), harness.TurnRequest{
-			Run: model.Run{NativeID: "a-claude-session", Harness: "claude"}, Prefix: prefix, Handoff: true,
+			Run: model.Run{NativeID: "a-claude-session", Harness: "claude"}, Prefix: prefix, Handoff: fork.HandoffPrompt(prefix, "HANDOFFPROMPT carry on"),
 			Input: "HANDOFFPROMPT carry on", Dir: repo, Permissions: harness.PermitAuto,
 		})
 		require.NoError(t, err)

@@ -322,7 +322,7 @@ func flags(req harness.TurnRequest) []string {
 // plan decides how the turn runs codex: the three cases of a TurnRequest.
 func (h *CLI) plan(req harness.TurnRequest, dir, home string) (*plan, error) {
 	switch {
-	case req.Handoff:
+	case req.Handoff != "":
 	case req.Origin != nil:
 		o := req.Origin
 		if o.K <= 0 || o.K > len(req.Prefix) {
@@ -343,8 +343,8 @@ func (h *CLI) plan(req harness.TurnRequest, dir, home string) (*plan, error) {
 		}, nil
 	}
 	prompt := req.Input
-	if len(req.Prefix) > 0 {
-		prompt = harness.HandoffPrompt(req.Prefix, req.Input)
+	if req.Handoff != "" {
+		prompt = req.Handoff
 	}
 	if strings.TrimSpace(prompt) == "" {
 		return nil, errors.New("codex: nothing to send: the run is empty and there is no message")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/agentproc"
 	"tine/model"
 )
@@ -642,13 +643,13 @@ func TestTurnHandoff(t *testing.T) {
 		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "A shopping list."}}},
 	}
 	ev, err := runTurn(t, f.cli(Config{}), harness.TurnRequest{
-		Run: model.Run{NativeID: "claude-session"}, Prefix: prefix, Input: "over to you", Handoff: true, Dir: f.dir, Model: "gpt-5.5",
+		Run: model.Run{NativeID: "claude-session"}, Prefix: prefix, Input: "over to you", Handoff: fork.HandoffPrompt(prefix, "over to you"), Dir: f.dir, Model: "gpt-5.5",
 	})
 	require.NoError(t, err)
 	calls := f.calls()
 	require.Len(t, calls, 1)
 	assert.Equal(t, []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "-m", "gpt-5.5", "-"}, calls[0].Args)
-	assert.Equal(t, harness.HandoffPrompt(prefix, "over to you"), calls[0].Stdin)
+	assert.Equal(t, fork.HandoffPrompt(prefix, "over to you"), calls[0].Stdin)
 	assert.Equal(t, withInput(mainMessages(t)[:4], "over to you"), ev.messages(), "the person's message is their input, not the transcript")
 	assert.Equal(t, mainID, ev.of(harness.EventSession)[0].NativeID)
 }

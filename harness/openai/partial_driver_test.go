@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/internal/modelserver"
 	"tine/model"
@@ -33,11 +34,11 @@ func TestPartialAnswerIsStored(t *testing.T) {
 		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "hi"}}},
 	}))
 	h := openai.New(openai.Config{BaseURL: srv.URL() + "/v1", Model: "m", StallTimeout: 2 * time.Second})
-	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
+	d := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
 
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "end", Harness: "openai"})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "end", Harness: "openai"})
 	require.NoError(t, err)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "go on"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go on"}}, nil)
 	require.Len(t, runs, 1)
 	r := runs[0]
 	assert.Equal(t, model.Failed, r.Status)

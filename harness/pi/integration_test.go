@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/modelserver"
 	"tine/model"
 )
@@ -311,7 +312,7 @@ func TestRealPiTurns(t *testing.T) {
 		dir := clone(t, w.repo)
 		w.srv.Push(reply("handoff-go", modelserver.Text("Taking over.")))
 		evs, err := w.turn(t, ctx, harness.TurnRequest{
-			Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all, Input: "handoff-go: carry on", Dir: dir, Handoff: true,
+			Run: model.Run{Harness: Harness, Cwd: dir}, Prefix: all, Input: "handoff-go: carry on", Dir: dir, Handoff: fork.HandoffPrompt(all, "handoff-go: carry on"),
 		})
 		require.NoError(t, err)
 		assert.NotEmpty(t, evs.session())

@@ -265,12 +265,12 @@ func (h *CLI) plan(req harness.TurnRequest, dir string, getenv func(string) stri
 			return nil, fmt.Errorf("pi: fork at K=%d of a %d-message prefix", o.K, len(req.Prefix))
 		}
 		return h.planBranch(req.Prefix, o.K, req.Input, o.Session, o.Source, false, o.AtEnd(), dir, getenv)
-	case req.Run.NativeID != "" && !req.Handoff:
+	case req.Run.NativeID != "" && req.Handoff == "":
 		return h.planBranch(req.Prefix, len(req.Prefix), req.Input, req.Run.NativeID, "", true, false, dir, getenv)
 	}
 	input := req.Input
-	if len(req.Prefix) > 0 {
-		input = harness.HandoffPrompt(req.Prefix, req.Input)
+	if req.Handoff != "" {
+		input = req.Handoff
 	}
 	if strings.TrimSpace(input) == "" {
 		return nil, errors.New("pi: nothing to send: the run is empty and there is no message")

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/internal/agentproc"
 	"tine/model"
 )
@@ -589,12 +590,12 @@ func TestTurnHandoff(t *testing.T) {
 	f := newFake(t, "replay", outDir+"1-hello.stdout.jsonl")
 	dir := workDir(t)
 	prefix := mainMessages(t)
-	evs, err := f.turn(t, harness.TurnRequest{Run: model.Run{Harness: "claude", NativeID: "not-a-pi-session"}, Prefix: prefix, Input: "carry on", Dir: dir, Handoff: true})
+	evs, err := f.turn(t, harness.TurnRequest{Run: model.Run{Harness: "claude", NativeID: "not-a-pi-session"}, Prefix: prefix, Input: "carry on", Dir: dir, Handoff: fork.HandoffPrompt(prefix, "carry on")})
 	require.NoError(t, err)
 	calls := f.calls(t)
 	require.Len(t, calls, 1)
 	assert.Equal(t, []string{"-p", "--mode", "json"}, calls[0].Args)
-	assert.Equal(t, strings.TrimSpace(harness.HandoffPrompt(prefix, "carry on")), calls[0].Stdin)
+	assert.Equal(t, strings.TrimSpace(fork.HandoffPrompt(prefix, "carry on")), calls[0].Stdin)
 	msgs := evs.messages()
 	require.Len(t, msgs, 2)
 	assert.Equal(t, "carry on", msgs[0].PlainText(), "the person's input, not the transcript")

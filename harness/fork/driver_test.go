@@ -1,4 +1,4 @@
-package harness_test
+package fork_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/script"
 	"tine/model"
 	"tine/store"
@@ -69,21 +70,21 @@ func seed() []model.Message {
 		msg(model.Assistant, "done", model.Usage{InputTokens: 2000, OutputTokens: 30})}
 }
 
-func setup(t *testing.T, hs ...harness.Harness) (*store.Store, *harness.Driver, model.Run) {
+func setup(t *testing.T, hs ...harness.Harness) (*store.Store, *fork.Driver, model.Run) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	root := model.Run{Harness: "fake", Name: "root", Title: "seed"}
 	require.NoError(t, st.CreateRun(context.Background(), &root, seed()))
-	return st, &harness.Driver{Store: st, Harnesses: harness.NewRegistry(hs...)}, root
+	return st, &fork.Driver{Store: st, Harnesses: harness.NewRegistry(hs...)}, root
 }
 
 func TestForkIsLazyAndSnaps(t *testing.T) {
 	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
 	st, d, root := setup(t, f)
 	ctx := context.Background()
-	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "3", N: 2})
+	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "3", N: 2})
 	require.NoError(t, err)
 	assert.Equal(t, model.Cut{Asked: "3", K: 1, Reason: "mid tool batch"}, cut)
 	require.Len(t, forks, 2)
@@ -107,19 +108,19 @@ func TestForkRefusals(t *testing.T) {
 	endOnly := &fake{name: "fake", caps: harness.Capabilities{Fork: true}}
 	_, d, root := setup(t, endOnly, &script.Harness{})
 	ctx := context.Background()
-	_, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "0"})
+	_, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "0"})
 	assert.ErrorIs(t, err, model.ErrEmptyPrefix, "rule 3")
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "1"})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "1"})
 	assert.ErrorContains(t, err, "can only fork at the end", "rule 8: a fact about the harness")
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "1", Harness: "script"})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "1", Harness: "script"})
 	assert.NoError(t, err)
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 11})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 11})
 	assert.ErrorContains(t, err, "-n must be 1 to 10")
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 3, Names: []string{"a", "b"}})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 3, Names: []string{"a", "b"}})
 	assert.ErrorContains(t, err, "2 names for 3 forks")
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 3, Messages: []string{"a", "b"}})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 3, Messages: []string{"a", "b"}})
 	assert.ErrorContains(t, err, "2 messages for 3 forks")
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Harness: "nope"})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Harness: "nope"})
 	assert.ErrorContains(t, err, `no harness "nope"`)
 }
 
@@ -129,11 +130,11 @@ func TestTurnsSpendOnTheirOwnAndLeaveTheParentAlone(t *testing.T) {
 	ctx := context.Background()
 	before, err := st.Run(ctx, root.ID)
 	require.NoError(t, err)
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "end", N: 3, Names: []string{"a", "b", "c"}})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "end", N: 3, Names: []string{"a", "b", "c"}})
 	require.NoError(t, err)
-	var turns []harness.Turn
+	var turns []fork.Turn
 	for i, fk := range forks {
-		turns = append(turns, harness.Turn{RunID: fk.ID, Input: []string{"x", "y", "z"}[i]})
+		turns = append(turns, fork.Turn{RunID: fk.ID, Input: []string{"x", "y", "z"}[i]})
 	}
 	runs := d.RunTurns(ctx, turns, nil)
 	require.Len(t, runs, 3)
@@ -157,11 +158,11 @@ func TestStaleBranchPoint(t *testing.T) {
 	endOnly := &fake{name: "fake", caps: harness.Capabilities{Fork: true}}
 	st, d, root := setup(t, endOnly)
 	ctx := context.Background()
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 2})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2})
 	require.NoError(t, err)
 	// The parent moves on before the forks are used.
 	require.NoError(t, st.AppendMessages(ctx, root.ID, []model.Message{msg(model.User, "more", model.Usage{})}))
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
 	require.Len(t, runs, 1)
 	assert.Equal(t, model.Failed, runs[0].Status)
 	assert.Contains(t, runs[0].Error, "the parent moved on; fork again from where it is now")
@@ -170,10 +171,10 @@ func TestStaleBranchPoint(t *testing.T) {
 	// A harness that can fork at K is not affected.
 	anyK := &fake{name: "anyk", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
 	d.Harnesses.Register(anyK)
-	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "6", Harness: "anyk"})
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "6", Harness: "anyk"})
 	require.NoError(t, err)
 	require.NoError(t, st.AppendMessages(ctx, root.ID, []model.Message{msg(model.Assistant, "on", model.Usage{})}))
-	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
+	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go"}}, nil)
 	assert.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 }
 
@@ -181,13 +182,13 @@ func TestRegenerateAndContinue(t *testing.T) {
 	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
 	st, d, root := setup(t, f)
 	ctx := context.Background()
-	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "last_user", ReplaceOriginal: true})
+	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "last_user", ReplaceOriginal: true})
 	require.NoError(t, err)
 	assert.Equal(t, 1, cut.K)
 	got, err := st.Run(ctx, root.ID)
 	require.NoError(t, err)
 	assert.True(t, got.Hidden, "replace_original hides the source, which stays stored")
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID}}, nil)
 	assert.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	assert.Equal(t, 1, runs[0].OwnMessages, "the model answers again; no new user message")
 
@@ -200,9 +201,9 @@ func TestRegenerateAndContinue(t *testing.T) {
 	after, _ := st.Run(ctx, root.ID)
 	assert.Equal(t, 6, after.OwnMessages, "history is never rewritten")
 	// Asking for an answer again right after a reply is refused clearly.
-	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID})
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
 	require.NoError(t, err)
-	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID}}, nil)
+	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID}}, nil)
 	assert.Contains(t, runs[0].Error, "nothing to answer")
 }
 
@@ -230,18 +231,18 @@ func TestFailureCancellationAndParallelism(t *testing.T) {
 	d.Parallel = 2
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 6})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 6})
 	require.NoError(t, err)
 	inputs := []string{"fail", "ok", "ok", "ok", "ok", "hang"}
-	var turns []harness.Turn
+	var turns []fork.Turn
 	for i, fk := range forks {
-		turns = append(turns, harness.Turn{RunID: fk.ID, Input: inputs[i]})
+		turns = append(turns, fork.Turn{RunID: fk.ID, Input: inputs[i]})
 	}
 	var mu sync.Mutex
-	var events []harness.RunEvent
+	var events []fork.RunEvent
 	done := make(chan []model.Run)
 	go func() {
-		done <- d.RunTurns(ctx, turns, func(e harness.RunEvent) {
+		done <- d.RunTurns(ctx, turns, func(e fork.RunEvent) {
 			mu.Lock()
 			events = append(events, e)
 			mu.Unlock()

@@ -1,4 +1,11 @@
-package harness
+// Package fork is the driver that serves every harness: it makes forks
+// (where to cut, which harness, one runs row each and nothing else: rule 4
+// in ARCHITECTURE.md), runs their turns (a worktree per agent fork, the
+// session a fork's first turn branches or the handoff that seeds a new
+// one, every event stored as it arrives), and scores best-of-N batches
+// with a check. It persists through Store, which store.Store satisfies;
+// it names no agent: what one can do it asks of the harness.
+package fork
 
 import (
 	"context"
@@ -13,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"tine/harness"
 	"tine/harness/worktree"
 	"tine/model"
 )
@@ -92,7 +100,7 @@ type RunEvent struct {
 // Driver makes forks and runs their turns, persisting as it goes.
 type Driver struct {
 	Store     Store
-	Harnesses *Registry
+	Harnesses *harness.Registry
 	// Parallel bounds how many turns run at once (default 4).
 	Parallel int
 	// DefaultHarness, when set, is used for runs whose own harness cannot
@@ -103,7 +111,7 @@ type Driver struct {
 	// dir + "/worktrees"); "" puts them next to the database's default.
 	WorktreeRoot string
 	// Permissions answers agents' permission requests (default auto).
-	Permissions Permissions
+	Permissions harness.Permissions
 	// CheckTimeout bounds one best-of-N check (default 10 minutes).
 	CheckTimeout time.Duration
 	// CancelPoll is how often running turns look for a cancel request
@@ -222,7 +230,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 }
 
 // harnessFor picks the harness a run continues with.
-func (d *Driver) harnessFor(r model.Run, asked string) (string, Harness, error) {
+func (d *Driver) harnessFor(r model.Run, asked string) (string, harness.Harness, error) {
 	name := asked
 	if name == "" {
 		name = r.Harness
@@ -241,18 +249,16 @@ func (d *Driver) harnessFor(r model.Run, asked string) (string, Harness, error) 
 	return name, h, nil
 }
 
-// ErrParentMovedOn refuses a first turn whose branch point no longer is
-// where the parent ends, on a harness that can only fork at the end (rule 5).
-var ErrParentMovedOn = errors.New("the parent moved on; fork again from where it is now")
-
 // Turn is one turn to run: a run and the message it gets ("" asks the
 // model to answer again).
 type Turn struct {
 	RunID string
 	Input string
 	// Rebuild, when set, starts or continues a replay's agent session
-	// instead of branching the parent's (rule 9).
-	Rebuild *Rebuild
+	// instead of branching the parent's (rule 9). It holds a function, so
+	// it never goes to another process: a background replay prepares its
+	// own (tine replay --wait runs in the process that made it).
+	Rebuild *Rebuild `json:"-"`
 }
 
 // Rebuild is how a replay's turn runs: the agent is started the way the
@@ -264,7 +270,7 @@ type Rebuild struct {
 	// Origin, Handoff and Prefix are the recorded run's first turn's: the
 	// session it branched or the handoff it began with. Used when the
 	// replay's run has no session yet.
-	Origin  *Origin
+	Origin  *harness.Origin
 	Handoff bool
 	Prefix  []model.Message
 	// ModelURL is the replaying gateway's run URL.
@@ -466,7 +472,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		if parent.Len() != run.ParentLen {
-			finish(model.Failed, fmt.Errorf("%w (it had %d messages at the fork, %d now)", ErrParentMovedOn, run.ParentLen, parent.Len()))
+			finish(model.Failed, fmt.Errorf("%w (it had %d messages at the fork, %d now)", harness.ErrParentMovedOn, run.ParentLen, parent.Len()))
 			return
 		}
 	}
@@ -474,12 +480,13 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
 		return
 	}
-	req := TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model, Dir: run.Cwd,
+	req := harness.TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model, Dir: run.Cwd,
 		Permissions: d.Permissions}
 	if req.Permissions == "" {
-		req.Permissions = PermitAuto
+		req.Permissions = harness.PermitAuto
 	}
 	inherited := func(model.Message) bool { return false }
+	handoff := false // a new session seeded with the prefix
 	switch rb := t.Rebuild; {
 	case rb != nil:
 		if !caps.Replayable() {
@@ -489,13 +496,13 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		req.Dir = d.agentDir(run)
 		req.ModelURL, req.Env = rb.ModelURL, rb.Env
 		if run.NativeID == "" {
-			req.Origin, req.Handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
+			req.Origin, handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
 		}
 		if rb.Inherited != nil {
 			inherited = rb.Inherited
 		}
 	case caps.OwnSessions:
-		if err := d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
+		if handoff, err = d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
 			finish(model.Failed, err)
 			return
 		}
@@ -518,22 +525,22 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
 
 	var storeErr error
-	emit := func(e Event) {
+	emit := func(e harness.Event) {
 		if storeErr != nil {
 			return
 		}
 		switch e.Kind {
-		case EventDelta:
+		case harness.EventDelta:
 			onEvent(RunEvent{RunID: run.ID, Delta: e.Delta})
-		case EventSession:
+		case harness.EventSession:
 			storeErr = d.Store.SetNativeID(bg, run.ID, e.NativeID)
-		case EventCost:
+		case harness.EventCost:
 			if e.CostUSD > 0 {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
 			}
-		case EventNote:
+		case harness.EventNote:
 			storeErr = d.Store.AddNote(bg, run.ID, model.OneLine(e.Note, 300))
-		case EventMessage:
+		case harness.EventMessage:
 			m := e.Message
 			if inherited(m) {
 				return // a replay's inherited prefix, emitted again
@@ -552,7 +559,12 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			onEvent(RunEvent{RunID: run.ID, Message: &m})
 		}
 	}
-	err = h.Turn(WithRun(ctx, run.ID), req, emit)
+	// An agent's new session that continues a prefix begins with it as a
+	// readable transcript (rule 8 in ARCHITECTURE.md).
+	if caps.OwnSessions && req.Origin == nil && (handoff || req.Run.NativeID == "") && len(req.Prefix) > 0 {
+		req.Handoff = HandoffPrompt(req.Prefix, req.Input)
+	}
+	err = h.Turn(harness.WithRun(ctx, run.ID), req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
@@ -568,36 +580,35 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 // prepareAgentTurn fills in what an agent's turn needs: where it works
 // (the fork's own worktree, made on its first turn: rule 10), and, on a
 // fork's first turn, the session it branches (Origin) or the handoff.
-func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps Capabilities, req *TurnRequest) error {
+func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps harness.Capabilities, req *harness.TurnRequest) (handoff bool, err error) {
 	if err := d.ensureWorktree(ctx, run); err != nil {
-		return err
+		return false, err
 	}
 	req.Run = *run
 	req.Dir = d.agentDir(*run)
 	bg := context.WithoutCancel(ctx)
 	if run.NativeID != "" || run.ParentID == "" {
-		return nil // its next turn resumes its own session
+		return false, nil // its next turn resumes its own session
 	}
 	if run.Handoff {
-		req.Handoff = true
-		return nil
+		return true, nil
 	}
 	parent, err := d.Store.Run(bg, run.ParentID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	origin, err := d.originFor(bg, parent, run.ForkAt, run.Harness)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if origin == nil {
-		return fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
+		return false, fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
 	}
 	if !caps.ForkAtK && !origin.AtEnd() {
-		return fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", ErrParentMovedOn, run.Harness, origin.K, origin.Len)
+		return false, fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, run.Harness, origin.K, origin.Len)
 	}
 	req.Origin = origin
-	return nil
+	return false, nil
 }
 
 // ensureWorktree gives an agent's fork its own git worktree before its
@@ -642,7 +653,7 @@ func (d *Driver) agentDir(run model.Run) string {
 }
 
 // originFor is OriginOf over the store.
-func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string) (*Origin, error) {
+func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string) (*harness.Origin, error) {
 	return OriginOf(r, k, hname, func(id string) (model.Run, error) { return d.Store.Run(ctx, id) })
 }
 
@@ -651,12 +662,12 @@ func (d *Driver) originFor(ctx context.Context, r model.Run, k int, hname string
 // reads a run by id (the store, or runs a screen has loaded). It returns
 // nil when there is none: the prefix was made elsewhere, and only a
 // handoff can continue it (rule 8).
-func OriginOf(r model.Run, k int, hname string, get func(id string) (model.Run, error)) (*Origin, error) {
+func OriginOf(r model.Run, k int, hname string, get func(id string) (model.Run, error)) (*harness.Origin, error) {
 	for {
 		// A handoff's session starts with a transcript, not its inherited
 		// messages: only its own messages are in it.
 		if r.NativeID != "" && r.Harness == hname && (!r.Handoff || k > r.ForkAt) {
-			return &Origin{RunID: r.ID, Session: r.NativeID, Source: r.Source, K: k, Len: r.Len()}, nil
+			return &harness.Origin{RunID: r.ID, Session: r.NativeID, Source: r.Source, K: k, Len: r.Len()}, nil
 		}
 		if r.ParentID == "" || k > r.ForkAt {
 			return nil, nil
@@ -740,7 +751,7 @@ func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model
 	if name == "" {
 		name = run.Harness
 	}
-	var caps Capabilities
+	var caps harness.Capabilities
 	if h, err := d.Harnesses.Get(name); err == nil {
 		caps = h.Capabilities()
 	}
@@ -775,7 +786,7 @@ const (
 
 // NextTurnTarget says where run's next turn goes when harness name, which
 // can do caps, runs it: the one rule the driver and the screens share.
-func NextTurnTarget(run model.Run, name string, caps Capabilities) TurnTarget {
+func NextTurnTarget(run model.Run, name string, caps harness.Capabilities) TurnTarget {
 	own := name == "" || name == run.Harness
 	switch {
 	case run.Status == model.Running:

@@ -1,4 +1,4 @@
-package harness_test
+package fork_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/script"
 	"tine/model"
 	"tine/store"
@@ -38,11 +39,11 @@ func BenchmarkFork10(b *testing.B) {
 	if err := st.CreateRun(ctx, &root, msgs); err != nil {
 		b.Fatal(err)
 	}
-	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "5000", N: 10})
+		forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "5000", N: 10})
 		if err != nil || len(forks) != 10 {
 			b.Fatal(err)
 		}
@@ -74,14 +75,14 @@ func BenchmarkAgentEventToUI(b *testing.B) {
 				Parts: []model.Part{{Kind: model.Text, Text: text}}, Usage: model.Usage{InputTokens: 10, OutputTokens: 90}}})
 		}
 	}}
-	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID})
+	d := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(h)}
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "x"}}, func(e harness.RunEvent) {
+	d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "x"}}, func(e fork.RunEvent) {
 		if e.Message != nil {
 			total += time.Since(emitted)
 		}

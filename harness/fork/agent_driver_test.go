@@ -1,4 +1,4 @@
-package harness_test
+package fork_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -88,14 +89,14 @@ func gitRepo(t *testing.T) string {
 
 // agentSetup stores a root run made by agent "claude" in cwd, with a
 // native session id, as an import would.
-func agentSetup(t *testing.T, cwd string, hs ...harness.Harness) (*store.Store, *harness.Driver, model.Run) {
+func agentSetup(t *testing.T, cwd string, hs ...harness.Harness) (*store.Store, *fork.Driver, model.Run) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "t.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
 	root := model.Run{Harness: "claude", Name: "root", NativeID: "root-session", Cwd: cwd, Source: "/x/root-session.jsonl"}
 	require.NoError(t, st.CreateRun(context.Background(), &root, seed()))
-	d := &harness.Driver{Store: st, Harnesses: harness.NewRegistry(hs...), WorktreeRoot: filepath.Join(t.TempDir(), "worktrees"),
+	d := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(hs...), WorktreeRoot: filepath.Join(t.TempDir(), "worktrees"),
 		CancelPoll: 20 * time.Millisecond}
 	return st, d, root
 }
@@ -106,10 +107,10 @@ func TestAgentForksGetTheirSessionOriginAndOwnWorktrees(t *testing.T) {
 	a := newAgent("claude")
 	st, d, root := agentSetup(t, repo, a)
 	ctx := context.Background()
-	forks, cut, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "5", N: 2, Messages: []string{"one", "two"}})
+	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "5", N: 2, Messages: []string{"one", "two"}})
 	require.NoError(t, err)
 	assert.Equal(t, 5, cut.K)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "one"}, {RunID: forks[1].ID, Input: "two"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "one"}, {RunID: forks[1].ID, Input: "two"}}, nil)
 	require.Len(t, runs, 2)
 	branches := map[string]bool{}
 	for _, r := range runs {
@@ -141,7 +142,7 @@ func TestAgentForksGetTheirSessionOriginAndOwnWorktrees(t *testing.T) {
 		assert.Equal(t, 5, req.Origin.K)
 		assert.Equal(t, 6, req.Origin.Len)
 		assert.Len(t, req.Prefix, 5)
-		assert.False(t, req.Handoff)
+		assert.Empty(t, req.Handoff)
 		assert.Equal(t, harness.PermitAuto, req.Permissions)
 	}
 
@@ -165,11 +166,11 @@ func TestAgentForksGetTheirSessionOriginAndOwnWorktrees(t *testing.T) {
 
 	// A fork of a fork that never ran branches the nearest session that
 	// holds its prefix: the root's.
-	pend, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, At: "5"})
+	pend, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, At: "5"})
 	require.NoError(t, err)
-	sub, _, err := d.Fork(ctx, harness.ForkSpec{Parent: pend[0].ID, At: "1", Messages: []string{"deep"}})
+	sub, _, err := d.Fork(ctx, fork.ForkSpec{Parent: pend[0].ID, At: "1", Messages: []string{"deep"}})
 	require.NoError(t, err)
-	runs = d.RunTurns(ctx, []harness.Turn{{RunID: sub[0].ID, Input: "deep"}}, nil)
+	runs = d.RunTurns(ctx, []fork.Turn{{RunID: sub[0].ID, Input: "deep"}}, nil)
 	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	reqs := a.requests()
 	o := reqs[len(reqs)-1].Origin
@@ -187,18 +188,18 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 	ctx := context.Background()
 
 	// Another agent cannot continue a claude session natively: handoff.
-	_, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Harness: "codex"})
+	_, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Harness: "codex"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no codex session holds this run's first 6 messages")
 	assert.Contains(t, err.Error(), "--handoff")
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Harness: "codex", Handoff: true, Messages: []string{"take over"}})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Harness: "codex", Handoff: true, Messages: []string{"take over"}})
 	require.NoError(t, err)
 	assert.True(t, forks[0].Handoff)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "take over"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "take over"}}, nil)
 	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	assert.True(t, runs[0].Handoff, "labelled a handoff")
 	req := other.requests()[0]
-	assert.True(t, req.Handoff)
+	assert.Contains(t, req.Handoff, "take over")
 	assert.Nil(t, req.Origin)
 	assert.Len(t, req.Prefix, 6)
 
@@ -208,7 +209,7 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 	d.Harnesses.Register(acp)
 	root2 := model.Run{Harness: "acp", NativeID: "s", Cwd: repo}
 	require.NoError(t, d.Store.(*store.Store).CreateRun(ctx, &root2, seed()))
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root2.ID, At: "1"})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root2.ID, At: "1"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "acp can only fork a session at its end (K=6), not at K=1")
 
@@ -216,13 +217,13 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 	plain := t.TempDir()
 	root3 := model.Run{Harness: "claude", NativeID: "s3", Cwd: plain}
 	require.NoError(t, d.Store.(*store.Store).CreateRun(ctx, &root3, seed()))
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root3.ID})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root3.ID})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is not a git repository")
 	assert.Contains(t, err.Error(), "--in-place")
-	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root3.ID, InPlace: true, Messages: []string{"here"}})
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root3.ID, InPlace: true, Messages: []string{"here"}})
 	require.NoError(t, err)
-	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "here"}}, nil)
+	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "here"}}, nil)
 	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	assert.Empty(t, runs[0].Worktree)
 	assert.True(t, runs[0].InPlace)
@@ -233,7 +234,7 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 	// A directory that is gone is said too.
 	root4 := model.Run{Harness: "claude", NativeID: "s4", Cwd: filepath.Join(plain, "gone")}
 	require.NoError(t, d.Store.(*store.Store).CreateRun(ctx, &root4, seed()))
-	_, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root4.ID, InPlace: true})
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root4.ID, InPlace: true})
 	assert.ErrorContains(t, err, "which no longer exists")
 }
 
@@ -250,10 +251,10 @@ func TestCancelFromAnotherProcessStopsTheTurn(t *testing.T) {
 	}
 	st, d, root := agentSetup(t, repo, a)
 	ctx := context.Background()
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Messages: []string{"hang"}})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Messages: []string{"hang"}})
 	require.NoError(t, err)
 	done := make(chan []model.Run)
-	go func() { done <- d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "hang"}}, nil) }()
+	go func() { done <- d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "hang"}}, nil) }()
 	<-started
 	// A second store on the same file plays `tine cancel` in another process.
 	other, err := store.Open(st.Path())
@@ -282,12 +283,12 @@ func TestBestOfNByCheck(t *testing.T) {
 	ctx := context.Background()
 	// The check passes where the fork wrote "good"; of the two that do,
 	// the one that spent fewer tokens wins.
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 3, Messages: []string{"bad", "good", "good-but-long"},
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 3, Messages: []string{"bad", "good", "good-but-long"},
 		Check: "grep -q good out.txt && echo checked"})
 	require.NoError(t, err)
-	var turns []harness.Turn
+	var turns []fork.Turn
 	for i, in := range []string{"bad", "good", "good-but-long"} {
-		turns = append(turns, harness.Turn{RunID: forks[i].ID, Input: in})
+		turns = append(turns, fork.Turn{RunID: forks[i].ID, Input: in})
 	}
 	runs := d.RunTurns(ctx, turns, nil)
 	require.Len(t, runs, 3)
@@ -309,10 +310,10 @@ func TestBestOfNByCheck(t *testing.T) {
 	assert.True(t, stored.Check.Passed())
 
 	// A numeric score: the highest wins.
-	forks, _, err = d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 2, Messages: []string{"3", "7"},
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2, Messages: []string{"3", "7"},
 		Check: "echo score: $(cat out.txt)", CheckNumber: true})
 	require.NoError(t, err)
-	runs = d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "3"}, {RunID: forks[1].ID, Input: "7"}}, nil)
+	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "3"}, {RunID: forks[1].ID, Input: "7"}}, nil)
 	assert.True(t, runs[1].Best)
 	assert.Equal(t, "highest score: 7 (next 3)", runs[1].BestReason)
 }
@@ -334,9 +335,9 @@ func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
 	}
 	_, d, root := agentSetup(t, repo, a)
 	ctx := context.Background()
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Names: []string{"try"}, Messages: []string{"do it"}})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"try"}, Messages: []string{"do it"}})
 	require.NoError(t, err)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "do it"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "do it"}}, nil)
 	require.Equal(t, model.Failed, runs[0].Status)
 	again, err := d.Retry(ctx, forks[0].ID, nil)
 	require.NoError(t, err)
@@ -360,9 +361,9 @@ func TestAPanickingHarnessFailsItsTurnOnly(t *testing.T) {
 	}
 	_, d, root := setup(t, f)
 	ctx := context.Background()
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, N: 2})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2})
 	require.NoError(t, err)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "boom"}, {RunID: forks[1].ID, Input: "fine"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "boom"}, {RunID: forks[1].ID, Input: "fine"}}, nil)
 	require.Len(t, runs, 2)
 	assert.Equal(t, model.Failed, runs[0].Status)
 	assert.Contains(t, runs[0].Error, "internal error: index out of range")
@@ -378,9 +379,9 @@ func TestForkBranchIsNamedAfterTheCheckedOutBranch(t *testing.T) {
 	// The transcript says the session worked on a branch since left.
 	root := model.Run{Harness: "claude", NativeID: "s-old", Cwd: repo, Branch: "feature-gone"}
 	require.NoError(t, st.CreateRun(ctx, &root, seed()))
-	forks, _, err := d.Fork(ctx, harness.ForkSpec{Parent: root.ID, Messages: []string{"x"}})
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Messages: []string{"x"}})
 	require.NoError(t, err)
-	runs := d.RunTurns(ctx, []harness.Turn{{RunID: forks[0].ID, Input: "x"}}, nil)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "x"}}, nil)
 	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	assert.Equal(t, "main-fork-1", runs[0].Branch)
 }
