@@ -201,7 +201,7 @@ func FuzzValid(f *testing.F) {
 	for _, c := range cases {
 		f.Add([]byte(c))
 	}
-	f.Add(readLines(f, "../../../testdata/bench/claude-2.1.328-template.jsonl")[0])
+	f.Add(readLines(f, "../../testdata/bench/claude-2.1.328-template.jsonl")[0])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		valid := json.Valid(b)
 		if got := Valid(b); got != valid {
@@ -273,7 +273,7 @@ func readLines(tb testing.TB, path string) [][]byte {
 // The benchmarks read real Claude Code lines (big attachments, tool
 // results, bookkeeping), the bulk of what an import scans.
 func benchLines(b *testing.B, fn func([]byte)) {
-	lines := readLines(b, "../../../testdata/bench/claude-2.1.328-template.jsonl")
+	lines := readLines(b, "../../testdata/bench/claude-2.1.328-template.jsonl")
 	n := 0
 	for _, l := range lines {
 		n += len(l)
