@@ -623,9 +623,11 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 	for _, h := range hs {
 		byName[h.Name] = h
 	}
+	agents := backends(harness.Setup{}, true)
 	for _, n := range []string{"acp", "anthropic", "claude", "codex", "openai", "pi", "script"} {
 		require.Contains(t, byName, n)
-		assert.Equal(t, harness.Known[n], byName[n].Capabilities, n)
+		a, _ := agents.Agent(n)
+		assert.Equal(t, a.Caps, byName[n].Capabilities, n)
 	}
 	assert.False(t, byName["claude"].Installed)
 	assert.Contains(t, byName["claude"].Problem, "npm install -g @anthropic-ai/claude-code")

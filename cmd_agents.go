@@ -73,8 +73,8 @@ func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store,
 	}
 	run, err := st.Resolve(ctx, ref)
 	if err == nil {
-		d := newDriver(st, false, t.api)
-		if err = t.ag.apply(d, st); err == nil {
+		var d *fork.Driver
+		if d, err = newDriver(st, false, t.api, t.ag); err == nil {
 			return st, run, d, nil
 		}
 	}
@@ -241,8 +241,7 @@ func describeHarnesses(ctx context.Context, reg *harness.Registry) []harnessJSON
 			defer func() { done <- struct{}{} }()
 			h, _ := reg.Get(n)
 			hj := harnessJSON{Name: n, Capabilities: h.Capabilities(), Installed: true, Needs: []string{}}
-			if dh, ok := h.(harness.Describer); ok {
-				ds := dh.Describe(ctx)
+			if ds, ok := reg.Describe(ctx, n); ok {
 				hj.Installed, hj.Path, hj.Version, hj.Problem = ds.Installed, ds.Path, ds.Version, ds.Problem
 				if ds.Needs != nil {
 					hj.Needs = ds.Needs
@@ -264,7 +263,7 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	hs := describeHarnesses(ctx, withAgents(harnesses(false, apiFlags{})))
+	hs := describeHarnesses(ctx, backends(harness.Setup{}, true))
 	if *asJSON {
 		return writeJSON(e.stdout, hs)
 	}

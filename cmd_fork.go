@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -16,57 +15,15 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"tine/harness"
-	"tine/harness/acp"
-	"tine/harness/anthropic"
-	"tine/harness/claude"
-	"tine/harness/codex"
 	"tine/harness/fork"
-	"tine/harness/openai"
-	"tine/harness/pi"
-	"tine/harness/script"
+	"tine/harness/registry"
 	"tine/model"
-	"tine/store"
 )
 
 // apiFlags override the model APIs' environment (OPENAI_BASE_URL,
 // OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY).
 type apiFlags struct {
 	baseURL, apiKey string
-}
-
-// harnesses builds the registry of backends that can run turns here.
-// paced slows the script harness so a person can watch forks run.
-func harnesses(paced bool, api apiFlags) *harness.Registry {
-	sh := &script.Harness{}
-	if paced {
-		sh.Delay = 400 * time.Millisecond
-	}
-	oc, ac := openai.ConfigFromEnv(), anthropic.ConfigFromEnv()
-	if api.baseURL != "" {
-		oc.BaseURL, ac.BaseURL = api.baseURL, api.baseURL
-	}
-	if api.apiKey != "" {
-		oc.APIKey, ac.APIKey = api.apiKey, api.apiKey
-	}
-	return harness.NewRegistry(sh, openai.New(oc), anthropic.New(ac))
-}
-
-// withAgents adds the agents that continue their own sessions: each runs
-// its CLI, found in PATH or named by TINE_<AGENT>_BIN (TINE_ACP_AGENT for
-// an ACP agent's command line).
-func withAgents(r *harness.Registry) *harness.Registry {
-	r.Register(claude.New(claude.ConfigFromEnv()))
-	r.Register(codex.New(codex.ConfigFromEnv()))
-	r.Register(pi.New(pi.ConfigFromEnv()))
-	r.Register(acp.New(acp.ConfigFromEnv()))
-	return r
-}
-
-// newDriver wires the fork driver to a store, with every harness. Agent
-// forks' worktrees live next to the database, in tine's data dir.
-func newDriver(st *store.Store, paced bool, api apiFlags) *fork.Driver {
-	return &fork.Driver{Store: st, Harnesses: withAgents(harnesses(paced, api)),
-		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
 }
 
 // agentFlags are how agent turns run: the permission policy, the
@@ -83,22 +40,7 @@ func (a *agentFlags) register(f *flags) {
 		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
 	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
-		"record each model call of Claude Code, Codex and pi turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of openai and anthropic turns (recorded, not replayed); or TINE_RECORD=1")
-}
-
-// apply sets a's policy on d, with st to record into.
-func (a agentFlags) apply(d *fork.Driver, st *store.Store) error {
-	p, err := harness.ParsePermissions(a.permissions)
-	if err != nil {
-		return usageError{err.Error()}
-	}
-	d.Permissions, d.CheckTimeout = p, a.checkTimeout
-	if a.record {
-		rec := &recorder{st: st}
-		d.Gateway = rec.gateway
-		rec.recordAPIs(d.Harnesses)
-	}
-	return nil
+		"record each model call of "+model.List(harness.Replayable(registry.Agents()))+" turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of the model APIs' turns (recorded, not replayed); or TINE_RECORD=1")
 }
 
 // args gives a's flags to a background `tine run-turns`.
@@ -377,11 +319,11 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	d := newDriver(st, false, api)
-	d.Parallel = *parallel
-	if err := ag.apply(d, st); err != nil {
+	d, err := newDriver(st, false, api, ag)
+	if err != nil {
 		return err
 	}
+	d.Parallel = *parallel
 	d.RunTurns(ctx, turns, nil)
 	return nil
 }

@@ -20,27 +20,27 @@ import (
 )
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "import", "[PATH...] [--format auto|claude|codex|pi|openai] [--json]",
+	fmts := formats()
+	f := newFlags(e, "import", "[PATH...] [--format auto|"+strings.Join(fmts.Names(), "|")+"] [--json]",
 		"Import transcripts. With no PATH: every session of every agent on this machine\n"+
-			"(~/.claude/projects or $CLAUDE_CONFIG_DIR, $CODEX_HOME/sessions or ~/.codex/sessions,\n"+
-			"~/.pi/agent/sessions). With PATHs: those files, and the .jsonl/.json files in those\n"+
+			"("+defaultFolders()+").\nWith PATHs: those files, and the .jsonl/.json files in those\n"+
 			"folders. Unchanged files are skipped, grown ones read from where the last import\n"+
 			"stopped. Unreadable lines are skipped and listed, never fatal; a partial last line\n"+
 			"(the agent is still writing) is left for next time. Symlinks are followed; named\n"+
 			"pipes, sockets and devices are skipped, saying so. The exit status is 1 when any\n"+
 			"file or folder failed; a full disk or a damaged database stops the import at once.")
-	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(importer.Names(), ", "))
+	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(fmts.Names(), ", "))
 	asJSON := f.Bool("json", false, "print the summary as JSON")
 	paths, err := f.parse(args, 0, -1)
 	if err != nil {
 		return err
 	}
-	if _, ok := importer.FormatNamed(*format); !ok && *format != "auto" {
-		return usagef("import: unknown --format %q (known: auto, %s)", *format, strings.Join(importer.Names(), ", "))
+	if _, ok := fmts.Named(*format); !ok && *format != "auto" {
+		return usagef("import: unknown --format %q (known: auto, %s)", *format, strings.Join(fmts.Names(), ", "))
 	}
 	var files []importer.Found
 	if len(paths) == 0 {
-		files, err = importer.Discover()
+		files, err = importer.Discover(fmts)
 	} else {
 		files, err = importer.Expand(paths)
 	}
@@ -117,7 +117,7 @@ func importStore(ctx context.Context, e *env, dbPath string, files []importer.Fo
 	// first import of the benchmark corpus ~5% faster for ~6 MB more;
 	// turning collection off was slower (fresh pages cost more than GC).
 	debug.SetGCPercent(200)
-	opts := importer.Options{Format: format}
+	opts := importer.Options{Formats: formats(), Format: format}
 	bar := newProgressBar(e.stderr)
 	if bar != nil && !asJSON {
 		opts.Progress = bar.update

@@ -160,8 +160,7 @@ func newReplayer(st *store.Store, d *fork.Driver, ag agentFlags) *replay.Replaye
 	if err != nil {
 		gw = nil
 	}
-	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout,
-		Upstream: upstreamOf}
+	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout}
 }
 
 // replayReport reads the trials as stored.

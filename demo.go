@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/model"
@@ -173,8 +174,8 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	// The demo forks offline, through the script harness: its sessions were
 	// made up, so no agent could continue them.
-	d := &fork.Driver{Store: st, Harnesses: harnesses(true, apiFlags{}), DefaultHarness: "script"}
-	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d})
+	d := &fork.Driver{Store: st, Harnesses: backends(harness.Setup{Paced: true}, false), DefaultHarness: "script"}
+	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d, Agents: backends(harness.Setup{}, true)})
 	if *keep {
 		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", st.Path(), st.Path())
 	}
@@ -190,10 +191,10 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	d := newDriver(st, true, apiFlags{})
-	if os.Getenv("TINE_RECORD") == "1" {
-		rec := &recorder{st: st}
-		d.Gateway = rec.gateway
+	ag := agentFlags{checkTimeout: 10 * time.Minute, record: os.Getenv("TINE_RECORD") == "1"}
+	d, err := newDriver(st, true, apiFlags{}, ag)
+	if err != nil {
+		return err
 	}
-	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, agentFlags{checkTimeout: 10 * time.Minute})})
+	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag)})
 }

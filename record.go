@@ -1,10 +1,8 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -12,74 +10,11 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/acp"
-	"tine/harness/anthropic"
-	"tine/harness/claude"
-	"tine/harness/codex"
-	"tine/harness/openai"
-	"tine/harness/pi"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
 )
-
-// upstreamOf is where an agent's model calls really go, and the key they
-// need: the environment tine runs in (ANTHROPIC_BASE_URL and
-// ANTHROPIC_API_KEY for Claude Code, also behind an ACP agent), Codex's provider in its config.toml
-// (the built-in one: OPENAI_API_KEY), pi's provider of the run's model in
-// its models.json. A Claude or ChatGPT login's token cannot go through the
-// gateway, so a key is required.
-func upstreamOf(run model.Run) (replay.Wire, replay.Upstream, error) {
-	hname := run.Harness
-	env := func(k, def string) string {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
-	switch hname {
-	case claude.Harness, acp.Name:
-		// An ACP run's Record capability says Claude Code is behind it.
-		key := os.Getenv("ANTHROPIC_API_KEY")
-		if key == "" {
-			return "", replay.Upstream{}, fmt.Errorf("recording and replaying Claude Code need ANTHROPIC_API_KEY: a Claude login's token cannot go through tine's gateway")
-		}
-		return replay.WireAnthropic, replay.Upstream{BaseURL: env("ANTHROPIC_BASE_URL", "https://api.anthropic.com"), APIKey: key}, nil
-	case codex.Harness:
-		p := codex.ProviderFrom(os.Environ())
-		if p.Name == "openai" {
-			key := os.Getenv("OPENAI_API_KEY")
-			if key == "" {
-				return "", replay.Upstream{}, fmt.Errorf("recording and replaying Codex need OPENAI_API_KEY: a ChatGPT login's token cannot go through tine's gateway")
-			}
-			return replay.WireResponses, replay.Upstream{BaseURL: cmp.Or(p.BaseURL, env("OPENAI_BASE_URL", "https://api.openai.com/v1")), APIKey: key}, nil
-		}
-		if p.BaseURL == "" {
-			return "", replay.Upstream{}, fmt.Errorf("Codex's model provider %q has no base_url in config.toml", p.Name)
-		}
-		key := ""
-		if p.KeyEnv != "" {
-			if key = os.Getenv(p.KeyEnv); key == "" {
-				return "", replay.Upstream{}, fmt.Errorf("Codex's model provider %q takes its key from %s, which is not set", p.Name, p.KeyEnv)
-			}
-		}
-		return replay.WireResponses, replay.Upstream{BaseURL: p.BaseURL, APIKey: key}, nil
-	case pi.Harness:
-		// pi's provider in its models.json says where and with which key.
-		pr, err := pi.ProviderFor(os.Environ(), run.Model)
-		if err != nil {
-			return "", replay.Upstream{}, err
-		}
-		wire, ok := map[string]replay.Wire{"openai-completions": replay.WireChat, "openai-responses": replay.WireResponses,
-			"anthropic-messages": replay.WireAnthropic}[pr.API]
-		if !ok {
-			return "", replay.Upstream{}, fmt.Errorf("pi's provider %q speaks %q, which tine's gateway does not", pr.Name, pr.API)
-		}
-		return wire, replay.Upstream{BaseURL: pr.BaseURL, APIKey: pr.Key}, nil
-	}
-	return "", replay.Upstream{}, fmt.Errorf("tine cannot record %s's model calls yet (no gateway path for it)", hname)
-}
 
 // gateways starts one replay gateway per process, on first use.
 type gateways struct {
@@ -97,16 +32,20 @@ func (g *gateways) get() (*replay.Gateway, error) {
 var processGateway gateways
 
 // recorder records the model calls of agent turns as their runs' tapes
-// (rule 9 in ARCHITECTURE.md), through this process's gateway.
+// (rule 9 in ARCHITECTURE.md), through this process's gateway, and those
+// of the model APIs through their transport.
 type recorder struct {
 	st *store.Store
+	// agents say where each agent's model calls really go.
+	agents *harness.Registry
 }
 
 // gateway is Driver.Gateway: a gateway run of the turn's own, whose steps
 // land on the run's tape after its earlier steps, each with the git tree of
 // the run's directory when the call arrived.
 func (r *recorder) gateway(ctx context.Context, run model.Run, dir string) (string, func(), error) {
-	wire, up, err := upstreamOf(run)
+	agent, _ := r.agents.Agent(run.Harness)
+	wire, up, err := agent.Upstream(run, os.Environ())
 	if err != nil {
 		return "", nil, err
 	}
@@ -152,21 +91,11 @@ func snapshotOf(dir string) func() (string, error) {
 	}
 }
 
-// recordAPIs makes the model-API harnesses in hs record their calls on
-// their runs' tapes through a recording transport: tine makes those calls
-// itself, so no gateway is needed (rule 9 in ARCHITECTURE.md).
-func (r *recorder) recordAPIs(hs *harness.Registry) {
-	wrap := func(next http.RoundTripper) http.RoundTripper { return replay.RecordingTransport(next, r.tapeOf) }
-	if h, err := hs.Get("openai"); err == nil {
-		if oh, ok := h.(*openai.Harness); ok {
-			hs.Register(oh.WithTransport(wrap))
-		}
-	}
-	if h, err := hs.Get("anthropic"); err == nil {
-		if ah, ok := h.(*anthropic.Harness); ok {
-			hs.Register(ah.WithTransport(wrap))
-		}
-	}
+// transport wraps a model API's transport so its calls are recorded on
+// their runs' tapes: tine makes those calls itself, so no gateway is
+// needed (rule 9 in ARCHITECTURE.md). It is harness.Setup.Transport.
+func (r *recorder) transport(next http.RoundTripper) http.RoundTripper {
+	return replay.RecordingTransport(next, r.tapeOf)
 }
 
 // tapeOf is where a model-API call is recorded: the tape of the run whose

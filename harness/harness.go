@@ -12,8 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"sync"
 	"time"
 
 	"tine/model"
@@ -132,22 +130,6 @@ type TurnRequest struct {
 // where the parent ends, on a harness that can only fork at the end (rule 5 in ARCHITECTURE.md).
 var ErrParentMovedOn = errors.New("the parent moved on; fork again from where it is now")
 
-// PlaceholderKey is the API key an agent pointed at tine's gateway gets.
-const PlaceholderKey = "tine-gateway-placeholder"
-
-// AnthropicGatewayEnv points Claude Code (run as itself, or behind an ACP
-// agent) at tine's gateway at url: its base URL, a key that is not the
-// real one, no login token, and none of the calls that are not the
-// conversation's (so a tape holds one model call a step). Nothing when url
-// is empty.
-func AnthropicGatewayEnv(url string) []string {
-	if url == "" {
-		return nil
-	}
-	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + PlaceholderKey,
-		"ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
-}
-
 // Conversation is what a turn sends: the prefix, then the person's new
 // message when there is one (stamped at), which is returned too so the
 // harness can report it.
@@ -222,74 +204,4 @@ func (d Description) Probed(path, version string, err error) Description {
 // Describer is a harness that can say whether it is installed here.
 type Describer interface {
 	Describe(ctx context.Context) Description
-}
-
-// Registry names the harnesses tine can use.
-type Registry struct {
-	mu sync.RWMutex
-	hs map[string]Harness
-}
-
-// NewRegistry returns a registry holding hs.
-func NewRegistry(hs ...Harness) *Registry {
-	r := &Registry{hs: map[string]Harness{}}
-	for _, h := range hs {
-		r.Register(h)
-	}
-	return r
-}
-
-// Register adds or replaces h under its name.
-func (r *Registry) Register(h Harness) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.hs[h.Name()] = h
-}
-
-// Get returns the harness called name.
-func (r *Registry) Get(name string) (Harness, error) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if h, ok := r.hs[name]; ok {
-		return h, nil
-	}
-	return nil, fmt.Errorf("no harness %q (have: %v)", name, r.namesLocked())
-}
-
-// Names lists the registered harnesses in order.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.namesLocked()
-}
-
-func (r *Registry) namesLocked() []string {
-	names := make([]string, 0, len(r.hs))
-	for n := range r.hs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Known lists every harness name tine knows of, registered or not, with what
-// it can do: the capability table of ARCHITECTURE.md, as data.
-var Known = map[string]Capabilities{
-	"claude":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
-	"codex":     {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
-	"pi":        {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true},
-	"acp":       {Fork: true, ForkAtK: false, Resume: true, Tools: true, Stream: true, OwnSessions: true},
-	"openai":    {Fork: true, ForkAtK: true, Resume: true, Stream: true},
-	"anthropic": {Fork: true, ForkAtK: true, Resume: true, Stream: true},
-	"script":    {Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true},
-}
-
-// KnownNames lists Known in order.
-func KnownNames() []string {
-	names := make([]string, 0, len(Known))
-	for n := range Known {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }

@@ -279,3 +279,14 @@ func OneLine(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// List joins names as "a, b and c".
+func List(names []string) string {
+	switch len(names) {
+	case 0:
+		return ""
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}

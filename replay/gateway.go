@@ -20,20 +20,12 @@ import (
 	"sync"
 	"time"
 
+	"tine/harness"
 	"tine/model"
 )
 
-// Upstream is where a wire format's model calls really go.
-type Upstream struct {
-	// BaseURL is the API's base, e.g. "https://api.anthropic.com" or
-	// "https://api.openai.com/v1": the request's path below the run's
-	// base URL is appended to it (a "/v1" in both is not doubled).
-	BaseURL string
-	// APIKey is the real key: sent as x-api-key (Anthropic) or as
-	// "Authorization: Bearer" (OpenAI) to BaseURL's host only. "" sends
-	// no key.
-	APIKey string
-}
+// Upstream is where a wire format's model calls really go (harness.Upstream).
+type Upstream = harness.Upstream
 
 // Options configure a Gateway.
 type Options struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -40,14 +41,6 @@ var NoNetwork = []string{
 	"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 }
 
-// ownEntries are the agents whose next turn checks the session's entries
-// against the run's messages by id (pi): their trials keep their own copy
-// of the replayed steps instead of inheriting the recorded run's.
-var ownEntries = map[string]bool{"pi": true}
-
-// harnessWire is the wire format of each agent tine can replay.
-var harnessWire = map[string]Wire{"claude": WireAnthropic, "codex": WireResponses, "acp": WireAnthropic}
-
 // MaxContinuations bounds k.
 const MaxContinuations = 10
 
@@ -79,6 +72,8 @@ type Replayer struct {
 	Gateway *Gateway
 	// Upstream is where a run's model calls go once a replay of it goes
 	// live, and with which key; its error is said when a trial needs it.
+	// Nil asks the run's agent (Recording.Upstream) with tine's own
+	// environment.
 	Upstream func(run model.Run) (Wire, Upstream, error)
 	// CheckTimeout bounds a --check (default 10 minutes).
 	CheckTimeout time.Duration
@@ -155,7 +150,12 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	}
 	h, err := p.Driver.Harnesses.Get(run.Harness)
 	if err != nil || !h.Capabilities().Replayable() {
-		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays Claude Code (also behind ACP), Codex and pi runs only", orUnknown(run.Harness))}
+		return nil, &Unreplayable{fmt.Sprintf("no gateway path for %s: tine replays runs of %s only", orUnknown(run.Harness), model.List(p.Driver.Harnesses.Replayable()))}
+	}
+	agent, _ := p.Driver.Harnesses.Agent(run.Harness)
+	rec := harness.Recording{}
+	if agent.Record != nil {
+		rec = *agent.Record
 	}
 	steps, err := p.Store.Tape(ctx, run.ID)
 	if err != nil {
@@ -170,10 +170,10 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		if tape, err = DecodeTape(steps); err != nil {
 			return nil, err
 		}
-	} else if run.Harness == "acp" {
-		// tine wrote this transcript from ACP's updates, not the agent's
-		// own file: not a faithful enough record of its model calls.
-		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape: an ACP run replays only from one recorded with --record", run.Label())}
+	} else if rec.NeedsTape {
+		// tine wrote this transcript from a protocol's updates, not the
+		// agent's own file: not a faithful enough record of its model calls.
+		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape: a %s run replays only from one recorded with --record", run.Label(), agent.Display)}
 	} else if tape, err = TranscriptTape(p.wireOf(run), msgs, run.ForkAt); err != nil {
 		return nil, &Unreplayable{fmt.Sprintf("run %s has no tape (record one with --record): %v", run.Label(), err)}
 	}
@@ -208,7 +208,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 		if m.Role == model.System {
 			continue // context the agent adds itself (Codex's environment)
 		}
-		if firstOwn && ownEntries[run.Harness] {
+		if firstOwn && rec.OwnEntries {
 			src.forkAt = src.k0 + i
 		}
 		if m.IsPrompt() {
@@ -250,18 +250,26 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	return src, nil
 }
 
-// wireOf is the wire format run's agent speaks: fixed for Claude Code and
-// Codex, its provider's for pi.
+// wireOf is the wire format run's agent speaks: its Recording's when that
+// is fixed, else its upstream's (pi: its provider's).
 func (p *Replayer) wireOf(run model.Run) Wire {
-	if w, ok := harnessWire[run.Harness]; ok {
+	if ag, ok := p.Driver.Harnesses.Agent(run.Harness); ok && ag.Record != nil && ag.Record.Wire != "" {
+		return ag.Record.Wire
+	}
+	if w, _, err := p.upstream(run); err == nil {
 		return w
 	}
-	if p.Upstream != nil {
-		if w, _, err := p.Upstream(run); err == nil {
-			return w
-		}
-	}
 	return ""
+}
+
+// upstream is where run's model calls go once a replay of it goes live
+// (Upstream, else its agent's Recording with tine's environment).
+func (p *Replayer) upstream(run model.Run) (Wire, Upstream, error) {
+	if p.Upstream != nil {
+		return p.Upstream(run)
+	}
+	ag, _ := p.Driver.Harnesses.Agent(run.Harness)
+	return ag.Upstream(run, os.Environ())
 }
 
 // tapeKind says where the tape came from.
@@ -422,8 +430,8 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		}
 	}
 	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
-	if spec.Continuations > 0 && p.Upstream != nil {
-		if wire, up, err := p.Upstream(src.run); err == nil {
+	if spec.Continuations > 0 {
+		if wire, up, err := p.upstream(src.run); err == nil {
 			cfg.Upstreams = map[Wire]Upstream{wire: up}
 		} else {
 			cfg.Upstreams = map[Wire]Upstream{src.wire: {}}

@@ -34,18 +34,18 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"tine/harness"
 )
 
-// Wire is a model API's wire format.
-type Wire string
+// Wire is a model API's wire format (harness.Wire: an agent's descriptor
+// names the one its model calls speak).
+type Wire = harness.Wire
 
 const (
-	// WireAnthropic is the Anthropic Messages API (POST .../messages).
-	WireAnthropic Wire = "anthropic"
-	// WireChat is OpenAI Chat Completions (POST .../chat/completions).
-	WireChat Wire = "chat"
-	// WireResponses is the OpenAI Responses API (POST .../responses).
-	WireResponses Wire = "responses"
+	WireAnthropic = harness.WireAnthropic
+	WireChat      = harness.WireChat
+	WireResponses = harness.WireResponses
 )
 
 // Event is one server-sent event of a streamed answer.

@@ -16,7 +16,9 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"tine/harness"
 	"tine/harness/fork"
+	"tine/harness/importer"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
@@ -35,6 +37,10 @@ type Options struct {
 	Watch bool
 	// Replayer replays recorded runs (R on a message); nil turns it off.
 	Replayer *replay.Replayer
+	// Agents are every backend tine is built with, for what the screens
+	// say of a run's agent: the formats an import reads, how a run opens
+	// in its agent, what its harness can do. Default: the driver's.
+	Agents *harness.Registry
 }
 
 type screenID int
@@ -80,6 +86,10 @@ type App struct {
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// openEnv is where e, E and o look for programs (open.go).
 	openEnv openEnv
+	// agents are the backends' descriptors (Options.Agents), and formats
+	// the transcript formats of theirs an import reads.
+	agents  *harness.Registry
+	formats importer.Formats
 
 	width, height int
 	screen        screenID
@@ -151,7 +161,16 @@ type shortHelpKey struct {
 // New returns the root model over st.
 func New(st *store.Store, opts Options) *App {
 	ctx, cancel := context.WithCancel(context.Background())
+	agents := opts.Agents
+	if agents == nil && opts.Driver != nil {
+		agents = opts.Driver.Harnesses
+	}
+	if agents == nil {
+		agents = harness.NewRegistry()
+	}
 	a := &App{
+		agents:   agents,
+		formats:  importer.FormatsOf(agents.Agents()),
 		ctx:      ctx,
 		cancel:   cancel,
 		st:       st,
@@ -170,6 +189,7 @@ func New(st *store.Store, opts Options) *App {
 		batches:    map[int]*forkBatch{},
 		pending:    map[int]launchReq{},
 	}
+	a.lib.empty.agents = agents.Agents()
 	return a
 }
 
@@ -358,12 +378,12 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return a, discover()
+			return a, discover(a.formats)
 		}
 		return a, nil
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
-		a.lib.empty = emptyState{found: msg.files}
+		a.lib.empty = emptyState{found: msg.files, agents: a.agents.Agents()}
 		return a, nil
 	case importProgressMsg:
 		a.imp.progress = msg.p

@@ -18,6 +18,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/fork"
+	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
 )
@@ -62,7 +63,14 @@ func newDriver(t *testing.T, st *store.Store, w, h int) *driver {
 	return newDriverOpts(t, st, Options{Title: "test"}, w, h)
 }
 
+// testAgents are every backend tine is built with, as main gives them
+// to the program (Options.Agents).
+var testAgents = registry.New(harness.Setup{})
+
 func newDriverOpts(t *testing.T, st *store.Store, opts Options, w, h int) *driver {
+	if opts.Agents == nil {
+		opts.Agents = testAgents
+	}
 	a := New(st, opts)
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
@@ -250,7 +258,7 @@ func TestStatusClearsItself(t *testing.T) {
 // for help, quit; the program ends and leaves the alternate screen.
 func TestProgramEndToEnd(t *testing.T) {
 	st := seedStore(t, 0)
-	tm := teatest.NewTestModel(t, New(st, Options{}), teatest.WithInitialTermSize(100, 30))
+	tm := teatest.NewTestModel(t, New(st, Options{Agents: testAgents}), teatest.WithInitialTermSize(100, 30))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("weather")) },
 		teatest.WithDuration(5*time.Second))
 	tm.Send(press("enter"))
@@ -271,7 +279,7 @@ func TestNoColor(t *testing.T) {
 	env := []string{"TERM=xterm-256color", "COLORTERM=truecolor", "NO_COLOR=1"}
 	assert.LessOrEqual(t, colorprofile.Env(env), colorprofile.Ascii)
 	st := seedStore(t, 0)
-	tm := teatest.NewTestModel(t, New(st, Options{OpenTree: firstTree(t, st)}), teatest.WithInitialTermSize(100, 30),
+	tm := teatest.NewTestModel(t, New(st, Options{OpenTree: firstTree(t, st), Agents: testAgents}), teatest.WithInitialTermSize(100, 30),
 		teatest.WithProgramOptions(tea.WithEnvironment(env)))
 	var out bytes.Buffer
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {

@@ -105,7 +105,7 @@ func newForkDialog(parent model.Run, transcript []model.Message, selected int, r
 		if h == def {
 			d.harness = i
 		}
-		if api, ok := apiHarnesses[h]; ok {
+		if api, ok := apiOf(reg, h); ok {
 			in := &apiInputs{model: newInput(""), baseURL: newInput(""), key: newInput("")}
 			in.key.EchoMode, in.key.EchoCharacter = textinput.EchoPassword, '•'
 			d.api[h] = in
@@ -119,22 +119,22 @@ func newForkDialog(parent model.Run, transcript []model.Message, selected int, r
 
 // placeholders say where an API harness's settings come from when its
 // fields are left empty.
-func (d *forkDialog) placeholders(name string, api apiHarness) {
+func (d *forkDialog) placeholders(name string, api harness.API) {
 	in := d.api[name]
 	in.model.Placeholder = "required: the model to ask for"
 	switch {
-	case d.getenv(api.modelEnv) != "":
-		in.model.Placeholder = "from " + api.modelEnv + ": " + model.OneLine(d.getenv(api.modelEnv), 40)
+	case d.getenv(api.ModelEnv) != "":
+		in.model.Placeholder = "from " + api.ModelEnv + ": " + model.OneLine(d.getenv(api.ModelEnv), 40)
 	case d.parent.Harness == name && d.parent.Model != "":
 		in.model.Placeholder = "the run's: " + model.OneLine(d.parent.Model, 40)
 	}
-	in.baseURL.Placeholder = "default " + api.defaultURL
-	if u := d.getenv(api.urlEnv); u != "" {
-		in.baseURL.Placeholder = "from " + api.urlEnv + ": " + model.OneLine(u, 60)
+	in.baseURL.Placeholder = "default " + api.DefaultURL
+	if u := d.getenv(api.URLEnv); u != "" {
+		in.baseURL.Placeholder = "from " + api.URLEnv + ": " + model.OneLine(u, 60)
 	}
-	in.key.Placeholder = "none: set " + api.keyEnv + " or type one (a local server needs none)"
-	if d.getenv(api.keyEnv) != "" {
-		in.key.Placeholder = "from " + api.keyEnv
+	in.key.Placeholder = "none: set " + api.KeyEnv + " or type one (a local server needs none)"
+	if d.getenv(api.KeyEnv) != "" {
+		in.key.Placeholder = "from " + api.KeyEnv
 	}
 }
 
@@ -346,7 +346,7 @@ func (d *forkDialog) problem() string {
 	case fit.agent && !d.inPlace && d.repo.problem != "":
 		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
 	}
-	if api, ok := apiHarnesses[name]; ok && d.api[name] != nil {
+	if api, ok := apiOf(d.reg, name); ok && d.api[name] != nil {
 		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent); p != "" {
 			return p
 		}
@@ -538,15 +538,16 @@ func (d *forkDialog) setFocus(i int) tea.Cmd {
 
 // here says whether harness name can run here, once it has said so.
 func (d *forkDialog) here(name string) (here, problem string) {
+	api := apiPointer(d.reg, name)
 	if desc, ok := d.descs[name]; ok {
-		return hereLine(name, &desc, d.getenv)
+		return hereLine(name, api, &desc, d.getenv)
 	}
 	if h, err := d.reg.Get(name); err == nil {
 		if _, describes := h.(harness.Describer); describes && !d.described {
 			return "checking…", ""
 		}
 	}
-	return hereLine(name, nil, d.getenv)
+	return hereLine(name, api, nil, d.getenv)
 }
 
 // info takes the harnesses' descriptions and the directory check.

@@ -18,6 +18,7 @@ import (
 	"tine/harness/anthropic"
 	"tine/harness/fork"
 	"tine/harness/openai"
+	"tine/harness/registry"
 	"tine/harness/script"
 	"tine/model"
 )
@@ -41,11 +42,17 @@ func (f *fakeAgent) Turn(context.Context, harness.TurnRequest, func(harness.Even
 
 // agentRegistry holds agents the way the real claude, codex and acp
 // packages declare them, and the script harness.
+// capsOf is what backend name can do, as its descriptor says.
+func capsOf(name string) harness.Capabilities {
+	a, _ := registry.New(harness.Setup{}).Agent(name)
+	return a.Caps
+}
+
 func agentRegistry() *harness.Registry {
 	return harness.NewRegistry(
-		&fakeAgent{name: "claude", caps: harness.Known["claude"], desc: harness.Description{Installed: true, Version: "2.0.14"}},
-		&fakeAgent{name: "codex", caps: harness.Known["codex"], desc: harness.Description{Needs: []string{"npm i -g @openai/codex"}}},
-		&fakeAgent{name: "acp", caps: harness.Known["acp"], desc: harness.Description{Installed: true}},
+		&fakeAgent{name: "claude", caps: capsOf("claude"), desc: harness.Description{Installed: true, Version: "2.0.14"}},
+		&fakeAgent{name: "codex", caps: capsOf("codex"), desc: harness.Description{Needs: []string{"npm i -g @openai/codex"}}},
+		&fakeAgent{name: "acp", caps: capsOf("acp"), desc: harness.Description{Installed: true}},
 		&script.Harness{})
 }
 

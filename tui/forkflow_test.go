@@ -25,7 +25,7 @@ import (
 
 // newDriverWith is newDriver with a fork driver, so f, m and R work.
 func newDriverWith(t *testing.T, st *store.Store, w, h int, drv *fork.Driver) *driver {
-	a := New(st, Options{Title: "test", Driver: drv})
+	a := New(st, Options{Title: "test", Driver: drv, Agents: testAgents})
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	d := &driver{t: t, a: a}

@@ -12,9 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness"
-	"tine/harness/anthropic"
 	"tine/harness/fork"
-	"tine/harness/openai"
 	"tine/harness/worktree"
 	"tine/model"
 )
@@ -87,8 +85,7 @@ func (c *descCache) get(ctx context.Context, reg *harness.Registry) map[string]h
 		if err != nil {
 			continue
 		}
-		d, ok := h.(harness.Describer)
-		if !ok {
+		if _, ok := h.(harness.Describer); !ok {
 			continue
 		}
 		wg.Add(1)
@@ -101,7 +98,7 @@ func (c *descCache) get(ctx context.Context, reg *harness.Registry) map[string]h
 			}()
 			ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			defer cancel()
-			desc := d.Describe(ctx)
+			desc, _ := reg.Describe(ctx, name)
 			mu.Lock()
 			descs[name] = desc
 			mu.Unlock()
@@ -134,38 +131,22 @@ func repoProblem(ctx context.Context, dir string) (problem string, fatal bool) {
 	return model.OneLine(err.Error(), 200), false
 }
 
-// apiHarness is how a model-API harness is configured: the environment it
-// reads, and how to build one with a base URL and key typed in the dialog.
-type apiHarness struct {
-	keyEnv, urlEnv, modelEnv string
-	defaultURL               string
-	build                    func(baseURL, key string) harness.Harness
+// apiOf is how model API name is configured (its descriptor's API); ok
+// is false for a harness that is no model API.
+func apiOf(reg *harness.Registry, name string) (api harness.API, ok bool) {
+	if ag, known := reg.Agent(name); known && ag.API != nil {
+		return *ag.API, true
+	}
+	return harness.API{}, false
 }
 
-// apiHarnesses are the model APIs the Fork screen can configure.
-var apiHarnesses = map[string]apiHarness{
-	"openai": {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", modelEnv: "OPENAI_MODEL", defaultURL: openai.DefaultBaseURL,
-		build: func(baseURL, key string) harness.Harness {
-			c := openai.ConfigFromEnv()
-			if baseURL != "" {
-				c.BaseURL = baseURL
-			}
-			if key != "" {
-				c.APIKey = key
-			}
-			return openai.New(c)
-		}},
-	"anthropic": {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", modelEnv: "ANTHROPIC_MODEL", defaultURL: anthropic.DefaultBaseURL,
-		build: func(baseURL, key string) harness.Harness {
-			c := anthropic.ConfigFromEnv()
-			if baseURL != "" {
-				c.BaseURL = baseURL
-			}
-			if key != "" {
-				c.APIKey = key
-			}
-			return anthropic.New(c)
-		}},
+// apiPointer is apiOf as a pointer, nil for a harness that is no model
+// API.
+func apiPointer(reg *harness.Registry, name string) *harness.API {
+	if api, ok := apiOf(reg, name); ok {
+		return &api
+	}
+	return nil
 }
 
 // apiSettings are what the dialog holds for one API harness: what was typed,
@@ -178,11 +159,11 @@ type apiSettings struct {
 // parses with an http or https scheme; a key is there when the API needs
 // one (the vendor's own endpoint); a model is named somewhere. It never
 // repeats the key.
-func apiProblem(name string, api apiHarness, s apiSettings, getenv func(string) string, parent model.Run) string {
+func apiProblem(name string, api harness.API, s apiSettings, getenv func(string) string, parent model.Run) string {
 	raw := s.baseURL
 	from := "base URL"
 	if raw == "" {
-		raw, from = getenv(api.urlEnv), api.urlEnv
+		raw, from = getenv(api.URLEnv), api.URLEnv
 	}
 	vendor := raw == ""
 	if raw != "" {
@@ -194,35 +175,31 @@ func apiProblem(name string, api apiHarness, s apiSettings, getenv func(string) 
 			}
 			return fmt.Sprintf("%s must be an http:// or https:// URL with a host, not %q", from, shown)
 		}
-		def, _ := url.Parse(api.defaultURL)
+		def, _ := url.Parse(api.DefaultURL)
 		vendor = strings.EqualFold(u.Hostname(), def.Hostname())
 	}
-	if vendor && s.key == "" && getenv(api.keyEnv) == "" {
-		host := strings.TrimPrefix(api.defaultURL, "https://")
+	if vendor && s.key == "" && getenv(api.KeyEnv) == "" {
+		host := strings.TrimPrefix(api.DefaultURL, "https://")
 		host, _, _ = strings.Cut(host, "/")
-		return fmt.Sprintf("%s needs an API key for %s: set %s or type one under API key (a local server's base URL needs none)", name, host, api.keyEnv)
+		return fmt.Sprintf("%s needs an API key for %s: set %s or type one under API key (a local server's base URL needs none)", name, host, api.KeyEnv)
 	}
-	if s.model == "" && getenv(api.modelEnv) == "" && (parent.Harness != name || parent.Model == "") {
-		return fmt.Sprintf("%s needs a model: type one under model (or set %s)", name, api.modelEnv)
+	if s.model == "" && getenv(api.ModelEnv) == "" && (parent.Harness != name || parent.Model == "") {
+		return fmt.Sprintf("%s needs a model: type one under model (or set %s)", name, api.ModelEnv)
 	}
 	return ""
 }
 
-// launchDriver is d, or a copy of it whose API harness name is built with
+// launchDriver is d, or a copy of it whose API harness name is made with
 // the base URL and key typed in the dialog: the driver's own registry is
 // shared by every launch, so a launch's settings go on a copy.
 func launchDriver(d *fork.Driver, name string, s apiSettings) *fork.Driver {
-	api, ok := apiHarnesses[name]
-	if !ok || (s.baseURL == "" && s.key == "") {
+	if _, ok := apiOf(d.Harnesses, name); !ok || (s.baseURL == "" && s.key == "") {
 		return d
 	}
-	reg := harness.NewRegistry()
-	for _, n := range d.Harnesses.Names() {
-		if h, err := d.Harnesses.Get(n); err == nil {
-			reg.Register(h)
-		}
+	reg, err := d.Harnesses.Rebuilt(name, harness.Setup{BaseURL: s.baseURL, APIKey: s.key})
+	if err != nil {
+		return d // a harness registered by hand: it keeps its own settings
 	}
-	reg.Register(api.build(s.baseURL, s.key))
 	c := *d
 	c.Harnesses = reg
 	return &c
@@ -315,12 +292,12 @@ func capsLine(c harness.Capabilities) string {
 // hereLine says in a few words whether a harness can run here: an
 // agent's CLI installed (with its version), an API's key present, or
 // nothing needed. problem is the whole story when it cannot run.
-func hereLine(name string, desc *harness.Description, getenv func(string) string) (here, problem string) {
-	if api, ok := apiHarnesses[name]; ok {
-		if getenv(api.keyEnv) != "" {
-			return "API · key from " + api.keyEnv, ""
+func hereLine(name string, api *harness.API, desc *harness.Description, getenv func(string) string) (here, problem string) {
+	if api != nil {
+		if getenv(api.KeyEnv) != "" {
+			return "API · key from " + api.KeyEnv, ""
 		}
-		return "API · no " + api.keyEnv, ""
+		return "API · no " + api.KeyEnv, ""
 	}
 	if desc == nil {
 		return "here", ""

@@ -7,6 +7,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"tine/harness"
 	"tine/harness/importer"
 )
 
@@ -35,9 +36,9 @@ type (
 )
 
 // discover looks for agent sessions off the UI goroutine.
-func discover() tea.Cmd {
+func discover(formats importer.Formats) tea.Cmd {
 	return func() tea.Msg {
-		files, err := importer.Discover()
+		files, err := importer.Discover(formats)
 		return foundMsg{files: files, err: err}
 	}
 }
@@ -57,15 +58,15 @@ func (a *App) startImport() tea.Cmd {
 	}
 	im.running = true
 	im.events = make(chan tea.Msg, 16)
-	ctx, st, events := a.ctx, a.st, im.events
+	ctx, st, events, formats := a.ctx, a.st, im.events, a.formats
 	a.goSafe("import", func() {
 		defer close(events)
-		files, err := importer.Discover()
+		files, err := importer.Discover(formats)
 		if err != nil {
 			events <- importDoneMsg{err: err}
 			return
 		}
-		sum, err := importer.Import(ctx, st, files, importer.Options{Progress: func(p importer.Progress) {
+		sum, err := importer.Import(ctx, st, files, importer.Options{Formats: formats, Progress: func(p importer.Progress) {
 			select {
 			case events <- importProgressMsg{p: p}:
 			default: // the screen is behind: drop a progress step, never block the import
@@ -90,8 +91,9 @@ func (a *App) nextImportEvent() tea.Cmd {
 	}
 }
 
-// foundSummary says what discovery found, by agent.
-func foundSummary(files []importer.Found) string {
+// foundSummary says what discovery found, by agent, in the order of
+// agents.
+func foundSummary(files []importer.Found, agents []harness.Agent) string {
 	by := map[string]int{}
 	var mb float64
 	n := 0
@@ -103,11 +105,10 @@ func foundSummary(files []importer.Found) string {
 		by[f.Format]++
 		mb += float64(f.Size) / 1e6
 	}
-	names := map[string]string{"claude": "Claude Code", "codex": "Codex", "pi": "pi"}
 	var parts []string
-	for _, k := range []string{"claude", "codex", "pi"} {
-		if by[k] > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", names[k], by[k]))
+	for _, a := range agents {
+		if by[a.Name] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", a.Display, by[a.Name]))
 		}
 	}
 	return fmt.Sprintf("%s (%.1f MB): %s", plural(n, "session file"), mb, strings.Join(parts, ", "))

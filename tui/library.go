@@ -12,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"tine/harness"
 	"tine/harness/importer"
 	"tine/model"
 	"tine/store"
@@ -416,10 +417,27 @@ func (l *libraryScreen) hitsView(st *Styles) string {
 	return b.String()
 }
 
+// sessionsOf names the agents whose sessions an import finds on its own
+// ("Claude Code, Codex and pi").
+func sessionsOf(agents []harness.Agent) string {
+	var names []string
+	for _, a := range agents {
+		if a.Sessions != nil && a.Sessions.Dirs != nil {
+			names = append(names, a.Display)
+		}
+	}
+	if len(names) == 0 {
+		return "agent"
+	}
+	return model.List(names)
+}
+
 // emptyState is what the library says before anything is imported.
 type emptyState struct {
 	found    []importer.Found
 	progress *importer.Progress
+	// agents say whose sessions an import looks for.
+	agents []harness.Agent
 }
 
 func (e emptyState) view(st *Styles, width int) string {
@@ -428,11 +446,11 @@ func (e emptyState) view(st *Styles, width int) string {
 	case e.progress != nil:
 		lines = append(lines, "Importing…", progressLine(*e.progress, width, st))
 	case len(e.found) > 0:
-		lines = append(lines, "Found "+foundSummary(e.found)+" on this machine.",
+		lines = append(lines, "Found "+foundSummary(e.found, e.agents)+" on this machine.",
 			"  "+st.Key.Render("i")+" imports them all (later imports read only what changed).")
 	default:
 		lines = append(lines, "Import a transcript to see it as a tree:",
-			"  "+st.Key.Render("tine import")+"                 every Claude Code, Codex and pi session here",
+			"  "+st.Key.Render("tine import")+"                 every "+sessionsOf(e.agents)+" session here",
 			"  "+st.Key.Render("tine import chat.json")+"       a file or folder (openai chat format too)")
 	}
 	lines = append(lines, "", "Or look around with demo data first:", "  "+st.Key.Render("tine demo"), "",

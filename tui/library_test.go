@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"tine/harness/importer"
+	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
 )
@@ -73,6 +74,6 @@ func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
 		{Path: "a.jsonl", Format: "claude", Size: 2e6},
 		{Path: "fifo", Skip: "a named pipe"},
 		{Path: "dir", Err: errors.New("permission denied")},
-	})
+	}, registry.Agents())
 	assert.Equal(t, "1 session file (2.0 MB): Claude Code 1", got)
 }

@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
 
-	"tine/harness/claude"
-	"tine/harness/codex"
-	"tine/harness/pi"
+	"tine/harness"
 	"tine/model"
 )
 
@@ -37,10 +34,6 @@ type openEnv struct {
 	getenv   func(string) string
 	lookPath func(string) (string, error)
 	isDir    func(string) bool
-	isFile   func(string) bool
-	glob     func(string) ([]string, error)
-	// piDirs lists the folders pi keeps sessions in (pi.Dirs).
-	piDirs func() []string
 }
 
 func osOpenEnv() openEnv {
@@ -51,12 +44,6 @@ func osOpenEnv() openEnv {
 			st, err := os.Stat(p)
 			return err == nil && st.IsDir()
 		},
-		isFile: func(p string) bool {
-			st, err := os.Stat(p)
-			return err == nil && st.Mode().IsRegular()
-		},
-		glob:   filepath.Glob,
-		piDirs: pi.Dirs,
 	}
 }
 
@@ -93,34 +80,25 @@ func viewerCommand(env openEnv, editor bool, file string) (execSpec, string) {
 }
 
 // agentCommand is the command line that opens run r in its own agent,
-// interactively, in the run's worktree (else its directory), as checked
-// against the pinned CLIs (testdata/agents/README.md):
-//
-//	claude --resume ID
-//	codex resume ID
-//	pi --session FILE   (pi names sessions by file: an id is looked up in the cwd's folder only)
-//
-// When it cannot be opened, the second result says why. parentSession is
-// the session id of the run r was forked from ("" for a root).
-func agentCommand(r model.Run, parentSession string, env openEnv) (execSpec, string) {
-	type agent struct{ binVar, bin, pkg string }
-	agents := map[string]agent{
-		claude.Harness: {"TINE_CLAUDE_BIN", "claude", claude.NPMPackage},
-		codex.Harness:  {"TINE_CODEX_BIN", "codex", codex.NPMPackage},
-		pi.Harness:     {"TINE_PI_BIN", "pi", pi.Package},
-	}
-	ag, ok := agents[r.Harness]
+// interactively, in the run's worktree (else its directory), as its
+// descriptor in agents says (Agent.Open). When it cannot be opened, the
+// second result says why. parentSession is the session id of the run r
+// was forked from ("" for a root).
+func agentCommand(r model.Run, parentSession string, agents *harness.Registry, env openEnv) (execSpec, string) {
+	ag, known := agents.Agent(r.Harness)
 	switch {
 	case r.SpawnedBy != "":
 		return execSpec{}, "a subagent's session belongs to the run that started it: open that one (← goes to it)"
-	case r.Harness == "openai" || r.Harness == "anthropic":
-		return execSpec{}, fmt.Sprintf("an %s run is a chat tine sent to the API itself: there is no agent session to open", r.Harness)
-	case r.Harness == "script":
-		return execSpec{}, "a script run is tine's offline harness: there is no agent to open it in"
-	case r.Harness == "acp":
-		return execSpec{}, "an ACP agent's session is reached over ACP only: it has no command line to open it in a terminal"
-	case !ok:
-		return execSpec{}, fmt.Sprintf("runs of %q cannot be opened in an agent: only claude, codex and pi sessions can", model.SafeText(r.Harness))
+	case !known || (ag.Open == nil && ag.NoOpen == ""):
+		var can []string
+		for _, a := range agents.Agents() {
+			if a.Open != nil {
+				can = append(can, a.Name)
+			}
+		}
+		return execSpec{}, fmt.Sprintf("runs of %q cannot be opened in an agent: only %s sessions can", model.SafeText(r.Harness), model.List(can))
+	case ag.Open == nil:
+		return execSpec{}, ag.NoOpen
 	case r.Status == model.Running:
 		return execSpec{}, "this run's turn is running: its agent is writing the session now (x stops it)"
 	case r.NativeID == "" && r.Status == model.Pending:
@@ -128,12 +106,16 @@ func agentCommand(r model.Run, parentSession string, env openEnv) (execSpec, str
 	case r.NativeID == "":
 		return execSpec{}, fmt.Sprintf("tine knows no %s session id for this run: it was not read from %s's own files", r.Harness, r.Harness)
 	}
-	bin := ag.bin
-	if b := env.getenv(ag.binVar); b != "" {
+	cli := harness.CLI{Bin: r.Harness}
+	if ag.CLI != nil {
+		cli = *ag.CLI
+	}
+	bin := cli.Bin
+	if b := env.getenv(cli.BinVar); cli.BinVar != "" && b != "" {
 		bin = b
 	}
 	if _, err := env.lookPath(bin); err != nil {
-		return execSpec{}, fmt.Sprintf("%s is not installed here (npm install -g %s; %s names another binary)", ag.bin, ag.pkg, ag.binVar)
+		return execSpec{}, fmt.Sprintf("%s is not installed here (npm install -g %s; %s names another binary)", cli.Bin, cli.Package, cli.BinVar)
 	}
 	dir := r.Worktree
 	if dir == "" {
@@ -145,48 +127,17 @@ func agentCommand(r model.Run, parentSession string, env openEnv) (execSpec, str
 	case !env.isDir(dir):
 		return execSpec{}, fmt.Sprintf("the run's directory %s is gone", model.SafeText(dir))
 	}
-	spec := execSpec{dir: dir, name: ag.bin}
+	argv, err := ag.Open(r, bin)
+	if err != nil {
+		return execSpec{}, model.OneLine(err.Error(), 300)
+	}
+	spec := execSpec{argv: argv, dir: dir, name: cli.Bin}
 	if parentSession == r.NativeID {
 		// A rewind inside the session's file: the agent opens the file's
 		// newest branch, which may be another one.
-		spec.after = fmt.Sprintf(" (this run is a branch inside its session's file: %s opened the file's newest branch)", ag.bin)
-	}
-	switch r.Harness {
-	case claude.Harness:
-		spec.argv = []string{bin, "--resume", r.NativeID}
-	case codex.Harness:
-		spec.argv = []string{bin, "resume", r.NativeID}
-	case pi.Harness:
-		file, why := piSessionFile(r, env)
-		if why != "" {
-			return execSpec{}, why
-		}
-		spec.argv = []string{bin, "--session", file}
+		spec.after = fmt.Sprintf(" (this run is a branch inside its session's file: %s opened the file's newest branch)", cli.Bin)
 	}
 	return spec, ""
-}
-
-// piSessionFile finds pi's file of run r's session: the file it was
-// imported from when that is the session's (pi names files
-// <time>_<id>.jsonl), else the session's file in pi's folders.
-func piSessionFile(r model.Run, env openEnv) (string, string) {
-	id := r.NativeID
-	if strings.ContainsAny(id, `*?[]/\`) {
-		return "", fmt.Sprintf("%q is not a pi session id", model.SafeText(id))
-	}
-	name := "_" + id + ".jsonl"
-	if r.Source != "" && strings.HasSuffix(r.Source, name) && env.isFile(r.Source) {
-		return r.Source, ""
-	}
-	roots := env.piDirs()
-	for _, root := range roots {
-		for _, pattern := range []string{filepath.Join(root, "*"+name), filepath.Join(root, "*", "*"+name)} {
-			if m, _ := env.glob(pattern); len(m) > 0 {
-				return m[0], ""
-			}
-		}
-	}
-	return "", fmt.Sprintf("pi's session file for %s is missing (looked in %s)", model.ShortID(id), model.SafeText(strings.Join(roots, ", ")))
 }
 
 // sanitizedMessage is a message as plain text for a pager or an editor:
@@ -323,12 +274,12 @@ func (a *App) openAgent() tea.Cmd {
 	if rd == nil {
 		return nil
 	}
-	r, env, parent := rd.run(), a.openEnv, ""
+	r, env, parent, agents := rd.run(), a.openEnv, "", a.agents
 	if rd.parent >= 0 && !rd.subagent {
 		parent = a.tree.data.runs[rd.parent].run().NativeID
 	}
 	return func() tea.Msg {
-		spec, why := agentCommand(r, parent, env)
+		spec, why := agentCommand(r, parent, agents, env)
 		return execReadyMsg{spec: spec, why: why}
 	}
 }

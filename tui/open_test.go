@@ -14,13 +14,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
+	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
 )
 
 // fakeEnv is an openEnv over a fixed environment, a set of installed
-// programs, directories and files, and pi's session files.
-func fakeEnv(vars map[string]string, installed []string, dirs []string, files []string) openEnv {
+// programs and directories.
+func fakeEnv(vars map[string]string, installed []string, dirs []string) openEnv {
 	has := func(list []string, s string) bool {
 		for _, x := range list {
 			if x == s {
@@ -37,26 +39,19 @@ func fakeEnv(vars map[string]string, installed []string, dirs []string, files []
 			}
 			return "", errors.New("not found")
 		},
-		isDir:  func(p string) bool { return has(dirs, p) },
-		isFile: func(p string) bool { return has(files, p) },
-		glob: func(pattern string) ([]string, error) {
-			var m []string
-			for _, f := range files {
-				if ok, _ := filepath.Match(pattern, f); ok {
-					m = append(m, f)
-				}
-			}
-			return m, nil
-		},
-		piDirs: func() []string { return []string{"/home/u/.pi/agent/sessions"} },
+		isDir: func(p string) bool { return has(dirs, p) },
 	}
 }
 
 func TestAgentCommand(t *testing.T) {
 	t.Parallel()
-	const piFile = "/home/u/.pi/agent/sessions/--work-app--/2026-11-20T10-00-00-000Z_0199aaaa-bbbb.jsonl"
+	// pi's Open looks for the session's file itself (harness/pi tests
+	// where it looks); the file a run was imported from is used first.
+	piFile := filepath.Join(t.TempDir(), "2026-11-20T10-00-00-000Z_0199aaaa-bbbb.jsonl")
+	require.NoError(t, os.WriteFile(piFile, []byte("{}\n"), 0o600))
 	env := fakeEnv(map[string]string{}, []string{"claude", "codex", "pi", "/opt/claude-dev"},
-		[]string{"/work/app", "/data/worktrees/app-fork-1"}, []string{piFile, "/elsewhere/old_0199aaaa-bbbb.jsonl"})
+		[]string{"/work/app", "/data/worktrees/app-fork-1"})
+	agents := registry.New(harness.Setup{})
 	done := model.Completed
 	cases := []struct {
 		name   string
@@ -80,9 +75,7 @@ func TestAgentCommand(t *testing.T) {
 			argv: []string{"codex", "resume", "0199-thread"}, dir: "/work/app"},
 		{name: "pi by the file it was imported from", run: model.Run{Harness: "pi", NativeID: "0199aaaa-bbbb", Cwd: "/work/app", Source: piFile, Status: done},
 			argv: []string{"pi", "--session", piFile}, dir: "/work/app"},
-		{name: "pi fork found in pi's folders", run: model.Run{Harness: "pi", NativeID: "0199aaaa-bbbb", Worktree: "/data/worktrees/app-fork-1", Status: done},
-			argv: []string{"pi", "--session", piFile}, dir: "/data/worktrees/app-fork-1"},
-		{name: "pi session file missing", run: model.Run{Harness: "pi", NativeID: "0199cccc", Cwd: "/work/app", Status: done},
+		{name: "pi session file missing", run: model.Run{Harness: "pi", NativeID: "0199cccc-not-anywhere", Cwd: "/work/app", Status: done},
 			why: "pi's session file for"},
 		{name: "agent not installed", run: model.Run{Harness: "claude", NativeID: "x", Cwd: "/work/app", Status: done},
 			vars: map[string]string{"TINE_CLAUDE_BIN": "claude-nightly"}, why: "claude is not installed here (npm install -g @anthropic-ai/claude-code"},
@@ -90,6 +83,7 @@ func TestAgentCommand(t *testing.T) {
 		{name: "anthropic run", run: model.Run{Harness: "anthropic", Status: done}, why: "an anthropic run is a chat tine sent to the API itself"},
 		{name: "script run", run: model.Run{Harness: "script", Status: done}, why: "offline harness"},
 		{name: "acp run", run: model.Run{Harness: "acp", NativeID: "s1", Status: done}, why: "reached over ACP only"},
+		{name: "unknown harness", run: model.Run{Harness: "gone-agent", NativeID: "s1", Status: done}, why: "only claude, codex and pi sessions can"},
 		{name: "subagent", run: model.Run{Harness: "claude", NativeID: "agent-1", Cwd: "/work/app", SpawnedBy: "r1", Status: done}, why: "subagent"},
 		{name: "running", run: model.Run{Harness: "claude", NativeID: "x", Cwd: "/work/app", Status: model.Running}, why: "is running"},
 		{name: "never ran", run: model.Run{Harness: "codex", Cwd: "/work/app", Status: model.Pending}, why: "never ran"},
@@ -102,7 +96,7 @@ func TestAgentCommand(t *testing.T) {
 		if c.vars != nil {
 			e.getenv = func(k string) string { return c.vars[k] }
 		}
-		spec, why := agentCommand(c.run, c.parent, e)
+		spec, why := agentCommand(c.run, c.parent, agents, e)
 		if c.why != "" {
 			assert.Contains(t, why, c.why, c.name)
 			assert.Empty(t, spec.argv, c.name)
@@ -139,7 +133,7 @@ func TestViewerCommand(t *testing.T) {
 		{name: "no EDITOR nor VISUAL: vi", installed: []string{"vi"}, editor: true, argv: []string{"vi", "/tmp/f"}},
 	}
 	for _, c := range cases {
-		spec, why := viewerCommand(fakeEnv(c.vars, c.installed, nil, nil), c.editor, "/tmp/f")
+		spec, why := viewerCommand(fakeEnv(c.vars, c.installed, nil), c.editor, "/tmp/f")
 		if c.why != "" {
 			assert.Contains(t, why, c.why, c.name)
 			continue
@@ -155,7 +149,7 @@ func TestViewerCommand(t *testing.T) {
 func TestPagerGetsSanitisedText(t *testing.T) {
 	t.Parallel()
 	d := newDriver(t, seedStore(t, 0), 120, 35)
-	d.a.openEnv = fakeEnv(map[string]string{"PAGER": "less -R"}, []string{"less"}, nil, nil)
+	d.a.openEnv = fakeEnv(map[string]string{"PAGER": "less -R"}, []string{"less"}, nil)
 	d.keys("enter")
 	for d.a.tree.rows[d.a.tree.cursor].msg != 3 || d.a.tree.rows[d.a.tree.cursor].kind != rowMessage {
 		d.keys("j")
@@ -178,7 +172,7 @@ func TestPagerGetsSanitisedText(t *testing.T) {
 	assert.NotContains(t, string(b), "\a")
 
 	d.cursorTo("ask-again")
-	d.a.openEnv = fakeEnv(map[string]string{"EDITOR": "vi"}, []string{"vi"}, nil, nil)
+	d.a.openEnv = fakeEnv(map[string]string{"EDITOR": "vi"}, []string{"vi"}, nil)
 	_, cmd = d.a.Update(press("E"))
 	msg = cmd().(execReadyMsg)
 	second := msg.spec.temp
@@ -199,7 +193,7 @@ func TestOpenSaysWhyNot(t *testing.T) {
 	require.NotNil(t, cmd)
 	d.send(cmd())
 	assert.Contains(t, d.plain(), "an openai run is a chat tine sent to the API itself")
-	d.a.openEnv = fakeEnv(nil, nil, nil, nil)
+	d.a.openEnv = fakeEnv(nil, nil, nil)
 	_, cmd = d.a.Update(press("e"))
 	d.send(cmd())
 	assert.Contains(t, d.plain(), "$PAGER is not set and less nor more is not installed")
@@ -228,7 +222,7 @@ func TestExecLeavesAndReturnsTheAltScreen(t *testing.T) {
 	agent := filepath.Join(t.TempDir(), "fake-claude")
 	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho \"agent argv: $*\"\necho \"agent dir: $(pwd)\"\n"), 0o755))
 	s := seedAgentRun(t, dir)
-	a := New(s.st, Options{})
+	a := New(s.st, Options{Agents: testAgents})
 	env := osOpenEnv()
 	env.getenv = func(k string) string {
 		return map[string]string{"PAGER": "cat", "TINE_CLAUDE_BIN": agent, "PATH": os.Getenv("PATH")}[k]

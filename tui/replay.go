@@ -10,7 +10,6 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"tine/harness"
 	"tine/model"
 	"tine/replay"
 )
@@ -77,7 +76,7 @@ func (a *App) openReplay() tea.Cmd {
 	case a.opts.Replayer == nil:
 		return a.setStatus("replay is not available here", levelWarn)
 	case !a.replayable(run):
-		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays Claude Code (also behind ACP), Codex and pi runs", orDash(run.Harness)), levelWarn)
+		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays runs of %s", orDash(run.Harness), model.List(a.agents.Replayable())), levelWarn)
 	case run.Status == model.Running:
 		return a.setStatus(model.SafeText(run.Label())+" is running: replay it when it has finished", levelWarn)
 	}
@@ -396,9 +395,10 @@ func (p *replayPanel) view(st *Styles) string {
 
 // replayable reports whether tine can point run's agent at its gateway,
 // which a replay needs: the registered harness's capabilities, else the
-// table's (the Replayer then says what is missing, in the panel).
+// descriptor's (the Replayer then says what is missing, in the panel).
 func (a *App) replayable(run model.Run) bool {
-	caps := harness.Known[run.Harness]
+	ag, _ := a.agents.Agent(run.Harness)
+	caps := ag.Caps
 	if a.opts.Driver != nil {
 		if h, err := a.opts.Driver.Harnesses.Get(run.Harness); err == nil {
 			caps = h.Capabilities()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
 )
@@ -69,7 +70,7 @@ func TestSubagentsOfACompactedSession(t *testing.T) {
 	ctx := context.Background()
 	files, err := importer.Expand([]string{"../testdata/claude/edge/compaction"})
 	require.NoError(t, err)
-	_, err = importer.Import(ctx, st, files, importer.Options{})
+	_, err = importer.Import(ctx, st, files, importer.Options{Formats: importer.FormatsOf(registry.Agents())})
 	require.NoError(t, err)
 	d, err := LoadTree(ctx, st, firstTree(t, st), nil)
 	require.NoError(t, err)

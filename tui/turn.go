@@ -90,13 +90,13 @@ func (d *turnDialog) explain() (string, bool) {
 	}
 	caps := h.Capabilities()
 	own := name == r.Harness
-	if api, ok := apiHarnesses[name]; ok {
+	if api, ok := apiOf(d.reg, name); ok {
 		if p := apiProblem(name, api, apiSettings{}, d.getenv, r); p != "" {
 			return p + "; or fork with f, which takes a model, base URL and key", false
 		}
 	}
 	if desc, ok := d.descs[name]; ok {
-		if _, p := hereLine(name, &desc, d.getenv); p != "" {
+		if _, p := hereLine(name, apiPointer(d.reg, name), &desc, d.getenv); p != "" {
 			return model.SafeText(p), false
 		}
 	}

@@ -52,12 +52,12 @@ func (a *App) watchImport() tea.Cmd {
 		return a.watchTick()
 	}
 	a.watching = true
-	ctx, st := a.ctx, a.st
+	ctx, st, formats := a.ctx, a.st, a.formats
 	done := make(chan watchDoneMsg, 1)
 	a.wg.Add(1)
 	a.goSafe("watch", func() {
 		defer a.wg.Done()
-		done <- watchOnce(ctx, st)
+		done <- watchOnce(ctx, st, formats)
 	})
 	return func() tea.Msg {
 		select {
@@ -69,12 +69,12 @@ func (a *App) watchImport() tea.Cmd {
 	}
 }
 
-func watchOnce(ctx context.Context, st *store.Store) watchDoneMsg {
+func watchOnce(ctx context.Context, st *store.Store, formats importer.Formats) watchDoneMsg {
 	known, err := st.Sources(ctx)
 	if err != nil || len(known) == 0 {
 		return watchDoneMsg{err: err}
 	}
-	files, err := importer.Discover()
+	files, err := importer.Discover(formats)
 	if err != nil {
 		return watchDoneMsg{err: err}
 	}
@@ -84,7 +84,7 @@ func watchOnce(ctx context.Context, st *store.Store) watchDoneMsg {
 			fresh++
 		}
 	}
-	sum, err := importer.Import(ctx, st, files, importer.Options{})
+	sum, err := importer.Import(ctx, st, files, importer.Options{Formats: formats})
 	return watchDoneMsg{sum: sum, fresh: fresh, err: err}
 }
 

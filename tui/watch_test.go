@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/harness/registry"
 	"tine/store"
 )
 
@@ -72,9 +73,9 @@ func watchedSession(t *testing.T, name string, n int) (*driver, func()) {
 	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
-	files, err := importer.Discover()
+	files, err := importer.Discover(importer.FormatsOf(registry.Agents()))
 	require.NoError(t, err)
-	_, err = importer.Import(context.Background(), st, files, importer.Options{}) // imported before
+	_, err = importer.Import(context.Background(), st, files, importer.Options{Formats: importer.FormatsOf(registry.Agents())}) // imported before
 	require.NoError(t, err)
 
 	d := newDriverOpts(t, st, Options{Title: "test", Watch: true}, 140, 30)
@@ -124,7 +125,7 @@ func TestWatchNews(t *testing.T) {
 func TestWatchInTheRealProgram(t *testing.T) {
 	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
 	st := d.a.st
-	a := New(st, Options{Watch: true, OpenTree: d.a.tree.data.root.Run.ID})
+	a := New(st, Options{Watch: true, OpenTree: d.a.tree.data.root.Run.ID, Agents: testAgents})
 	a.watchEvery = 50 * time.Millisecond
 	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 30))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("K=1/2")) },

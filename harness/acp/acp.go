@@ -232,7 +232,7 @@ func (h *Harness) Name() string { return h.cfg.Name }
 // takes Claude Code's environment, so its model calls can be pointed at
 // tine's gateway; of another agent tine cannot know where they go.
 func (h *Harness) Capabilities() harness.Capabilities {
-	c := harness.Known[Name]
+	c := Agent.Caps
 	c.Record = h.claudeBehind()
 	return c
 }
@@ -279,7 +279,7 @@ func (h *Harness) commandProblem() error {
 // proves the command speaks ACP. Version is then "<agentInfo.name>
 // <agentInfo.version>" followed by the session capabilities it advertises.
 func (h *Harness) Describe(ctx context.Context) harness.Description {
-	d := harness.Description{Needs: []string{needs}}
+	d := harness.Description{}
 	if err := h.commandProblem(); err != nil {
 		d.Problem = err.Error()
 		return d

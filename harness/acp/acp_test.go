@@ -579,7 +579,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, fakeAgent, d.Path)
 	assert.Equal(t, "acpagent 1.2.3 (fork, load)", d.Version)
 	assert.Empty(t, d.Problem)
-	assert.Equal(t, []string{needs}, d.Needs)
+	assert.Equal(t, []string{needs}, Agent.Needs)
 
 	d = New(Config{}).Describe(context.Background())
 	assert.False(t, d.Installed)
@@ -600,7 +600,7 @@ func TestNameAndCapabilities(t *testing.T) {
 	assert.Equal(t, "acp", New(Config{}).Name())
 	assert.Equal(t, "zed", New(Config{Name: "zed"}).Name())
 	caps := New(Config{}).Capabilities()
-	assert.Equal(t, harness.Known["acp"], caps)
+	assert.Equal(t, harness.Capabilities{Fork: true, Resume: true, Tools: true, Stream: true, OwnSessions: true}, caps)
 	assert.True(t, caps.Fork)
 	assert.False(t, caps.ForkAtK, "ACP forks at a session's end only")
 }
@@ -809,5 +809,5 @@ func TestRecordsOnlyClaudeCodeBehindACP(t *testing.T) {
 	assert.True(t, New(Config{Command: []string{"/usr/bin/claude-agent-acp"}}).Capabilities().Record)
 	assert.True(t, New(Config{Command: []string{"claude-code-acp", "--flag"}}).Capabilities().Record)
 	assert.False(t, New(Config{Command: []string{"gemini", "--experimental-acp"}}).Capabilities().Record)
-	assert.Equal(t, harness.Known[Name].Fork, New(Config{}).Capabilities().Fork, "the rest is the table's")
+	assert.Equal(t, Agent.Caps.Fork, New(Config{}).Capabilities().Fork, "the rest is the descriptor's")
 }

@@ -147,10 +147,10 @@ func (h *Harness) WithTransport(wrap func(http.RoundTripper) http.RoundTripper) 
 }
 
 // Name implements harness.Harness.
-func (*Harness) Name() string { return "anthropic" }
+func (*Harness) Name() string { return Agent.Name }
 
 // Capabilities implements harness.Harness.
-func (*Harness) Capabilities() harness.Capabilities { return harness.Known["anthropic"] }
+func (*Harness) Capabilities() harness.Capabilities { return Agent.Caps }
 
 // Turn implements harness.Harness. It emits the user message (when Input is
 // set), a delta for each piece of streamed text, and the finished assistant
@@ -499,8 +499,7 @@ func (h *Harness) Cost(modelName string, u model.Usage) (usd float64, known bool
 // Describe implements harness.Describer: the API needs no program here,
 // only a key and a model.
 func (h *Harness) Describe(context.Context) harness.Description {
-	d := harness.Description{Installed: true, Path: h.cfg.BaseURL,
-		Needs: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_MODEL or --model", "ANTHROPIC_BASE_URL (default " + DefaultBaseURL + ")"}}
+	d := harness.Description{Installed: true, Path: h.cfg.BaseURL}
 	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
 		d.Problem = "ANTHROPIC_API_KEY is not set"
 	}

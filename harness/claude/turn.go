@@ -44,7 +44,7 @@ type Config struct {
 
 // ConfigFromEnv reads TINE_CLAUDE_BIN (default "claude").
 func ConfigFromEnv() Config {
-	return Config{Bin: os.Getenv("TINE_CLAUDE_BIN")}
+	return Config{Bin: os.Getenv(binVar)}
 }
 
 // CLI is the Claude Code harness: it runs turns through the claude CLI.
@@ -79,15 +79,11 @@ func (*CLI) Name() string { return Harness }
 
 // Capabilities implements harness.Harness: Claude Code forks natively at
 // any record (--resume-session-at), resumes, runs tools and streams.
-func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] }
+func (*CLI) Capabilities() harness.Capabilities { return Agent.Caps }
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	return harness.Description{Needs: []string{
-		"npm package " + NPMPackage + " (npm install -g " + NPMPackage + ")",
-		"ANTHROPIC_API_KEY, or a Claude login (claude auth login)",
-		"TINE_CLAUDE_BIN to use another claude binary",
-	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "claude", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
+	return harness.Description{}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "claude", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // Turn implements harness.Harness: one `claude -p` process per turn, the

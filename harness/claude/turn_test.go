@@ -723,14 +723,14 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, os.Args[0], d.Path)
 	assert.Equal(t, "2.1.328 (Claude Code)", d.Version)
 	assert.Empty(t, d.Problem)
-	assert.Contains(t, strings.Join(d.Needs, "; "), NPMPackage)
-	assert.Contains(t, strings.Join(d.Needs, "; "), "ANTHROPIC_API_KEY")
+	assert.Contains(t, strings.Join(Agent.Needs, "; "), NPMPackage)
+	assert.Contains(t, strings.Join(Agent.Needs, "; "), "ANTHROPIC_API_KEY")
 
 	d = New(Config{Bin: filepath.Join(t.TempDir(), "claude")}).Describe(context.Background())
 	assert.False(t, d.Installed)
 	assert.Contains(t, d.Problem, "npm install -g "+NPMPackage)
 
-	assert.Equal(t, harness.Known["claude"], New(Config{}).Capabilities())
+	assert.Equal(t, harness.Capabilities{Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true}, New(Config{}).Capabilities())
 	assert.Equal(t, "claude", New(Config{}).Name())
 }
 

@@ -117,7 +117,7 @@ type Config struct {
 
 // ConfigFromEnv reads TINE_CODEX_BIN (default "codex").
 func ConfigFromEnv() Config {
-	return Config{Bin: os.Getenv("TINE_CODEX_BIN")}
+	return Config{Bin: os.Getenv(binVar)}
 }
 
 // CLI is the Codex harness: it runs turns through the codex CLI. (The type
@@ -153,15 +153,11 @@ func (*CLI) Name() string { return Harness }
 // Capabilities implements harness.Harness: Codex forks natively (exec fork,
 // and at any checkpoint through a rollout holding the prefix), resumes,
 // runs tools and its messages arrive while the turn runs.
-func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] }
+func (*CLI) Capabilities() harness.Capabilities { return Agent.Caps }
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	return harness.Description{Needs: []string{
-		"npm package " + NPMPackage + " (npm install -g " + NPMPackage + ")",
-		"OPENAI_API_KEY, or a Codex login (codex login), or a model provider in $CODEX_HOME/config.toml",
-		"TINE_CODEX_BIN to use another codex binary",
-	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
+	return harness.Description{}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // plan is how one turn runs codex.

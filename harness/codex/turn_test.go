@@ -682,9 +682,9 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, os.Args[0], d.Path)
 	assert.Equal(t, "codex-cli 0.169.0", d.Version)
 	assert.Empty(t, d.Problem)
-	assert.Contains(t, strings.Join(d.Needs, "\n"), "@openai/codex")
-	assert.Contains(t, strings.Join(d.Needs, "\n"), "TINE_CODEX_BIN")
-	assert.Equal(t, harness.Known["codex"], New(Config{}).Capabilities())
+	assert.Contains(t, strings.Join(Agent.Needs, "\n"), "@openai/codex")
+	assert.Contains(t, strings.Join(Agent.Needs, "\n"), "TINE_CODEX_BIN")
+	assert.Equal(t, harness.Capabilities{Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true}, New(Config{}).Capabilities())
 	assert.Equal(t, "codex", New(Config{}).Name())
 }
 

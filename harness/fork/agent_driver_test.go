@@ -30,9 +30,12 @@ type agent struct {
 	n    int
 }
 
+// agentCaps are an agent CLI's: it forks natively, at any checkpoint, and
+// keeps sessions of its own (Claude Code's, Codex's, pi's).
+var agentCaps = harness.Capabilities{Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true}
+
 func newAgent(name string) *agent {
-	c := harness.Known["claude"]
-	return &agent{name: name, caps: c}
+	return &agent{name: name, caps: agentCaps}
 }
 
 func (a *agent) Name() string                       { return a.name }
@@ -183,7 +186,6 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)
 	a, other := newAgent("claude"), newAgent("codex")
-	other.caps = harness.Known["codex"]
 	_, d, root := agentSetup(t, repo, a, other)
 	ctx := context.Background()
 
@@ -205,7 +207,7 @@ func TestAgentForkRefusalsSayWhatToDo(t *testing.T) {
 
 	// An agent that forks only at a session's end refuses an earlier K.
 	acp := newAgent("acp")
-	acp.caps = harness.Known["acp"]
+	acp.caps.ForkAtK = false // an agent that forks at a session's end only (ACP)
 	d.Harnesses.Register(acp)
 	root2 := model.Run{Harness: "acp", NativeID: "s", Cwd: repo}
 	require.NoError(t, d.Store.(*store.Store).CreateRun(ctx, &root2, seed()))

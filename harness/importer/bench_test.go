@@ -159,7 +159,7 @@ func BenchmarkImportClaudeCorpus(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		sum, err := Import(context.Background(), st, files, Options{Format: "claude"})
+		sum, err := Import(context.Background(), st, files, Options{Formats: formats, Format: "claude"})
 		if err != nil || sum.Failed > 0 {
 			b.Fatal(err, sum.Errors)
 		}
@@ -185,7 +185,7 @@ func BenchmarkReimportUnchanged5000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if sum, err := Import(context.Background(), st, files, Options{}); err != nil || sum.Runs != 5000 {
+	if sum, err := Import(context.Background(), st, files, Options{Formats: formats}); err != nil || sum.Runs != 5000 {
 		b.Fatal(err, sum.Runs, sum.Errors)
 	}
 	b.ResetTimer()
@@ -194,7 +194,7 @@ func BenchmarkReimportUnchanged5000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		sum, err := Import(context.Background(), st, files, Options{})
+		sum, err := Import(context.Background(), st, files, Options{Formats: formats})
 		if err != nil || sum.Unchanged != 5000 {
 			b.Fatal(err, sum.Unchanged)
 		}
@@ -249,7 +249,7 @@ func BenchmarkImportSharedCorpus(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		sum, err := Import(context.Background(), st, files, Options{})
+		sum, err := Import(context.Background(), st, files, Options{Formats: formats})
 		if err != nil || sum.Failed > 0 || sum.Messages != 20000 && strings.Contains(dir, "bench-corpus") {
 			b.Fatal(err, sum.Errors, sum.Messages)
 		}
@@ -278,7 +278,7 @@ func BenchmarkWriteSharedCorpus(b *testing.B) {
 	var parsed [][]parsedFile
 	var size int64
 	for _, f := range files {
-		p := readNew(f)
+		p := formats.readNew(f)
 		if p.err != nil {
 			b.Fatal(p.err)
 		}

@@ -25,10 +25,6 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/claude"
-	"tine/harness/codex"
-	"tine/harness/openai"
-	"tine/harness/pi"
 	"tine/model"
 )
 
@@ -48,58 +44,31 @@ type Store interface {
 	SetImportedEnd(ctx context.Context, runID string, st model.Status, errText string, finished time.Time) error
 }
 
-// Format is a transcript format tine reads.
+// Format is a transcript format tine reads: a backend's Sessions, under
+// the backend's name.
 type Format struct {
 	Name string
-	// Dirs are where its sessions live by default (none for openai).
-	Dirs func() []string
-	// Detect tells the format from a file's first bytes.
-	Detect func(head []byte) bool
-	Parse  func(r io.Reader, name string) (harness.ParsedFile, error)
-	// Appends: the format is JSON lines an agent appends to, so a grown
-	// file can be read from where the last import stopped.
-	Appends bool
-	// IDField and ParentField name a record's id and its parent's, for
-	// formats whose records form a chain: new records continue the run only
-	// when the first of them hangs off the last record read before.
-	IDField, ParentField string
-	// Header: the file's first line must lead any part of it to parse.
-	Header bool
-	// ParseTail, when set, parses a grown file's new part (r: the header
-	// line when Header, then the bytes from off on) knowing the whole
-	// file, for a format whose state carries across records (Codex's
-	// usage totals and turns); else Parse does.
-	ParseTail func(r io.Reader, name string, file io.ReaderAt, off int64) (harness.ParsedFile, error)
+	harness.Sessions
 }
 
-// Formats are the formats tine reads, in detection order.
-var Formats = []Format{
-	{Name: "claude", Dirs: claude.Dirs, Detect: claude.Detect, Parse: claude.Parse, Appends: true,
-		IDField: "uuid", ParentField: "parentUuid"},
-	{Name: "codex", Dirs: codex.Dirs, Detect: codex.Detect, Parse: codex.Parse, Appends: true, Header: true,
-		ParseTail: codex.ParseTail},
-	{Name: "pi", Dirs: pi.Dirs, Detect: pi.Detect, Parse: pi.Parse, Appends: true,
-		IDField: "id", ParentField: "parentId", Header: true},
-	{Name: "openai", Dirs: func() []string { return nil }, Detect: func([]byte) bool { return false }, Parse: parseOpenAI},
-}
+// Formats are the formats an import reads, in detection order.
+type Formats []Format
 
-func parseOpenAI(r io.Reader, name string) (harness.ParsedFile, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return harness.ParsedFile{}, err
+// FormatsOf are the formats of agents that have sessions tine reads, in
+// the agents' order.
+func FormatsOf(agents []harness.Agent) Formats {
+	var fmts Formats
+	for _, a := range agents {
+		if a.Sessions != nil {
+			fmts = append(fmts, Format{Name: a.Name, Sessions: *a.Sessions})
+		}
 	}
-	t, err := openai.Parse(data, name)
-	pf := harness.ParsedFile{Skipped: t.Skipped, Offset: int64(len(data))}
-	if err != nil {
-		return pf, err
-	}
-	pf.Runs = []harness.ParsedRun{{Transcript: t, Parent: -1}}
-	return pf, nil
+	return fmts
 }
 
-// FormatNamed returns the format called name.
-func FormatNamed(name string) (Format, bool) {
-	for _, f := range Formats {
+// Named returns the format called name.
+func (fmts Formats) Named(name string) (Format, bool) {
+	for _, f := range fmts {
 		if f.Name == name {
 			return f, true
 		}
@@ -108,9 +77,9 @@ func FormatNamed(name string) (Format, bool) {
 }
 
 // Names lists the formats' names.
-func Names() []string {
+func (fmts Formats) Names() []string {
 	var names []string
-	for _, f := range Formats {
+	for _, f := range fmts {
 		names = append(names, f.Name)
 	}
 	return names
@@ -134,12 +103,16 @@ type Found struct {
 	Err error
 }
 
-// Discover lists the session files in every agent's default folders.
-func Discover() ([]Found, error) { return discover(os.ReadDir) }
+// Discover lists the session files in the default folders of every
+// format.
+func Discover(formats Formats) ([]Found, error) { return discover(formats, os.ReadDir) }
 
-func discover(readDir func(string) ([]fs.DirEntry, error)) ([]Found, error) {
+func discover(formats Formats, readDir func(string) ([]fs.DirEntry, error)) ([]Found, error) {
 	w := newWalker(readDir, ".jsonl") // agents write JSON lines; their .json files are other things
-	for _, f := range Formats {
+	for _, f := range formats {
+		if f.Dirs == nil {
+			continue
+		}
 		for _, dir := range f.Dirs() {
 			n := len(w.found)
 			if err := w.root(dir); err != nil {
@@ -389,6 +362,8 @@ type FileSkip struct {
 
 // Options tune an import.
 type Options struct {
+	// Formats are the formats it reads (FormatsOf the registry's agents).
+	Formats Formats
 	// Format forces a format; "" or "auto" detects it per file.
 	Format string
 	// Progress, when set, is called after every file.
@@ -404,8 +379,8 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 	sum := newSummary()
 	start := time.Now()
 	if opts.Format != "" && opts.Format != "auto" {
-		if _, ok := FormatNamed(opts.Format); !ok {
-			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(Names(), ", "))
+		if _, ok := opts.Formats.Named(opts.Format); !ok {
+			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(opts.Formats.Names(), ", "))
 		}
 	}
 	known, err := taggedStore{st}.Sources(ctx)
@@ -476,7 +451,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 				err = b.flush(ctx)
 			}
 			if err == nil {
-				err = importOne(ctx, st, f, prev, &sum)
+				err = opts.Formats.importOne(ctx, st, f, prev, &sum)
 			}
 		}
 		if err != nil {
@@ -556,7 +531,7 @@ type parsedFile struct {
 }
 
 // readNew reads and parses a file never imported before; it writes nothing.
-func readNew(f Found) parsedFile {
+func (fmts Formats) readNew(f Found) parsedFile {
 	p := parsedFile{path: f.Path, src: model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}}
 	if p.src.MTime.IsZero() {
 		info, err := os.Stat(f.Path)
@@ -573,14 +548,14 @@ func readNew(f Found) parsedFile {
 	}
 	defer file.Close()
 	if p.src.Format == "" {
-		if p.src.Format, p.err = detect(file, f.Path); p.err != nil {
+		if p.src.Format, p.err = fmts.detect(file, f.Path); p.err != nil {
 			return p
 		}
 		if _, p.err = file.Seek(0, io.SeekStart); p.err != nil {
 			return p
 		}
 	}
-	format, ok := FormatNamed(p.src.Format)
+	format, ok := fmts.Named(p.src.Format)
 	if !ok {
 		p.err = fmt.Errorf("unknown format %q", p.src.Format)
 		return p
@@ -661,7 +636,7 @@ func prefetch(ctx context.Context, files []Found, known map[string]model.Source,
 	for range workers {
 		go func() {
 			for i := range jobs {
-				r := readNew(todo[i])
+				r := opts.Formats.readNew(todo[i])
 				if st != nil && r.err == nil && len(r.runs) > 0 {
 					r.checked = true
 					r.driven, r.isDriven, r.drivenErr = st.DrivenRun(ctx, r.runs[0].Run.Harness, r.runs[0].Run.NativeID)
@@ -816,7 +791,7 @@ func (b *batch) flush(ctx context.Context) error {
 }
 
 // importOne brings one file up to date.
-func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *Summary) error {
+func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *Summary) error {
 	src := model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}
 	if src.MTime.IsZero() {
 		info, err := os.Stat(f.Path)
@@ -839,11 +814,11 @@ func importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *S
 		src.Format = prev.Format
 	}
 	if src.Format == "" {
-		if src.Format, err = detect(file, f.Path); err != nil {
+		if src.Format, err = fmts.detect(file, f.Path); err != nil {
 			return err
 		}
 	}
-	format, ok := FormatNamed(src.Format)
+	format, ok := fmts.Named(src.Format)
 	if !ok {
 		return fmt.Errorf("unknown format %q", src.Format)
 	}
@@ -1106,7 +1081,7 @@ func fileRuns(pf harness.ParsedFile, format string) []model.FileRun {
 }
 
 // detect tells a file's format from its first 64 KB.
-func detect(f *os.File, path string) (string, error) {
+func (fmts Formats) detect(f *os.File, path string) (string, error) {
 	bufp := chunks.Get().(*[]byte)
 	defer chunks.Put(bufp)
 	head := *bufp
@@ -1115,16 +1090,12 @@ func detect(f *os.File, path string) (string, error) {
 		return "", err
 	}
 	head = head[:n]
-	for _, fm := range Formats {
-		if fm.Detect(head) {
+	for _, fm := range fmts {
+		if fm.Detect != nil && fm.Detect(head) {
 			return fm.Name, nil
 		}
 	}
-	trimmed := bytes.TrimSpace(head)
-	if len(trimmed) > 0 && (trimmed[0] == '[' || trimmed[0] == '{') && bytes.Contains(head, []byte(`"role"`)) {
-		return "openai", nil
-	}
-	return "", fmt.Errorf("not a transcript tine knows (formats: %s)", strings.Join(Names(), ", "))
+	return "", fmt.Errorf("not a transcript tine knows (formats: %s)", strings.Join(fmts.Names(), ", "))
 }
 
 // openRegular opens path for reading, refusing anything but a regular

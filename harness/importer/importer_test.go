@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
 )
@@ -56,7 +57,7 @@ func importPaths(t *testing.T, st *store.Store, paths ...string) Summary {
 	t.Helper()
 	files, err := Expand(paths)
 	require.NoError(t, err)
-	sum, err := Import(context.Background(), st, files, Options{})
+	sum, err := Import(context.Background(), st, files, Options{Formats: formats})
 	require.NoError(t, err)
 	require.Empty(t, sum.Errors)
 	return sum
@@ -87,7 +88,7 @@ func TestRealAgentSessionsBecomeOneTreeEach(t *testing.T) {
 					return a.MTime.Compare(b.MTime)
 				})
 				for _, f := range ordered {
-					sum, err := Import(context.Background(), st, []Found{f}, Options{})
+					sum, err := Import(context.Background(), st, []Found{f}, Options{Formats: formats})
 					require.NoError(t, err)
 					require.Empty(t, sum.Errors)
 				}
@@ -211,7 +212,7 @@ func TestDetectAndBadFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("just text\n"), 0o644))
 	files, err := Expand([]string{dir, "../../testdata/openai"})
 	require.NoError(t, err)
-	sum, err := Import(context.Background(), st, files, Options{})
+	sum, err := Import(context.Background(), st, files, Options{Formats: formats})
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Failed, "a file that is no transcript is reported, not fatal")
 	assert.Contains(t, sum.Errors[0], "not a transcript tine knows")
@@ -269,3 +270,6 @@ func TestUnchangedOnlyWhenNothingWouldBeRead(t *testing.T) {
 		assert.False(t, ok, name)
 	}
 }
+
+// formats are the formats of every backend tine is built with.
+var formats = FormatsOf(registry.Agents())

@@ -104,7 +104,7 @@ func TestSpecialFilesAreSkipped(t *testing.T) {
 			"sock.jsonl": "a socket, not a file: not read (reading it could wait forever)",
 			"dev.json":   "a device, not a file: not read (reading it could wait forever)",
 		}, skips)
-		sum, err = Import(context.Background(), openStore(t), found, Options{})
+		sum, err = Import(context.Background(), openStore(t), found, Options{Formats: formats})
 		require.NoError(t, err)
 	})
 	assert.Equal(t, 1, sum.Files)
@@ -123,7 +123,7 @@ func TestSpecialFilesAreSkipped(t *testing.T) {
 		var sum Summary
 		within(t, 10*time.Second, unblockFIFO(fifo), func() {
 			var err error
-			sum, err = Import(context.Background(), openStore(t), []Found{{Path: fifo, Size: 10, MTime: time.Now()}}, Options{})
+			sum, err = Import(context.Background(), openStore(t), []Found{{Path: fifo, Size: 10, MTime: time.Now()}}, Options{Formats: formats})
 			require.NoError(t, err)
 		})
 		require.Len(t, sum.Errors, 1)
@@ -162,7 +162,7 @@ func TestSymlinkedFoldersAreFollowed(t *testing.T) {
 		t.Setenv("CLAUDE_CONFIG_DIR", filepath.Join(home, "claude"))
 		t.Setenv("CODEX_HOME", filepath.Join(home, "codex"))
 		t.Setenv("PI_CODING_AGENT_DIR", filepath.Join(home, "pi"))
-		found, err := Discover()
+		found, err := Discover(formats)
 		require.NoError(t, err)
 		require.Len(t, found, 1)
 		assert.Equal(t, filepath.Join(home, "claude", "projects", "-p", "s.jsonl"), found[0].Path)
@@ -217,7 +217,7 @@ func TestSymlinkedFileTracksItsTarget(t *testing.T) {
 	assert.True(t, info.ModTime().Equal(found[0].MTime))
 
 	st := openStore(t)
-	sum, err := Import(context.Background(), st, found, Options{})
+	sum, err := Import(context.Background(), st, found, Options{Formats: formats})
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Runs)
 
@@ -229,7 +229,7 @@ func TestSymlinkedFileTracksItsTarget(t *testing.T) {
 	require.NoError(t, os.Chtimes(target, later, later))
 	found, err = Expand([]string{filepath.Join(base, "root")})
 	require.NoError(t, err)
-	sum, err = Import(context.Background(), st, found, Options{})
+	sum, err = Import(context.Background(), st, found, Options{Formats: formats})
 	require.NoError(t, err)
 	assert.Equal(t, 0, sum.Unchanged, "the target changed")
 	assert.Equal(t, 1, sum.Reread)
@@ -257,7 +257,7 @@ func TestUnreadableFolderIsReported(t *testing.T) {
 	require.Contains(t, errs, "locked")
 	assert.ErrorIs(t, errs["locked"], fs.ErrPermission)
 
-	sum, err := Import(context.Background(), openStore(t), found, Options{})
+	sum, err := Import(context.Background(), openStore(t), found, Options{Formats: formats})
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Runs)
 	assert.Equal(t, 1, sum.Failed)
@@ -359,7 +359,7 @@ func TestFailingDatabaseStopsTheImport(t *testing.T) {
 			files, err := Expand([]string{dir})
 			require.NoError(t, err)
 
-			sum, err := Import(context.Background(), fs, files, Options{})
+			sum, err := Import(context.Background(), fs, files, Options{Formats: formats})
 			var se *StoreError
 			require.ErrorAs(t, err, &se)
 			assert.Contains(t, err.Error(), "import stopped at "+filepath.Join(dir, "b.json")+": "+c.reason)
@@ -379,7 +379,7 @@ func TestFailingDatabaseStopsTheImport(t *testing.T) {
 		fs := &failingStore{Store: openStore(t), failAt: 1 << 30, sourcesErr: &codedErr{"database disk image is malformed (11)", 11}}
 		files, err := Expand([]string{dir})
 		require.NoError(t, err)
-		sum, err := Import(context.Background(), fs, files, Options{})
+		sum, err := Import(context.Background(), fs, files, Options{Formats: formats})
 		var se *StoreError
 		require.ErrorAs(t, err, &se)
 		assert.Equal(t, "import stopped: the database file is damaged (SQLite calls it malformed); nothing more is written to it (database disk image is malformed (11)); what was imported before is kept", err.Error())
@@ -392,7 +392,7 @@ func TestFailingDatabaseStopsTheImport(t *testing.T) {
 		good := filepath.Join(dir, "a.json")
 		files, err := Expand([]string{bad, good})
 		require.NoError(t, err)
-		sum, err := Import(context.Background(), openStore(t), files, Options{})
+		sum, err := Import(context.Background(), openStore(t), files, Options{Formats: formats})
 		require.NoError(t, err)
 		assert.Equal(t, 1, sum.Failed)
 		assert.Equal(t, 1, sum.Runs, "the import went on")
@@ -427,7 +427,7 @@ func TestFailedRereadKeepsTheOldRuns(t *testing.T) {
 	require.NoError(t, err)
 	files, err := Expand([]string{path})
 	require.NoError(t, err)
-	_, err = Import(ctx, st, files, Options{})
+	_, err = Import(ctx, st, files, Options{Formats: formats})
 	var se *StoreError
 	require.ErrorAs(t, err, &se)
 	assert.Contains(t, se.Reason, "the disk is full")
@@ -486,7 +486,7 @@ func TestDamagedDatabaseStopsWithOneLine(t *testing.T) {
 	defer st.Close()
 	files, err := Expand([]string{dir})
 	require.NoError(t, err)
-	_, err = Import(context.Background(), st, files, Options{})
+	_, err = Import(context.Background(), st, files, Options{Formats: formats})
 	var se *StoreError
 	require.ErrorAs(t, err, &se)
 	line := err.Error()

@@ -130,10 +130,10 @@ func (h *Harness) WithTransport(wrap func(http.RoundTripper) http.RoundTripper) 
 }
 
 // Name implements harness.Harness.
-func (*Harness) Name() string { return "openai" }
+func (*Harness) Name() string { return Agent.Name }
 
 // Capabilities implements harness.Harness.
-func (*Harness) Capabilities() harness.Capabilities { return harness.Known["openai"] }
+func (*Harness) Capabilities() harness.Capabilities { return Agent.Caps }
 
 // Turn implements harness.Harness. It emits the user message (when Input is
 // set), a delta for each piece of streamed text, and the finished assistant
@@ -548,8 +548,7 @@ const notRun = "not run: this tool call was never executed"
 // Describe implements harness.Describer: the API needs no program here,
 // only where to send requests, a key (not for local servers) and a model.
 func (h *Harness) Describe(context.Context) harness.Description {
-	d := harness.Description{Installed: true, Path: h.cfg.BaseURL,
-		Needs: []string{"OPENAI_BASE_URL (default " + DefaultBaseURL + ")", "OPENAI_API_KEY (not for local servers)", "OPENAI_MODEL or --model"}}
+	d := harness.Description{Installed: true, Path: h.cfg.BaseURL}
 	if h.cfg.APIKey == "" && h.cfg.BaseURL == DefaultBaseURL {
 		d.Problem = "OPENAI_API_KEY is not set (needed for " + DefaultBaseURL + ")"
 	}

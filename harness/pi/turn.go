@@ -107,7 +107,7 @@ type Config struct {
 
 // ConfigFromEnv reads TINE_PI_BIN (default "pi").
 func ConfigFromEnv() Config {
-	bin := os.Getenv("TINE_PI_BIN")
+	bin := os.Getenv(binVar)
 	if bin == "" {
 		bin = "pi"
 	}
@@ -142,15 +142,11 @@ func (*CLI) Name() string { return Harness }
 // Capabilities implements harness.Harness: pi forks natively (--fork and its
 // own session format), at any checkpoint (a branch file), resumes, runs
 // tools and streams.
-func (*CLI) Capabilities() harness.Capabilities { return harness.Known[Harness] }
+func (*CLI) Capabilities() harness.Capabilities { return Agent.Caps }
 
 // Describe implements harness.Describer.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
-	return harness.Description{Needs: []string{
-		"npm package " + Package + " (the pi CLI; TINE_PI_BIN names another binary)",
-		"a provider in ~/.pi/agent/models.json (baseUrl, api, apiKey, models), or a provider's API key in the environment",
-		"--permissions auto: pi runs its tools without asking and has no permission prompts, so ask is refused",
-	}}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "pi", Package: Package, Bin: h.cfg.Bin, Env: h.cfg.Env}))
+	return harness.Description{}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "pi", Package: Package, Bin: h.cfg.Bin, Env: h.cfg.Env}))
 }
 
 // plan is how one turn runs pi.

@@ -820,9 +820,9 @@ func TestDescribe(t *testing.T) {
 	d := a.Describe(context.Background())
 	assert.False(t, d.Installed)
 	assert.Contains(t, d.Problem, "npm install -g @mariozechner/pi-coding-agent")
-	assert.Contains(t, d.Needs[0], "@mariozechner/pi-coding-agent")
+	assert.Contains(t, Agent.Needs[0], "@mariozechner/pi-coding-agent")
 	assert.Equal(t, "pi", a.Name())
-	assert.Equal(t, harness.Known["pi"], a.Capabilities())
+	assert.Equal(t, harness.Capabilities{Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true}, a.Capabilities())
 
 	bin, err := os.Stat(filepath.Join(agentsBin(), "pi"))
 	if err != nil || bin.IsDir() || testing.Short() {

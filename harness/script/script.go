@@ -26,10 +26,10 @@ type Harness struct {
 }
 
 // Name implements harness.Harness.
-func (*Harness) Name() string { return "script" }
+func (*Harness) Name() string { return Agent.Name }
 
 // Capabilities implements harness.Harness: it can do everything, offline.
-func (*Harness) Capabilities() harness.Capabilities { return harness.Known["script"] }
+func (*Harness) Capabilities() harness.Capabilities { return Agent.Caps }
 
 var openings = []string{
 	"Here is one way to look at it.",
@@ -131,5 +131,5 @@ func fakeOutput(cmd string, seed uint64) string {
 
 // Describe implements harness.Describer: built in, offline.
 func (*Harness) Describe(context.Context) harness.Description {
-	return harness.Description{Installed: true, Version: "built in", Needs: []string{"nothing: offline and deterministic"}}
+	return harness.Description{Installed: true, Version: "built in"}
 }

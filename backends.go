@@ -1,0 +1,66 @@
+package main
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"tine/harness"
+	"tine/harness/fork"
+	"tine/harness/importer"
+	"tine/harness/registry"
+	"tine/store"
+)
+
+// backends is the registry of every backend tine is built with
+// (harness/registry, the one list of them), each made with setup. With
+// agents false it leaves out those that keep sessions of their own: the
+// demo's sessions were made up, so it forks offline.
+func backends(setup harness.Setup, agents bool) *harness.Registry {
+	all := registry.Agents()
+	if !agents {
+		all = slices.DeleteFunc(all, func(a harness.Agent) bool { return a.Caps.OwnSessions })
+	}
+	return harness.Build(setup, all...)
+}
+
+// formats are the transcript formats tine imports, in detection order.
+func formats() importer.Formats { return importer.FormatsOf(registry.Agents()) }
+
+// defaultFolders says where an import with no PATH looks, agent by
+// agent, as this environment has it.
+func defaultFolders() string {
+	var parts []string
+	for _, a := range registry.Agents() {
+		if a.Sessions != nil && a.Sessions.Dirs != nil {
+			parts = append(parts, a.Display+": "+strings.Join(a.Sessions.Dirs(), " or "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// newDriver wires the fork driver to a store, with every backend, as the
+// flags say: the model APIs' address and key (paced slows the script
+// harness so a person can watch), the permission policy, the check's
+// timeout, and whether model calls are recorded. Agent forks' worktrees
+// live next to the database, in tine's data dir.
+func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.Driver, error) {
+	p, err := harness.ParsePermissions(ag.permissions)
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	d := &fork.Driver{Store: st, Permissions: p, CheckTimeout: ag.checkTimeout,
+		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
+	setup := harness.Setup{BaseURL: api.baseURL, APIKey: api.apiKey, Paced: paced}
+	var rec *recorder
+	if ag.record {
+		rec = &recorder{st: st}
+		d.Gateway = rec.gateway
+		setup.Transport = rec.transport
+	}
+	d.Harnesses = backends(setup, true)
+	if rec != nil {
+		rec.agents = d.Harnesses
+	}
+	return d, nil
+}

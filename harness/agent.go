@@ -1,0 +1,153 @@
+package harness
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"tine/model"
+)
+
+// Agent is everything tine knows of one backend, said once, in the
+// backend's own package: each exports one Agent, and the registry lists
+// them. The command line, the screens, the importer and the replay ask
+// the registry, never naming an agent (ARCHITECTURE.md, "One place per
+// agent"). A piece a backend lacks is nil, with a sentence saying why.
+type Agent struct {
+	// Name is the backend's name in runs, --harness, --format and tine
+	// harnesses.
+	Name string
+	// Display is its name as people know it ("Claude Code").
+	Display string
+	// Caps is what it can do (rule 8 in ARCHITECTURE.md): facts, never
+	// guesses. A harness made from it may say more once it knows how it
+	// is configured (Claude Code behind an ACP agent records).
+	Caps Capabilities
+	// New makes the harness, configured from the environment and setup.
+	New func(Setup) Harness
+	// Needs is what tine harnesses says it needs to run here.
+	Needs []string
+
+	// Sessions is how its transcripts are found and read; nil when tine
+	// reads none of its own, NoSessions saying why.
+	Sessions   *Sessions
+	NoSessions string
+
+	// CLI is the program its turns run; nil for a backend without one,
+	// NoCLI saying why.
+	CLI   *CLI
+	NoCLI string
+
+	// Open is the command line that opens run in the agent, for a person
+	// to go on with it there (the TUI's o): bin is the agent's program,
+	// found already; the run has a session id and a directory. Nil when a
+	// run cannot be opened, NoOpen saying why.
+	Open   func(run model.Run, bin string) ([]string, error)
+	NoOpen string
+
+	// Record is how its model calls are recorded and replayed through
+	// tine's gateway; nil when they cannot be, NoRecord saying why.
+	Record   *Recording
+	NoRecord string
+
+	// API is how a model API is configured; nil for anything else.
+	API *API
+}
+
+// Setup is what making a harness may take from tine beyond the
+// environment.
+type Setup struct {
+	// BaseURL and APIKey override a model API's environment (--base-url
+	// and --api-key, or what was typed in the Fork dialog).
+	BaseURL, APIKey string
+	// Paced slows the offline script harness so a person can watch its
+	// forks run (the demo).
+	Paced bool
+	// Transport, when set, wraps the HTTP transport of a backend that
+	// makes its model calls itself (the model APIs), to record them.
+	Transport func(http.RoundTripper) http.RoundTripper
+}
+
+// Sessions is how a backend's transcripts are found and read.
+type Sessions struct {
+	// Dirs are where its sessions live by default; nil for none (a
+	// format read only from paths given to tine import).
+	Dirs func() []string
+	// Detect tells the format from a file's first bytes; the registry's
+	// order is the order formats are tried in.
+	Detect func(head []byte) bool
+	// Parse reads one file into runs.
+	Parse func(r io.Reader, name string) (ParsedFile, error)
+	// Appends: the format is JSON lines an agent appends to, so a grown
+	// file can be read from where the last import stopped.
+	Appends bool
+	// IDField and ParentField name a record's id and its parent's, for a
+	// format whose records form a chain: new records continue the run
+	// only when the first of them hangs off the last record read before.
+	IDField, ParentField string
+	// Header: the file's first line must lead any part of it to parse.
+	Header bool
+	// ParseTail, when set, parses a grown file's new part (r: the header
+	// line when Header, then the bytes from off on) knowing the whole
+	// file, for a format whose state carries across records (Codex's
+	// usage totals and turns); else Parse does.
+	ParseTail func(r io.Reader, name string, file io.ReaderAt, off int64) (ParsedFile, error)
+}
+
+// CLI is an agent's command-line program.
+type CLI struct {
+	// Bin is the program's name on PATH ("claude").
+	Bin string
+	// BinVar names another binary to use ("TINE_CLAUDE_BIN").
+	BinVar string
+	// Package is the npm package that provides it.
+	Package string
+}
+
+// Recording is how an agent's model calls go through tine's gateway
+// (rule 9 in ARCHITECTURE.md), used when its harness's capabilities say
+// Record.
+type Recording struct {
+	// Wire is the API its model calls speak, when that is fixed; "" when
+	// it depends on the run (Upstream says).
+	Wire Wire
+	// Upstream is where run's model calls really go, and with which key,
+	// as the agent's own configuration and environ say; its error says
+	// why they cannot be recorded.
+	Upstream func(run model.Run, environ []string) (Wire, Upstream, error)
+	// NeedsTape: its transcript is tine's reading of a protocol, not a
+	// file the agent wrote, so it replays only from a recorded tape.
+	NeedsTape bool
+	// OwnEntries: resuming a session checks its entries against the
+	// run's messages by id, so a replay's trials keep their own copy of
+	// the replayed steps instead of inheriting the recorded run's.
+	OwnEntries bool
+}
+
+// API is how a model API harness is configured: the environment it reads.
+type API struct {
+	KeyEnv, URLEnv, ModelEnv string
+	// DefaultURL is the vendor's own endpoint, which needs a key.
+	DefaultURL string
+}
+
+// Upstream is where run's model calls really go, and with which key, as
+// the agent's Recording says for environ; an agent whose calls cannot be
+// recorded says why.
+func (a Agent) Upstream(run model.Run, environ []string) (Wire, Upstream, error) {
+	if a.Record == nil || a.Record.Upstream == nil {
+		why := a.NoRecord
+		if why == "" {
+			why = "no gateway path for it"
+		}
+		return "", Upstream{}, fmt.Errorf("tine cannot record %s's model calls: %s", orName(a.Name), why)
+	}
+	return a.Record.Upstream(run, environ)
+}
+
+func orName(s string) string {
+	if s == "" {
+		return "this run's harness"
+	}
+	return s
+}

@@ -1,0 +1,34 @@
+// Package registry lists every backend tine is built with. It is the one
+// package besides main that names the agents: adding one is its package
+// under harness/ and one line here (ARCHITECTURE.md, "One place per
+// agent").
+package registry
+
+import (
+	"tine/harness"
+	"tine/harness/acp"
+	"tine/harness/anthropic"
+	"tine/harness/claude"
+	"tine/harness/codex"
+	"tine/harness/openai"
+	"tine/harness/pi"
+	"tine/harness/script"
+)
+
+// Agents are tine's backends. Their order is the order transcript formats
+// are detected in (the agents' own before the loose chat shape of
+// openai's), and the order they are listed in where a list is not sorted.
+func Agents() []harness.Agent {
+	return []harness.Agent{
+		claude.Agent,
+		codex.Agent,
+		pi.Agent,
+		acp.Agent,
+		openai.Agent,
+		anthropic.Agent,
+		script.Agent,
+	}
+}
+
+// New is the registry of every backend, each harness made with setup.
+func New(setup harness.Setup) *harness.Registry { return harness.Build(setup, Agents()...) }
