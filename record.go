@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/registry"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/replay"
@@ -24,7 +25,7 @@ type gateways struct {
 }
 
 func (g *gateways) get() (*replay.Gateway, error) {
-	g.once.Do(func() { g.gw, g.err = replay.Start(replay.Options{}) })
+	g.once.Do(func() { g.gw, g.err = replay.Start(replay.Options{Rules: replay.RulesOf(registry.Agents())}) })
 	return g.gw, g.err
 }
 

@@ -122,6 +122,41 @@ type Recording struct {
 	// run's messages by id, so a replay's trials keep their own copy of
 	// the replayed steps instead of inheriting the recorded run's.
 	OwnEntries bool
+	// Normalize is what legitimately changes in its requests between a
+	// recording and a replay, beyond what the wire format itself lets
+	// change. It applies to its Wire, or to every wire when that depends
+	// on the run.
+	Normalize Normalization
+	// LocalTools are its tools that act only on the working directory and
+	// the processes they start there: a replay lets the agent run them
+	// again for real. Any other tool (web, MCP, subagents, unknown) is
+	// never run again.
+	LocalTools []string
+}
+
+// Normalization is what an agent's model requests may differ in between a
+// recording and a replay of the same run (rule 9 in ARCHITECTURE.md):
+// what it states of the moment it runs in, rewritten the same way on both
+// sides before they are compared.
+type Normalization struct {
+	// Cwd are regular expressions whose first group that matched is the
+	// working directory the agent states; that path becomes "<cwd>"
+	// wherever it appears.
+	Cwd []string
+	// MangledCwd: the agent also writes the working directory with every
+	// character but ASCII letters and digits as '-' (a project folder's
+	// name), which is replaced too.
+	MangledCwd bool
+	// Text rewrites every string of a request (a date, a git status).
+	Text []Rewrite
+	// ToolOutput rewrites tool outputs only (a header of timings).
+	ToolOutput []Rewrite
+}
+
+// Rewrite replaces what Pattern (a regular expression) matches with With
+// ($1 for a group), in strings that hold Has.
+type Rewrite struct {
+	Has, Pattern, With string
 }
 
 // API is how a model API harness is configured: the environment it reads.

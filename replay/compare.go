@@ -85,19 +85,14 @@ var networkError = lazyRE(`(?i)could not resolve (host|hostname)|temporary failu
 // A difference outside tool outputs is KindModel whatever else differs;
 // otherwise the first differing tool output is KindTool, or KindNetwork
 // when the actual output shows a network error the taped one did not.
-func Compare(wire Wire, taped, actual []byte) *Mismatch {
-	tv, terr := Normalize(wire, taped)
-	return compareNormalized(wire, tv, terr, taped, actual)
-}
-
-// compareNormalized is Compare with the taped request already normalised
-// (a replay normalises each taped step once).
-func compareNormalized(wire Wire, tv any, terr error, taped, actual []byte) *Mismatch {
-	av, aerr := Normalize(wire, actual)
+func (r *Rules) Compare(wire Wire, taped, actual []byte) *Mismatch {
+	tv, terr := r.Normalize(wire, taped)
+	av, aerr := r.Normalize(wire, actual)
 	return compareValues(wire, tv, terr, av, aerr, taped, actual)
 }
 
-// compareValues is compareNormalized with the actual request normalised
+// compareValues is Compare with both requests normalised (a replay
+// normalises each taped step once)
 // too (the gateway decodes each request once).
 func compareValues(wire Wire, tv any, terr error, av any, aerr error, taped, actual []byte) *Mismatch {
 	if terr != nil || aerr != nil {

@@ -3,6 +3,8 @@ package replay
 import (
 	"strings"
 	"testing"
+
+	"tine/harness/registry"
 )
 
 // TestCompareNormalises: what legitimately changes between a recording and
@@ -34,7 +36,7 @@ func TestCompareNormalises(t *testing.T) {
 				}
 				cases["all at once, reordered"] = reorder(t, all)
 				for name, actual := range cases {
-					if m := Compare(c.wire, taped, actual); m != nil {
+					if m := testRules.Compare(c.wire, taped, actual); m != nil {
 						t.Errorf("request %d, %s: diverged: %s\n%s", k+1, name, m, m.Diff)
 					}
 				}
@@ -96,7 +98,7 @@ func TestCompareClassifies(t *testing.T) {
 				{"a message more", last, []byte(strings.Replace(string(first), `"model":"`, `"model":"`, 1)), KindModel, "", ""},
 			}
 			for _, tc := range cases {
-				m := Compare(c.wire, tc.taped, tc.actual)
+				m := testRules.Compare(c.wire, tc.taped, tc.actual)
 				if m == nil {
 					t.Errorf("%s: no divergence", tc.name)
 					continue
@@ -122,7 +124,7 @@ func TestCompareNetworkOnlyWhenNew(t *testing.T) {
 	last := []byte(c.main[2].Body)
 	taped := replace(t, last, c.toolOut, `curl: (6) Could not resolve host: a`)
 	actual := replace(t, last, c.toolOut, `curl: (6) Could not resolve host: b`)
-	if m := Compare(c.wire, taped, actual); m == nil || m.Kind != KindTool {
+	if m := testRules.Compare(c.wire, taped, actual); m == nil || m.Kind != KindTool {
 		t.Fatalf("got %v, want tool", m)
 	}
 }
@@ -140,3 +142,7 @@ func TestUnifiedDiff(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// testRules are the rules of every backend tine is built with, as main
+// gives them to its gateway.
+var testRules = RulesOf(registry.Agents())

@@ -38,6 +38,9 @@ type Options struct {
 	Transport http.RoundTripper
 	// Logf, when set, gets a line per request.
 	Logf func(format string, args ...any)
+	// Rules are what a replay lets differ and which tools it runs again
+	// (RulesOf the registry's agents); default the wire formats' own.
+	Rules *Rules
 }
 
 // OnDivergence says what a replay does at its first divergence.
@@ -82,7 +85,7 @@ type RunConfig struct {
 	// default: they differ when their hashes do.
 	CompareTree func(taped, actual string) (diff string, differ bool)
 	// AllowTool, when set, decides which of the tape's tool calls a replay
-	// may let the agent run again; default LocalTool. A taped answer that
+	// may let the agent run again; default Rules.LocalTool. A taped answer that
 	// calls any other tool (web, MCP, anything unknown) is not served: the
 	// replay diverges there, naming the tool (rule 9 in ARCHITECTURE.md).
 	AllowTool func(wire Wire, name string) bool
@@ -203,6 +206,14 @@ type normalized struct {
 	err error
 }
 
+// rules are what the gateway's replays let differ (Options.Rules).
+func (g *Gateway) rules() *Rules {
+	if g.opts.Rules != nil {
+		return g.opts.Rules
+	}
+	return wireOnly()
+}
+
 // tapedNorm is step n's taped request, normalised (once per run).
 func (r *Run) tapedNorm(n int) (any, error) {
 	r.mu.Lock()
@@ -212,7 +223,7 @@ func (r *Run) tapedNorm(n int) (any, error) {
 		return nv.v, nv.err
 	}
 	s := r.cfg.Tape[n-1]
-	v, err := Normalize(s.Wire, s.Request)
+	v, err := r.g.rules().Normalize(s.Wire, s.Request)
 	r.mu.Lock()
 	if r.norm == nil {
 		r.norm = map[int]normalized{}
@@ -453,13 +464,13 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 		} else if len(taped.Request) == 0 {
 			// A transcript's tape: only the tool outputs can be checked.
 			if step.N > 1 {
-				m = compareOutputs(wire, tape[step.N-2].ToolOutputs, body, r.cfg.Cwds)
+				m = r.g.rules().compareOutputs(wire, tape[step.N-2].ToolOutputs, body, r.cfg.Cwds)
 			}
 		} else {
 			tv, terr := r.tapedNorm(step.N)
 			av, aerr := v, verr
 			if aerr == nil {
-				av, aerr = normalizeValue(wire, v)
+				av, aerr = r.g.rules().normalizeValue(wire, v)
 			}
 			m = compareValues(wire, tv, terr, av, aerr, taped.Request, body)
 		}
@@ -570,7 +581,7 @@ func (r *Run) treeMismatch(taped, actual string) *Mismatch {
 func (r *Run) outsideTool(wire Wire, n int, answer json.RawMessage) *Mismatch {
 	allow := r.cfg.AllowTool
 	if allow == nil {
-		allow = LocalTool
+		allow = r.g.rules().LocalTool
 	}
 	for _, name := range ToolNames(wire, answer) {
 		if !allow(wire, name) {
@@ -584,7 +595,7 @@ func (r *Run) outsideTool(wire Wire, n int, answer json.RawMessage) *Mismatch {
 // closest finds the taped step nearest a request that did not match step
 // n: n itself unless a neighbour matches better.
 func (r *Run) closest(wire Wire, n int, body []byte) (step, fields int) {
-	av, err := Normalize(wire, body)
+	av, err := r.g.rules().Normalize(wire, body)
 	if err != nil || r.cfg.Tape.FromTranscript() {
 		return 0, 0
 	}

@@ -56,7 +56,7 @@ func newEnv(t testing.TB) *env {
 	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses} {
 		ups[w] = Upstream{BaseURL: ms.URL(), APIKey: "real-key"}
 	}
-	g, err := Start(Options{Upstreams: ups})
+	g, err := Start(Options{Upstreams: ups, Rules: testRules})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,49 +8,39 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"tine/harness"
 )
 
 // What legitimately changes between a recording and a replay of the same
-// run, per wire format, in this one place (the replay section of
-// ARCHITECTURE.md's rule 9). Everything else that differs is a divergence.
+// run, in one place (the replay section of ARCHITECTURE.md's rule 9):
+// what each wire format itself lets change, here, and what each agent's
+// requests state of the moment they run in, in the agent's descriptor
+// (harness.Recording.Normalize), joined into Rules. Everything else that
+// differs is a divergence.
 //
 // All wire formats:
 //   - key order (requests are compared as decoded JSON);
 //   - stream and stream_options: whether the answer streams is how it
 //     travels, not what the model is asked (the gateway serves the taped
 //     answer in the shape asked for);
-//   - the working directory: the replay runs in another worktree, so the
-//     path the agent reports (below) is replaced by "<cwd>" wherever it
-//     appears, tool outputs included, and so is Claude Code's form of it
-//     (every non-alphanumeric as '-', as in ~/.claude/projects/<dir>);
+//   - the working directory an agent states: the replay runs in another
+//     worktree, so that path is replaced by "<cwd>" wherever it appears,
+//     tool outputs included;
 //   - tool-call ids, renamed "<id-1>", "<id-2>", ... in order of appearance.
 //
-// Anthropic Messages (Claude Code 2.1.328):
-//   - "Primary working directory: ..." gives the cwd;
-//   - the gitStatus snapshot (branch, status, recent commits) becomes
-//     "<gitStatus>";
-//   - "Today's date is ..." becomes "<date>";
-//   - metadata (user_id: device and session ids) is dropped;
-//   - cache_control markers are dropped wherever they are.
+// Anthropic Messages: metadata (user_id: device and session ids) is
+// dropped, and cache_control markers wherever they are.
 //
-// OpenAI Responses (Codex 0.169.0):
-//   - "<cwd>...</cwd>" in the environment context gives the cwd;
-//   - "<current_date>...</current_date>" becomes "<date>";
-//   - the input items' own ids (msg_<uuid>, fco_<uuid>, ...) are dropped;
-//   - prompt_cache_key (the session id) and client_metadata (session,
-//     thread, turn and installation ids, turn start time, the workspace's
-//     commit) are dropped;
-//   - in a tool output, the header lines Codex adds itself, "Chunk ID: ..."
-//     (random) and "Wall time: ... seconds", keep their names only.
-//
-// OpenAI Chat Completions (pi 0.73.1):
-//   - "Current working directory: ..." gives the cwd;
-//   - "Current date: ..." becomes "<date>".
+// OpenAI Responses: the input items' own ids (msg_<uuid>, fco_<uuid>, ...)
+// are dropped, and so are prompt_cache_key (the session id) and
+// client_metadata (session, thread, turn and installation ids, turn start
+// time, the workspace's commit).
 type normRules struct {
-	cwd     func() *regexp.Regexp // first submatch: the working directory
-	mangled bool                  // also replace Claude Code's mangled form of the cwd
-	text    []textRule            // applied to every string
-	drop    []string              // top-level keys dropped
+	cwd     []func() *regexp.Regexp // first group that matched: the working directory
+	mangled bool                    // also replace the cwd's mangled form
+	text    []textRule              // applied to every string
+	drop    []string                // top-level keys dropped
 	// dropEverywhere are keys dropped at any depth.
 	dropEverywhere []string
 	// dropItemIDs drops "id" from each element of this top-level array.
@@ -72,55 +62,76 @@ func lazyRE(expr string) func() *regexp.Regexp {
 	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
 
-// What pi's system prompt states, whichever wire its provider speaks
-// (Chat Completions, or its built-in Anthropic and OpenAI providers).
-const piCwd = `Current working directory: ([^\n]+)`
-
-var piDate = textRule{"Current date: ", lazyRE(`Current date: [^\n]*`), "Current date: <date>"}
-
-var rules = map[Wire]normRules{
-	WireAnthropic: {
-		// Also the "# Environment update" a session resumed in another
-		// directory (a fork's worktree) gets: "...: <new> (was <old>)".
-		cwd:     lazyRE(`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)|` + piCwd),
-		mangled: true,
-		text: []textRule{
-			{"# gitStatus", lazyRE(`(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`), "${1}<gitStatus>${2}"},
-			{"Today's date is ", lazyRE(`Today's date is [^\n]*?\.(\n|$)`), "Today's date is <date>.${1}"},
-			piDate,
-		},
-		drop:           []string{"metadata", "stream", "stream_options"},
-		dropEverywhere: []string{"cache_control"},
-	},
-	WireResponses: {
-		cwd: lazyRE(`<cwd>([^<]+)</cwd>|` + piCwd),
-		text: []textRule{
-			{"<current_date>", lazyRE(`<current_date>[^<]*</current_date>`), "<current_date><date></current_date>"},
-			piDate,
-		},
-		drop:        []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"},
-		dropItemIDs: "input",
-		toolOutput: []textRule{
-			{"Chunk ID: ", lazyRE(`(?m)^Chunk ID: \S+$`), "Chunk ID: <chunk>"},
-			{"Wall time: ", lazyRE(`(?m)^Wall time: [0-9.]+ seconds$`), "Wall time: <time> seconds"},
-		},
-	},
-	WireChat: {
-		cwd:  lazyRE(piCwd),
-		text: []textRule{piDate},
-		drop: []string{"stream", "stream_options"},
-	},
+// wireRules are what each wire format itself lets change.
+var wireRules = map[Wire]normRules{
+	WireAnthropic: {drop: []string{"metadata", "stream", "stream_options"}, dropEverywhere: []string{"cache_control"}},
+	WireResponses: {drop: []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"}, dropItemIDs: "input"},
+	WireChat:      {drop: []string{"stream", "stream_options"}},
 }
 
+// Rules are what a replay lets differ in each wire format's requests, and
+// which tools it lets an agent run again: the wire formats' own, with
+// those of every agent that speaks one.
+type Rules struct {
+	norm  map[Wire]normRules
+	local map[Wire]map[string]bool
+}
+
+// RulesOf are the wire formats' rules with agents' on top: an agent's
+// Recording applies to its wire, or to every wire when the wire depends
+// on the run (pi's, its provider's). Agents without one add nothing.
+func RulesOf(agents []harness.Agent) *Rules {
+	r := &Rules{norm: map[Wire]normRules{}, local: map[Wire]map[string]bool{}}
+	for w, base := range wireRules {
+		r.norm[w] = base
+		r.local[w] = map[string]bool{}
+	}
+	for _, a := range agents {
+		rec := a.Record
+		if rec == nil {
+			continue
+		}
+		for w := range wireRules {
+			if rec.Wire != "" && rec.Wire != w {
+				continue
+			}
+			nr := r.norm[w]
+			n := rec.Normalize
+			for _, c := range n.Cwd {
+				nr.cwd = append(slices.Clip(nr.cwd), lazyRE(c))
+			}
+			nr.mangled = nr.mangled || n.MangledCwd
+			nr.text = appendRewrites(nr.text, n.Text)
+			nr.toolOutput = appendRewrites(nr.toolOutput, n.ToolOutput)
+			r.norm[w] = nr
+			for _, t := range rec.LocalTools {
+				r.local[w][t] = true
+			}
+		}
+	}
+	return r
+}
+
+func appendRewrites(to []textRule, rs []harness.Rewrite) []textRule {
+	to = slices.Clip(to)
+	for _, rw := range rs {
+		to = append(to, textRule{has: rw.Has, re: lazyRE(rw.Pattern), with: rw.With})
+	}
+	return to
+}
+
+// wireOnly are the wire formats' own rules, for a gateway given none.
+var wireOnly = sync.OnceValue(func() *Rules { return RulesOf(nil) })
+
 // Normalize decodes a request body and removes from it what legitimately
-// changes between a recording and a replay (see rules above). The result
-// is a tree of map[string]any, []any, string, json.Number, bool and nil.
-func Normalize(wire Wire, body []byte) (any, error) {
+// changes between a recording and a replay (see above). The result is a
+// tree of map[string]any, []any, string, json.Number, bool and nil.
+func (r *Rules) Normalize(wire Wire, body []byte) (any, error) {
 	v, err := decodeJSON(body)
 	if err != nil {
 		return nil, err
 	}
-	return normalizeValue(wire, v)
+	return r.normalizeValue(wire, v)
 }
 
 // decodeJSON decodes a request body, numbers as json.Number.
@@ -135,8 +146,8 @@ func decodeJSON(body []byte) (any, error) {
 }
 
 // normalizeValue is Normalize on a decoded body, which it changes.
-func normalizeValue(wire Wire, v any) (any, error) {
-	r, ok := rules[wire]
+func (rs *Rules) normalizeValue(wire Wire, v any) (any, error) {
+	r, ok := rs.norm[wire]
 	if !ok {
 		return nil, fmt.Errorf("replay: unknown wire format %q", wire)
 	}
@@ -161,15 +172,6 @@ func normalizeValue(wire Wire, v any) (any, error) {
 	return n.walk(v, false), nil
 }
 
-// NormalizeJSON is Normalize marshalled: canonical JSON (sorted keys).
-func NormalizeJSON(wire Wire, body []byte) ([]byte, error) {
-	v, err := Normalize(wire, body)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
-}
-
 type normalizer struct {
 	wire Wire
 	r    normRules
@@ -184,18 +186,20 @@ type normalizer struct {
 func (n *normalizer) findCwd(v any) {
 	switch t := v.(type) {
 	case string:
-		for _, m := range n.r.cwd().FindAllStringSubmatch(t, -1) {
-			// The first group that matched: one wire, several agents.
-			c := ""
-			for _, g := range m[1:] {
-				if c = strings.TrimSpace(g); c != "" {
-					break
+		for _, re := range n.r.cwd {
+			for _, m := range re().FindAllStringSubmatch(t, -1) {
+				// The first group that matched.
+				c := ""
+				for _, g := range m[1:] {
+					if c = strings.TrimSpace(g); c != "" {
+						break
+					}
 				}
-			}
-			if len(c) > 1 && !slices.Contains(n.cwds, c) {
-				n.cwds = append(n.cwds, c)
-				if n.r.mangled {
-					n.cwds = append(n.cwds, mangle(c))
+				if len(c) > 1 && !slices.Contains(n.cwds, c) {
+					n.cwds = append(n.cwds, c)
+					if n.r.mangled {
+						n.cwds = append(n.cwds, mangle(c))
+					}
 				}
 			}
 		}
@@ -211,7 +215,7 @@ func (n *normalizer) findCwd(v any) {
 	}
 }
 
-// mangle is Claude Code's project directory name for a path: every
+// mangle is a path as a project folder's name (Claude Code's): every
 // character that is not an ASCII letter or digit becomes '-'.
 func mangle(p string) string {
 	b := []byte(p)

@@ -123,7 +123,7 @@ type source struct {
 	kN   int // the boundary after its own step N
 	// forkAt is where the trials branch from the run: kN, or, for an
 	// agent that checks a session's entries against the run's messages
-	// when it resumes (pi), where the run's own messages start, so a
+	// when it resumes (Recording.OwnEntries), where the run's own messages start, so a
 	// continuation's messages are all its own session's.
 	forkAt  int
 	prompts []string        // what the person typed on each of its turns
@@ -206,7 +206,7 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	src.forkAt = src.kN
 	for i, m := range msgs[src.k0:] {
 		if m.Role == model.System {
-			continue // context the agent adds itself (Codex's environment)
+			continue // context the agent adds itself (an environment block)
 		}
 		if firstOwn && rec.OwnEntries {
 			src.forkAt = src.k0 + i

@@ -5,39 +5,15 @@ import (
 	"strings"
 )
 
-// localTools are the tools of each agent that act only on the working
-// directory and the processes they start there: a replay lets the agent
-// run them again for real (rule 9 in ARCHITECTURE.md). A shell can still
-// reach the network; what that prints shows up as a network divergence.
-var localTools = map[Wire]map[string]bool{
-	// Claude Code 2.1.328 (also behind ACP), and pi on its built-in
-	// anthropic provider.
-	WireAnthropic: set(append([]string{"Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
-		"Glob", "Grep", "LS", "TodoWrite", "ExitPlanMode"}, piTools...)...),
-	// Codex 0.169.0, and pi on its built-in openai provider.
-	WireResponses: set(append([]string{"exec_command", "write_stdin", "shell", "shell_command", "local_shell", "apply_patch",
-		"update_plan", "view_image"}, piTools...)...),
-	// pi 0.73.1 (and the openai harness, which runs no tools).
-	WireChat: set(piTools...),
-}
-
-// piTools are pi 0.73.1's tools, whichever wire its provider speaks.
-var piTools = []string{"bash", "read", "write", "edit", "ls", "grep", "find"}
-
-func set(names ...string) map[string]bool {
-	m := make(map[string]bool, len(names))
-	for _, n := range names {
-		m[n] = true
-	}
-	return m
-}
-
-// LocalTool reports whether name is one of wire's agent's own tools that
-// act only inside the working directory. Web fetch and search, MCP tools
-// (mcp__…), subagents (their model calls would interleave with the run's)
-// and anything unknown are not.
-func LocalTool(wire Wire, name string) bool {
-	return localTools[wire][name]
+// LocalTool reports whether name is one of the tools that wire's agents
+// say act only inside the working directory (and the processes they
+// start there): a replay lets the agent run them again for real (rule 9
+// in ARCHITECTURE.md). Web fetch and search, MCP tools (mcp__…), subagents
+// (their model calls would interleave with the run's) and anything
+// unknown are not. A shell can still reach the network; what that prints
+// shows up as a network divergence.
+func (r *Rules) LocalTool(wire Wire, name string) bool {
+	return r.local[wire][name]
 }
 
 // ToolNames lists the tools an answer (in its wire format's non-streaming

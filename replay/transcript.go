@@ -22,7 +22,7 @@ import (
 func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
 	answer, path := answerer(wire)
 	if answer == nil {
-		return nil, fmt.Errorf("tapes from %s transcripts are not built (Claude Code's, Codex's and pi's are)", orWire(wire))
+		return nil, fmt.Errorf("tapes from %s transcripts are not built (those of agents speaking Anthropic Messages, OpenAI Responses or Chat Completions are)", orWire(wire))
 	}
 	results := map[string]string{}
 	for _, m := range msgs[k0:] {
@@ -177,7 +177,7 @@ func chatAnswer(m model.Message, n int, results map[string]string) (json.RawMess
 // compareOutputs checks the tool outputs a request carries against the
 // ones the transcript recorded for the calls they answer; cwds are
 // replaced by "<cwd>" in both first.
-func compareOutputs(wire Wire, taped map[string]string, body []byte, cwds []string) *Mismatch {
+func (r *Rules) compareOutputs(wire Wire, taped map[string]string, body []byte, cwds []string) *Mismatch {
 	if len(taped) == 0 {
 		return nil
 	}
@@ -187,7 +187,7 @@ func compareOutputs(wire Wire, taped map[string]string, body []byte, cwds []stri
 	}
 	cwds = slices.DeleteFunc(slices.Clone(cwds), func(c string) bool { return len(c) < 2 })
 	slices.SortFunc(cwds, func(a, b string) int { return len(b) - len(a) })
-	n := &normalizer{wire: wire, r: rules[wire], cwds: cwds}
+	n := &normalizer{wire: wire, r: r.norm[wire], cwds: cwds}
 	norm := func(s string) string {
 		return strings.TrimRight(n.text(s, true), "\n")
 	}

@@ -28,7 +28,23 @@ var Agent = harness.Agent{
 	Record: &harness.Recording{Wire: harness.WireAnthropic,
 		Upstream: func(_ model.Run, environ []string) (harness.Wire, harness.Upstream, error) {
 			return harness.AnthropicUpstream(environ)
-		}},
+		},
+		// As Claude Code 2.1.328's requests have it (checked by replay's
+		// tests with the real CLI): the environment block names the
+		// working directory (also in the "# Environment update" a session
+		// resumed elsewhere gets: "<new> (was <old>)"), and its project
+		// folder's mangled form; the gitStatus snapshot and the date.
+		Normalize: harness.Normalization{
+			Cwd:        []string{`Primary working directory: ([^\n]+?)(?: \(was [^\n]*\))?(?:\n|$)`},
+			MangledCwd: true,
+			Text: []harness.Rewrite{
+				{Has: "# gitStatus", Pattern: `(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`, With: "${1}<gitStatus>${2}"},
+				{Has: "Today's date is ", Pattern: `Today's date is [^\n]*?\.(\n|$)`, With: "Today's date is <date>.${1}"},
+			},
+		},
+		LocalTools: []string{"Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
+			"Glob", "Grep", "LS", "TodoWrite", "ExitPlanMode"},
+	},
 }
 
 // binVar names another claude binary.

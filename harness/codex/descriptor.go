@@ -28,7 +28,22 @@ var Agent = harness.Agent{
 	CLI:      &harness.CLI{Bin: "codex", BinVar: binVar, Package: NPMPackage},
 	// codex resume ID, as checked against the pinned CLI.
 	Open:   func(r model.Run, bin string) ([]string, error) { return []string{bin, "resume", r.NativeID}, nil },
-	Record: &harness.Recording{Wire: harness.WireResponses, Upstream: upstream},
+	Record: &harness.Recording{Wire: harness.WireResponses, Upstream: upstream,
+		// As Codex 0.169.0's requests have it: the environment context's
+		// cwd and date; the header lines it adds to a tool's output,
+		// "Chunk ID: ..." (random) and "Wall time: ... seconds", keep
+		// their names only.
+		Normalize: harness.Normalization{
+			Cwd:  []string{`<cwd>([^<]+)</cwd>`},
+			Text: []harness.Rewrite{{Has: "<current_date>", Pattern: `<current_date>[^<]*</current_date>`, With: "<current_date><date></current_date>"}},
+			ToolOutput: []harness.Rewrite{
+				{Has: "Chunk ID: ", Pattern: `(?m)^Chunk ID: \S+$`, With: "Chunk ID: <chunk>"},
+				{Has: "Wall time: ", Pattern: `(?m)^Wall time: [0-9.]+ seconds$`, With: "Wall time: <time> seconds"},
+			},
+		},
+		LocalTools: []string{"exec_command", "write_stdin", "shell", "shell_command", "local_shell", "apply_patch",
+			"update_plan", "view_image"},
+	},
 }
 
 // binVar names another codex binary.

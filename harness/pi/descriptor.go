@@ -39,7 +39,15 @@ var Agent = harness.Agent{
 	},
 	// The wire is the run's provider's (Upstream says); resuming checks
 	// the session's entries by id against the run's messages.
-	Record: &harness.Recording{Upstream: upstream, OwnEntries: true},
+	Record: &harness.Recording{Upstream: upstream, OwnEntries: true,
+		// As pi 0.73.1's system prompt states them, whichever wire its
+		// provider speaks.
+		Normalize: harness.Normalization{
+			Cwd:  []string{`Current working directory: ([^\n]+)`},
+			Text: []harness.Rewrite{{Has: "Current date: ", Pattern: `Current date: [^\n]*`, With: "Current date: <date>"}},
+		},
+		LocalTools: []string{"bash", "read", "write", "edit", "ls", "grep", "find"},
+	},
 }
 
 // binVar names another pi binary.
