@@ -27,7 +27,7 @@ var Agent = harness.Agent{
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, ParseTail: ParseTail, Appends: true, Header: true},
 	CLI:      &harness.CLI{Bin: "codex", BinVar: binVar, Package: NPMPackage},
 	// codex resume ID, as checked against the pinned CLI.
-	Open:   func(r model.Run, bin string) ([]string, error) { return []string{bin, "resume", r.NativeID}, nil },
+	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "resume", r.NativeID}, nil },
 	Record: &harness.Recording{Wire: harness.WireResponses, Upstream: upstream,
 		// As Codex 0.169.0's requests have it: the environment context's
 		// cwd and date; the header lines it adds to a tool's output,
