@@ -181,20 +181,3 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	}
 	return err
 }
-
-func cmdTUI(ctx context.Context, e *env, _ []string) error {
-	if err := requireTerminal(); err != nil {
-		return err
-	}
-	st, err := e.open()
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	ag := agentFlags{checkTimeout: 10 * time.Minute, record: os.Getenv("TINE_RECORD") == "1"}
-	d, err := newDriver(st, true, apiFlags{}, ag)
-	if err != nil {
-		return err
-	}
-	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag)})
-}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"tine/model"
+)
+
+func cmdExport(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "export", "RUN [--format json|md] [-o FILE]", "Write a run's whole transcript (its inherited prefix included) as JSON or Markdown.")
+	format := f.String("format", "json", "output `format`: json or md")
+	out := f.String("o", "", "write to `file` instead of standard output")
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	if *format != "json" && *format != "md" {
+		return usagef("export: --format must be json or md, not %q", *format)
+	}
+	r, msgs, inherited, err := loadRun(ctx, e, pos[0])
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if *format == "json" {
+		err = writeJSON(&buf, toShowJSON(r, msgs, inherited))
+	} else {
+		writeMarkdown(&buf, r, msgs, inherited)
+	}
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		return writeFileAtomic(*out, buf.Bytes())
+	}
+	_, err = e.stdout.Write(buf.Bytes())
+	return err
+}
+
+// writeMarkdown renders a run as a Markdown document. Text is made safe for
+// terminals, since people cat these files; tool input and output go in
+// fences long enough never to be closed by their content.
+func writeMarkdown(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
+	safe := model.SafeText
+	title := model.OneLine(r.Title, 0)
+	if title == "" {
+		title = "run " + r.ID
+	}
+	fmt.Fprintf(w, "# %s\n\n", title)
+	fmt.Fprintf(w, "- run: `%s`%s\n- harness: %s\n- status: %s\n- messages: %d\n", r.ID, nameSuffix(r), r.Harness, r.Status, len(msgs))
+	if r.ParentID != "" {
+		fmt.Fprintf(w, "- fork of `%s` at K=%d (messages 1-%d inherited)\n", r.ParentID, r.ForkAt, inherited)
+	}
+	if r.Cwd != "" {
+		fmt.Fprintf(w, "- cwd: `%s`\n", safe(r.Cwd))
+	}
+	if !r.Usage.IsZero() {
+		fmt.Fprintf(w, "- own usage: %d input, %d output tokens\n", r.Usage.InputTokens, r.Usage.OutputTokens)
+	}
+	for i, m := range msgs {
+		note := ""
+		if i < inherited {
+			note = " (inherited)"
+		}
+		fmt.Fprintf(w, "\n## %d. %s%s\n\n", i+1, m.Role, note)
+		for _, p := range m.Parts {
+			switch p.Kind {
+			case model.Text:
+				fmt.Fprintf(w, "%s\n\n", safe(p.Text))
+			case model.Thinking:
+				fmt.Fprintf(w, "> %s\n\n", strings.ReplaceAll(safe(p.Text), "\n", "\n> "))
+			case model.ToolCall:
+				fmt.Fprintf(w, "**tool call** `%s` (%s)\n\n%s\n\n", safe(p.ToolName), safe(p.ToolCallID), fence(prettyInput(p.ToolInput), "json"))
+			case model.ToolResult:
+				label := "tool result"
+				if p.IsError {
+					label = "tool error"
+				}
+				fmt.Fprintf(w, "**%s** (%s)\n\n%s\n\n", label, safe(p.ToolCallID), fence(safe(p.Text), ""))
+			default:
+				fmt.Fprintf(w, "*[%s]*\n\n", p.Kind)
+			}
+		}
+	}
+}
+
+func nameSuffix(r model.Run) string {
+	if r.Name == "" {
+		return ""
+	}
+	return " (" + model.SafeText(r.Name) + ")"
+}
+
+func prettyInput(s string) string {
+	var out bytes.Buffer
+	if json.Indent(&out, []byte(s), "", "  ") == nil {
+		return model.SafeText(out.String())
+	}
+	return model.SafeText(s)
+}
+
+// fence wraps s in a code fence longer than any run of backticks inside it.
+func fence(s, lang string) string {
+	n, run := 3, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			n = max(n, run+1)
+		} else {
+			run = 0
+		}
+	}
+	f := strings.Repeat("`", n)
+	return f + lang + "\n" + strings.TrimRight(s, "\n") + "\n" + f
+}

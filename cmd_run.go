@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"tine/harness/fork"
+	"tine/model"
+)
+
+// cmdRun gives a run its next turn: a pending fork its first, a fork tine
+// made its next (resuming its own session), any other run a fork at its end.
+func cmdRun(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "run", "RUN -m MSG [--harness NAME] [--wait] [--json]",
+		"Give RUN its next turn. A pending fork gets its first; a fork tine made and ran gets\n"+
+			"its next one, in the agent's own session; any other run (an agent's session on this\n"+
+			"machine) is never written to: it is forked at its end and the fork gets the turn.\n"+
+			"--harness with another agent hands the conversation over (a new session that gets the\n"+
+			"transcript as its first message).")
+	msg := f.String("m", "", "the `message`")
+	hname := f.String("harness", "", "the `harness` (default: the run's own)")
+	var tf turnFlags
+	tf.register(f)
+	pos, err := f.parse(args, 1, 1)
+	if err != nil {
+		return err
+	}
+	st, run, d, err := tf.open(ctx, e, pos[0])
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	target, err := d.NextTurnRun(ctx, run.ID, *hname)
+	if err != nil {
+		return err
+	}
+	if target.ID != run.ID && !tf.asJSON {
+		fmt.Fprintf(e.stderr, "tine: %s is not written to; its next turn goes to a new fork, %s\n", model.SafeText(run.Label()), model.SafeText(target.Label()))
+	}
+	return tf.run(ctx, e, st, d, []fork.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target})
+}

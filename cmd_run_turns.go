@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"tine/harness/fork"
+)
+
+// cmdRunTurns is the background half of `tine fork`: it reads turns as JSON
+// on stdin and runs them. Not for people; hidden from the help.
+func cmdRunTurns(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "run-turns", "", "Run the turns given as JSON on stdin (used by tine fork).")
+	parallel := f.Int("parallel", 4, "how many turns run at once")
+	var api apiFlags
+	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
+	var ag agentFlags
+	ag.register(f)
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	var turns []fork.Turn
+	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
+		return fmt.Errorf("run-turns: %w", err)
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	d, err := newDriver(st, false, api, ag)
+	if err != nil {
+		return err
+	}
+	d.Parallel = *parallel
+	d.RunTurns(ctx, turns, nil)
+	return nil
+}

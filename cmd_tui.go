@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"tine/tui"
+)
+
+// cmdTUI is tine with no command: the TUI on the user's own database,
+// importing the agents' sessions as they grow.
+func cmdTUI(ctx context.Context, e *env, _ []string) error {
+	if err := requireTerminal(); err != nil {
+		return err
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ag := agentFlags{checkTimeout: 10 * time.Minute, record: os.Getenv("TINE_RECORD") == "1"}
+	d, err := newDriver(st, true, apiFlags{}, ag)
+	if err != nil {
+		return err
+	}
+	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag)})
+}

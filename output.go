@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// writeJSON prints v indented. encoding/json escapes C0 controls; C1
+// controls (U+0080-U+009F), which some terminals obey, are escaped here too.
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeC1(buf.Bytes()))
+	return err
+}
+
+func escapeC1(b []byte) []byte {
+	if !bytes.Contains(b, []byte{0xc2}) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] == 0xc2 && i+1 < len(b) && b[i+1] >= 0x80 && b[i+1] <= 0x9f {
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+			continue
+		}
+		out = append(out, b[i])
+	}
+	return out
+}

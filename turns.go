@@ -1,0 +1,325 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+
+	"tine/harness"
+	"tine/harness/fork"
+	"tine/harness/registry"
+	"tine/model"
+	"tine/store"
+)
+
+// turnFlags are the flags of every command that runs turns: where the
+// turns run, how they are printed, the model API's address and key, and
+// how agents run.
+type turnFlags struct {
+	wait, asJSON bool
+	api          apiFlags
+	ag           agentFlags
+}
+
+func (t *turnFlags) register(f *flags) {
+	f.BoolVar(&t.wait, "wait", false, "run the turns in the foreground and wait for them")
+	f.StringVar(&t.api.baseURL, "base-url", "", "the model API's base `URL` (default OPENAI_BASE_URL or ANTHROPIC_BASE_URL)")
+	f.StringVar(&t.api.apiKey, "api-key", "", "the model API's `key` (better: OPENAI_API_KEY or ANTHROPIC_API_KEY, which ps cannot see)")
+	t.ag.register(f)
+	f.BoolVar(&t.asJSON, "json", false, "print JSON")
+}
+
+// open opens the store, resolves ref and makes the driver the flags ask
+// for; the caller closes the store.
+func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *fork.Driver, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, model.Run{}, nil, err
+	}
+	run, err := st.Resolve(ctx, ref)
+	if err == nil {
+		var d *fork.Driver
+		if d, err = newDriver(st, false, t.api, t.ag); err == nil {
+			return st, run, d, nil
+		}
+	}
+	st.Close()
+	return nil, model.Run{}, nil, err
+}
+
+// run runs turns as the flags say (runTurns).
+func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run) error {
+	return runTurns(ctx, e, st, d, turns, runs, t.wait, t.asJSON, t.api, t.ag)
+}
+
+// runTurns runs turns (none: the runs were only created) in the
+// foreground (wait) or in a background tine, then prints runs as `tine
+// fork` does.
+func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run,
+	wait, asJSON bool, api apiFlags, ag agentFlags) error {
+	switch {
+	case len(turns) == 0:
+	case wait:
+		done := d.RunTurns(ctx, turns, forkProgress(e, runs))
+		byID := map[string]model.Run{}
+		for _, r := range done {
+			byID[r.ID] = r
+		}
+		for i, r := range runs {
+			if r2, ok := byID[r.ID]; ok {
+				runs[i] = r2
+			}
+		}
+	default:
+		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, turns); err != nil {
+			return fmt.Errorf("created, but the turns could not start: %w", err)
+		}
+		for _, t := range turns {
+			for i := range runs {
+				if runs[i].ID == t.RunID {
+					runs[i].Status = model.Running
+				}
+			}
+		}
+	}
+	if asJSON {
+		out := struct {
+			Forks []forkJSON `json:"forks"`
+		}{}
+		for _, r := range runs {
+			out.Forks = append(out.Forks, toForkJSON(r))
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printForks(e.stdout, runs)
+		if len(turns) > 0 && !wait {
+			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.New("cancelled: what the forks had streamed is kept, and they are recorded as cancelled")
+	}
+	return failedForks(runs)
+}
+
+// apiFlags override the model APIs' environment (OPENAI_BASE_URL,
+// OPENAI_API_KEY, ANTHROPIC_BASE_URL, ANTHROPIC_API_KEY).
+type apiFlags struct {
+	baseURL, apiKey string
+}
+
+// agentFlags are how agent turns run: the permission policy, the
+// best-of-N check's timeout and whether model calls are recorded; the
+// background process gets them too.
+type agentFlags struct {
+	permissions  string
+	checkTimeout time.Duration
+	record       bool
+}
+
+func (a *agentFlags) register(f *flags) {
+	f.StringVar(&a.permissions, "permissions", os.Getenv("TINE_PERMISSIONS"),
+		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
+	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
+	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
+		"record each model call of "+model.List(harness.Replayable(registry.Agents()))+" turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of the model APIs' turns (recorded, not replayed); or TINE_RECORD=1")
+}
+
+// args gives a's flags to a background `tine run-turns`.
+func (a agentFlags) args() []string {
+	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ", ") }
+
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// forkJSON is one fork as `tine fork --json` prints it.
+type forkJSON struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Parent   string      `json:"parent"`
+	ForkAt   int         `json:"fork_at"`
+	Asked    string      `json:"asked"`
+	Snapped  string      `json:"snapped_reason"`
+	Status   string      `json:"status"`
+	Harness  string      `json:"harness"`
+	NativeID string      `json:"native_id"`
+	Messages int         `json:"messages"`
+	Usage    model.Usage `json:"usage"`
+	CostUSD  float64     `json:"cost_usd"`
+	Error    string      `json:"error"`
+	Worktree string      `json:"worktree"`
+	Branch   string      `json:"branch"`
+	Base     string      `json:"base_commit,omitempty"`
+	Handoff  bool        `json:"handoff"`
+	Check    *checkJSON  `json:"check"`
+	Best     bool        `json:"best"`
+	Why      string      `json:"best_reason,omitempty"`
+	Note     string      `json:"note,omitempty"`
+}
+
+// checkJSON is a fork's best-of-N check; null when it was given none.
+type checkJSON struct {
+	Cmd     string   `json:"cmd"`
+	Ran     bool     `json:"ran"`
+	Exit    int      `json:"exit"`
+	Score   *float64 `json:"score"`
+	Output  string   `json:"output"`
+	Seconds float64  `json:"seconds"`
+	Error   string   `json:"error,omitempty"`
+}
+
+func toCheckJSON(c *model.Check) *checkJSON {
+	if c == nil {
+		return nil
+	}
+	return &checkJSON{Cmd: c.Cmd, Ran: c.Ran, Exit: c.Exit, Score: c.Score, Output: c.Output,
+		Seconds: c.Duration.Round(10 * time.Millisecond).Seconds(), Error: c.Error}
+}
+
+func toForkJSON(r model.Run) forkJSON {
+	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
+		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
+		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
+		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note}
+}
+
+// failedForks is the error of a command whose forks failed, naming the first.
+func failedForks(forks []model.Run) error {
+	for _, fk := range forks {
+		if fk.Status == model.Failed {
+			return fmt.Errorf("fork %s failed: %s", fk.Label(), fk.Error)
+		}
+	}
+	return nil
+}
+
+func printForks(w io.Writer, forks []model.Run) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	checks, trees := false, false
+	for _, r := range forks {
+		checks = checks || r.Check != nil
+		trees = trees || r.Worktree != ""
+	}
+	head := "FORK\tNAME\tK\tSTATUS\tHARNESS\tMSGS\tTOKENS"
+	if trees {
+		head += "\tBRANCH"
+	}
+	if checks {
+		head += "\tCHECK"
+	}
+	fmt.Fprintln(tw, head+"\tERROR")
+	for _, r := range forks {
+		h := r.Harness
+		if r.Handoff {
+			h += " (handoff)"
+		}
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, 30), r.ForkAt,
+			r.Status, h, r.Len(), r.Usage.Total())
+		if trees {
+			line += "\t" + model.OneLine(r.Branch, 40)
+		}
+		if checks {
+			line += "\t" + checkText(r)
+		}
+		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, 80))
+	}
+	tw.Flush()
+	for _, r := range forks {
+		if r.Best && r.BestReason != "" {
+			fmt.Fprintf(w, "best: %s (%s)\n", model.SafeText(r.Label()), r.BestReason)
+		}
+		if r.Worktree != "" {
+			fmt.Fprintf(w, "%s works in %s\n", model.SafeText(r.Label()), model.SafeText(r.Worktree))
+		}
+	}
+}
+
+// checkText is a fork's check result in a few characters.
+func checkText(r model.Run) string {
+	c := r.Check
+	star := ""
+	if r.Best {
+		star = " ★"
+	}
+	switch {
+	case c == nil:
+		return "-"
+	case !c.Ran:
+		return "not run"
+	case c.Error != "":
+		return model.OneLine(c.Error, 30) + star
+	case c.Number && c.Score != nil:
+		return fmt.Sprintf("%g%s", *c.Score, star)
+	case c.Exit == 0:
+		return "passed" + star
+	}
+	return fmt.Sprintf("failed (exit %d)%s", c.Exit, star)
+}
+
+// forkProgress reports each fork's status changes on stderr when it is a
+// terminal, one line each.
+func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
+	f, ok := e.stderr.(*os.File)
+	if !ok || !term.IsTerminal(f.Fd()) {
+		return nil
+	}
+	names := map[string]string{}
+	for _, fk := range forks {
+		names[fk.ID] = fk.Label()
+	}
+	start := time.Now()
+	return func(ev fork.RunEvent) {
+		if ev.Status == "" {
+			return
+		}
+		line := fmt.Sprintf("%6.1fs  %s: %s", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), ev.Status)
+		if ev.Err != nil && ev.Status != model.Completed {
+			line += ": " + model.OneLine(ev.Err.Error(), 100)
+		}
+		fmt.Fprintln(e.stderr, line)
+	}
+}
+
+// startBackgroundTurns runs the turns in a detached tine process, so the
+// command returns at once and the forks go on; the child reads its work
+// from stdin.
+func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
+	cmd := exec.Command(exe, args...)
+	// The key goes through the environment, never the argument list.
+	cmd.Env = os.Environ()
+	if api.apiKey != "" {
+		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	data, err := json.Marshal(turns)
+	if err != nil {
+		return err
+	}
+	cmd.Stdin = strings.NewReader(string(data))
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}
