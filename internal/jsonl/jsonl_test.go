@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/internal/jsonl/jsonltest"
 )
 
 // all reads every line of r.
@@ -130,35 +132,6 @@ func TestReadErrorHandsOutWhatCameAsPartial(t *testing.T) {
 	assert.ErrorIs(t, r2.Err(), boom)
 }
 
-// endless is a line of n bytes of x, made as it is read, then "\n" and
-// after.
-type endless struct {
-	n     int64
-	after string
-	block []byte
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	if e.n > 0 {
-		k := int(min(int64(len(p)), e.n))
-		for i := 0; i < k; {
-			i += copy(p[i:k], e.block)
-		}
-		e.n -= int64(k)
-		return k, nil
-	}
-	if e.after == "" {
-		return 0, io.EOF
-	}
-	k := copy(p, e.after)
-	e.after = e.after[k:]
-	return k, nil
-}
-
-func lazyLine(n int64, after string) io.Reader {
-	return io.MultiReader(strings.NewReader("{\"before\":1}\n"), &endless{n: n, after: after, block: bytes.Repeat([]byte("x"), 64<<10)})
-}
-
 // TestHugeLineMemoryIsBounded: a 128 MiB line costs about the cap in
 // memory, not its size, and the lines after it are still read. Not
 // parallel: it measures the process's allocations.
@@ -168,7 +141,7 @@ func TestHugeLineMemoryIsBounded(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	r := NewReader(lazyLine(huge, "\n{\"after\":2}\n"), limit)
+	r := NewReader(jsonltest.Around("{\"before\":1}\n", huge, "\n{\"after\":2}\n"), limit)
 	var lines []Line
 	for r.Next() {
 		l := r.Line()
@@ -179,7 +152,7 @@ func TestHugeLineMemoryIsBounded(t *testing.T) {
 	require.NoError(t, r.Err())
 	require.Len(t, lines, 3)
 	assert.Equal(t, `{"before":1}`, string(lines[0].Text))
-	assert.Equal(t, Line{Text: []byte(strings.Repeat("x", 20)), Number: 2, Offset: 13, Size: huge + 1, TooLong: true}, lines[1])
+	assert.Equal(t, Line{Text: []byte(`{"x":"` + strings.Repeat("x", 14)), Number: 2, Offset: 13, Size: huge + 1, TooLong: true}, lines[1])
 	assert.Equal(t, `{"after":2}`, string(lines[2].Text))
 	assert.Equal(t, int64(13+huge+1), lines[2].Offset)
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4*limit), "allocated while reading a 128 MiB line")
