@@ -70,7 +70,6 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -78,6 +77,7 @@ import (
 	"strings"
 
 	"tine/harness"
+	"tine/internal/jsonl"
 )
 
 // Harness is this backend's name in runs and the registry.
@@ -213,29 +213,21 @@ func scanAgentCall(path string, needle []byte) string {
 		return ""
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 256<<10)
-	var long []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long, chunk...)
-			continue
+	lr := jsonl.NewReader(f, jsonl.DefaultMax)
+	defer lr.Close()
+	for lr.Next() {
+		l := lr.Line()
+		if l.TooLong {
+			continue // only its head is held
 		}
-		line := chunk
-		if len(long) > 0 {
-			long = append(long, chunk...)
-			line = long
-		}
+		line := l.Text
 		if bytes.Contains(line, needle) && bytes.Contains(line, []byte(`"tool_result"`)) {
 			if id := toolResultID(line); id != "" {
 				return id
 			}
 		}
-		long = long[:0]
-		if err != nil {
-			return ""
-		}
 	}
+	return ""
 }
 
 // toolResultID returns the tool_use_id of the first tool result in a user

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/internal/jsonl/jsonltest"
 	"tine/model"
 )
 
@@ -287,6 +288,24 @@ func TestHugeLine(t *testing.T) {
 	assert.Equal(t, model.Tool, msgs[2].Role)
 	assert.Equal(t, len(big)/18*17, len(msgs[2].Parts[0].Text), "the escape decoded")
 	assert.Equal(t, "big", msgs[3].PlainText())
+}
+
+// TestLineOverTheCapIsSkipped: a line over 64 MiB is listed as skipped,
+// naming its size, without being read whole, and the records after it
+// still import; Offset goes past it.
+func TestLineOverTheCapIsSkipped(t *testing.T) {
+	t.Parallel()
+	before := `{"type":"user","uuid":"c1","parentUuid":null,"sessionId":"s","message":{"role":"user","content":"first"}}` + "\n"
+	after := "\n" + `{"type":"assistant","uuid":"c2","parentUuid":"c1","sessionId":"s","message":{"id":"m1","role":"assistant","model":"m","content":[{"type":"text","text":"still here"}]}}` + "\n" +
+		`{"type":"user","uuid":"c3","parentUuid":"c2","sessionId":"s","message":{"role":"user","content":"and on"}}` + "\n"
+	const huge = 65 << 20
+	pf, err := Parse(jsonltest.Around(before, huge, after), "huge.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 1)
+	assert.Equal(t, harness.Skip{File: "huge.jsonl", Line: 2, Reason: "line is 65.0 MiB, over the 64 MiB cap: skipped"}, pf.Skipped[0])
+	assert.Equal(t, int64(len(before)+huge+len(after)), pf.Offset)
+	require.Len(t, pf.Runs, 1)
+	assert.Equal(t, []string{"first", "still here", "and on"}, texts(pf.Runs[0].Messages))
 }
 
 func TestInvalidUTF8(t *testing.T) {

@@ -1,18 +1,16 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"tine/harness"
+	"tine/internal/jsonl"
 	"tine/model"
 )
 
@@ -25,9 +23,10 @@ import (
 // The records form a tree by uuid/parentUuid. The main line is the path to
 // the newest leaf; every other leaf's path is an in-file branch (a rewind)
 // holding only its own messages. Sidechains (subagents) are runs of their
-// own with a SubagentHint. Malformed lines are skipped and listed; a last
-// line without its newline (Claude is still writing) is left unread, and
-// Offset stops before it. Parse fails only when r does.
+// own with a SubagentHint. Malformed lines, and lines over 64 MiB
+// (jsonl.DefaultMax), are skipped and listed; a last line without its
+// newline (Claude is still writing) is left unread, and Offset stops
+// before it. Parse fails only when r does.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	return parse(r, name, subagentInfo(name))
 }
@@ -49,39 +48,28 @@ func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) 
 	return p.file, nil
 }
 
-// readers are the line readers of read, kept for the next file: an import
-// reads many files, and a fresh 256 KB buffer for each is most of what it
-// allocates. What handle keeps of a line it copies, as bufio reuses its
-// buffer from one line to the next anyway.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
-
-// read handles every complete line of r. Turns (turn.go) use it too, to
-// reach a file's records after build.
+// read handles every complete line of r; a last line without its newline
+// (Claude is still writing it) is left for the next import, and one over
+// the cap is listed as skipped. Turns (turn.go) use it too, to reach a
+// file's records after build.
 func (p *parser) read(r io.Reader) error {
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() { br.Reset(nil); readers.Put(br) }()
-	var long []byte // a line longer than br's buffer, gathered in pieces
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
+	lr := jsonl.NewReader(r, jsonl.DefaultMax)
+	defer lr.Close()
+	for lr.Next() {
+		l := lr.Line()
+		if l.Partial {
+			break
+		}
+		p.line = l.Number
+		p.file.Offset += l.Size
+		if l.TooLong {
+			p.skip(lr.TooLongReason())
 			continue
 		}
-		if len(long) > 0 {
-			long = append(long, chunk...)
-			chunk = long
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break // no newline: a partial line, or nothing
-			}
-			return fmt.Errorf("%s: %w", p.name, err)
-		}
-		p.line++
-		p.file.Offset += int64(len(chunk))
-		p.handle(chunk)
-		long = long[:0]
+		p.handle(l.Text)
+	}
+	if err := lr.Err(); err != nil {
+		return fmt.Errorf("%s: %w", p.name, err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/internal/jsonl/jsonltest"
 	"tine/model"
 )
 
@@ -341,6 +342,25 @@ func TestUnknownAndMalformed(t *testing.T) {
 	assert.Equal(t, "9", r.Messages[1].NativeID)
 	assert.Equal(t, model.Usage{InputTokens: 60, CacheReadTokens: 40, OutputTokens: 7}, r.Messages[1].Usage)
 	assert.Equal(t, "third \"quoted\" é😀", r.Messages[2].PlainText(), "escapes and surrogate pairs")
+}
+
+// TestLineOverTheCapIsSkipped: a line over 64 MiB is listed as skipped,
+// naming its size, without being read whole, and the records after it
+// still import; Offset goes past it.
+func TestLineOverTheCapIsSkipped(t *testing.T) {
+	t.Parallel()
+	before := `{"timestamp":"2026-01-03T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"0000bbbb-0000-7000-8000-000000000002","timestamp":"2026-01-03T00:00:00.000Z","cwd":"/work/p"}}` + "\n" +
+		`{"timestamp":"2026-01-03T00:00:01.000Z","ordinal":1,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}}` + "\n"
+	after := "\n" + `{"timestamp":"2026-01-03T00:00:02.000Z","ordinal":3,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}}` + "\n"
+	const huge = 65 << 20
+	pf, err := Parse(jsonltest.Around(before, huge, after), "huge.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 1)
+	assert.Equal(t, harness.Skip{File: "huge.jsonl", Line: 3, Reason: "line is 65.0 MiB, over the 64 MiB cap: skipped"}, pf.Skipped[0])
+	assert.Equal(t, int64(len(before)+huge+len(after)), pf.Offset)
+	require.Len(t, pf.Runs, 1)
+	assert.Equal(t, []model.Role{model.User, model.Assistant}, roles(pf.Runs[0].Messages))
+	assert.Equal(t, "hi", pf.Runs[0].Messages[1].PlainText())
 }
 
 func TestPartialLastLine(t *testing.T) {

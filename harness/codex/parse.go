@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/internal/jsonl"
 	"tine/internal/jsonscan"
 	"tine/model"
 )
@@ -33,9 +33,10 @@ func ParseFile(path string) (harness.ParsedFile, error) {
 // Parse reads a rollout from r; name labels skips and errors. A rollout is
 // one run (codex exec resume appends to the same file), so the result holds
 // one run, or none when r holds no complete record yet. Lines that are not
-// JSON objects are skipped and listed, unknown record types ignored, and a
-// last line without its newline (Codex is still writing) is left unread:
-// Offset ends before it. It is an error only when r fails.
+// JSON objects, and lines over 64 MiB (jsonl.DefaultMax), are skipped and
+// listed, unknown record types ignored, and a last line without its
+// newline (Codex is still writing) is left unread: Offset ends before it.
+// It is an error only when r fails.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	return newParser(name).parse(r)
 }
@@ -54,30 +55,24 @@ func ParseTail(r io.Reader, name string, file io.ReaderAt, off int64) (harness.P
 }
 
 func (p *parser) parse(r io.Reader) (harness.ParsedFile, error) {
-	name := p.name
-	br := bufio.NewReaderSize(r, 1<<20)
-	var long []byte // a line longer than br's buffer, gathered in pieces
+	lr := jsonl.NewReader(r, jsonl.DefaultMax)
+	defer lr.Close()
 	var off int64
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
+	for lr.Next() {
+		l := lr.Line()
+		if l.Partial {
+			break // Codex is still writing it
+		}
+		p.lineNo = l.Number
+		off += l.Size
+		if l.TooLong {
+			p.skip(lr.TooLongReason())
 			continue
 		}
-		if len(long) > 0 {
-			long = append(long, chunk...)
-			chunk = long
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break // no newline: a partial line, or nothing
-			}
-			return p.finish(off), fmt.Errorf("%s: %w", name, err)
-		}
-		p.lineNo++
-		off += int64(len(chunk))
-		p.line(chunk)
-		long = long[:0]
+		p.line(l.Text)
+	}
+	if err := lr.Err(); err != nil {
+		return p.finish(off), fmt.Errorf("%s: %w", p.name, err)
 	}
 	return p.finish(off), nil
 }

@@ -7,8 +7,8 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/internal/jsonl"
 	"tine/model"
 )
 
@@ -957,10 +958,22 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	return true, nil
 }
 
-// firstLine returns a file's first line, newline included.
+// firstLine returns a file's first line, newline included; an error when
+// it has no newline yet or is over the cap.
 func firstLine(f *os.File) ([]byte, error) {
-	br := bufio.NewReader(io.NewSectionReader(f, 0, 1<<40))
-	return br.ReadBytes('\n')
+	lr := jsonl.NewReader(io.NewSectionReader(f, 0, 1<<40), jsonl.DefaultMax)
+	defer lr.Close()
+	if !lr.Next() {
+		return nil, cmp.Or(lr.Err(), io.EOF)
+	}
+	switch l := lr.Line(); {
+	case l.Partial:
+		return nil, io.ErrUnexpectedEOF
+	case l.TooLong:
+		return nil, errors.New(lr.TooLongReason())
+	default:
+		return bytes.Clone(l.Raw), nil
+	}
 }
 
 // chainRecord is the part of a record that places it in the chain.
@@ -983,18 +996,21 @@ func chainIDs(line []byte, format Format) (id, parent string, ok bool) {
 	return id, parent, true
 }
 
-// firstParent is the parent of the first chained record at or after off.
+// firstParent is the parent of the first chained record at or after off,
+// among the 256 complete lines there.
 func firstParent(f *os.File, off int64, format Format) (string, bool) {
-	br := bufio.NewReaderSize(io.NewSectionReader(f, off, 1<<40), 1<<16)
-	for i := 0; i < 256; i++ {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			if _, parent, ok := chainIDs(line, format); ok {
-				return parent, true
-			}
+	lr := jsonl.NewReader(io.NewSectionReader(f, off, 1<<40), jsonl.DefaultMax)
+	defer lr.Close()
+	for lr.Next() && lr.Line().Number <= 256 {
+		l := lr.Line()
+		if l.Partial {
+			break
 		}
-		if err != nil {
-			return "", false
+		if l.TooLong {
+			continue
+		}
+		if _, parent, ok := chainIDs(l.Text, format); ok {
+			return parent, true
 		}
 	}
 	return "", false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/registry"
+	"tine/internal/jsonl/jsonltest"
 	"tine/model"
 	"tine/store"
 )
@@ -273,3 +275,47 @@ func TestUnchangedOnlyWhenNothingWouldBeRead(t *testing.T) {
 
 // formats are the formats of every backend tine is built with.
 var formats = FormatsOf(registry.Agents())
+
+// TestALineOverTheCapIsSkippedAndTheFileStillGrows: a transcript holding
+// a line over 64 MiB imports without it (a Skip naming its size), and
+// when the agent writes on, the new records are appended from past it.
+func TestALineOverTheCapIsSkippedAndTheFileStillGrows(t *testing.T) {
+	t.Parallel()
+	const sess = "0f0f0f0f-1111-4222-8333-444444444444"
+	rec := func(uuid, parent, role, text string) string {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return `{"type":"` + role + `","uuid":"` + uuid + `","parentUuid":` + p + `,"sessionId":"` + sess + `","timestamp":"2026-01-01T00:00:0` + uuid[1:] + `Z","message":{"id":"m` + uuid + `","role":"` + role + `","content":"` + text + `"}}` + "\n"
+	}
+	path := filepath.Join(t.TempDir(), sess+".jsonl")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	const huge = 65 << 20
+	_, err = io.Copy(f, jsonltest.Around(rec("u1", "", "user", "first"), huge, "\n"+rec("u2", "u1", "assistant", "still here")))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	st := openStore(t)
+	sum := importPaths(t, st, path)
+	assert.Equal(t, 1, sum.Runs)
+	require.Len(t, sum.Skipped, 1)
+	assert.Equal(t, "line is 65.0 MiB, over the 64 MiB cap: skipped", sum.Skipped[0].Reason)
+	assert.Equal(t, 2, sum.Skipped[0].Line)
+	r, err := st.Resolve(context.Background(), sess)
+	require.NoError(t, err)
+	assert.Equal(t, 2, r.OwnMessages)
+
+	f, err = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(rec("u3", "u2", "user", "and on"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	grown := importPaths(t, st, path)
+	assert.Equal(t, 1, grown.Appended, "read from where the last import stopped, past the long line")
+	assert.Less(t, grown.Bytes, int64(1<<20))
+	r, err = st.Resolve(context.Background(), sess)
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.OwnMessages)
+}

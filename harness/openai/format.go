@@ -5,7 +5,6 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"tine/harness"
 	"tine/internal/apihttp"
+	"tine/internal/jsonl"
 	"tine/model"
 )
 
@@ -45,7 +45,8 @@ type chatUsage struct {
 
 // Parse reads an openai-format transcript. name labels errors and skips. A
 // .jsonl file (or content that is not one JSON value) is read a line at a
-// time, skipping and counting lines it cannot read; a .json file must hold
+// time, skipping and counting lines it cannot read or over 64 MiB
+// (jsonl.DefaultMax); a .json file must hold
 // an array of messages or an object with "messages".
 func Parse(data []byte, name string) (harness.Transcript, error) {
 	var t harness.Transcript
@@ -95,12 +96,17 @@ func Parse(data []byte, name string) (harness.Transcript, error) {
 
 func parseLines(data []byte, name string) (harness.Transcript, error) {
 	var t harness.Transcript
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
+	// The file is whole: its last line counts without a newline too.
+	lr := jsonl.NewReader(bytes.NewReader(data), jsonl.DefaultMax)
+	defer lr.Close()
+	for lr.Next() {
+		l := lr.Line()
+		line := l.Number
+		if l.TooLong {
+			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: line, Reason: lr.TooLongReason()})
+			continue
+		}
+		b := bytes.TrimSpace(l.Text)
 		if len(b) == 0 {
 			continue
 		}
@@ -113,9 +119,6 @@ func parseLines(data []byte, name string) (harness.Transcript, error) {
 			t.Skipped = append(t.Skipped, harness.Skip{File: name, Line: line, Reason: warn})
 		}
 		t.Messages = append(t.Messages, m)
-	}
-	if err := sc.Err(); err != nil {
-		return t, fmt.Errorf("%s: %v", name, err)
 	}
 	if len(t.Messages) == 0 {
 		return t, fmt.Errorf("%s: no messages (%d lines skipped)", name, len(t.Skipped))

@@ -1,12 +1,15 @@
 package openai
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
+	"tine/internal/jsonl/jsonltest"
 	"tine/model"
 )
 
@@ -41,6 +44,24 @@ func TestParseJSONLSkipsBadLines(t *testing.T) {
 	assert.Equal(t, model.Image, tr.Messages[1].Parts[1].Kind)
 	assert.Equal(t, "gpt-x", tr.Run.Model)
 	assert.Equal(t, int64(45), model.OwnUsage(tr.Messages, 0).InputTokens)
+}
+
+// TestParseJSONLSkipsALineOverTheCap: a line over 64 MiB is listed as
+// skipped, naming its size, and the lines after it are read, the last one
+// without its newline too.
+func TestParseJSONLSkipsALineOverTheCap(t *testing.T) {
+	t.Parallel()
+	const huge = 65 << 20
+	before, after := `{"role":"user","content":"first"}`+"\n", "\n"+`{"role":"assistant","content":"still here"}`
+	var data bytes.Buffer
+	data.Grow(len(before) + huge + len(after))
+	_, err := data.ReadFrom(jsonltest.Around(before, huge, after))
+	require.NoError(t, err)
+	tr, err := Parse(data.Bytes(), "huge.jsonl")
+	require.NoError(t, err)
+	assert.Equal(t, []harness.Skip{{File: "huge.jsonl", Line: 2, Reason: "line is 65.0 MiB, over the 64 MiB cap: skipped"}}, tr.Skipped)
+	require.Len(t, tr.Messages, 2)
+	assert.Equal(t, "still here", tr.Messages[1].PlainText())
 }
 
 func TestParseShapes(t *testing.T) {

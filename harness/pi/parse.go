@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/internal/jsonl"
 	"tine/model"
 )
 
@@ -35,35 +35,34 @@ func ParseFile(path string) (harness.ParsedFile, error) {
 // The file's runs are its main line, the path from the root to the last
 // entry (where pi stands), then one run per other leaf, each holding only
 // the messages it does not share with a run before it. Lines that cannot be
-// read are skipped and listed; an incomplete last line (pi is still
-// writing) is left unread and Offset ends before it. It is an error only
-// when r fails or the first line is not a session header.
+// read, and lines over 64 MiB (jsonl.DefaultMax), are skipped and listed;
+// an incomplete last line (pi is still writing) is left unread and Offset
+// ends before it. It is an error only when r fails or the first line is
+// not a session header.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	p := parser{name: name, ids: map[string]int32{}, seed: maphash.MakeSeed()}
-	br := bufio.NewReaderSize(r, 256<<10)
-	var long []byte // a line longer than br's buffer, gathered in pieces
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			continue
+	lr := jsonl.NewReader(r, jsonl.DefaultMax)
+	defer lr.Close()
+	for lr.Next() {
+		l := lr.Line()
+		if l.Partial {
+			break // pi is still writing it
 		}
-		if len(long) > 0 {
-			long = append(long, chunk...)
-			chunk = long
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break // no newline: partial, or nothing
+		p.line = l.Number
+		p.file.Offset += l.Size
+		switch {
+		case l.TooLong && !p.haveHeader:
+			return p.file, fmt.Errorf("%s: not a pi session: the first line is %s, over the %s cap", name, jsonl.Size(l.Size), jsonl.Size(int64(lr.Max())))
+		case l.TooLong:
+			p.skip(lr.TooLongReason())
+		default:
+			if err := p.handle(bytes.TrimSpace(l.Text)); err != nil {
+				return p.file, err
 			}
-			return p.file, fmt.Errorf("%s: %w", name, err)
 		}
-		p.line++
-		p.file.Offset += int64(len(chunk))
-		if err := p.handle(bytes.TrimSpace(chunk)); err != nil {
-			return p.file, err
-		}
-		long = long[:0]
+	}
+	if err := lr.Err(); err != nil {
+		return p.file, fmt.Errorf("%s: %w", name, err)
 	}
 	if !p.haveHeader {
 		return p.file, nil // nothing complete yet

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/internal/jsonl/jsonltest"
 	"tine/model"
 )
 
@@ -422,6 +423,29 @@ func TestLongLine(t *testing.T) {
 	require.Len(t, msgs, 4)
 	assert.Len(t, msgs[2].Parts[0].Text, len(big))
 	assert.Equal(t, []int{1, 3, 4}, model.Checkpoints(msgs))
+}
+
+// TestLineOverTheCapIsSkipped: a line over 64 MiB is listed as skipped,
+// naming its size, without being read whole, and the entries after it
+// still import; Offset goes past it. Over the cap, a first line cannot be
+// a session header.
+func TestLineOverTheCapIsSkipped(t *testing.T) {
+	t.Parallel()
+	before := `{"type":"session","version":3,"id":"s","timestamp":"2026-11-29T10:00:00Z","cwd":"/x"}
+{"type":"message","id":"u1","parentId":null,"timestamp":"2026-11-29T10:00:01Z","message":{"role":"user","content":[{"type":"text","text":"read it"}]}}
+`
+	after := "\n" + `{"type":"message","id":"a1","parentId":"u1","timestamp":"2026-11-29T10:00:02Z","message":{"role":"assistant","content":[{"type":"text","text":"still here"}]}}` + "\n"
+	const huge = 65 << 20
+	pf, err := Parse(jsonltest.Around(before, huge, after), "huge.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Skipped, 1)
+	assert.Equal(t, harness.Skip{File: "huge.jsonl", Line: 3, Reason: "line is 65.0 MiB, over the 64 MiB cap: skipped"}, pf.Skipped[0])
+	assert.Equal(t, int64(len(before)+huge+len(after)), pf.Offset)
+	require.Len(t, pf.Runs, 1)
+	assert.Equal(t, []string{"u1", "a1"}, nativeIDs(pf.Runs[0].Messages))
+
+	_, err = Parse(jsonltest.Around("", huge, "\n"), "huge-header.jsonl")
+	assert.EqualError(t, err, "huge-header.jsonl: not a pi session: the first line is 65.0 MiB, over the 64 MiB cap")
 }
 
 func TestInvalidUTF8(t *testing.T) {

@@ -15,7 +15,6 @@
 package agentproc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -27,6 +26,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"tine/internal/jsonl"
 )
 
 // Defaults for Spec's zero values.
@@ -63,7 +64,7 @@ type Spec struct {
 	// Started, when set, is called once the process runs, with its pid.
 	Started func(pid int)
 	// Skipped, when set, is called with each non-empty line that is skipped
-	// (what was kept of it when too long), so a caller whose protocol must
+	// (its first MaxLine bytes when too long), so a caller whose protocol must
 	// not lose a line (JSON-RPC) can tell garbage from a broken message.
 	Skipped func(line []byte)
 }
@@ -236,44 +237,15 @@ func notInstalled(name string, s Spec) error {
 	return fmt.Errorf("%s: %w", msg, ErrNotInstalled)
 }
 
-// readLines calls fn with each line of r (without its newline); a line
-// longer than max is passed as tooLong with what was kept of it.
+// readLines calls fn with each line of r (without its newline), the last
+// one too when the output ends without one; a line longer than max is
+// passed as tooLong with its head (its first max bytes).
 func readLines(r io.Reader, max int, fn func(line []byte, tooLong bool)) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
-	tooLong := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		switch {
-		case err == bufio.ErrBufferFull:
-			if !tooLong {
-				if len(long)+len(chunk) > max {
-					tooLong, long = true, long[:0]
-				} else {
-					long = append(long, chunk...)
-				}
-			}
-			continue
-		case err != nil && len(chunk) == 0 && len(long) == 0 && !tooLong:
-			return
-		}
-		line := chunk
-		if len(long) > 0 || tooLong {
-			if !tooLong && len(long)+len(chunk) <= max {
-				long = append(long, chunk...)
-			} else {
-				tooLong = true
-			}
-			line = long
-		}
-		if len(line) > max {
-			tooLong = true
-		}
-		fn(bytes.TrimRight(line, "\r\n"), tooLong)
-		long, tooLong = long[:0], false
-		if err != nil {
-			return
-		}
+	lr := jsonl.NewReader(r, max)
+	defer lr.Close()
+	for lr.Next() {
+		l := lr.Line()
+		fn(bytes.TrimRight(l.Text, "\r\n"), l.TooLong)
 	}
 }
 

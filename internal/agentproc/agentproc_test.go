@@ -36,6 +36,9 @@ func playScene(scene string) {
 		fmt.Fprintln(out, `{"n":`+strings.Repeat("9", 3000)+`}`) // too long for MaxLine 1000
 		fmt.Fprintln(out, `{"n":2}`)
 		fmt.Fprint(out, `{"n":3}`) // no final newline
+	case "longline": // a protocol message longer than the read buffer
+		fmt.Fprintln(out, `{"jsonrpc":"2.0","id":1,"result":"`+strings.Repeat("9", 1<<20)+`"}`)
+		fmt.Fprintln(out, `{"n":2}`)
 	case "fail":
 		fmt.Fprintln(out, `{"n":1}`)
 		fmt.Fprintln(os.Stderr, "something broke\nError: rate limited (429)")
@@ -201,4 +204,22 @@ func TestSkippedSeesEachSkippedLine(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"not json", `{"n":99999`}, skipped, "the garbage line and what was kept of the long one")
 	assert.Equal(t, res.Skipped, len(skipped))
+}
+
+// TestSkippedSeesTheHeadOfALongLine: a line longer than the read buffer
+// and MaxLine reaches Skipped as its first MaxLine bytes, which tell a
+// lost protocol message (ACP's "jsonrpc") from garbage, and the line after
+// it is still read.
+func TestSkippedSeesTheHeadOfALongLine(t *testing.T) {
+	t.Parallel()
+	var skipped [][]byte
+	lines, res, err := collect(t, context.Background(), scene("longline", Spec{MaxLine: 1000, Skipped: func(l []byte) {
+		skipped = append(skipped, append([]byte(nil), l...))
+	}}))
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"n":2}`}, lines)
+	assert.Equal(t, 1, res.Skipped)
+	require.Len(t, skipped, 1)
+	assert.Len(t, skipped[0], 1000)
+	assert.True(t, strings.HasPrefix(string(skipped[0]), `{"jsonrpc":"2.0"`), "%.40q", skipped[0])
 }
