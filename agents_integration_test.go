@@ -624,10 +624,10 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 		byName[h.Name] = h
 	}
 	agents := backends(harness.Setup{}, true)
-	for _, n := range []string{"acp", "anthropic", "claude", "codex", "openai", "pi", "script"} {
-		require.Contains(t, byName, n)
-		a, _ := agents.Agent(n)
-		assert.Equal(t, a.Caps, byName[n].Capabilities, n)
+	require.Len(t, hs, len(agents.Agents()))
+	for _, a := range agents.Agents() {
+		require.Contains(t, byName, a.Name)
+		assert.Equal(t, a.Caps, byName[a.Name].Capabilities, a.Name)
 	}
 	assert.False(t, byName["claude"].Installed)
 	assert.Contains(t, byName["claude"].Problem, "npm install -g @anthropic-ai/claude-code")
@@ -651,7 +651,20 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 			replays[f[0]] = f[7]
 		}
 	}
-	assert.Equal(t, map[string]string{"acp": "yes", "anthropic": "-", "claude": "yes", "codex": "yes", "openai": "-", "pi": "yes", "script": "-"}, replays)
+	want := map[string]string{}
+	for _, a := range agents.Agents() {
+		want[a.Name] = "-"
+		if a.Caps.Replayable() || a.Name == "acp" { // Claude Code behind ACP records
+			want[a.Name] = "yes"
+		}
+	}
+	assert.Equal(t, want, replays)
+	for _, n := range []string{"acp", "claude", "codex", "pi"} {
+		assert.Equal(t, "yes", replays[n], n)
+	}
+	for _, n := range []string{"anthropic", "openai", "script"} {
+		assert.Equal(t, "-", replays[n], n)
+	}
 }
 
 // TestRecordAClaudeForkAsItsTape: with --record, a fork's Claude Code turns
