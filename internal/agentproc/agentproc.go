@@ -134,7 +134,7 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	cmd.Dir = s.Dir
 	cmd.Env = MergeEnv(s.Base, s.Env)
 	cmd.Stdin = s.Stdin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	tail := &tailWriter{max: tailBytes}
@@ -154,7 +154,7 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	go func() {
 		err := cmd.Wait()
 		// Whatever the agent left running in its group goes with it.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid, syscall.SIGKILL)
 		pw.Close()
 		waited <- err
 	}()
@@ -170,8 +170,8 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 			stopMu.Lock()
 			stopWhy = why
 			stopMu.Unlock()
-			_ = syscall.Kill(-pgid, syscall.SIGINT)
-			time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			killGroup(pgid, syscall.SIGINT)
+			time.AfterFunc(grace, func() { killGroup(pgid, syscall.SIGKILL) })
 		})
 	}
 	stallTimer := time.AfterFunc(stall, func() {
