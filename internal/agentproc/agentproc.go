@@ -60,6 +60,9 @@ type Spec struct {
 	// DefaultMaxLine.
 	Stall, Grace time.Duration
 	MaxLine      int
+	// ExitDrain is how long output may still arrive after the process
+	// exited, as from a child it left holding stdout (2 s when 0).
+	ExitDrain time.Duration
 	// Started, when set, is called once the process runs, with its pid.
 	Started func(pid int)
 	// Skipped, when set, is called with each non-empty line that is skipped
@@ -129,6 +132,10 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
+	drain := s.ExitDrain
+	if drain <= 0 {
+		drain = exitDrain
+	}
 
 	cmd := exec.Command(bin, s.Args...)
 	cmd.Dir = s.Dir
@@ -139,7 +146,7 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	cmd.Stdout = pw
 	tail := &tailWriter{max: tailBytes}
 	cmd.Stderr = tail
-	cmd.WaitDelay = exitDrain
+	cmd.WaitDelay = drain
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return res, notInstalled(name, s)
