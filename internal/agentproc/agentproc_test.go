@@ -45,6 +45,11 @@ func playScene(scene string) {
 	case "hang":
 		fmt.Fprintln(out, `{"n":1}`)
 		time.Sleep(time.Minute)
+	case "busy": // a line every 50 ms for 1.5 s, then done
+		for i := range 30 {
+			fmt.Fprintf(out, "{\"n\":%d}\n", i)
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "dribble": // bytes, never a line
 		for range 600 {
 			fmt.Fprint(out, "x")
@@ -115,6 +120,16 @@ func TestStallStopsASilentAgent(t *testing.T) {
 	assert.Contains(t, err.Error(), "fake sent nothing for 300ms")
 	assert.Equal(t, []string{`{"n":1}`}, lines)
 	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+// An agent that keeps printing is busy, not stalled, however long the
+// turn: each line restarts the stall timer.
+func TestStallSparesAnAgentThatKeepsPrinting(t *testing.T) {
+	t.Parallel()
+	lines, res, err := collect(t, context.Background(), scene("busy", Spec{Stall: 500 * time.Millisecond, Grace: 200 * time.Millisecond}))
+	require.NoError(t, err, "printed for three times the stall timeout, a line every 50 ms")
+	assert.Len(t, lines, 30)
+	assert.Equal(t, 0, res.ExitCode)
 }
 
 func TestStallFiresOnBytesWithoutALine(t *testing.T) {
