@@ -2,7 +2,7 @@
 
 package platform
 
-// tine builds on Linux and macOS only (README, "Platforms"): on this
-// system the process groups and file times it relies on are not there.
-// This line is what `go build` stops at, naming it.
+// tine builds on Linux and macOS only (ARCHITECTURE.md, internal/platform):
+// on this system the process groups and file times it relies on are not
+// there. This line is what `go build` stops at, naming it.
 var _ = tine_builds_on_linux_and_macos_only
