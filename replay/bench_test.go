@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -121,4 +122,32 @@ func BenchmarkReplay200(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/200/1e6, "ms/step")
 	b.ReportMetric(float64(len(bodies[199]))/1024, "kB-last-request")
+}
+
+// BenchmarkUnifiedDiff is the diff of a divergence: a field of a few
+// lines, a 5,000-line tool output changed at both ends, and one changed
+// on every line.
+func BenchmarkUnifiedDiff(b *testing.B) {
+	b.Run("small", func(b *testing.B) {
+		x := "one\ntwo\nthree\nfour\nfive"
+		y := "one\ntwo\nTHREE\nfour\nfive"
+		for b.Loop() {
+			unifiedDiff(x, y)
+		}
+	})
+	b.Run("5000-lines", func(b *testing.B) {
+		x, y := bigPair(5000)
+		b.SetBytes(int64(len(x) + len(y)))
+		for b.Loop() {
+			unifiedDiff(x, y)
+		}
+	})
+	b.Run("5000-lines-all-differ", func(b *testing.B) {
+		x, _ := bigPair(5000)
+		y := strings.ReplaceAll(x, "line", "LINE")
+		b.SetBytes(int64(len(x) + len(y)))
+		for b.Loop() {
+			unifiedDiff(x, y)
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/aymanbagabas/go-udiff"
 )
 
 // Kind classifies a divergence (rule 9 in ARCHITECTURE.md).
@@ -237,126 +239,18 @@ func render(v any) string {
 }
 
 // unifiedDiff is a line diff of a against b in unified format with three
-// lines of context, headed "--- taped" / "+++ actual".
+// lines of context, headed "--- taped" / "+++ actual" ("" when their
+// lines are the same). The values compared rarely end with a newline;
+// then each gets one, so that "\ No newline at end of file" is said only
+// where exactly one of them ends with a newline.
 func unifiedDiff(a, b string) string {
-	al, bl := splitLines(a), splitLines(b)
-	// Common prefix and suffix first, so the quadratic part is the middle.
-	pre := 0
-	for pre < len(al) && pre < len(bl) && al[pre] == bl[pre] {
-		pre++
-	}
-	suf := 0
-	for suf < len(al)-pre && suf < len(bl)-pre && al[len(al)-1-suf] == bl[len(bl)-1-suf] {
-		suf++
-	}
-	am, bm := al[pre:len(al)-suf], bl[pre:len(bl)-suf]
-	type op struct {
-		kind byte // ' ', '-', '+'
-		text string
-	}
-	var ops []op
-	for _, l := range al[:pre] {
-		ops = append(ops, op{' ', l})
-	}
-	if len(am)*len(bm) > 4_000_000 {
-		for _, l := range am {
-			ops = append(ops, op{'-', l})
+	if !strings.HasSuffix(a, "\n") && !strings.HasSuffix(b, "\n") {
+		if a != "" {
+			a += "\n"
 		}
-		for _, l := range bm {
-			ops = append(ops, op{'+', l})
-		}
-	} else {
-		// Longest common subsequence, by table.
-		n, m := len(am), len(bm)
-		t := make([][]int32, n+1)
-		for i := range t {
-			t[i] = make([]int32, m+1)
-		}
-		for i := n - 1; i >= 0; i-- {
-			for j := m - 1; j >= 0; j-- {
-				if am[i] == bm[j] {
-					t[i][j] = t[i+1][j+1] + 1
-				} else {
-					t[i][j] = max(t[i+1][j], t[i][j+1])
-				}
-			}
-		}
-		i, j := 0, 0
-		for i < n || j < m {
-			switch {
-			case i < n && j < m && am[i] == bm[j]:
-				ops = append(ops, op{' ', am[i]})
-				i, j = i+1, j+1
-			case i < n && (j == m || t[i+1][j] >= t[i][j+1]):
-				ops = append(ops, op{'-', am[i]})
-				i++
-			default:
-				ops = append(ops, op{'+', bm[j]})
-				j++
-			}
+		if b != "" {
+			b += "\n"
 		}
 	}
-	for _, l := range al[len(al)-suf:] {
-		ops = append(ops, op{' ', l})
-	}
-	// Hunks with three lines of context.
-	const ctx = 3
-	var out strings.Builder
-	out.WriteString("--- taped\n+++ actual\n")
-	for k := 0; k < len(ops); {
-		if ops[k].kind == ' ' {
-			k++
-			continue
-		}
-		start := max(0, k-ctx)
-		end := k
-		for end < len(ops) {
-			if ops[end].kind != ' ' {
-				end++
-				continue
-			}
-			run := end
-			for run < len(ops) && ops[run].kind == ' ' {
-				run++
-			}
-			if run == len(ops) || run-end > 2*ctx {
-				end = min(len(ops), end+ctx)
-				break
-			}
-			end = run
-		}
-		aStart, bStart := 1, 1
-		for _, o := range ops[:start] {
-			if o.kind != '+' {
-				aStart++
-			}
-			if o.kind != '-' {
-				bStart++
-			}
-		}
-		aLen, bLen := 0, 0
-		for _, o := range ops[start:end] {
-			if o.kind != '+' {
-				aLen++
-			}
-			if o.kind != '-' {
-				bLen++
-			}
-		}
-		fmt.Fprintf(&out, "@@ -%d,%d +%d,%d @@\n", aStart, aLen, bStart, bLen)
-		for _, o := range ops[start:end] {
-			out.WriteByte(o.kind)
-			out.WriteString(o.text)
-			out.WriteByte('\n')
-		}
-		k = end
-	}
-	return out.String()
-}
-
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	return udiff.Unified("taped", "actual", a, b)
 }

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -146,3 +147,49 @@ func TestUnifiedDiff(t *testing.T) {
 // testRules are the rules of every backend tine is built with, as main
 // gives them to its gateway.
 var testRules = RulesOf(registry.Agents())
+
+// bigPair is n numbered lines, and the same with the first and the last
+// changed: what no common prefix or suffix narrows down (a tool's long
+// output whose first and last lines hold a date).
+func bigPair(n int) (a, b string) {
+	var x, y strings.Builder
+	for i := range n {
+		line := fmt.Sprintf("line %d of a long tool output\n", i)
+		x.WriteString(line)
+		if i == 0 || i == n-1 {
+			line = fmt.Sprintf("LINE %d, changed\n", i)
+		}
+		y.WriteString(line)
+	}
+	return x.String(), y.String()
+}
+
+// Big inputs get the same line diff as small ones: each changed line once,
+// in a hunk of its own, not every line of the middle removed and added.
+func TestUnifiedDiffOfBigInputs(t *testing.T) {
+	a, b := bigPair(5000)
+	want := "--- taped\n+++ actual\n" +
+		"@@ -1,4 +1,4 @@\n-line 0 of a long tool output\n+LINE 0, changed\n" +
+		" line 1 of a long tool output\n line 2 of a long tool output\n line 3 of a long tool output\n" +
+		"@@ -4997,4 +4997,4 @@\n line 4996 of a long tool output\n line 4997 of a long tool output\n" +
+		" line 4998 of a long tool output\n-line 4999 of a long tool output\n+LINE 4999, changed\n"
+	if got := unifiedDiff(a, b); got != want {
+		t.Errorf("got %d bytes:\n%.2000s\nwant\n%s", len(got), got, want)
+	}
+}
+
+// The values a Mismatch holds rarely end with a newline: the diff says
+// "No newline at end of file" only when exactly one of them does.
+func TestUnifiedDiffFinalNewline(t *testing.T) {
+	for _, tc := range []struct{ a, b, want string }{
+		{"a\nb", "a\nc", "--- taped\n+++ actual\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"},
+		{"a\nb\n", "a\nc\n", "--- taped\n+++ actual\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"},
+		{"b", "b\n", "--- taped\n+++ actual\n@@ -1 +1 @@\n-b\n\\ No newline at end of file\n+b\n"},
+		{"", "b", "--- taped\n+++ actual\n@@ -0,0 +1 @@\n+b\n"},
+		{"same", "same", ""},
+	} {
+		if got := unifiedDiff(tc.a, tc.b); got != tc.want {
+			t.Errorf("%q against %q: got\n%s\nwant\n%s", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

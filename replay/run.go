@@ -127,7 +127,6 @@ type source struct {
 	// continuation's messages are all its own session's.
 	forkAt  int
 	prompts []string        // what the person typed on each of its turns
-	first   []string        // with the answer-again first turn: ""
 	origin  *harness.Origin // the session its first turn branched
 	handoff bool
 	prefix  []model.Message

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"tine/model"
@@ -161,7 +160,7 @@ func alive(pid int, start int64) bool {
 	if pid <= 0 {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && err != syscall.EPERM {
+	if !exists(pid) {
 		return false
 	}
 	if start != 0 {

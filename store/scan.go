@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"tine/model"
@@ -53,9 +52,7 @@ func stateOf(path string) (dbState, bool) {
 		return dbState{}, false
 	}
 	st := dbState{size: info.Size(), mtime: info.ModTime().UnixNano()}
-	if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-		st.ino, st.ctime = int64(sys.Ino), sys.Ctim.Nano()
-	}
+	st.ino, st.ctime = inodeAndCtime(info)
 	return st, true
 }
 

@@ -442,14 +442,14 @@ func TestTurnForkAtEnd(t *testing.T) {
 
 // forkAtK runs a fork of the main session at K whose turn appends the
 // recorded fork's records (the turn "fork: now say bye").
-func forkAtK(t *testing.T, f *fake, origin string, k int, source string) (*events, error, []model.Message) {
+func forkAtK(t *testing.T, f *fake, origin string, k int, source string) (*events, []model.Message, error) {
 	t.Helper()
 	prefix := mainMessages(t)
 	ev, err := runTurn(t, f.cli(Config{}), harness.TurnRequest{
 		Prefix: prefix[:k], Input: "fork: now say bye", Dir: f.dir, Permissions: harness.PermitAuto,
 		Origin: &harness.Origin{Session: origin, Source: source, K: k, Len: len(prefix)},
 	})
-	return ev, err, prefix
+	return ev, prefix, err
 }
 
 func TestTurnForkAtK(t *testing.T) {
@@ -468,7 +468,7 @@ func TestTurnForkAtK(t *testing.T) {
 			origin := f.install(mainRollout, -1)
 			before, err := os.ReadFile(origin)
 			require.NoError(t, err)
-			ev, err, prefix := forkAtK(t, f, mainID, tc.k, "")
+			ev, prefix, err := forkAtK(t, f, mainID, tc.k, "")
 			require.NoError(t, err)
 
 			sessions := ev.of(harness.EventSession)

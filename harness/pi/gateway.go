@@ -257,7 +257,8 @@ func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []s
 	// or settings.json still applies; the default one is linked in.
 	if getenv("PI_CODING_AGENT_SESSION_DIR") == "" && settingsSessionDir(filepath.Join(agent, "settings.json")) == "" {
 		real := filepath.Join(agent, "sessions")
-		if err := os.MkdirAll(real, 0o700); err == nil {
+		err = os.MkdirAll(real, 0o700)
+		if err == nil {
 			err = os.Symlink(real, filepath.Join(dir, "sessions"))
 		}
 		if err != nil {

@@ -80,3 +80,32 @@ func TestGatewayDirKeepsTheUpstreamsShape(t *testing.T) {
 		done()
 	}
 }
+
+// TestGatewayDirLinksTheSessionsFolder: a recorded turn's agent dir links
+// pi's own sessions folder, so the session it writes stays where pi keeps
+// it; when the folder cannot be made (a file is in its place) the turn
+// fails rather than writing its session into the temporary agent dir,
+// which is deleted after the turn.
+func TestGatewayDirLinksTheSessionsFolder(t *testing.T) {
+	t.Parallel()
+	agent := t.TempDir()
+	env := []string{"PI_CODING_AGENT_DIR=" + agent, "HOME=" + agent, "ANTHROPIC_API_KEY=k"}
+	gw, _, _, done, err := gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x")
+	require.NoError(t, err)
+	target, err := os.Readlink(filepath.Join(gw, "sessions"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(agent, "sessions"), target)
+	assert.DirExists(t, target)
+	done()
+
+	blocked := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(blocked, "sessions"), nil, 0o600))
+	env = []string{"PI_CODING_AGENT_DIR=" + blocked, "HOME=" + blocked, "ANTHROPIC_API_KEY=k"}
+	gw, _, _, done, err = gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x")
+	if done != nil {
+		t.Cleanup(done)
+	}
+	require.ErrorContains(t, err, "pi: the recording's agent dir: ")
+	assert.Contains(t, err.Error(), filepath.Join(blocked, "sessions"))
+	assert.Empty(t, gw)
+}

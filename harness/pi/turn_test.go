@@ -84,9 +84,7 @@ func fakePi(scene string) int {
 		src := flag("--fork")
 		s.create(cwd, now, src)
 		lines := readLines(src)
-		for _, l := range lines[1:] {
-			s.entries = append(s.entries, l)
-		}
+		s.entries = append(s.entries, lines[1:]...)
 		f, _ := os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		for _, l := range append([][]byte{s.header}, s.entries...) {
 			f.Write(append(l, '\n'))

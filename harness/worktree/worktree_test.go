@@ -146,8 +146,6 @@ func fileHash(t testing.TB, p string) string {
 	return hex.EncodeToString(s[:])
 }
 
-func exists(p string) bool { _, err := os.Lstat(p); return err == nil }
-
 func TestRepoNotARepo(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
@@ -595,9 +593,9 @@ func TestDiffStatAndDiff(t *testing.T) {
 	index := fileHash(t, filepath.Join(repo, ".git", "worktrees", filepath.Base(wt.Path), "index"))
 	status := gitT(t, wt.Path, "status", "--porcelain")
 
-	stats, err := DiffStat(ctx, filepath.Join(wt.Path, "dir-that-is-not") /* missing */, wt.Base)
+	_, err = DiffStat(ctx, filepath.Join(wt.Path, "dir-that-is-not") /* missing */, wt.Base)
 	require.ErrorIs(t, err, ErrMissing)
-	stats, err = DiffStat(ctx, filepath.Join(wt.Path, "new"), wt.Base) // from a subdirectory
+	stats, err := DiffStat(ctx, filepath.Join(wt.Path, "new"), wt.Base) // from a subdirectory
 	require.NoError(t, err)
 	sort.Slice(stats, func(i, j int) bool { return stats[i].Path < stats[j].Path })
 	assert.Equal(t, []FileStat{

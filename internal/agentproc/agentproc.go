@@ -61,6 +61,9 @@ type Spec struct {
 	// DefaultMaxLine.
 	Stall, Grace time.Duration
 	MaxLine      int
+	// ExitDrain is how long output may still arrive after the process
+	// exited, as from a child it left holding stdout (2 s when 0).
+	ExitDrain time.Duration
 	// Started, when set, is called once the process runs, with its pid.
 	Started func(pid int)
 	// Skipped, when set, is called with each non-empty line that is skipped
@@ -130,17 +133,21 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
+	drain := s.ExitDrain
+	if drain <= 0 {
+		drain = exitDrain
+	}
 
 	cmd := exec.Command(bin, s.Args...)
 	cmd.Dir = s.Dir
 	cmd.Env = MergeEnv(s.Base, s.Env)
 	cmd.Stdin = s.Stdin
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	tail := &tailWriter{max: tailBytes}
 	cmd.Stderr = tail
-	cmd.WaitDelay = exitDrain
+	cmd.WaitDelay = drain
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return res, notInstalled(name, s)
@@ -155,7 +162,7 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	go func() {
 		err := cmd.Wait()
 		// Whatever the agent left running in its group goes with it.
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		killGroup(pgid, syscall.SIGKILL)
 		pw.Close()
 		waited <- err
 	}()
@@ -171,8 +178,8 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 			stopMu.Lock()
 			stopWhy = why
 			stopMu.Unlock()
-			_ = syscall.Kill(-pgid, syscall.SIGINT)
-			time.AfterFunc(grace, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+			killGroup(pgid, syscall.SIGINT)
+			time.AfterFunc(grace, func() { killGroup(pgid, syscall.SIGKILL) })
 		})
 	}
 	stallTimer := time.AfterFunc(stall, func() {

@@ -1,12 +1,14 @@
 package agentproc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +48,11 @@ func playScene(scene string) {
 	case "hang":
 		fmt.Fprintln(out, `{"n":1}`)
 		time.Sleep(time.Minute)
+	case "busy": // a line every 50 ms for 1.5 s, then done
+		for i := range 30 {
+			fmt.Fprintf(out, "{\"n\":%d}\n", i)
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "dribble": // bytes, never a line
 		for range 600 {
 			fmt.Fprint(out, "x")
@@ -118,6 +125,16 @@ func TestStallStopsASilentAgent(t *testing.T) {
 	assert.Less(t, time.Since(start), 10*time.Second)
 }
 
+// An agent that keeps printing is busy, not stalled, however long the
+// turn: each line restarts the stall timer.
+func TestStallSparesAnAgentThatKeepsPrinting(t *testing.T) {
+	t.Parallel()
+	lines, res, err := collect(t, context.Background(), scene("busy", Spec{Stall: 500 * time.Millisecond, Grace: 200 * time.Millisecond}))
+	require.NoError(t, err, "printed for three times the stall timeout, a line every 50 ms")
+	assert.Len(t, lines, 30)
+	assert.Equal(t, 0, res.ExitCode)
+}
+
 func TestStallFiresOnBytesWithoutALine(t *testing.T) {
 	t.Parallel()
 	_, _, err := collect(t, context.Background(), scene("dribble", Spec{Stall: 300 * time.Millisecond, Grace: 200 * time.Millisecond}))
@@ -159,15 +176,30 @@ func TestOnLineErrorStopsTheAgent(t *testing.T) {
 func TestLeftoverChildrenDoNotHoldTheTurn(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
-	lines, _, err := collect(t, context.Background(), scene("orphan", Spec{}))
+	lines, _, err := collect(t, context.Background(), scene("orphan", Spec{ExitDrain: 200 * time.Millisecond}))
 	require.NoError(t, err)
 	require.Len(t, lines, 1)
-	assert.Less(t, time.Since(start), 20*time.Second, "the turn ends soon after the agent exits")
+	assert.Less(t, time.Since(start), 1500*time.Millisecond, "the turn ends ExitDrain after the agent exits, not at the default 2 s")
 	var pid int
 	fmt.Sscanf(lines[0], `{"child":%d}`, &pid)
 	require.NotZero(t, pid)
 	// The child was in the agent's group, and went with it.
-	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 20*time.Millisecond)
+}
+
+// gone reports whether process pid has ended: it is not there, or is a
+// zombie (Linux /proc) that its new parent, the system's init, has not yet
+// reaped (some containers' init takes a second or two).
+func gone(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && bytes.HasPrefix(b[i+1:], []byte(" Z"))
 }
 
 func TestNotInstalledNamesThePackage(t *testing.T) {

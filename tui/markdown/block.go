@@ -268,10 +268,7 @@ func quote(lines []string, depth int) (*block, int) {
 		line := lines[n]
 		ind := indent(line)
 		if ind <= 3 && ind < len(line) && line[ind] == '>' {
-			s := line[ind+1:]
-			if strings.HasPrefix(s, " ") {
-				s = s[1:]
-			}
+			s := strings.TrimPrefix(line[ind+1:], " ")
 			inner = append(inner, s)
 			lazyOK = !isBlank(s) && !isFenceOrCode(s)
 			continue
