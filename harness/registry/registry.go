@@ -12,6 +12,7 @@ import (
 	"tine/harness/codex"
 	"tine/harness/openai"
 	"tine/harness/pi"
+	"tine/harness/qwen"
 	"tine/harness/script"
 )
 
@@ -20,6 +21,7 @@ import (
 // openai's), and the order they are listed in where a list is not sorted.
 func Agents() []harness.Agent {
 	return []harness.Agent{
+		qwen.Agent, // before claude: its records look like Claude Code's, and its detector is the stricter
 		claude.Agent,
 		codex.Agent,
 		pi.Agent,
