@@ -79,7 +79,7 @@ func field(lines []map[string]any, key, val, want string) string {
 // on that home: every session is there, the fork hangs off its parent at
 // the message it was forked at, and its usage is what the server charged.
 func TestRealAgentsForkAndImport(t *testing.T) {
-	for _, cli := range []string{"claude", "codex", "pi"} {
+	for _, cli := range []string{"claude", "codex", "pi", "qwen"} {
 		t.Run(cli, func(t *testing.T) {
 			bin := agentBin(t, cli)
 			srv, err := modelserver.Start(modelserver.Options{Model: "tine-test-model"})
@@ -125,6 +125,12 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 				first = append(append([]string{bin}, common...), "say hello")
 				fork = append(append([]string{bin}, common...), "--fork", "%s", "fork: say bye")
 				idOf = func(l []map[string]any) string { return field(l, "type", "session", "id") }
+			case "qwen":
+				writeQwenSettings(t, home)
+				env = []string{"OPENAI_BASE_URL=" + srv.URL() + "/v1", "OPENAI_API_KEY=test", "OPENAI_MODEL=tine-test-model"}
+				first = []string{bin, "--output-format", "stream-json", "say hello"}
+				fork = []string{bin, "--output-format", "stream-json", "--resume", "%s", "--fork-session", "fork: say bye"}
+				idOf = func(l []map[string]any) string { return field(l, "type", "system", "session_id") }
 			}
 			main := idOf(agentRun(t, home, env, first...))
 			require.NotEmpty(t, main, "the CLI reported its session id")
@@ -143,6 +149,8 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
 			t.Setenv("PI_CODING_AGENT_DIR", "")
 			t.Setenv("PI_CODING_AGENT_SESSION_DIR", "")
+			t.Setenv("QWEN_HOME", "")
+			t.Setenv("QWEN_RUNTIME_DIR", "")
 			db := filepath.Join(t.TempDir(), "t.db")
 			out, errOut, code := tine(t, db, "import", "--json")
 			require.Equal(t, 0, code, errOut)
@@ -283,9 +291,32 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 		a.shell = func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("bash", map[string]string{"command": cmd})
 		}
+	case "qwen":
+		writeQwenSettings(t, home)
+		a.env = append(common, "OPENAI_BASE_URL="+url+"/v1", "OPENAI_API_KEY=test", "OPENAI_MODEL=tine-test-model", "QWEN_CODE_SUPPRESS_YOLO_WARNING=1")
+		a.dir = filepath.Join(home, ".qwen", "projects")
+		flags := []string{"--output-format", "stream-json", "--approval-mode", "yolo"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin}, flags...), "say hello turn-one")...), "type", "system", "session_id")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--resume", id, "remember turn-two")...)
+			return id
+		}
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
+		}
 	}
 	a.write = func(file string) modelserver.ToolCall { return a.shell("echo x > " + file) }
 	return a
+}
+
+// writeQwenSettings has Qwen Code in home speak the OpenAI API, without
+// the background memory extractor's model calls.
+func writeQwenSettings(t *testing.T, home string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".qwen"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".qwen", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"openai"}},"memory":{"enableManagedAutoMemory":false}}`), 0o600))
 }
 
 // file finds the agent's own transcript of session id.
@@ -310,7 +341,7 @@ func (a e2eAgent) file(t *testing.T, id string) string {
 // continues that fork's own session; importing again adds no copies, and
 // the session's own file is never written to.
 func TestAgentForksBestOfNEndToEnd(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
 		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
 	}
 }
@@ -333,7 +364,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, err)
 
 	// tine runs with the environment the person's shell has.
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR")
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
