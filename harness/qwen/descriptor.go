@@ -31,13 +31,18 @@ var Agent = harness.Agent{
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },
 	Record: &harness.Recording{Wire: harness.WireChat, Upstream: upstream,
 		// As Qwen Code 0.24.4's requests have them: the environment
-		// context's working directory, and today's date twice.
+		// context's working directory, today's date twice, and the git
+		// snapshot (branch, status, recent commits) taken at the start;
+		// in a shell's output, its process group.
 		Normalize: harness.Normalization{
 			Cwd: []string{`I'm currently working in the directory: ([^\n]+)`},
 			Text: []harness.Rewrite{
 				{Has: "Today's date is ", Pattern: `Today's date is [^\n]*?\.(\n|$)`, With: "Today's date is <date>.${1}"},
 				{Has: "The current date is: ", Pattern: `The current date is: [^\n.]*\.`, With: "The current date is: <date>."},
+				{Has: "Git snapshot at conversation start", Pattern: "(?s)(Git snapshot at conversation start[^\n]*\n```text\n).*?(\n```)", With: "${1}<gitStatus>${2}"},
 			},
+			// The shell tool's output names the process group it ran in.
+			ToolOutput: []harness.Rewrite{{Has: "Process Group PGID: ", Pattern: `(?m)^Process Group PGID: \d+$`, With: "Process Group PGID: <pgid>"}},
 		},
 		LocalTools: []string{"run_shell_command", "read_file", "write_file", "edit", "glob", "grep_search", "notebook_edit",
 			"list_directory", "read_many_files", "todo_write", "exit_plan_mode", "enter_plan_mode"},
