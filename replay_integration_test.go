@@ -29,7 +29,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -248,7 +248,12 @@ func replayRealAgent(t *testing.T, name string) {
 		assert.Equal(t, "failed", r.Trials[0].RunStatus)
 	}
 	t.Run("a file in the base changed", func(t *testing.T) {
-		diverges(t, "rec", 2, 3, "tool", "+changed", "--base", inputBase)
+		// The diff's line holds the file's text, as the agent's shell tool
+		// shows it ("+changed", or "+Output: changed").
+		diverges(t, "rec", 2, 3, "tool", "changed\n", "--base", inputBase)
+		r, _, _ := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "0", "--base", inputBase)
+		require.NotNil(t, r.Divergence)
+		assert.Regexp(t, `(?m)^\+.*changed$`, r.Divergence.Diff)
 	})
 	t.Run("an edit whose result differs", func(t *testing.T) {
 		diverges(t, "rec", 2, 2, "tree", "gamma ALPHA", "--base", dataBase)
@@ -285,6 +290,8 @@ func replayRealAgent(t *testing.T, name string) {
 		switch name {
 		case "claude":
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
+		case "qwen":
+			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
 		case "pi":
 			cfg := filepath.Join(home, ".pi", "agent", "models.json")
 			b, err := os.ReadFile(cfg)
@@ -308,7 +315,7 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -345,6 +352,9 @@ func replayImported(t *testing.T, name string) {
 	} else if name == "codex" {
 		lines := agentRun(t, home, a.env, a.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "imp-main: do the task")
 		session = field(lines, "type", "thread.started", "thread_id")
+	} else if name == "qwen" {
+		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "imp-main: do the task")
+		session = field(lines, "type", "system", "session_id")
 	} else {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
 		session = field(lines, "type", "session", "id")
@@ -382,7 +392,7 @@ func replayImported(t *testing.T, name string) {
 	require.NotNil(t, r.Divergence)
 	assert.Equal(t, "tool", r.Divergence.Kind)
 	assert.Equal(t, 3, r.Divergence.Step)
-	assert.Contains(t, r.Divergence.Diff, "+changed")
+	assert.Regexp(t, `(?m)^\+.*changed$`, r.Divergence.Diff)
 }
 
 // lanServer serves "pong from the network" on this machine's first

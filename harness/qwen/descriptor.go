@@ -42,7 +42,7 @@ var Agent = harness.Agent{
 				{Has: "Git snapshot at conversation start", Pattern: "(?s)(Git snapshot at conversation start[^\n]*\n```text\n).*?(\n```)", With: "${1}<gitStatus>${2}"},
 			},
 			// The shell tool's output names the process group it ran in.
-			ToolOutput: []harness.Rewrite{{Has: "Process Group PGID: ", Pattern: `(?m)^Process Group PGID: \d+$`, With: "Process Group PGID: <pgid>"}},
+			ToolOutput: []harness.Rewrite{{Has: "Process Group PGID: ", Pattern: `(?m)^Process Group PGID: .*$`, With: "Process Group PGID: <pgid>"}},
 		},
 		LocalTools: []string{"run_shell_command", "read_file", "write_file", "edit", "glob", "grep_search", "notebook_edit",
 			"list_directory", "read_many_files", "todo_write", "exit_plan_mode", "enter_plan_mode"},
