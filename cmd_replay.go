@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"tine/harness/fork"
@@ -79,10 +77,15 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	var tf turnFlags
 	tf.register(f)
 	trials := f.String("trials", "", "")
+	ackFD := ackFlag(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
+	// The background half tells the command that started it once the
+	// trials are its own (handOver).
+	ack := openAck(*ackFD)
+	defer ack.done(errors.New("the background replay stopped before taking its trials"))
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
 	}
@@ -91,6 +94,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
+		ack.done(err)
 		return err
 	}
 	defer st.Close()
@@ -100,6 +104,11 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	var plan *replay.Plan
 	if *trials != "" { // the background half: the trials exist
 		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}
+		if err := st.ClaimTurns(ctx, plan.Trials); err != nil {
+			ack.done(err)
+			return err
+		}
+		ack.done(nil)
 	} else {
 		plan, err = rp.Prepare(ctx, spec)
 		var un *replay.Unreplayable
@@ -114,8 +123,11 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if !tf.wait {
-		if err := startBackgroundReplay(st.Path(), spec, plan.Trials, args); err != nil {
-			return fmt.Errorf("the replay's forks were made, but it could not start: %w", err)
+		if err := startBackgroundReplay(st.Path(), plan.Trials, args); err != nil {
+			for _, id := range failHandOver(ctx, st, plan.Trials, err) {
+				_ = st.UpdateReplay(context.WithoutCancel(ctx), id, model.ReplayUnreplayed, 0, "", nil, "its background process never started it")
+			}
+			return fmt.Errorf("the replay's forks were made, but it could not start (they are marked failed): %w", err)
 		}
 		out, err := replayReport(ctx, st, plan.Trials)
 		if err != nil {
@@ -211,19 +223,10 @@ func printReplay(w io.Writer, out replayJSON) {
 }
 
 // startBackgroundReplay runs the replay's trials in a tine of their own,
-// so the command returns while they run.
-func startBackgroundReplay(db string, spec replay.Spec, trials []string, args []string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
+// so the command returns while they run, once that tine has claimed them
+// (handOver).
+func startBackgroundReplay(db string, trials []string, args []string) error {
 	argv := append([]string{"--db", db, "replay"}, args...)
 	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
-	cmd := exec.Command(exe, argv...)
-	cmd.Env = os.Environ()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
+	return handOver(argv, os.Environ(), nil)
 }

@@ -17,22 +17,38 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	var ag agentFlags
 	ag.register(f)
+	ackFD := ackFlag(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	// The command that started this process waits until the turns are
+	// claimed as this process's (handOver), then returns.
+	ack := openAck(*ackFD)
+	fail := func(err error) error {
+		ack.done(err)
 		return err
 	}
 	var turns []fork.Turn
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
-		return fmt.Errorf("run-turns: %w", err)
+		return fail(fmt.Errorf("run-turns: reading its turns: %w", err))
 	}
 	st, err := e.open()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer st.Close()
 	d, err := newDriver(st, false, api, ag)
 	if err != nil {
-		return err
+		return fail(err)
 	}
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = t.RunID
+	}
+	if err := st.ClaimTurns(ctx, ids); err != nil {
+		return fail(err)
+	}
+	ack.done(nil)
 	d.Parallel = *parallel
 	d.RunTurns(ctx, turns, nil)
 	return nil

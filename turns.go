@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -82,6 +80,13 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turn
 		}
 	default:
 		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, turns); err != nil {
+			ids := make([]string, len(turns))
+			for i, t := range turns {
+				ids[i] = t.RunID
+			}
+			if failed := failHandOver(ctx, st, ids, err); len(failed) > 0 {
+				return fmt.Errorf("created, but the turns could not start (%s marked failed): %w", strings.Join(failed, ", "), err)
+			}
 			return fmt.Errorf("created, but the turns could not start: %w", err)
 		}
 		for _, t := range turns {
@@ -298,28 +303,18 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 }
 
 // startBackgroundTurns runs the turns in a detached tine process, so the
-// command returns at once and the forks go on; the child reads its work
-// from stdin.
+// command returns while the forks go on. The child reads its work from
+// stdin and claims it in the store before this returns (handOver).
 func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	args := append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
-	cmd := exec.Command(exe, args...)
 	// The key goes through the environment, never the argument list.
-	cmd.Env = os.Environ()
+	env := os.Environ()
 	if api.apiKey != "" {
-		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
+		env = append(env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	data, err := json.Marshal(turns)
 	if err != nil {
 		return err
 	}
-	cmd.Stdin = strings.NewReader(string(data))
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	return cmd.Process.Release()
+	return handOver(args, env, data)
 }

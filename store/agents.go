@@ -58,7 +58,32 @@ func (s *Store) AddNote(ctx context.Context, id, note string) error {
 func (s *Store) SetRunning(ctx context.Context, id string) error {
 	pid := os.Getpid()
 	return s.update(ctx, "set running", id, `UPDATE runs SET status = 'running', error = '', finished_at = NULL,
-		owner_pid = ?, owner_start = ?, cancel_requested = 0 WHERE id = ?`, pid, processStart(pid), id)
+		owner_pid = ?, owner_start = ?, cancel_requested = 0, handed_over = 0
+		WHERE id = ?`, pid, processStart(pid), id)
+}
+
+// ClaimTurns records that this process is to run the next turn of each of
+// ids (a background tine does so before it tells the command that started
+// it that it has the work; RunTurns before its turns wait for a slot): the
+// run is handed over, owned by this process, until its turn starts
+// (SetRunning) or ends (SetStatus). Should this process die first,
+// ReapOrphans marks the run failed instead of leaving it pending forever
+// (ARCHITECTURE.md, rule 12). A run that is running already (its turn is
+// another process's) is left alone.
+func (s *Store) ClaimTurns(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	pid := os.Getpid()
+	args := []any{pid, processStart(pid)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET handed_over = 1, owner_pid = ?, owner_start = ?
+			WHERE status != 'running' AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
+		return err
+	})
 }
 
 // RequestCancel asks whoever runs run id's turn to stop it: the process
@@ -107,47 +132,81 @@ func (s *Store) CancelRequested(ctx context.Context, ids []string) ([]string, er
 // Interrupted is the error of a run whose owner process died mid-turn.
 const Interrupted = "interrupted: the process running it stopped (what it had streamed is kept)"
 
+// NeverStarted is the error of a run whose turn was handed to a process
+// (ClaimTurns) that died before starting it.
+func NeverStarted(pid int) string {
+	return fmt.Sprintf("interrupted: the tine that was to run its turn (pid %d) exited before starting it", pid)
+}
+
+// orphan is a run ReapOrphans found whose owner is gone.
+type orphan struct {
+	id, status string
+	pid        int
+}
+
 // ReapOrphans marks every running run whose owner process is gone as
-// failed (Interrupted), keeping what it stored. It returns how many. It
-// reads on the writer's connection: every command reaps when it opens the
-// store, and most then only write (an import), so a second connection,
-// which parses the whole schema again, would be opened for this one query.
+// failed (Interrupted), keeping what it stored, and every run handed over
+// to a process that is gone before its turn started as failed
+// (NeverStarted), so that nothing stays running or pending forever
+// (ARCHITECTURE.md, rule 12). It returns how many. It reads on the
+// writer's connection: every command reaps when it opens the store, and
+// most then only write (an import), so a second connection, which parses
+// the whole schema again, would be opened for these queries.
 func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
-	rows, err := s.w.QueryContext(ctx, `SELECT id, owner_pid, owner_start FROM runs WHERE status = 'running'`)
-	if err != nil {
-		return 0, err
-	}
-	var dead []string
-	for rows.Next() {
-		var id string
-		var pid int
-		var start int64
-		if err := rows.Scan(&id, &pid, &start); err != nil {
-			rows.Close()
+	// Two queries, each on its partial index: this runs at every open.
+	var dead []orphan
+	for _, q := range []string{
+		`SELECT id, status, owner_pid, owner_start FROM runs WHERE status = 'running'`,
+		`SELECT id, status, owner_pid, owner_start FROM runs WHERE handed_over = 1`,
+	} {
+		rows, err := s.w.QueryContext(ctx, q)
+		if err != nil {
 			return 0, err
 		}
-		if !alive(pid, start) {
-			dead = append(dead, id)
+		for rows.Next() {
+			var o orphan
+			var start int64
+			if err := rows.Scan(&o.id, &o.status, &o.pid, &start); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			if !alive(o.pid, start) {
+				dead = append(dead, o)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, err
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, id := range dead {
-		err := s.write(ctx, func(tx *sql.Tx) error {
-			res, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
-				last_at = max(last_at, ?) WHERE id = ? AND status = 'running'`,
-				Interrupted, time.Now().UnixNano(), time.Now().UnixNano(), id)
-			if err == nil {
-				k, _ := res.RowsAffected()
-				n += int(k)
+	for _, o := range dead {
+		now := time.Now().UnixNano()
+		var res sql.Result
+		err := s.write(ctx, func(tx *sql.Tx) (err error) {
+			switch o.status {
+			case string(model.Running):
+				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
+					last_at = max(last_at, ?) WHERE id = ? AND status = 'running'`, Interrupted, now, now, o.id)
+			case string(model.Cancelled):
+				// Cancelled while it waited: nothing was lost.
+				_, err = tx.ExecContext(ctx, `UPDATE runs SET handed_over = 0 WHERE id = ? AND handed_over = 1
+					AND status = 'cancelled'`, o.id)
+			default:
+				// Pending (its first turn), or done with an earlier turn:
+				// the turn it was given never ran.
+				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
+					last_at = max(last_at, ?), handed_over = 0 WHERE id = ? AND handed_over = 1 AND status = ?`,
+					NeverStarted(o.pid), now, now, o.id, o.status)
 			}
 			return err
 		})
 		if err != nil {
-			return n, fmt.Errorf("reap %s: %w", id, err)
+			return n, fmt.Errorf("reap %s: %w", o.id, err)
+		}
+		if res != nil {
+			k, _ := res.RowsAffected()
+			n += int(k)
 		}
 	}
 	return n, nil

@@ -257,9 +257,10 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 	if finished(st) {
 		fin = nanos(time.Now())
 	}
+	// A status the turn reached is no longer a turn waiting to start.
 	return s.update(ctx, "set status", id,
-		`UPDATE runs SET status = ?, error = ?, finished_at = ?, last_at = max(last_at, coalesce(?, 0))
-		WHERE id = ?`, string(st), errText, fin, fin, id)
+		`UPDATE runs SET status = ?, error = ?, finished_at = ?, last_at = max(last_at, coalesce(?, 0)),
+		handed_over = 0 WHERE id = ?`, string(st), errText, fin, fin, id)
 }
 
 // ForkNames returns the names of run id's forks, so that new ones are

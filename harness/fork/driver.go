@@ -47,6 +47,10 @@ type Store interface {
 	AddNote(ctx context.Context, id, note string) error
 	// SetRunning marks id running, owned by this process.
 	SetRunning(ctx context.Context, id string) error
+	// ClaimTurns marks ids handed over to this process until their turns
+	// start, so that a run whose turn never starts because this process
+	// died is reaped, not left pending (ARCHITECTURE.md, rule 12).
+	ClaimTurns(ctx context.Context, ids []string) error
 	// CancelRequested returns which of ids another process asked to stop.
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
 }
@@ -297,6 +301,16 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	parallel := d.Parallel
 	if parallel <= 0 {
 		parallel = 4
+	}
+	// The turns are this process's from now, also those that wait for a
+	// slot: should it die first, they are reaped, not left pending
+	// (rule 12 in ARCHITECTURE.md).
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = t.RunID
+	}
+	if err := d.Store.ClaimTurns(ctx, ids); err != nil {
+		slog.Warn("claiming turns", "err", err)
 	}
 	// Worktrees are made one after the other, in the order the forks were
 	// asked for, so fork i of a batch works on <branch>-fork-i; a failure

@@ -1,0 +1,7 @@
+-- Nothing left running or pending (ARCHITECTURE.md, rule 12): a run whose
+-- turn was handed to a process (a background `tine run-turns`, or the one
+-- that will run it when a slot frees) is marked handed_over, with that
+-- process as its owner, until the turn starts, so that ReapOrphans fails
+-- it when that process died first.
+ALTER TABLE runs ADD COLUMN handed_over INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_handed_over ON runs (handed_over) WHERE handed_over = 1;
