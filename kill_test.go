@@ -61,3 +61,30 @@ func TestKillNineLeavesNothingRunning(t *testing.T) {
 	require.NoError(t, conn.QueryRowContext(context.Background(), "PRAGMA integrity_check").Scan(&verdict))
 	assert.Equal(t, "ok", verdict)
 }
+
+// TestKillNineLeavesNoTurnPending kills `tine fork --wait` while two of
+// its three forks wait for a slot (--parallel 1): those two were handed
+// to the killed process, so the next tine marks them failed, saying their
+// turn never started, rather than leaving them pending with their
+// messages lost (issue 17, item 5).
+func TestKillNineLeavesNoTurnPending(t *testing.T) {
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {},
+		Default: &modelserver.Reply{Text: "slow", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: time.Minute}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	db, id := importSeed(t)
+	cmd := exec.Command(os.Args[0], "--db", db, "fork", id, "-n", "3", "-m", "go", "--harness", "openai", "--parallel", "1",
+		"--base-url", srv.URL()+"/v1", "--model", "test-model", "--wait")
+	cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return len(srv.ModelRequests()) > 0 }, 30*time.Second, 20*time.Millisecond,
+		"the first fork's turn runs")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	out, errOut, code := tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, `"status": "pending"`)
+	assert.NotContains(t, out, `"status": "running"`)
+	assert.Equal(t, 1, strings.Count(out, "interrupted: the process running it stopped"), "the fork that ran")
+	assert.Equal(t, 2, strings.Count(out, "exited before starting it"), "the two that waited")
+}
