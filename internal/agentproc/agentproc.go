@@ -3,13 +3,21 @@
 // the one place that knows how such a subprocess is started and stopped:
 //
 //   - started from an argument list, never a shell string, in its own
-//     process group, with the environment tine chose;
+//     process group, with the environment tine chose and a mark of its
+//     own in it (MarkVar), which every process it starts inherits;
 //   - stdout read as JSON lines: a line that is not a JSON object, or is
 //     longer than MaxLine, is skipped and counted, never fatal;
 //   - a stall timer: no complete line for Stall ends the turn (a stream
 //     that sends bytes but never a newline stalls too);
 //   - cancellation: SIGINT to the whole group, then SIGKILL after Grace;
-//     whatever the agent left running in its group is killed when it exits;
+//     whatever the agent left running, in its group or in sessions of
+//     its own (its shell tools), is killed when it exits (Kill);
+//   - nothing outlives its owner (ARCHITECTURE.md, rule 12): on Linux the
+//     agent gets SIGKILL when this process dies (a parent-death signal),
+//     and everywhere a watchdog started with the first agent kills what
+//     is left of every agent still running when this process dies; the
+//     agent's group and mark go to WithStarted's function, for the
+//     store, whose reaper kills them should the watchdog be gone too;
 //   - errors in one line: "not installed" names the npm package, a
 //     non-zero exit carries the tail of stderr.
 package agentproc
@@ -138,31 +146,41 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 		drain = exitDrain
 	}
 
+	mark := newMark()
 	cmd := exec.Command(bin, s.Args...)
 	cmd.Dir = s.Dir
-	cmd.Env = MergeEnv(s.Base, s.Env)
+	// The mark last: an agent inside an agent gets one of its own.
+	cmd.Env = MergeEnv(s.Base, append(slicesClip(s.Env), MarkVar+"="+mark))
 	cmd.Stdin = s.Stdin
-	ownGroup(cmd)
+	cmd.SysProcAttr = procAttr()
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	tail := &tailWriter{max: tailBytes}
 	cmd.Stderr = tail
 	cmd.WaitDelay = drain
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return res, notInstalled(name, s)
 		}
 		return res, fmt.Errorf("%s cannot start: %w", name, err)
 	}
 	pgid := cmd.Process.Pid
+	dog.add(mark, pgid)
+	if fn := startedFrom(ctx); fn != nil {
+		fn(pgid, mark)
+	}
 	if s.Started != nil {
 		s.Started(pgid)
 	}
 	waited := make(chan error, 1)
+	exited := make(chan struct{})
 	go func() {
 		err := cmd.Wait()
-		// Whatever the agent left running in its group goes with it.
-		killGroup(pgid, syscall.SIGKILL)
+		close(exited)
+		// Whatever the agent left running, in its group or not, goes
+		// with it.
+		Kill(pgid, mark)
+		dog.remove(mark)
 		pw.Close()
 		waited <- err
 	}()
@@ -179,7 +197,13 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 			stopWhy = why
 			stopMu.Unlock()
 			killGroup(pgid, syscall.SIGINT)
-			time.AfterFunc(grace, func() { killGroup(pgid, syscall.SIGKILL) })
+			go func() {
+				select {
+				case <-time.After(grace):
+					Kill(pgid, mark)
+				case <-exited: // the wait above kills what is left
+				}
+			}()
 		})
 	}
 	stallTimer := time.AfterFunc(stall, func() {

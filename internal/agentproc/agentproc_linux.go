@@ -1,0 +1,69 @@
+package agentproc
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// procAttr starts an agent in a process group of its own, whose id is its
+// pid, so that whatever it starts there can be stopped with it, and has
+// the kernel SIGKILL it when its parent dies. The parent that counts is
+// the thread that started it (PR_SET_PDEATHSIG; see go.dev/issue/27505):
+// start runs every start on one thread that lives as long as the process.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+var starter struct {
+	once sync.Once
+	reqs chan func()
+}
+
+// start starts cmd from the starter thread: a goroutine locked to its OS
+// thread that never returns, so the thread never exits while this process
+// runs and the parent-death signal fires only when the process dies.
+func start(cmd *exec.Cmd) error {
+	starter.once.Do(func() {
+		starter.reqs = make(chan func())
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread is the agents' parent
+			for f := range starter.reqs {
+				f()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	starter.reqs <- func() { done <- cmd.Start() }
+	return <-done
+}
+
+// selfExe is this program, to start again as the watchdog: /proc/self/exe
+// runs even when the file was replaced or removed since (an upgrade).
+func selfExe() (string, error) { return "/proc/self/exe", nil }
+
+// userPIDs lists the processes under /proc (those of other users are
+// skipped by hasMark, whose environment cannot be read).
+func userPIDs() []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	pids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// hasMark reports whether process pid's environment holds want. A zombie's
+// environment reads empty: it has nothing left to kill.
+func hasMark(pid int, want []byte) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	return err == nil && hasEntry(b, want)
+}
