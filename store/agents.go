@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -55,11 +56,22 @@ func (s *Store) AddNote(ctx context.Context, id, note string) error {
 
 // SetRunning marks run id running, owned by this process, in one write:
 // a run is never "running" without an owner that ReapOrphans can check.
+// The agent of its previous turn is forgotten (SetAgent records this
+// turn's).
 func (s *Store) SetRunning(ctx context.Context, id string) error {
 	pid := os.Getpid()
 	return s.update(ctx, "set running", id, `UPDATE runs SET status = 'running', error = '', finished_at = NULL,
-		owner_pid = ?, owner_start = ?, cancel_requested = 0, handed_over = 0
+		owner_pid = ?, owner_start = ?, cancel_requested = 0, handed_over = 0, agent_pgid = 0, agent_mark = ''
 		WHERE id = ?`, pid, processStart(pid), id)
+}
+
+// SetAgent records the agent run id's turn started: its process group and
+// the mark in its environment (agentproc.WithStarted), so that, should
+// the run's owner die and its watchdog with it, ReapOrphans kills what
+// the agent left running before it marks the run (ARCHITECTURE.md, rule
+// 12).
+func (s *Store) SetAgent(ctx context.Context, id string, pgid int, mark string) error {
+	return s.update(ctx, "set agent", id, `UPDATE runs SET agent_pgid = ?, agent_mark = ? WHERE id = ?`, pgid, mark, id)
 }
 
 // ClaimTurns records that this process is to run the next turn of each of
@@ -138,14 +150,20 @@ func NeverStarted(pid int) string {
 	return fmt.Sprintf("interrupted: the tine that was to run its turn (pid %d) exited before starting it", pid)
 }
 
-// orphan is a run ReapOrphans found whose owner is gone.
+// orphan is a run ReapOrphans found whose owner is gone, with the agent
+// its turn started, if any.
 type orphan struct {
 	id, status string
 	pid        int
+	agentPgid  int
+	agentMark  string
 }
 
 // ReapOrphans marks every running run whose owner process is gone as
-// failed (Interrupted), keeping what it stored, and every run handed over
+// failed (Interrupted), keeping what it stored, once it has killed what
+// the run's agent left running (agentproc.Kill: the owner's watchdog
+// does so when the owner dies, unless it died too), so that nothing
+// writes into a fork shown failed; and every run handed over
 // to a process that is gone before its turn started as failed
 // (NeverStarted), so that nothing stays running or pending forever
 // (ARCHITECTURE.md, rule 12). It returns how many. It reads on the
@@ -156,8 +174,8 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 	// Two queries, each on its partial index: this runs at every open.
 	var dead []orphan
 	for _, q := range []string{
-		`SELECT id, status, owner_pid, owner_start FROM runs WHERE status = 'running'`,
-		`SELECT id, status, owner_pid, owner_start FROM runs WHERE handed_over = 1`,
+		`SELECT id, status, owner_pid, owner_start, agent_pgid, agent_mark FROM runs WHERE status = 'running'`,
+		`SELECT id, status, owner_pid, owner_start, agent_pgid, agent_mark FROM runs WHERE handed_over = 1`,
 	} {
 		rows, err := s.w.QueryContext(ctx, q)
 		if err != nil {
@@ -166,7 +184,7 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 		for rows.Next() {
 			var o orphan
 			var start int64
-			if err := rows.Scan(&o.id, &o.status, &o.pid, &start); err != nil {
+			if err := rows.Scan(&o.id, &o.status, &o.pid, &start, &o.agentPgid, &o.agentMark); err != nil {
 				rows.Close()
 				return 0, err
 			}
@@ -181,6 +199,9 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, o := range dead {
+		if o.status == string(model.Running) {
+			agentproc.Kill(o.agentPgid, o.agentMark)
+		}
 		now := time.Now().UnixNano()
 		var res sql.Result
 		err := s.write(ctx, func(tx *sql.Tx) (err error) {

@@ -2,13 +2,17 @@ package store
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -112,4 +116,63 @@ func TestHandedOverTurnsOfADeadOwnerAreReaped(t *testing.T) {
 	n, err = st.ReapOrphans(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
+}
+
+// TestReapingKillsTheDeadOwnersAgentFirst: a running run whose owner died
+// (its watchdog too) still has its agent at work; ReapOrphans kills the
+// agent it recorded (its group, and every process carrying its mark)
+// before it marks the run failed, so nothing writes into a fork already
+// shown interrupted (issue 17, item 6). A live owner's agent is left
+// alone.
+func TestReapingKillsTheDeadOwnersAgentFirst(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	ctx := context.Background()
+	root := model.Run{Harness: "fake"}
+	require.NoError(t, st.CreateRun(ctx, &root, conversation(4, "r")))
+	orphaned, owned := model.Run{ParentID: root.ID, ForkAt: 4}, model.Run{ParentID: root.ID, ForkAt: 4}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&orphaned, &owned}))
+	agent := func(mark string) (*exec.Cmd, chan struct{}) {
+		cmd := exec.Command("sleep", "60")
+		cmd.Env = append(os.Environ(), agentproc.MarkVar+"="+mark)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		require.NoError(t, cmd.Start())
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, done
+	}
+	a, aDone := agent("orphaned-" + orphaned.ID)
+	b, bDone := agent("owned-" + owned.ID)
+	for _, r := range []struct {
+		id   string
+		cmd  *exec.Cmd
+		mark string
+	}{{orphaned.ID, a, "orphaned-" + orphaned.ID}, {owned.ID, b, "owned-" + owned.ID}} {
+		require.NoError(t, st.SetRunning(ctx, r.id))
+		require.NoError(t, st.SetAgent(ctx, r.id, r.cmd.Process.Pid, r.mark))
+	}
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	_, err := st.w.ExecContext(ctx, `UPDATE runs SET owner_pid = ? WHERE id = ?`, gone.Process.Pid, orphaned.ID)
+	require.NoError(t, err)
+
+	n, err := st.ReapOrphans(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	select {
+	case <-aDone: // killed before ReapOrphans returned
+	case <-time.After(200 * time.Millisecond):
+		t.Fatal("the dead owner's agent is still running after its run was marked")
+	}
+	got, _ := st.Run(ctx, orphaned.ID)
+	assert.Equal(t, model.Failed, got.Status)
+	assert.Equal(t, Interrupted, got.Error)
+	select {
+	case <-bDone:
+		t.Fatal("a live owner's agent was killed")
+	default:
+	}
+	got, _ = st.Run(ctx, owned.ID)
+	assert.Equal(t, model.Running, got.Status)
 }

@@ -22,6 +22,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/worktree"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -51,6 +52,9 @@ type Store interface {
 	// start, so that a run whose turn never starts because this process
 	// died is reaped, not left pending (ARCHITECTURE.md, rule 12).
 	ClaimTurns(ctx context.Context, ids []string) error
+	// SetAgent records the agent a turn of id started (its process group
+	// and mark), for the reaper should this process die (rule 12).
+	SetAgent(ctx context.Context, id string, pgid int, mark string) error
 	// CancelRequested returns which of ids another process asked to stop.
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
 }
@@ -578,7 +582,15 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	if caps.OwnSessions && req.Origin == nil && (handoff || req.Run.NativeID == "") && len(req.Prefix) > 0 {
 		req.Handoff = HandoffPrompt(req.Prefix, req.Input)
 	}
-	err = h.Turn(harness.WithRun(ctx, run.ID), req, emit)
+	// Each agent the turn starts is recorded with the run, so that
+	// whoever reaps the run should this process die kills what it left
+	// running first (rule 12 in ARCHITECTURE.md).
+	tctx := agentproc.WithStarted(harness.WithRun(ctx, run.ID), func(pgid int, mark string) {
+		if err := d.Store.SetAgent(bg, run.ID, pgid, mark); err != nil {
+			slog.Warn("recording a turn's agent", "run", run.ID, "err", err)
+		}
+	})
+	err = h.Turn(tctx, req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
