@@ -235,7 +235,9 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 
 // alive reports whether process pid, started at start (processStart's
 // clock; 0 when unknown), still runs. A pid of 0 is an owner nobody
-// recorded: a run left by a tine without owners, taken as gone.
+// recorded: a run left by a tine without owners, taken as gone. A zombie
+// (Linux /proc: dead, not yet reaped by its parent, as a background tine
+// killed after its parent exited is until init gets to it) is gone.
 func alive(pid int, start int64) bool {
 	if pid <= 0 {
 		return false
@@ -243,10 +245,12 @@ func alive(pid int, start int64) bool {
 	if !exists(pid) {
 		return false
 	}
-	if start != 0 {
-		if now := processStart(pid); now != 0 && now != start {
-			return false // the pid was reused by another process
-		}
+	now, zombie := processStat(pid)
+	if zombie {
+		return false
+	}
+	if start != 0 && now != 0 && now != start {
+		return false // the pid was reused by another process
 	}
 	return true
 }
@@ -255,20 +259,29 @@ func alive(pid int, start int64) bool {
 // (Linux /proc); 0 where that cannot be read. With the pid it names a
 // process exactly, even after the pid is reused.
 func processStart(pid int) int64 {
+	start, _ := processStat(pid)
+	return start
+}
+
+// processStat is when process pid started (processStart) and whether it
+// is a zombie, from Linux's /proc/PID/stat; 0 and false where that cannot
+// be read.
+func processStat(pid int) (start int64, zombie bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	// The command name (field 2) may hold spaces and parentheses: count
-	// fields after its closing parenthesis. starttime is field 22.
+	// fields after its closing parenthesis. The state is field 3,
+	// starttime field 22.
 	i := strings.LastIndexByte(string(b), ')')
 	if i < 0 {
-		return 0
+		return 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0
+		return 0, false
 	}
 	v, _ := strconv.ParseInt(f[19], 10, 64)
-	return v
+	return v, f[0] == "Z"
 }

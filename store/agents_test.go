@@ -176,3 +176,22 @@ func TestReapingKillsTheDeadOwnersAgentFirst(t *testing.T) {
 	got, _ = st.Run(ctx, owned.ID)
 	assert.Equal(t, model.Running, got.Status)
 }
+
+// TestAZombieIsNoLiveOwner: an owner that died but was not yet reaped by
+// its parent (a background tine killed after the command that started it
+// exited, until init reaps it) owns nothing.
+func TestAZombieIsNoLiveOwner(t *testing.T) {
+	t.Parallel()
+	if processStart(os.Getpid()) == 0 {
+		t.Skip("no /proc here")
+	}
+	cmd := exec.Command("sleep", "60")
+	require.NoError(t, cmd.Start())
+	pid := cmd.Process.Pid
+	start := processStart(pid)
+	assert.True(t, alive(pid, start))
+	require.NoError(t, cmd.Process.Kill())
+	require.Eventually(t, func() bool { _, z := processStat(pid); return z }, 5*time.Second, 10*time.Millisecond)
+	assert.False(t, alive(pid, start), "a zombie, not yet waited for")
+	_ = cmd.Wait()
+}
