@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -284,5 +285,86 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 			killTrial(t, db, marker, i+1, &s)
 		}
 		t.Log(s)
+	})
+}
+
+// TestKillNineDuringAReplay is issue 17's item 6 for a replay: a real
+// agent's recorded run, whose shell tool keeps writing a file, is
+// replayed in the background (the tool runs again, for real, in the
+// trial's worktree), and the background replay is killed with SIGKILL
+// while it runs: within 2 s no process of the agent is left, and nothing
+// writes once the trial shows interrupted. A replay stopped with SIGTERM
+// stops its agent within the grace and records its trial cancelled.
+// TINE_REPLAY_KILL_TRIALS sets how many kill trials (default 3, 1 with
+// -short; the closing figures used 30).
+func TestKillNineDuringAReplay(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the trials read /proc")
+	}
+	n := killTrials("TINE_REPLAY_KILL_TRIALS", 1, 3)
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	gitInit(t, filepath.Join(home, "project"))
+	a := setupAgent(t, killAgent(), home, srv.URL())
+	on := replies(srv)
+	on("turn-one", modelserver.Reply{Text: "Hello."})
+	on("turn-two", modelserver.Reply{Text: "Noted."})
+	session := a.session(t)
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import")
+	require.Equal(t, 0, code, errOut)
+	on("record the loop", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
+		modelserver.Reply{Text: "Done."})
+	out, errOut, code := tine(t, db, "fork", session, "--name", "rec", "-m", "record the loop", "--record", "--wait")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+
+	// replay starts a background replay of rec's step 1 and returns its
+	// trial's name.
+	replay := func() string {
+		cmd := exec.Command(os.Args[0], "--db", db, "replay", "rec", "--at-step", "1", "--continuations", "0", "--json")
+		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		out, err := cmd.Output()
+		require.NoError(t, err, "%s", out)
+		var r replayResult
+		require.NoError(t, json.Unmarshal(out, &r), "%s", out)
+		require.Len(t, r.Trials, 1)
+		return r.Trials[0].ID
+	}
+	s := killStats{watchdog: true}
+	for i := range n {
+		killTrial(t, db, replay(), i+1, &s) // i+1: every trial waits for the tool to write
+	}
+	t.Log(s)
+	assert.Equal(t, n, s.toolRan, "every kill landed while the tool wrote again")
+
+	t.Run("SIGTERM", func(t *testing.T) {
+		id := replay()
+		st, err := store.Open(db)
+		require.NoError(t, err)
+		defer st.Close()
+		ctx := context.Background()
+		var run model.Run
+		require.Eventually(t, func() bool {
+			run, err = st.Run(ctx, id)
+			if err != nil || run.Status != model.Running {
+				return false
+			}
+			_, err := os.Stat(filepath.Join(run.Worktree, "f"))
+			return err == nil
+		}, 2*time.Minute, 10*time.Millisecond, "the tool writes")
+		mark := agentMark(t, db, id)
+		stopped := time.Now()
+		require.NoError(t, syscall.Kill(run.OwnerPID, syscall.SIGTERM))
+		require.Eventually(t, func() bool { return len(agentProcs(mark, run.Worktree)) == 0 }, 2*agentproc.DefaultGrace,
+			10*time.Millisecond, "the agent stops within its grace")
+		t.Logf("the agent and its tool were gone %s after SIGTERM", time.Since(stopped).Round(time.Millisecond))
+		require.Eventually(t, func() bool { return deadPID(run.OwnerPID) }, 10*time.Second, 10*time.Millisecond,
+			"the replay ends")
+		run, err = st.Run(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, model.Cancelled, run.Status, "a replay stopped on purpose is cancelled, not interrupted: %s", run.Error)
 	})
 }

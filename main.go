@@ -83,13 +83,15 @@ func commands() []command {
 	}
 }
 
-func main() {
-	// A closed terminal (SIGHUP) stops work as Ctrl+C and kill do: running
-	// forks are recorded as cancelled, not left "running".
+func main() { os.Exit(runMain()) }
+
+// runMain runs the command line of this process. A closed terminal
+// (SIGHUP) stops work as Ctrl+C and kill do: running forks are recorded
+// as cancelled, not left "running".
+func runMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin})
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin})
 }
 
 // run executes one command line and returns the exit status.

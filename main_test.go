@@ -263,11 +263,12 @@ func TestDemoData(t *testing.T) {
 
 // TestMain lets the test binary stand in for tine when `tine fork` starts
 // its turns in a background process (it runs os.Executable()).
-// With TINE_TEST_AS_TINE=1 it is tine itself, for tests that kill it.
+// With TINE_TEST_AS_TINE=1 it is tine itself, signals and all, for tests
+// that kill or stop it.
 func TestMain(m *testing.M) {
 	for _, a := range os.Args {
 		if a == "run-turns" || os.Getenv("TINE_TEST_AS_TINE") == "1" {
-			os.Exit(run(context.Background(), os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}))
+			os.Exit(runMain())
 		}
 	}
 	os.Exit(m.Run())
