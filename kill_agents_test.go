@@ -340,6 +340,39 @@ func TestKillNineDuringAReplay(t *testing.T) {
 	t.Log(s)
 	assert.Equal(t, n, s.toolRan, "every kill landed while the tool wrote again")
 
+	// A replay's trials run one at a time: killed during the first, the
+	// one that waited is failed by the next tine, not left pending.
+	t.Run("a trial that waited", func(t *testing.T) {
+		on("record the loop", modelserver.Reply{Text: "Done."}, modelserver.Reply{Text: "Done."})
+		cmd := exec.Command(os.Args[0], "--db", db, "replay", "rec", "--at-step", "1", "--continuations", "2", "--wait", "--json")
+		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		require.NoError(t, cmd.Start())
+		st, err := store.Open(db)
+		require.NoError(t, err)
+		defer st.Close()
+		var first model.Run
+		require.Eventually(t, func() bool {
+			runs, err := st.Runs(context.Background())
+			require.NoError(t, err)
+			for _, r := range runs {
+				if r.Status == model.Running && r.OwnerPID == cmd.Process.Pid {
+					first = r
+					return true
+				}
+			}
+			return false
+		}, 2*time.Minute, 10*time.Millisecond)
+		mark := agentMark(t, db, first.ID)
+		require.NoError(t, cmd.Process.Kill())
+		_ = cmd.Wait()
+		require.Eventually(t, func() bool { return len(agentProcs(mark, first.Worktree)) == 0 }, 2*time.Second, 10*time.Millisecond)
+		out, errOut, code := tine(t, db, "ls", "--json")
+		require.Equal(t, 0, code, errOut)
+		assert.NotContains(t, out, `"status": "pending"`)
+		assert.NotContains(t, out, `"status": "running"`)
+		assert.Contains(t, out, "exited before starting it", "the second trial")
+	})
+
 	t.Run("SIGTERM", func(t *testing.T) {
 		id := replay()
 		st, err := store.Open(db)

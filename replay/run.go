@@ -381,6 +381,12 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(fork.Ru
 			return nil, err
 		}
 	}
+	// The trials are this process's from now, also those that wait for a
+	// slot: should it die first, they are reaped, not left pending (rule
+	// 12 in ARCHITECTURE.md).
+	if err := p.Store.ClaimTurns(ctx, plan.Trials); err != nil {
+		return nil, err
+	}
 	res := &Result{Run: src.run.ID, Trials: make([]TrialResult, len(plan.Trials))}
 	parallel := max(p.Driver.Parallel, 1)
 	sem := make(chan struct{}, parallel)
