@@ -163,10 +163,10 @@ type orphan struct {
 // failed (Interrupted), keeping what it stored, once it has killed what
 // the run's agent left running (agentproc.Kill: the owner's watchdog
 // does so when the owner dies, unless it died too), so that nothing
-// writes into a fork shown failed; and every run handed over
-// to a process that is gone before its turn started as failed
-// (NeverStarted), so that nothing stays running or pending forever
-// (ARCHITECTURE.md, rule 12). It returns how many. It reads on the
+// writes into a fork shown failed; and every run handed over to a
+// process that is gone before its turn started as failed (NeverStarted),
+// so that nothing stays running or pending forever (ARCHITECTURE.md,
+// rule 12). It returns how many. It reads on the
 // writer's connection: every command reaps when it opens the store, and
 // most then only write (an import), so a second connection, which parses
 // the whole schema again, would be opened for these queries.
