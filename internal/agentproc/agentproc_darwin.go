@@ -62,3 +62,12 @@ func hasMark(pid int, want []byte) bool {
 	// The environment, then the strings the system adds for itself.
 	return hasEntry(rest, want)
 }
+
+// sZomb is a zombie's p_stat (SZOMB in the system's sys/proc.h).
+const sZomb = 5
+
+// zombie reports whether process pid is dead and not yet reaped.
+func zombie(pid int) bool {
+	p, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	return err == nil && p.Proc.P_stat == sZomb
+}

@@ -1,6 +1,7 @@
 package agentproc
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"runtime"
@@ -66,4 +67,14 @@ func userPIDs() []int {
 func hasMark(pid int, want []byte) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	return err == nil && hasEntry(b, want)
+}
+
+// zombie reports whether process pid is dead and not yet reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && bytes.HasPrefix(b[i+1:], []byte(" Z"))
 }

@@ -59,9 +59,10 @@ func Kill(pgid int, mark string) int {
 }
 
 // groupIsAgents reports whether process group pgid is still the one of
-// the agent marked want: its leader has the mark, or is gone.
+// the agent marked want: its leader has the mark, or is gone (or dead, a
+// zombie not yet reaped, which holds its pid as long).
 func groupIsAgents(pgid int, want []byte) bool {
-	if !exists(pgid) {
+	if !exists(pgid) || zombie(pgid) {
 		return true
 	}
 	return hasMark(pgid, want)

@@ -150,3 +150,33 @@ func TestAnAgentEndsWithItsOwner(t *testing.T) {
 	assert.Eventually(t, func() bool { return gone(who["watchdog"]) }, 2*time.Second, 10*time.Millisecond,
 		"the watchdog ends once its work is done")
 }
+
+// TestKillEndsTheGroupOfADeadLeader: an agent killed by its owner's death
+// is a zombie until it is reaped; its group is still the agent's, and a
+// member that shed the mark (a program started with a clean environment)
+// goes with it.
+func TestKillEndsTheGroupOfADeadLeader(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "f")
+	leader := exec.Command(os.Args[0])
+	leader.Env = append(os.Environ(), "AGENTPROC_SCENE=hang", MarkVar+"=leader-mark")
+	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, leader.Start())
+	member := exec.Command(os.Args[0])
+	member.Env = append(os.Environ(), "AGENTPROC_SCENE=tool", "AGENTPROC_FILE="+file) // no mark
+	member.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: leader.Process.Pid}
+	require.NoError(t, member.Start())
+	done := make(chan struct{})
+	go func() { _ = member.Wait(); close(done) }()
+	defer func() { _ = member.Process.Kill() }()
+	require.True(t, grows(file, 300*time.Millisecond))
+	require.NoError(t, leader.Process.Kill()) // not waited for: a zombie
+	time.Sleep(100 * time.Millisecond)
+	Kill(leader.Process.Pid, "leader-mark")
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the dead leader's group lives on")
+	}
+	_ = leader.Wait()
+}
