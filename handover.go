@@ -100,6 +100,8 @@ func openAck(fd int) *ackPipe {
 	if fd <= 0 {
 		return nil
 	}
+	// Nothing this process starts gets it, whenever it starts it.
+	syscall.CloseOnExec(fd)
 	return &ackPipe{f: os.NewFile(uintptr(fd), "ack")}
 }
 

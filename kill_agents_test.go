@@ -142,8 +142,16 @@ func killTrial(t *testing.T, db, name string, i int, s *killStats) {
 	// 2.5 s, the third at a random moment of the turn's first 4 s (the
 	// agent starting, asking the model, or running the tool).
 	if i%3 != 0 {
-		require.Eventually(t, func() bool { _, err := os.Stat(file); return err == nil }, time.Minute, 10*time.Millisecond,
-			"trial %d: the tool writes", i)
+		for deadline := time.Now().Add(2 * time.Minute); ; {
+			if _, err := os.Stat(file); err == nil {
+				break
+			}
+			r, err := st.Run(ctx, run.ID)
+			require.NoError(t, err)
+			require.True(t, r.Status == model.Running && time.Now().Before(deadline),
+				"trial %d: the tool never wrote: the run is %s (%s)", i, r.Status, r.Error)
+			time.Sleep(10 * time.Millisecond)
+		}
 		time.Sleep(time.Duration(rand.IntN(2500)) * time.Millisecond)
 	} else {
 		time.Sleep(time.Duration(rand.IntN(4000)) * time.Millisecond)
