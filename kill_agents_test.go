@@ -266,7 +266,7 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	s := killStats{watchdog: true}
 	for i := range n {
-		marker := fmt.Sprintf("kill-trial-%d", i)
+		marker := fmt.Sprintf("kill-trial-%03d", i) // padded: no marker holds another
 		on(marker, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 			modelserver.Reply{Text: "Done."})
 		cmd := exec.Command(os.Args[0], "--db", db, "fork", session, "--name", marker, "-m", marker)
@@ -283,7 +283,7 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 	t.Run("watchdog killed too", func(t *testing.T) {
 		s := killStats{}
 		for i := range 2 {
-			marker := fmt.Sprintf("kill-both-%d", i)
+			marker := fmt.Sprintf("kill-both-%03d", i)
 			on(marker, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 				modelserver.Reply{Text: "Done."})
 			cmd := exec.Command(os.Args[0], "--db", db, "fork", session, "--name", marker, "-m", marker)
