@@ -282,7 +282,7 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 	// next tine, before it shows the run interrupted.
 	t.Run("watchdog killed too", func(t *testing.T) {
 		s := killStats{}
-		for i := range 2 {
+		for i := range killTrials("", 1, 2) {
 			marker := fmt.Sprintf("kill-both-%03d", i)
 			on(marker, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 				modelserver.Reply{Text: "Done."})
