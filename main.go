@@ -80,6 +80,7 @@ func commands() []command {
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
+		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
 	}
 }
 
