@@ -387,7 +387,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
 	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
-		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json")
+		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json", "--apply-best")
 	var res struct {
 		Forks []forkJSON `json:"forks"`
 	}
@@ -414,8 +414,16 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Len(t, dirs, 3)
 	assert.Equal(t, 0, res.Forks[0].Check.Exit)
 	assert.NotZero(t, res.Forks[1].Check.Exit)
-	_, err = os.Stat(filepath.Join(project, "good.txt"))
-	assert.True(t, os.IsNotExist(err), "nothing was written into the session's own checkout")
+	// --apply-best brought the best fork's work, and only its, into the
+	// checkout; nothing else was written there.
+	assert.Contains(t, errOut, "applied good into "+project)
+	b, err := os.ReadFile(filepath.Join(project, "good.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b), "the best fork's file, as uncommitted work")
+	for _, other := range []string{"bad1", "bad2"} {
+		_, err = os.Stat(filepath.Join(project, other+".txt"))
+		assert.True(t, os.IsNotExist(err), "%s's work stays in its worktree", other)
+	}
 	after, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "the session's own file is never written to")
@@ -429,6 +437,20 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.Len(t, c.Runs[0].Files, 1)
 	assert.Equal(t, "good.txt", c.Runs[0].Files[0].Path)
 	assert.True(t, c.Runs[0].Best)
+
+	// Applying the winner again clashes with what is there now: refused,
+	// nothing changed; another fork's work applies beside it.
+	_, errOut, code = tine(t, db, "apply", "good")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "good.txt")
+	out, errOut, code = tine(t, db, "apply", "bad1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var ap applyJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &ap))
+	require.Len(t, ap.Files, 1)
+	assert.Equal(t, "bad1.txt", ap.Files[0].Path)
+	_, err = os.Stat(filepath.Join(project, "bad1.txt"))
+	assert.NoError(t, err)
 
 	// A second turn on a fork continues the fork's own session.
 	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})

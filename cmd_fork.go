@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"tine/harness/fork"
@@ -32,6 +33,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
 	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
+	applyBestFork := f.Bool("apply-best", false, "with --check and --wait: when every fork has finished, bring the best one's work into the checkout (as tine apply does)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -46,6 +48,9 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	if *score != "exit" && *score != "number" {
 		return usagef("fork: --score is exit or number, not %q", *score)
+	}
+	if *applyBestFork && (*check == "" || !tf.wait) {
+		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
 	}
 	st, parent, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
@@ -74,5 +79,15 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 			turns = append(turns, fork.Turn{RunID: fk.ID, Input: input})
 		}
 	}
-	return tf.run(ctx, e, st, d, turns, forks)
+	err = tf.run(ctx, e, st, d, turns, forks)
+	if *applyBestFork && ctx.Err() == nil {
+		w := e.stdout
+		if tf.asJSON {
+			w = e.stderr // stdout holds the forks' JSON
+		}
+		if aerr := applyBest(ctx, st, forks, w); aerr != nil {
+			return errors.Join(err, aerr)
+		}
+	}
+	return err
 }
