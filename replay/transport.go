@@ -178,6 +178,7 @@ func (b *recordingBody) finish(cause error) {
 		// Split into events once the stream has ended, with the gateway's
 		// reader: the caller has had every byte as it came.
 		sr := newSSEReader(bytes.NewReader(b.body.Bytes()), 0)
+		sr.r.KeepRaw = false // the caller has had the bytes
 		var split error
 		for {
 			_, ev, isEvent, err := sr.next()

@@ -85,7 +85,13 @@ func NewReader(r io.Reader, limit int) *Reader {
 	if limit <= 0 {
 		limit = DefaultMax
 	}
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: limit}
+	size := 64 << 10
+	if b, ok := r.(interface{ Len() int }); ok {
+		// A stream already in memory (a recorded answer) needs no
+		// buffer bigger than itself.
+		size = min(size, b.Len())
+	}
+	return &Reader{br: bufio.NewReaderSize(r, size), max: limit}
 }
 
 // Next returns the next event. A block of comments, or a blank line alone,
