@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/internal/sse"
 	"tine/model"
 )
 
@@ -41,6 +41,10 @@ type Options struct {
 	// Rules are what a replay lets differ and which tools it runs again
 	// (RulesOf the registry's agents); default the wire formats' own.
 	Rules *Rules
+	// MaxEventBytes bounds one event of an upstream's stream (the API
+	// harnesses' bound, sse.DefaultMax, when 0): a bigger one fails the
+	// model call rather than fill the memory.
+	MaxEventBytes int
 }
 
 // OnDivergence says what a replay does at its first divergence.
@@ -637,16 +641,36 @@ func (r *Run) refuse(w http.ResponseWriter, wire Wire, msg string) {
 }
 
 func writeAPIError(w http.ResponseWriter, wire Wire, status int, typ, msg string) {
-	var v any
-	if wire == WireAnthropic {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": "tine_replay", "param": nil}}
-	}
-	b, _ := json.Marshal(v)
+	b, _ := json.Marshal(apiError(wire, typ, msg))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// apiError is an error body in wire's shape.
+func apiError(wire Wire, typ, msg string) any {
+	if wire == WireAnthropic {
+		return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	}
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": "tine_replay", "param": nil}}
+}
+
+// streamError is an error event in wire's stream: Anthropic's "error"
+// event, a Chat Completions chunk holding an error, a Responses "error"
+// event.
+func streamError(wire Wire, msg string) Event {
+	var v any
+	name := "error"
+	switch wire {
+	case WireAnthropic:
+		v = apiError(wire, "api_error", msg)
+	case WireResponses:
+		v = map[string]any{"type": "error", "code": "tine_replay", "message": msg, "param": nil}
+	default:
+		v, name = apiError(wire, "api_error", msg), ""
+	}
+	b, _ := json.Marshal(v)
+	return Event{Event: name, Data: string(b)}
 }
 
 // serveTaped answers from a taped step, in the shape the request asks
@@ -823,7 +847,7 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 		if fl != nil {
 			fl.Flush()
 		}
-		sr := &sseReader{r: bufio.NewReaderSize(resp.Body, 64<<10)}
+		sr := newSSEReader(resp.Body, g.opts.MaxEventBytes)
 		for {
 			rawEv, ev, ok, err := sr.next()
 			if len(rawEv) > 0 {
@@ -842,6 +866,12 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 					cut = true
 					if step != nil && step.Error == "" {
 						step.Error = "upstream stream: " + err.Error()
+					}
+					var big *sse.TooLargeError
+					if errors.As(err, &big) {
+						// Nothing of that event went on: the agent is told
+						// why in its API's words before the stream is cut.
+						_ = writeEvent(w, streamError(wire, "tine replay gateway: the upstream sent "+err.Error()))
 					}
 				}
 				break

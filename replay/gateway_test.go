@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -122,7 +123,7 @@ func TestRecord(t *testing.T) {
 				}
 				// What the agent got is exactly the upstream's stream.
 				var evs []Event
-				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(answers[k]))}
+				sr := newSSEReader(bytes.NewReader(answers[k]), 0)
 				for {
 					_, ev, ok, err := sr.next()
 					if ok {
@@ -394,7 +395,7 @@ func TestReplayShapes(t *testing.T) {
 					t.Fatalf("step %d: %d %s", k+1, status, got)
 				}
 				var evs []Event
-				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(got))}
+				sr := newSSEReader(bytes.NewReader(got), 0)
 				for {
 					_, ev, ok, err := sr.next()
 					if ok {
@@ -669,9 +670,65 @@ func TestUpstreamCut(t *testing.T) {
 	}
 }
 
+// TestUpstreamEventOverTheBound: an upstream event bigger than the bound
+// fails the model call as soon as it passes it: the agent gets the events
+// before it, then an error event saying why, then a cut stream, never the
+// big event; the step says why; and the gateway does not hold the event.
+// Not parallel: it measures the process's allocations.
+func TestUpstreamEventOverTheBound(t *testing.T) {
+	const limit = 1 << 20
+	const huge = 64 << 20
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n")
+		io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"")
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for sent := 0; sent < huge; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the gateway hung up
+			}
+		}
+		io.WriteString(w, "\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	defer up.Close()
+	g, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: up.URL}}, MaxEventBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rec := &MemRecorder{}
+	run, _ := g.NewRun(RunConfig{Recorder: rec})
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Error("the stream ended cleanly: the agent would take it as a whole answer")
+	}
+	want := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n" +
+		"event: error\ndata: {\"error\":{\"message\":\"tine replay gateway: the upstream sent an event larger than 1 MB (the limit)\",\"type\":\"api_error\"},\"type\":\"error\"}\n\n"
+	if string(got) != want {
+		t.Errorf("the agent got %d bytes:\n%.300s\nwant\n%s", len(got), got, want)
+	}
+	steps := rec.Steps()
+	if len(steps) != 1 || steps[0].Error != "upstream stream: an event larger than 1 MB (the limit)" || len(steps[0].Events) != 1 || steps[0].Answer != nil {
+		t.Errorf("steps %+v", steps)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16*limit {
+		t.Errorf("allocated %d bytes while the upstream sent a %d-byte event", n, huge)
+	}
+}
+
 func TestSSEReader(t *testing.T) {
 	in := ": comment\r\n\r\nevent: a\r\ndata: {\"x\":1}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\ndata: partial"
-	sr := &sseReader{r: bufio.NewReader(strings.NewReader(in))}
+	sr := newSSEReader(strings.NewReader(in), 0)
 	var got []Event
 	var raw strings.Builder
 	for {

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tine/internal/sse"
 )
 
 // RecordingTransport returns an http.RoundTripper that sends every request
@@ -176,13 +177,16 @@ func (b *recordingBody) finish(cause error) {
 	case b.stream:
 		// Split into events once the stream has ended, with the gateway's
 		// reader: the caller has had every byte as it came.
-		sr := &sseReader{r: bufio.NewReader(bytes.NewReader(b.body.Bytes()))}
+		sr := newSSEReader(bytes.NewReader(b.body.Bytes()), 0)
+		sr.r.KeepRaw = false // the caller has had the bytes
+		var split error
 		for {
 			_, ev, isEvent, err := sr.next()
 			if isEvent {
 				s.Events = append(s.Events, ev)
 			}
 			if err != nil {
+				split = err
 				break
 			}
 		}
@@ -197,6 +201,12 @@ func (b *recordingBody) finish(cause error) {
 			s.Error = "the caller closed the stream before its end"
 		default:
 			s.Error = "upstream stream: " + cause.Error()
+		}
+		var big *sse.TooLargeError
+		if errors.As(split, &big) {
+			// An event bigger than the API harnesses' bound, on which the
+			// caller's own reader failed: that is why the answer ended.
+			s.Error = "upstream stream: " + split.Error()
 		}
 	default:
 		s.Body = b.body.Bytes()

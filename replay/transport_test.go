@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"tine/internal/modelserver"
+	"tine/internal/sse"
 )
 
 const secretKey = "sk-real-secret-key-0123456789"
@@ -122,7 +124,7 @@ func TestTransportRecords(t *testing.T) {
 					if !strings.HasPrefix(s.ContentType, "text/event-stream") || len(s.Events) < 3 || s.Body != nil {
 						t.Errorf("a stream taped as %q, %d events, %d body bytes", s.ContentType, len(s.Events), len(s.Body))
 					}
-					sr := &sseReader{r: bufio.NewReader(bytes.NewReader(got))}
+					sr := newSSEReader(bytes.NewReader(got), 0)
 					var evs []Event
 					for {
 						_, ev, ok, err := sr.next()
@@ -300,6 +302,31 @@ func TestTransportCut(t *testing.T) {
 			t.Errorf("error %q, answer %s", s.Error, s.Answer)
 		}
 	})
+}
+
+// TestTransportEventOverTheBound: a streamed answer holding an event over
+// the API harnesses' bound (on which their own reader fails) is taped with
+// the events before it and says why it ended.
+func TestTransportEventOverTheBound(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n")
+		io.WriteString(w, "event: content_block_delta\ndata: \""+strings.Repeat("x", sse.DefaultMax)+"\"\n\n")
+		io.WriteString(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	defer up.Close()
+	rec := &MemRecorder{}
+	resp := send(t, recording, recordingClient(rec), up.URL+"/v1/messages", WireAnthropic, []byte(`{"model":"m","stream":true,"messages":[]}`))
+	_, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := rec.Steps()
+	if len(steps) != 1 || steps[0].Error != "upstream stream: an event larger than 32 MB (the limit)" || len(steps[0].Events) != 1 || steps[0].Answer != nil {
+		t.Errorf("steps %+v", steps)
+	}
 }
 
 // TestTransportUnreachable: a call that got no answer is recorded with why.

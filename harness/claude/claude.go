@@ -123,24 +123,20 @@ func Detect(head []byte) bool {
 	}
 	claude := false
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"payload"`:
+		case "payload":
 			return false // Codex's envelope
-		case `"type"`:
+		case "type":
 			switch t := strOr(v); t {
 			case "session_meta", "session":
 				return false // Codex's and pi's headers
 			case "queue-operation", "file-history-snapshot", "fork-context-ref", "atis-latch", "tools-used", "custom-title", "ai-title":
 				claude = true
 			}
-		case `"parentUuid"`:
+		case "parentUuid":
 			claude = true
-		case `"sessionId"`, `"leafUuid"`:
+		case "sessionId", "leafUuid":
 			if _, isStr := str(v); isStr {
 				claude = true
 			}
@@ -233,36 +229,24 @@ func scanAgentCall(path string, needle []byte) string {
 // toolResultID returns the tool_use_id of the first tool result in a user
 // record's content.
 func toolResultID(line []byte) string {
-	var msg []byte
+	var msg, content []byte
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
-		if keyIs(k, "message") {
+	for k, v := range o.Members() {
+		if string(k) == "message" {
 			msg = v
 		}
 	}
-	var content []byte
 	o = members(msg)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
-		if keyIs(k, "content") {
+	for k, v := range o.Members() {
+		if string(k) == "content" {
 			content = v
 		}
 	}
 	a := elements(content)
-	for {
-		v, ok := a.next()
-		if !ok {
-			return ""
-		}
+	for v := range a.Elements() {
 		if b, ok := readBlock(v); ok && strOr(b.typ) == "tool_result" {
 			return strOr(b.toolUseID)
 		}
 	}
+	return ""
 }

@@ -215,59 +215,55 @@ func (p *parser) handle(line []byte) {
 	}
 	var f fields
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			f.typ = v
-		case `"uuid"`:
+		case "uuid":
 			f.uuid = v
-		case `"parentUuid"`:
+		case "parentUuid":
 			f.parent = v
-		case `"logicalParentUuid"`:
+		case "logicalParentUuid":
 			f.logicalParent = v
-		case `"sessionId"`:
+		case "sessionId":
 			f.session = v
-		case `"timestamp"`:
+		case "timestamp":
 			f.timestamp = v
-		case `"cwd"`:
+		case "cwd":
 			f.cwd = v
-		case `"gitBranch"`:
+		case "gitBranch":
 			f.branch = v
-		case `"isSidechain"`:
+		case "isSidechain":
 			f.sidechain = v
-		case `"agentId"`:
+		case "agentId":
 			f.agentID = v
-		case `"requestSessionId"`:
+		case "requestSessionId":
 			f.requestSession = v
-		case `"isMeta"`:
+		case "isMeta":
 			f.isMeta = v
-		case `"isCompactSummary"`:
+		case "isCompactSummary":
 			f.compactSummary = v
-		case `"message"`:
+		case "message":
 			f.message = v
-		case `"subtype"`:
+		case "subtype":
 			f.subtype = v
-		case `"compactMetadata"`:
+		case "compactMetadata":
 			f.compactMeta = v
-		case `"summary"`:
+		case "summary":
 			f.summary = v
-		case `"leafUuid"`:
+		case "leafUuid":
 			f.leaf = v
-		case `"customTitle"`:
+		case "customTitle":
 			f.customTitle = v
-		case `"aiTitle"`:
+		case "aiTitle":
 			f.aiTitle = v
-		case `"totalCostUSD"`:
+		case "totalCostUSD":
 			f.totalCost = v
-		case `"content"`:
+		case "content":
 			f.content = v
 		}
 	}
-	if o.bad {
+	if o.Err() != nil {
 		p.skip("malformed JSON")
 		return
 	}
@@ -450,15 +446,11 @@ func compactText(meta []byte) string {
 	var trigger string
 	var pre int64
 	o := members(meta)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"trigger"`:
+		case "trigger":
 			trigger = strOr(v)
-		case `"preTokens"`:
+		case "preTokens":
 			pre, _ = model.ParseTokens(string(v))
 		}
 	}

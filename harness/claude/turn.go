@@ -414,29 +414,25 @@ func (s *stream) line(b []byte) error {
 	}
 	var typ, subtype, session, parentTool, uuid, event, message []byte
 	o := newObject(b)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			typ = v
-		case `"subtype"`:
+		case "subtype":
 			subtype = v
-		case `"session_id"`:
+		case "session_id":
 			session = v
-		case `"parent_tool_use_id"`:
+		case "parent_tool_use_id":
 			parentTool = v
-		case `"uuid"`:
+		case "uuid":
 			uuid = v
-		case `"event"`:
+		case "event":
 			event = v
-		case `"message"`:
+		case "message":
 			message = v
 		}
 	}
-	if o.bad || !isNull(parentTool) {
+	if o.Err() != nil || !isNull(parentTool) {
 		// A subagent's own conversation: its transcript is a file of
 		// its own, a run of its own when imported.
 		return nil
@@ -531,19 +527,15 @@ func (s *stream) start(session string) {
 func (s *stream) event(raw []byte) {
 	var typ, msg, delta, usage []byte
 	o := newObject(raw)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			typ = v
-		case `"message"`:
+		case "message":
 			msg = v
-		case `"delta"`:
+		case "delta":
 			delta = v
-		case `"usage"`:
+		case "usage":
 			usage = v
 		}
 	}
@@ -736,15 +728,12 @@ func messageID(msg []byte) string { return strOr(field(msg, "id")) }
 // field is the raw value of key in a JSON object, nil when absent.
 func field(obj []byte, key string) []byte {
 	o := newObject(obj)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			return nil
-		}
-		if keyIs(k, key) {
+	for k, v := range o.Members() {
+		if string(k) == key {
 			return v
 		}
 	}
+	return nil
 }
 
 // flushCompact emits a compaction boundary no summary followed.

@@ -108,7 +108,7 @@ func parseUsage(v []byte) (t tokenUsage, ok bool, err error) {
 	if !ok {
 		return tokenUsage{}, false, nil
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		var field *int64
 		switch string(k) {
 		case "input_tokens":
@@ -247,7 +247,7 @@ func envelope(line []byte) (typ, sub string) {
 		return "", ""
 	}
 	var payload []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "type":
 			typ = str(v)
@@ -262,7 +262,7 @@ func envelope(line []byte) (typ, sub string) {
 	if !ok {
 		return typ, ""
 	}
-	for k, v, ok := pl.next(); ok; k, v, ok = pl.next() {
+	for k, v := range pl.Members() {
 		if string(k) == "type" {
 			return typ, str(v)
 		}
@@ -306,7 +306,6 @@ func (p *parser) line(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	it := objIter{b: b}
 	if b[0] != '{' {
 		if jsonscan.Valid(b) {
 			p.skip("not a JSON object")
@@ -315,10 +314,10 @@ func (p *parser) line(b []byte) {
 		}
 		return
 	}
-	it.open()
+	it := objectLine(b)
 	var ts, ord, typ, payload []byte
 	var hasID, recordType bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "timestamp":
 			ts = v
@@ -334,7 +333,7 @@ func (p *parser) line(b []byte) {
 			recordType = true
 		}
 	}
-	err := it.err // the scanner also refuses data after the object
+	err := it.Err() // the scanner also refuses data after the object
 	if err != nil {
 		p.skip("invalid JSON: " + err.Error())
 		return
@@ -540,12 +539,15 @@ func (p *parser) usageRecord(pl []byte) {
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
 	var err error
-	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "usage":
 			last, haveLast, err = parseUsage(v)
 		case "thread_token_usage":
 			total, haveTotal, err = parseUsage(v)
+		}
+		if err != nil {
+			break
 		}
 	}
 	if err != nil {
@@ -574,14 +576,17 @@ func (p *parser) event(pl []byte) {
 	}
 	// "type" comes first: most events (item_completed repeating a tool's
 	// whole output) need no more than that.
-	k, typ, ok := it.next()
-	for ok && string(k) != "type" {
-		k, typ, ok = it.next()
+	var typ []byte
+	for k, v := range it.Members() {
+		if string(k) == "type" {
+			typ = v
+			break
+		}
 	}
 	var reason []byte
 	if jsonscan.Equal(typ, "turn_aborted") {
 		it, _ = object(pl)
-		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		for k, v := range it.Members() {
 			if string(k) == "reason" {
 				reason = v
 			}
@@ -613,7 +618,7 @@ func (p *parser) tokenCount(pl []byte) {
 	it, _ := object(pl)
 	var info []byte
 	var isFlat bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "info":
 			info = v
@@ -639,12 +644,15 @@ func (p *parser) tokenCount(pl []byte) {
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
 	var err error
-	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "last_token_usage":
 			last, haveLast, err = parseUsage(v)
 		case "total_token_usage":
 			total, haveTotal, err = parseUsage(v)
+		}
+		if err != nil {
+			break
 		}
 	}
 	switch {
@@ -662,7 +670,7 @@ func (p *parser) turnContext(pl []byte) {
 	if !ok {
 		return
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "model":
 			if m := str(v); m != "" {
@@ -685,7 +693,7 @@ func (p *parser) sessionMeta(pl []byte) {
 	var id, sessionID, cwd, branch, forkedFrom string
 	var created time.Time
 	before := 0
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "id":
 			id = str(v)
@@ -697,7 +705,7 @@ func (p *parser) sessionMeta(pl []byte) {
 			cwd = str(v)
 		case "git":
 			if git, ok := object(v); ok {
-				for k, v, ok := git.next(); ok; k, v, ok = git.next() {
+				for k, v := range git.Members() {
 					if string(k) == "branch" {
 						branch = str(v)
 					}
@@ -711,7 +719,7 @@ func (p *parser) sessionMeta(pl []byte) {
 			}
 		case "history_base":
 			if hb, ok := object(v); ok && before == 0 {
-				for k, v, ok := hb.next(); ok; k, v, ok = hb.next() {
+				for k, v := range hb.Members() {
 					if string(k) == "end_ordinal_exclusive" {
 						if n, ok := num(v); ok {
 							before = int(n)
@@ -748,7 +756,7 @@ func (p *parser) compacted(pl []byte) {
 	if !ok {
 		return
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		if string(k) == "message" {
 			if s := str(v); s != "" {
 				p.add(model.System, model.Part{Kind: model.Text, Text: s})
@@ -772,7 +780,7 @@ func (p *parser) responseItem(pl []byte) {
 		return
 	}
 	var f item
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "type":
 			f.typ = v
@@ -934,7 +942,7 @@ func (p *parser) result(id string, output []byte) {
 	part := model.Part{Kind: model.ToolResult, ToolCallID: id, ToolName: p.toolNames[id]}
 	var extra []model.Part
 	if obj, ok := object(output); ok {
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			switch string(k) {
 			case "content":
 				output = v
@@ -972,13 +980,13 @@ func contentParts(v []byte) []model.Part {
 		return nil
 	}
 	var parts []model.Part
-	for c, ok := arr.next(); ok; c, ok = arr.next() {
+	for c := range arr.Elements() {
 		obj, ok := object(c)
 		if !ok {
 			continue
 		}
 		var typ, text []byte
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			switch string(k) {
 			case "type":
 				typ = v
@@ -1017,7 +1025,7 @@ func webSearchText(action []byte) string {
 		return ""
 	}
 	var s string
-	for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+	for k, v := range obj.Members() {
 		switch string(k) {
 		case "query", "url", "pattern":
 			if s == "" {
@@ -1059,30 +1067,17 @@ var injectedPrefixes = []string{
 func injected(parts []model.Part, meta []byte) bool {
 	if obj, ok := object(meta); ok {
 		saw := false
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			if string(k) != "content_item_metadata" {
 				continue
 			}
 			arr, _ := array(v)
-			for e, ok := arr.next(); ok; e, ok = arr.next() {
-				item, ok := object(e)
-				if !ok {
-					continue
+			for e := range arr.Elements() {
+				typed, user := provenance(e)
+				if user {
+					return false
 				}
-				for k, v, ok := item.next(); ok; k, v, ok = item.next() {
-					if string(k) != "provenance" {
-						continue
-					}
-					prov, _ := object(v)
-					for k, v, ok := prov.next(); ok; k, v, ok = prov.next() {
-						if string(k) == "type" {
-							saw = true
-							if jsonscan.Equal(v, "user") {
-								return false
-							}
-						}
-					}
-				}
+				saw = saw || typed
 			}
 		}
 		if saw {
@@ -1102,6 +1097,30 @@ func injected(parts []model.Part, meta []byte) bool {
 		return false
 	}
 	return false
+}
+
+// provenance reads a content item's metadata: typed when it names a
+// provenance type, user when that type is "user" (the person typed it).
+func provenance(item []byte) (typed, user bool) {
+	obj, ok := object(item)
+	if !ok {
+		return false, false
+	}
+	for k, v := range obj.Members() {
+		if string(k) != "provenance" {
+			continue
+		}
+		prov, _ := object(v)
+		for k, v := range prov.Members() {
+			if string(k) == "type" {
+				typed = true
+				if jsonscan.Equal(v, "user") {
+					return true, true
+				}
+			}
+		}
+	}
+	return typed, false
 }
 
 // finish makes the file's run from what was read.
