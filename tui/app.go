@@ -45,23 +45,12 @@ const (
 	screenCompare
 )
 
-// level orders status messages.
-type level int
-
-const (
-	levelInfo level = iota
-	levelWarn
-	levelError
-)
-
-// statusClearAfter is how long a status message stays.
-const statusClearAfter = 5 * time.Second
-
-// App is the root model.
+// App is the root model. It routes every message: a key to whatever has
+// the keys (keyTable), and a command's answer to the part that asked.
 type App struct {
-	// ctx is the program's: every command and background job runs under
-	// it, and quitting cancels it.
-	ctx    context.Context
+	// env is the program's context, the store, the clock, the timer and
+	// spawn; quitting cancels the context.
+	env
 	cancel context.CancelFunc
 	// kill stops the program after a panic in a goroutine (crash.go);
 	// crashed says what happened and logPath where the stack went.
@@ -69,22 +58,17 @@ type App struct {
 	crashMu sync.Mutex
 	crashed *crashed
 	logPath string
-	st      *store.Store
 	// dataPath is the database's path as help shows it.
 	dataPath string
 	opts     Options
 	keys     KeyMap
 	styles   Styles
-	now      func() time.Time
-	// tick schedules a message later (tea.Tick); tests replace it.
-	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// openEnv is where e, E and o look for programs (open.go).
 	openEnv openEnv
 
 	width, height int
 	screen        screenID
-	showHelp      bool
-	helpOffset    int // the first help line shown
+	help          helpState
 	// confirmQuit is set while asking whether to quit and lose what was
 	// typed in a dialog.
 	confirmQuit bool
@@ -98,43 +82,28 @@ type App struct {
 	// is read for the view it was asked from and dropped when the user
 	// has moved on since.
 	view int
-
-	imp       importState
-	dialog    *forkDialog
-	dialogGen int          // tells a dialog's async answers from an older one's
-	descs     *descCache   // what the harnesses said of themselves, for the dialogs
-	turn      *turnDialog  // the next-turn dialog (m)
-	replay    *replayPanel // the Replay panel (R on a message)
-	// compareReloading: the open comparison is being read again.
-	compareReloading bool
-	batches          map[int]*forkBatch
-	pending          map[int]launchReq // launched, forks not created yet
-	nextBatch        int
-	// follow is a run that R or m started: the cursor goes to it once the
-	// tree has been read again.
-	follow string
-	wg     sync.WaitGroup // running batches, waited for on quit
+	// treeGen numbers what the tree screen shows: each tree opened and
+	// each read of it again gets the next number (treeScreen.gen), and
+	// work done for it (a reload, a find) says the number it answers.
+	treeGen int
 	// reloading is set while the open tree is being re-read; again asks
 	// for one more read when it returns (events came in meanwhile).
 	reloading, again bool
-	spinning         bool
-	spinFrame        int
 
-	// changes is the store's change counter; checking is set while it is
-	// being asked; lastReap is when orphaned runs were last looked for.
-	changes  *store.Changes
-	checking bool
-	lastReap time.Time
+	imp importState
+	// The overlays over the tree: the Fork dialog, the next-turn dialog
+	// (m) and the Replay panel (R on a message).
+	dialog *forkDialog
+	turn   *turnDialog
+	replay *replayPanel
+	// compareReloading: the open comparison is being read again.
+	compareReloading bool
 
-	// watching is set while a watch import runs (watch.go); watchErr and
-	// watchFileErrs are what it last failed with, said once.
-	watching                bool
-	watchEvery              time.Duration
-	watchErr, watchFileErrs string
-
-	status      string
-	statusLevel level
-	statusID    int
+	forks  forkState
+	live   liveState
+	watch  watchState
+	status statusLine
+	wg     sync.WaitGroup // background work (batches, imports), waited for on quit
 
 	// shortHelp caches the footer's key hints, which cost a lot to lay out
 	// for what they are, by what they depend on.
@@ -152,25 +121,29 @@ type shortHelpKey struct {
 func New(st *store.Store, opts Options) *App {
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &App{
-		ctx:      ctx,
+		env:      env{ctx: ctx, st: st, now: time.Now, tick: tea.Tick},
 		cancel:   cancel,
-		st:       st,
 		dataPath: dbPath(st),
 		opts:     opts,
 		keys:     DefaultKeyMap(),
 		styles:   NewStyles(true),
-		now:      time.Now,
-		tick:     tea.Tick,
 		lib:      newLibraryScreen(),
-
-		openEnv: osOpenEnv(),
-
-		descs:      &descCache{},
-		watchEvery: watchEvery,
-		batches:    map[int]*forkBatch{},
-		pending:    map[int]launchReq{},
+		openEnv:  osOpenEnv(),
+		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
+		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery},
 	}
+	a.spawn = a.background
 	return a
+}
+
+// background runs fn in a goroutine that quitting waits for (shutdown),
+// with its panics caught (goSafe).
+func (a *App) background(where string, fn func()) {
+	a.wg.Add(1)
+	a.goSafe(where, func() {
+		defer a.wg.Done()
+		fn()
+	})
 }
 
 // Run starts the program on the terminal and blocks until it quits.
@@ -206,13 +179,17 @@ type (
 		trees []store.TreeSummary
 		err   error
 	}
+	// treeLoadedMsg is a tree read for the view it was asked from (to
+	// open it) or, reload set, read again for the tree screen of
+	// generation gen (keeping its cursor and folds).
 	treeLoadedMsg struct {
 		id       string
 		view     int // App.view when it was asked for
+		gen      int // the treeScreen.gen a reload was asked for
 		data     *treeData
 		focusRun string
 		focusSeq int
-		reload   bool // a refresh of the open tree: keep the cursor and folds
+		reload   bool
 		err      error
 	}
 	searchDoneMsg struct {
@@ -221,12 +198,13 @@ type (
 		more  bool // there are more than maxHits
 		err   error
 	}
-	clearStatusMsg struct{ id int }
 )
 
 // Init loads the library and asks the terminal for its background.
 func (a *App) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), a.watch(), a.watchImport()}
+	var watch tea.Cmd
+	a.watch, watch = a.watch.start(a.env, a.imp.running)
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), openChanges(a.env), watch}
 	if a.opts.OpenTree != "" {
 		cmds = append(cmds, a.loadTree(a.opts.OpenTree, "", 0))
 	}
@@ -317,23 +295,8 @@ func (a *App) search(q string) tea.Cmd {
 	}
 }
 
-// setStatus shows text in the status line until it is cleared.
-func (a *App) setStatus(text string, lvl level) tea.Cmd {
-	if text == "" {
-		return nil
-	}
-	a.statusID++
-	a.status, a.statusLevel = text, lvl
-	id := a.statusID
-	return a.tick(statusClearAfter, func(time.Time) tea.Msg { return clearStatusMsg{id: id} })
-}
-
-func (a *App) errorStatus(err error) tea.Cmd { return a.setStatus(errorText(err), levelError) }
-
-// errorText is an error on one line, safe for the terminal.
-func errorText(err error) string { return model.OneLine(err.Error(), 300) }
-
-// Update routes every message.
+// Update routes every message: keys to whatever has them, and each
+// command's answer to the part that asked for it.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -341,39 +304,116 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			panic(r) // Bubble Tea restores the terminal
 		}
 	}()
+	return a, a.route(msg)
+}
+
+func (a *App) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.width, a.height = msg.Width, msg.Height
-		return a, a.relayout()
+		return a.relayout()
 	case tea.BackgroundColorMsg:
 		a.styles = NewStyles(msg.IsDark())
 		if a.tree != nil {
 			a.tree.invalidate()
 		}
-		return a, a.relayout()
+		return a.relayout()
+	case tea.KeyPressMsg:
+		return a.key(msg)
+	case tea.MouseWheelMsg:
+		return a.wheel(msg)
+	case tea.PasteMsg:
+		return a.paste(msg)
+	case clearStatusMsg:
+		a.status = a.status.update(msg)
+		return nil
+	case changesReadyMsg, liveTickMsg, liveCheckedMsg:
+		var cmd tea.Cmd
+		var changed bool
+		a.live, cmd, changed = a.live.update(msg, a.env)
+		if changed {
+			cmd = tea.Batch(cmd, a.storeChanged())
+		}
+		return cmd
+	case watchTickMsg, watchDoneMsg:
+		var cmd tea.Cmd
+		var r watchReport
+		a.watch, cmd, r = a.watch.update(msg, a.env, a.imp.running)
+		return tea.Batch(cmd, a.watched(r))
+	case treesLoadedMsg, searchDoneMsg, foundMsg, importProgressMsg, importDoneMsg:
+		return a.updateLibrary(msg)
+	case treeLoadedMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
+		return a.updateTree(msg)
+	case compareLoadedMsg, bestSetMsg, diffLoadedMsg:
+		return a.updateCompare(msg)
+	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg:
+		return a.updateForks(msg)
+	case replayStartedMsg, replayTickMsg, replayReadMsg, replayDoneMsg:
+		return a.updateReplay(msg)
+	}
+	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
+		var cmd tea.Cmd
+		a.lib.filter, cmd = a.lib.filter.Update(msg) // a cursor's blink
+		return cmd
+	}
+	return nil
+}
+
+// paste puts pasted text into the field being typed, if any.
+func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch {
+	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
+		a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
+	case a.dialog != nil:
+		cmd = a.dialog.paste(msg)
+	case a.turn != nil:
+		cmd = a.turn.paste(msg)
+	case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
+		a.replay.base, cmd = a.replay.base.Update(msg)
+	case a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch):
+		a.lib.filter, cmd = a.lib.filter.Update(msg)
+		if a.lib.mode == libFilter {
+			a.lib.refilter()
+			a.layoutLibrary()
+		}
+	}
+	return cmd
+}
+
+// updateLibrary takes the library's answers: the trees, search hits, and
+// importing this machine's sessions.
+func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case treesLoadedMsg:
 		if msg.err != nil {
 			a.lib.loaded = true
-			return a, a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
+			return a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return a, discover()
+			return discover()
 		}
-		return a, nil
+	case searchDoneMsg:
+		if msg.err != nil {
+			return a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
+		}
+		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
+		a.lib.moreHits = msg.more
+		a.layoutLibrary()
+		a.status.text = ""
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
 		a.lib.empty = emptyState{found: msg.files}
-		return a, nil
 	case importProgressMsg:
 		a.imp.progress = msg.p
 		a.lib.empty.progress = &a.imp.progress
-		return a, a.nextImportEvent()
+		return a.nextImportEvent()
 	case importDoneMsg:
 		a.imp.running = false
 		a.lib.empty.progress = nil
 		if msg.err != nil {
-			return a, tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
+			return tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
 		}
 		a.imp.last = &msg.sum
 		text := fmt.Sprintf("imported %s, %s from %s (%.1f MB in %.1fs)", plural(msg.sum.Runs, "run"),
@@ -381,184 +421,50 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if n := len(msg.sum.Skipped); n > 0 {
 			text += fmt.Sprintf("; skipped %s (tine import lists them)", plural(n, "unreadable line"))
 		}
-		return a, tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
+		return tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
+	}
+	return nil
+}
+
+// updateTree takes the tree screen's answers: the tree read (to open it,
+// or again), a message's markdown, and what its keys started (a copy, a
+// pager, an editor or an agent).
+func (a *App) updateTree(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case treeLoadedMsg:
 		if msg.reload {
-			return a, a.reloaded(msg)
+			return a.reloaded(msg)
 		}
 		if msg.view != a.view {
-			return a, nil // the user moved on while it was read
+			return nil // the user moved on while it was read
 		}
 		a.loading = ""
 		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
+			return a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
-		return a, a.openTree(msg)
-	case compareLoadedMsg:
-		if msg.reload {
-			return a, a.compareReloaded(msg)
-		}
-		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
-			return a, nil // asked for from a screen the user has left
-		}
-		a.loading = ""
-		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
-		}
-		a.compare = msg.screen
-		a.show(screenCompare)
-		l := a.layout()
-		a.compare.layout(l.body.w, l.body.h, &a.styles)
-		return a, nil
-	case bestSetMsg:
-		if msg.err != nil {
-			return a, a.errorStatus(msg.err)
-		}
-		if a.compare != nil {
-			for i := range a.compare.cols {
-				c := &a.compare.cols[i]
-				c.run.Best = msg.best && c.run.ID == msg.id
-			}
-		}
-		return a, a.reloadTree()
-	case forksCreatedMsg:
-		return a, a.forksCreated(msg)
-	case harnessInfoMsg:
-		if a.dialog != nil && a.dialog.gen == msg.gen {
-			a.dialog.info(msg)
-		}
-		if a.turn != nil && a.turn.gen == msg.gen {
-			a.turn.descs = msg.descs
-		}
-		return a, nil
-	case turnReadyMsg:
-		return a, a.turnReady(msg)
-	case replayStartedMsg:
-		return a, a.replayStarted(msg)
-	case replayTickMsg:
-		return a, a.readReplay()
-	case replayReadMsg:
-		return a, a.replayRead(msg)
-	case replayDoneMsg:
-		if a.replay != nil && a.replay.started {
-			a.replay.done = true
-		}
-		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
-		if msg.err != nil {
-			cmds = append(cmds, a.setStatus("replay: "+tuiError(msg.err), levelError))
-		}
-		return a, tea.Batch(cmds...)
-	case cancelRequestedMsg:
-		return a, a.cancelRequested(msg)
-	case diffLoadedMsg:
-		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
-			a.compare.diff.loaded(msg, &a.styles)
-		}
-		return a, nil
-	case tea.PasteMsg:
-		switch {
-		case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
-			var cmd tea.Cmd
-			a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
-			return a, cmd
-		case a.dialog != nil:
-			return a, a.dialog.paste(msg)
-		case a.turn != nil:
-			return a, a.turn.paste(msg)
-		case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
-			var cmd tea.Cmd
-			a.replay.base, cmd = a.replay.base.Update(msg)
-			return a, cmd
-		}
-	case runEventMsg:
-		b := a.batches[msg.batch]
-		if b == nil {
-			return a, nil
-		}
-		cmds := []tea.Cmd{listen(b, msg.batch)}
-		reload := false
-		for _, n := range msg.news {
-			if a.tree != nil {
-				if n.stored {
-					delete(a.tree.streaming, n.runID)
-				}
-				if n.tail != "" {
-					a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
-				}
-			}
-			reload = reload || n.stored
-			if n.status == model.Failed && n.err != nil {
-				cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
-			}
-		}
-		if reload {
-			cmds = append(cmds, a.reloadTree())
-		}
-		return a, tea.Batch(cmds...)
-	case batchDoneMsg:
-		delete(a.batches, msg.batch)
-		return a, tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo))
-	case spinTickMsg:
-		a.spinFrame++
-		if a.tree != nil {
-			a.tree.spinFrame = a.spinFrame
-		}
-		if len(a.batches) == 0 && !a.treeRunning() {
-			a.spinning = false
-			return a, nil
-		}
-		// Forks another process runs are seen when the store changes (live.go).
-		return a, a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
-	case searchDoneMsg:
-		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
-		}
-		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
-		a.lib.moreHits = msg.more
-		a.layoutLibrary()
-		a.status = ""
-		return a, nil
+		return a.openTree(msg)
 	case markdownMsg:
 		if msg.err != nil || a.tree == nil {
-			return a, nil
+			return nil
 		}
 		a.tree.detail.keepMarkdown(msg.key, msg.out)
 		if msg.key.width == a.tree.detail.width && msg.key.dark == a.styles.IsDark {
-			return a, a.syncDetail()
+			return a.syncDetail()
 		}
-		return a, nil
-	case clearStatusMsg:
-		if msg.id == a.statusID {
-			a.status = ""
-		}
-		return a, nil
-	case watchReadyMsg, liveTickMsg, liveCheckedMsg:
-		return a, a.live(msg)
-	case watchTickMsg:
-		return a, a.watchImport()
-	case watchDoneMsg:
-		return a, a.watchDone(msg)
 	case copiedMsg:
-		return a, a.copied(msg)
+		return a.copied(msg)
 	case execReadyMsg:
-		return a, a.execReady(msg)
+		return a.execReady(msg)
 	case execDoneMsg:
-		return a, a.execDone(msg)
-	case tea.KeyPressMsg:
-		return a, a.key(msg)
-	case tea.MouseWheelMsg:
-		return a, a.wheel(msg)
+		return a.execDone(msg)
 	}
-	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
-		var cmd tea.Cmd
-		a.lib.filter, cmd = a.lib.filter.Update(msg)
-		return a, cmd
-	}
-	return a, nil
+	return nil
 }
 
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	t := newTreeScreen(msg.data)
+	a.treeGen++
+	t.gen = a.treeGen
 	a.tree = &t
 	a.show(screenTree)
 	a.treeTitle = ""
@@ -639,14 +545,14 @@ func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 		if msg.String() == "y" {
 			return tea.Quit
 		}
-		a.status = ""
+		a.status.text = ""
 		return nil
 	}
-	if a.showHelp {
+	if a.help.open {
 		if a.scrollHelp(msg) {
 			return nil
 		}
-		a.showHelp = false
+		a.help.open = false
 		if !key.Matches(msg, g.ForceQuit) {
 			return nil
 		}
@@ -801,7 +707,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	if a.showHelp || a.dialog != nil || a.turn != nil || a.replay != nil {
+	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil {
 		return nil
 	}
 	l := a.layout()
@@ -952,7 +858,7 @@ func (a *App) render() string {
 	footer := block(a.footerLine(), l.footer.w, 1)
 	var body string
 	switch {
-	case a.showHelp:
+	case a.help.open:
 		body = block(a.helpView(), l.body.w, l.body.h)
 	case a.dialog != nil:
 		body = block(a.dialog.view(st), l.body.w, l.body.h)
@@ -1038,20 +944,20 @@ func (a *App) footerLine() string {
 	if a.confirmQuit {
 		return st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")
 	}
-	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.showHelp {
+	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.help.open {
 		return st.Key.Render("find: ") + t.finder.input.View()
 	}
-	if a.status != "" {
-		switch a.statusLevel {
+	if s := a.status; s.text != "" {
+		switch s.level {
 		case levelError:
-			return st.Error.Render("error: ") + a.status
+			return st.Error.Render("error: ") + s.text
 		case levelWarn:
-			return st.Warn.Render(a.status)
+			return st.Warn.Render(s.text)
 		default:
-			return st.Info.Render(a.status)
+			return st.Info.Render(s.text)
 		}
 	}
-	if a.showHelp {
+	if a.help.open {
 		hk := a.keys.Help
 		return footerHelp([]key.Binding{withHelp(hk.Down, "↑/↓", "scroll"), hk.Close, a.keys.Global.ForceQuit}, a.width, st)
 	}
@@ -1085,50 +991,6 @@ func (a *App) currentHelp() screenHelp {
 		return treeHelp(a.keys)
 	}
 	return libraryHelp(a.keys, a.lib.mode)
-}
-
-func (a *App) openHelp() {
-	a.showHelp, a.helpOffset = true, 0
-}
-
-// helpContent is the whole help: the keys first (so a small terminal
-// shows them), then what the screen is for, then where the data is.
-func (a *App) helpContent() []string {
-	st := &a.styles
-	h := a.currentHelp()
-	w := max(a.width, 10)
-	lines := []string{st.Title.Render("Keys")}
-	lines = append(lines, helpLines(h.full, w, st)...)
-	lines = append(lines, "")
-	lines = append(lines, strings.Split(wrap(h.intro, w), "\n")...)
-	if p := a.dataPath; p != "" {
-		lines = append(lines, "", st.Subtle.Render(fit("Data: "+p, w)))
-	}
-	return lines
-}
-
-// scrollHelp scrolls the help; it reports whether msg was for that.
-func (a *App) scrollHelp(msg tea.KeyPressMsg) bool {
-	n := len(a.helpContent())
-	h := max(a.layout().body.h, 1)
-	v := nav{cursor: a.helpOffset, offset: a.helpOffset, height: 1}
-	hk := a.keys.Help
-	switch {
-	case key.Matches(msg, hk.PageUp):
-		v.cursor -= max(h-1, 1)
-	case key.Matches(msg, hk.PageDown):
-		v.cursor += max(h-1, 1)
-	case !v.move(msg, hk.NavKeys, n):
-		return false
-	}
-	a.helpOffset = min(max(v.cursor, 0), max(n-h, 0))
-	return true
-}
-
-func (a *App) helpView() string {
-	lines := a.helpContent()
-	off := min(a.helpOffset, len(lines))
-	return strings.Join(lines[off:], "\n")
 }
 
 func dbPath(st *store.Store) string {

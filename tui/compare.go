@@ -125,6 +125,44 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 	}
 }
 
+// updateCompare takes the Compare screen's answers: the comparison read
+// (to open it, or again), a run marked best, a column's diff.
+func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case compareLoadedMsg:
+		if msg.reload {
+			return a.compareReloaded(msg)
+		}
+		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
+			return nil // asked for from a screen the user has left
+		}
+		a.loading = ""
+		if msg.err != nil {
+			return a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
+		}
+		a.compare = msg.screen
+		a.show(screenCompare)
+		l := a.layout()
+		a.compare.layout(l.body.w, l.body.h, &a.styles)
+	case bestSetMsg:
+		if msg.err != nil {
+			return a.errorStatus(msg.err)
+		}
+		if a.compare != nil {
+			for i := range a.compare.cols {
+				c := &a.compare.cols[i]
+				c.run.Best = msg.best && c.run.ID == msg.id
+			}
+		}
+		return a.reloadTree()
+	case diffLoadedMsg:
+		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
+			a.compare.diff.loaded(msg, &a.styles)
+		}
+	}
+	return nil
+}
+
 // reloadCompare reads the open comparison again (the same runs), for a
 // store that changed: forks running in another process move on in it.
 func (a *App) reloadCompare() tea.Cmd {

@@ -63,7 +63,7 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 					assert.NotContains(t, foot, m, "the footer names no other screen's keys")
 				}
 				d.send(tea.KeyPressMsg{Code: tea.KeyF1})
-				require.True(t, d.a.showHelp, "f1 opens help")
+				require.True(t, d.a.help.open, "f1 opens help")
 				requireFits(t, d.screen(), w, h)
 				body := strings.Split(d.plain(), "\n")[1:]
 				assert.Contains(t, body[0], "Keys", "the keys come first")
@@ -81,7 +81,7 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 					assert.NotContains(t, all.String(), m)
 				}
 				d.keys("x")
-				assert.False(t, d.a.showHelp, "another key closes it")
+				assert.False(t, d.a.help.open, "another key closes it")
 			})
 		}
 	}
@@ -112,7 +112,7 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 	require.NotNil(t, d.a.dialog)
 	require.Nil(t, d.a.dialog.input(d.a.dialog.cur), "the first field is a choice")
 	d.keys("?")
-	assert.True(t, d.a.showHelp, "? on a choice is help")
+	assert.True(t, d.a.help.open, "? on a choice is help")
 	d.keys("esc")
 	d.keys("w")
 	assert.Contains(t, d.plain(), "this field is a choice", "a typed character is not dropped silently")
@@ -121,7 +121,7 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 	}
 	d.typeText("q?")
 	assert.Equal(t, "q?", d.a.dialog.inputs[0].Value(), "in a text field ? and q are text")
-	assert.False(t, d.a.showHelp)
+	assert.False(t, d.a.help.open)
 	_, cmd := d.a.Update(press("ctrl+c"))
 	assert.Nil(t, cmd, "ctrl+c with typed text asks first")
 	assert.Contains(t, d.plain(), "quit and lose what you typed?")

@@ -152,7 +152,7 @@ func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
 			p.offset = max(p.offset-10, 0)
 		case "enter":
 			if p.sel < len(p.trials) {
-				a.follow = p.trials[p.sel].Run.ID
+				a.forks.follow = p.trials[p.sel].Run.ID
 				a.replay = nil
 				return a.reloadTree()
 			}
@@ -198,6 +198,29 @@ func (p *replayPanel) change(d int) {
 	case replayOnDiv:
 		p.live = !p.live
 	}
+}
+
+// updateReplay takes the Replay panel's answers: the replay prepared (or
+// why not), the trials read, the replay done.
+func (a *App) updateReplay(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case replayStartedMsg:
+		return a.replayStarted(msg)
+	case replayTickMsg:
+		return a.readReplay()
+	case replayReadMsg:
+		return a.replayRead(msg)
+	case replayDoneMsg:
+		if a.replay != nil && a.replay.started {
+			a.replay.done = true
+		}
+		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
+		if msg.err != nil {
+			cmds = append(cmds, a.setStatus("replay: "+tuiError(msg.err), levelError))
+		}
+		return tea.Batch(cmds...)
+	}
+	return nil
 }
 
 // replayStartedMsg: the trials exist (or why they do not).
@@ -255,18 +278,16 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 		p.started, p.plan = true, msg.plan
 	}
 	rp, plan := a.opts.Replayer, msg.plan
-	a.nextBatch++
-	id := a.nextBatch
+	a.forks.nextBatch++
+	id := a.forks.nextBatch
 	ctx, cancel := context.WithCancel(a.ctx)
 	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
 	for _, t := range plan.Trials {
 		b.runs[t] = true
 	}
-	a.batches[id] = b
-	a.wg.Add(1)
+	a.forks.batches[id] = b
 	done := make(chan error, 1)
-	a.goSafe("replay", func() {
-		defer a.wg.Done()
+	a.background("replay", func() {
 		defer b.events.close()
 		_, err := rp.Execute(ctx, plan, b.events.put)
 		done <- err

@@ -164,7 +164,7 @@ func TestDialogsCloseWhenTheirRunIsReadAgain(t *testing.T) {
 		require.NoError(t, st.CreateRun(context.Background(), again, []model.Message{text(model.User, "append a line and read it")}))
 		data, err := LoadTree(context.Background(), st, again.TreeID, nil)
 		require.NoError(t, err)
-		d.send(treeLoadedMsg{id: old, data: data, reload: true})
+		d.send(treeLoadedMsg{id: old, data: data, gen: d.a.tree.gen, reload: true})
 		assert.False(t, open(), key)
 		assert.Contains(t, d.plain(), "its runs replaced", key)
 	}

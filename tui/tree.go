@@ -14,6 +14,9 @@ import (
 
 // treeScreen shows one fork tree, one line a message, with a detail pane.
 type treeScreen struct {
+	// gen says which read of the tree data is (App.treeGen): work asked
+	// for it says the gen it answers, and is dropped once data is newer.
+	gen    int
 	data   *treeData
 	rows   []row
 	folded map[string]bool
