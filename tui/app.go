@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness/fork"
@@ -62,6 +61,7 @@ type App struct {
 	dataPath string
 	opts     Options
 	keys     KeyMap
+	tables   keyTables // each screen's keys, what they do and why they are off
 	styles   Styles
 	// openEnv is where e, E and o look for programs (open.go).
 	openEnv openEnv
@@ -132,6 +132,7 @@ func New(st *store.Store, opts Options) *App {
 		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
 		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery},
 	}
+	a.tables = newKeyTables(a.keys)
 	a.spawn = a.background
 	return a
 }
@@ -486,214 +487,6 @@ func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// dialogKey handles a key while the Fork or next-turn dialog is open. On a
-// choice field ? is help and q quits; in a text field they are text (f1
-// is help). Quitting asks first when something was typed.
-func (a *App) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
-	g := a.keys.Global
-	typing, typed := false, false
-	if a.dialog != nil {
-		typing = a.dialog.input(a.dialog.cur) != nil
-		typed = a.dialog.typed()
-	} else {
-		typing = a.turn.cur == turnMessage
-		typed = a.turn.message() != ""
-	}
-	switch {
-	case key.Matches(msg, g.Help) && (!typing || msg.String() == "f1"):
-		a.openHelp()
-		return nil
-	case key.Matches(msg, g.ForceQuit), key.Matches(msg, g.Quit) && !typing:
-		if typed {
-			a.confirmQuit = true
-			return nil
-		}
-		return tea.Quit
-	}
-	if a.dialog != nil {
-		res, cmd := a.dialog.update(msg, a.keys.Dialog)
-		switch res {
-		case dialogCancel:
-			a.dialog = nil
-		case dialogLaunch:
-			return a.launch()
-		}
-		return cmd
-	}
-	res, cmd := a.turn.update(msg, a.keys.Dialog)
-	switch res {
-	case dialogCancel:
-		a.turn = nil
-	case dialogLaunch:
-		return a.sendTurn()
-	}
-	return cmd
-}
-
-// typing reports whether keys go to a text input now.
-func (a *App) typing() bool {
-	if a.screen == screenTree && a.tree != nil {
-		return a.tree.finder.typing
-	}
-	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
-}
-
-func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
-	g := a.keys.Global
-	if a.confirmQuit {
-		a.confirmQuit = false
-		if msg.String() == "y" {
-			return tea.Quit
-		}
-		a.status.text = ""
-		return nil
-	}
-	if a.help.open {
-		if a.scrollHelp(msg) {
-			return nil
-		}
-		a.help.open = false
-		if !key.Matches(msg, g.ForceQuit) {
-			return nil
-		}
-	}
-	if a.dialog != nil || a.turn != nil {
-		return a.dialogKey(msg)
-	}
-	if a.replay != nil {
-		if key.Matches(msg, g.ForceQuit) {
-			return tea.Quit
-		}
-		if msg.String() == "f1" || (msg.String() == "?" && (a.replay.started || a.replay.cur != replayBase)) {
-			a.openHelp()
-			return nil
-		}
-		return a.replayKey(msg)
-	}
-	if key.Matches(msg, g.ForceQuit) {
-		return tea.Quit
-	}
-	if a.typing() && msg.String() == "f1" {
-		a.openHelp()
-		return nil
-	}
-	if !a.typing() {
-		switch {
-		case key.Matches(msg, g.Help):
-			a.openHelp()
-			return nil
-		case key.Matches(msg, g.Quit):
-			return tea.Quit
-		}
-	}
-	switch a.screen {
-	case screenCompare:
-		return a.compareKey(msg)
-	case screenTree:
-		t := a.tree
-		if t.finder.typing {
-			return a.findKey(msg)
-		}
-		if key.Matches(msg, g.Back) {
-			switch {
-			case t.detailOnly:
-				t.detailOnly = false
-			case t.detailFocus:
-				t.detailFocus = false
-			default:
-				a.tree = nil
-				a.show(screenLibrary)
-				return a.loadTrees()
-			}
-			return nil
-		}
-		tk := a.keys.Tree
-		switch {
-		case key.Matches(msg, tk.Fork):
-			return a.openDialog()
-		case key.Matches(msg, tk.Cancel):
-			return a.cancelSelected()
-		case key.Matches(msg, tk.Retry):
-			// On a message, R replays its run to there; on a failed or
-			// cancelled fork's ⑂ line (or anywhere in one), it retries.
-			if r, ok := t.selected(); ok && r.kind == rowMessage {
-				if run := t.data.runs[r.run].run(); run.ParentID == "" || (run.Status != model.Failed && run.Status != model.Cancelled) {
-					return a.openReplay()
-				}
-			}
-			return a.retrySelected()
-		case key.Matches(msg, tk.NextTurn):
-			return a.openTurnDialog()
-		case key.Matches(msg, tk.Find):
-			return a.startFind()
-		case key.Matches(msg, tk.Copy):
-			return a.copySelected()
-		case key.Matches(msg, tk.Pager):
-			return a.readSelected(false)
-		case key.Matches(msg, tk.Editor):
-			return a.readSelected(true)
-		case key.Matches(msg, tk.Agent):
-			return a.openAgent()
-		case key.Matches(msg, tk.Compare):
-			runs, labels, k, why := comparisonFor(t)
-			if why != "" {
-				return a.setStatus(why, levelWarn)
-			}
-			a.loading = "comparing…"
-			return loadCompare(a.ctx, a.st, a.view, runs, labels, k)
-		}
-		if key.Matches(msg, tk.Focus) {
-			if a.layout().detail.w == 0 {
-				t.detailOnly = !t.detailOnly
-			} else {
-				t.detailFocus = !t.detailFocus
-			}
-			return a.syncDetail()
-		}
-		if key.Matches(msg, tk.Detail) && !t.detailOnly {
-			if a.layout().detail.w == 0 {
-				t.detailOnly = true
-			} else {
-				t.detailFocus = true
-			}
-			return a.syncDetail()
-		}
-		before := t.cursor
-		status := t.update(msg, tk)
-		cmd := a.setStatus(status, levelWarn)
-		if t.cursor != before {
-			return tea.Batch(cmd, a.syncDetail())
-		}
-		return cmd
-	default:
-		act := a.lib.update(msg, a.keys.Library)
-		a.layoutLibrary()
-		var cmds []tea.Cmd
-		if act.cmd != nil {
-			cmds = append(cmds, act.cmd)
-		}
-		if act.status != "" {
-			cmds = append(cmds, a.setStatus(act.status, levelInfo))
-		}
-		if act.search != "" {
-			cmds = append(cmds, a.search(act.search))
-		}
-		if act.open != "" {
-			a.loading = "opening…"
-			cmds = append(cmds, a.loadTree(act.open, act.focusRun, act.focusSeq))
-		}
-		if a.lib.mode == libBrowse {
-			switch {
-			case key.Matches(msg, a.keys.Library.Refresh):
-				cmds = append(cmds, a.loadTrees())
-			case key.Matches(msg, a.keys.Library.Import):
-				cmds = append(cmds, a.startImport())
-			}
-		}
-		return tea.Batch(cmds...)
-	}
-}
-
 // wheel scrolls what is under the pointer: the detail pane or the tree's
 // list, the Compare columns, the diff, or the library.
 func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
@@ -716,7 +509,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 		if a.compare.diff != nil {
 			a.compare.diff.update(k, a.keys.Diff)
 		} else {
-			a.compare.update(k, a.keys)
+			a.compare.scroll(k, a.keys.Compare.NavKeys)
 		}
 		return nil
 	case a.screen == screenTree && a.tree != nil:
@@ -731,8 +524,10 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 			return a.syncDetail()
 		}
 		return nil
+	case a.screen == screenLibrary && a.lib.mode == libHits:
+		a.lib.moveHit(k, a.keys.Library.NavKeys)
 	case a.screen == screenLibrary:
-		a.lib.update(k, a.keys.Library)
+		a.lib.browse(k, a.keys.Library.NavKeys)
 	}
 	return nil
 }
@@ -957,40 +752,12 @@ func (a *App) footerLine() string {
 			return st.Info.Render(s.text)
 		}
 	}
-	if a.help.open {
-		hk := a.keys.Help
-		return footerHelp([]key.Binding{withHelp(hk.Down, "↑/↓", "scroll"), hk.Close, a.keys.Global.ForceQuit}, a.width, st)
-	}
-	h := a.currentHelp()
-	k := shortHelpKey{id: h.id, width: a.width, dark: st.IsDark}
+	kt := a.keysNow()
+	k := shortHelpKey{id: kt.id, width: a.width, dark: st.IsDark}
 	if k != a.shortHelpKey || a.shortHelp == "" {
-		a.shortHelp, a.shortHelpKey = footerHelp(h.short, a.width, st), k
+		a.shortHelp, a.shortHelpKey = footerHelp(kt.short(), a.width, st), k
 	}
 	return a.shortHelp
-}
-
-// currentHelp is the help of whatever has the keys now: a dialog, the
-// diff, Compare, the detail pane, the tree or the library (in its mode).
-func (a *App) currentHelp() screenHelp {
-	switch {
-	case a.dialog != nil:
-		return dialogHelp(a.keys, false, a.dialog.input(a.dialog.cur) != nil)
-	case a.turn != nil:
-		return dialogHelp(a.keys, true, a.turn.cur == turnMessage)
-	case a.replay != nil:
-		return replayHelp(a.keys, a.replay.started)
-	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
-		return diffHelp(a.keys)
-	case a.screen == screenCompare:
-		return compareHelp(a.keys)
-	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
-		return findHelp(a.keys)
-	case a.screen == screenTree && a.tree != nil && (a.tree.detailOnly || a.tree.detailFocus):
-		return detailHelp(a.keys, a.tree.detailOnly)
-	case a.screen == screenTree:
-		return treeHelp(a.keys)
-	}
-	return libraryHelp(a.keys, a.lib.mode)
 }
 
 func dbPath(st *store.Store) string {

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -58,11 +57,8 @@ func (t *treeScreen) find(query string) string {
 // row.
 func (t *treeScreen) nextMatch(dir int, inclusive bool) string {
 	f := &t.finder
-	if f.query == "" {
-		return "nothing to find yet: / searches this tree"
-	}
-	if len(f.matches) == 0 {
-		return fmt.Sprintf("no message in this tree has “%s”", harnessLine(f.query))
+	if why := f.off(); why != "" {
+		return why
 	}
 	full := t.data.flatten(nil)
 	pos := map[rowKey]int{}
@@ -150,10 +146,7 @@ type copiedMsg struct {
 // file under the state dir, so it is somewhere for sure.
 func (a *App) copySelected() tea.Cmd {
 	t := a.tree
-	r, ok := t.selected()
-	if !ok || r.kind != rowMessage {
-		return a.setStatus("y copies a message: put the cursor on one", levelWarn)
-	}
+	r, _ := t.selected() // on a message: copyOff
 	text := t.data.runs[r.run].message(int(r.msg)).PlainText()
 	what := fmt.Sprintf("message %d", r.msg+1)
 	return tea.Batch(tea.SetClipboard(text), func() tea.Msg {
@@ -188,29 +181,53 @@ func (a *App) copied(msg copiedMsg) tea.Cmd {
 	return a.setStatus(fmt.Sprintf("copied %s (%s) to %s, and to %s if your terminal ignores that", msg.what, plural(msg.bytes, "byte"), where, model.SafeText(p)), levelInfo)
 }
 
-// findKey handles a key while the tree's search is typed.
-func (a *App) findKey(msg tea.KeyPressMsg) tea.Cmd {
+// findTable is the tree's while a search is typed: keys are text but
+// for these.
+func findTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	return keyTable{id: "tree-find",
+		intro: "Find in this tree: the text of every message, in every fork (folded ones open when a match is in them). enter finds, then n and N move between matches; esc cancels.",
+		keys: []binding{
+			{key: withHelp(l.Apply, "enter", "find"), run: do((*App).applyFind), footer: 1},
+			{key: l.CancelInput, run: do(func(a *App) tea.Cmd {
+				f := &a.tree.finder
+				f.typing = false
+				f.input.Blur()
+				return nil
+			}), footer: 2},
+			helpKey(g.HelpTyping).at(3), quitKey(g.ForceQuit).at(4),
+		},
+		rest: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			var cmd tea.Cmd
+			a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
+			return cmd
+		},
+	}
+}
+
+// applyFind ends typing the query and finds it.
+func (a *App) applyFind() tea.Cmd {
 	t := a.tree
 	f := &t.finder
-	l := a.keys.Library
-	switch {
-	case key.Matches(msg, l.CancelInput):
-		f.typing = false
-		f.input.Blur()
-		return nil
-	case key.Matches(msg, l.Apply):
-		f.typing = false
-		f.input.Blur()
-		before := t.cursor
-		cmd := a.setStatus(t.find(strings.TrimSpace(f.input.Value())), levelInfo)
-		if t.cursor != before {
-			return tea.Batch(cmd, a.syncDetail())
-		}
-		return cmd
+	f.typing = false
+	f.input.Blur()
+	before := t.cursor
+	cmd := a.setStatus(t.find(strings.TrimSpace(f.input.Value())), levelInfo)
+	if t.cursor != before {
+		return tea.Batch(cmd, a.syncDetail())
 	}
-	var cmd tea.Cmd
-	f.input, cmd = f.input.Update(msg)
 	return cmd
+}
+
+// off says why n and N have nothing to move to.
+func (f *treeFind) off() string {
+	switch {
+	case f.query == "":
+		return "nothing to find yet: / searches this tree"
+	case len(f.matches) == 0:
+		return fmt.Sprintf("no message in this tree has “%s”", harnessLine(f.query))
+	}
+	return ""
 }
 
 // startFind opens the search line, holding the last query.

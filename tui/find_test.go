@@ -22,7 +22,7 @@ func TestFindInTheTree(t *testing.T) {
 	require.True(t, tr.finder.typing)
 	assert.Contains(t, d.plain(), "find: ")
 	d.typeText("paris")
-	assert.True(t, d.a.typing(), "q and ? are text while finding")
+	assert.Equal(t, "tree-find", d.a.keysNow().id, "q and ? are text while finding")
 	d.keys("enter")
 	s := d.plain()
 	assert.Contains(t, s, "match 1 of 5 for “paris”")

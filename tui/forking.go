@@ -131,9 +131,6 @@ func (a *App) runEvents(msg runEventMsg) tea.Cmd {
 // harnesses whether they are installed here.
 func (a *App) openDialog() tea.Cmd {
 	t := a.tree
-	if a.opts.Driver == nil {
-		return a.setStatus("forking is not available here", levelWarn)
-	}
 	r, ok := t.selected()
 	if !ok {
 		return nil
@@ -265,24 +262,9 @@ type turnReadyMsg struct {
 
 // retrySelected retries the failed or cancelled fork under the cursor: a
 // new sibling made the same way gets the same message (the failed one
-// stays, as history does).
+// stays, as history does). retryOff says when it cannot.
 func (a *App) retrySelected() tea.Cmd {
-	rd := a.tree.currentRun()
-	if rd == nil {
-		return nil
-	}
-	run := rd.run()
-	switch {
-	case a.opts.Driver == nil:
-		return a.setStatus("forking is not available here", levelWarn)
-	case run.ParentID == "" || rd.subagent:
-		return a.setStatus("R retries a failed or cancelled fork; "+model.SafeText(run.Label())+" is not a fork", levelWarn)
-	case run.Status != model.Failed && run.Status != model.Cancelled:
-		return a.setStatus(fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status), levelWarn)
-	}
-	if r, ok := a.tree.data.replays[run.ID]; ok {
-		return a.setStatus(fmt.Sprintf("%s is a replay of step %d: R on a message of the run it replays replays it again", model.SafeText(run.Label()), r.Step), levelWarn)
-	}
+	run := a.tree.currentRun().run()
 	a.forks.nextBatch++
 	ctx, batch, drv, id := a.ctx, a.forks.nextBatch, a.opts.Driver, run.ID
 	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
@@ -291,19 +273,35 @@ func (a *App) retrySelected() tea.Cmd {
 	})
 }
 
-// openTurnDialog asks for the next turn of the run under the cursor.
+// retryOff says why R cannot retry the run under the cursor.
+func (a *App) retryOff() string {
+	rd := a.tree.currentRun()
+	if rd == nil {
+		return "R on a message replays its run to that message's step; on a failed fork's ⑂ line it retries the fork"
+	}
+	run := rd.run()
+	switch {
+	case a.opts.Driver == nil:
+		return "forking is not available here"
+	case run.ParentID == "" || rd.subagent:
+		return "R retries a failed or cancelled fork; " + model.SafeText(run.Label()) + " is not a fork"
+	case run.Status != model.Failed && run.Status != model.Cancelled:
+		return fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status)
+	}
+	if r, ok := a.tree.data.replays[run.ID]; ok {
+		return fmt.Sprintf("%s is a replay of step %d: R on a message of the run it replays replays it again", model.SafeText(run.Label()), r.Step)
+	}
+	return ""
+}
+
+// openTurnDialog asks for the next turn of the run under the cursor
+// (nextTurnOff says when it cannot).
 func (a *App) openTurnDialog() tea.Cmd {
 	rd := a.tree.currentRun()
 	if rd == nil {
 		return nil
 	}
-	if a.opts.Driver == nil {
-		return a.setStatus("running turns is not available here", levelWarn)
-	}
 	run := rd.run()
-	if run.Status == model.Running {
-		return a.setStatus(model.SafeText(run.Label())+" is running: wait for it, or stop it with x", levelWarn)
-	}
 	a.turn = newTurnDialog(run, a.opts.Driver.Harnesses, a.ownHarness(run))
 	a.forks.dialogGen++
 	a.turn.gen = a.forks.dialogGen
@@ -389,9 +387,6 @@ func (a *App) cancelSelected() tea.Cmd {
 	}
 	run := rd.run()
 	label := model.SafeText(run.Label())
-	if run.Status != model.Running && run.Status != model.Pending {
-		return a.setStatus(fmt.Sprintf("%s is not running (%s)", label, run.Status), levelWarn)
-	}
 	ctx, st, id := a.ctx, a.st, run.ID
 	return func() tea.Msg {
 		was, err := st.RequestCancel(ctx, id)

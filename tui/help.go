@@ -31,6 +31,29 @@ func (h helpState) scroll(msg tea.KeyPressMsg, k HelpKeys, lines, height int) (h
 	return h, true
 }
 
+// helpTable is the help's while it shows: scrolling; any other key
+// closes it, and ctrl+c then goes on to what is under the help (which
+// quits, or asks first in a dialog with typed text).
+func helpTable(k KeyMap) keyTable {
+	h, g := k.Help, k.Global
+	scroll := func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		a.scrollHelp(msg)
+		return nil
+	}
+	return keyTable{id: "help",
+		keys: []binding{
+			{key: h.Up, run: scroll}, {key: h.Down, run: scroll, footer: 1, brief: brief("↑/↓", "scroll")},
+			{key: h.PageUp, run: scroll}, {key: h.PageDown, run: scroll}, {key: h.Top, run: scroll}, {key: h.Bottom, run: scroll},
+			{key: g.ForceQuit, run: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+				a.help = helpState{}
+				return a.screenKeys().handle(a, msg)
+			}, footer: 2},
+		},
+		rest:     do(func(a *App) tea.Cmd { a.help = helpState{}; return nil }),
+		restHelp: &key.Help{Key: h.Close.Help().Key, Desc: h.Close.Help().Desc},
+	}
+}
+
 func (a *App) openHelp() {
 	a.help = helpState{open: true}
 }
@@ -39,10 +62,10 @@ func (a *App) openHelp() {
 // shows them), then what the screen is for, then where the data is.
 func (a *App) helpContent() []string {
 	st := &a.styles
-	h := a.currentHelp()
+	h := a.screenKeys()
 	w := max(a.width, 10)
 	lines := []string{st.Title.Render("Keys")}
-	lines = append(lines, helpLines(h.full, w, st)...)
+	lines = append(lines, helpLines(h.full(), w, st)...)
 	lines = append(lines, "")
 	lines = append(lines, strings.Split(wrap(h.intro, w), "\n")...)
 	if p := a.dataPath; p != "" {

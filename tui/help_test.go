@@ -87,21 +87,6 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 	}
 }
 
-// TestEveryHelpedKeyIsHandled: each screen's help names only bindings that
-// have keys, and its footer is made of the same bindings.
-func TestEveryHelpedKeyIsHandled(t *testing.T) {
-	k := DefaultKeyMap()
-	for _, h := range []screenHelp{libraryHelp(k, libBrowse), libraryHelp(k, libHits), libraryHelp(k, libFilter), treeHelp(k),
-		detailHelp(k, false), compareHelp(k), diffHelp(k), dialogHelp(k, false, true), dialogHelp(k, true, false)} {
-		for _, g := range append(h.full, h.short) {
-			for _, b := range g {
-				assert.NotEmpty(t, b.Keys(), "%s: %q has keys", h.id, b.Help().Key)
-			}
-		}
-		assert.Equal(t, "quit", h.short[len(h.short)-1].Help().Desc, "%s: quit is last in the footer", h.id)
-	}
-}
-
 // TestForkScreenHelpAndQuit: on a choice of the Fork screen ? is help and
 // q quits; in a text field they are text; quitting with typed text asks.
 func TestForkScreenHelpAndQuit(t *testing.T) {
@@ -127,6 +112,13 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 	assert.Contains(t, d.plain(), "quit and lose what you typed?")
 	d.keys("n")
 	require.NotNil(t, d.a.dialog, "any other key goes back")
+	d.send(tea.KeyPressMsg{Code: tea.KeyF1})
+	require.True(t, d.a.help.open)
+	_, cmd = d.a.Update(press("ctrl+c"))
+	assert.Nil(t, cmd, "over the help too")
+	assert.Contains(t, d.plain(), "quit and lose what you typed?")
+	d.keys("n")
+	require.NotNil(t, d.a.dialog, "any other key goes back")
 	assert.Equal(t, "q?", d.a.dialog.inputs[0].Value())
 	d.keys("up")
 	_, cmd = d.a.Update(press("q"))
@@ -138,9 +130,9 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 
 func TestFooterKeepsHelpAndQuit(t *testing.T) {
 	st := NewStyles(true)
-	h := treeHelp(DefaultKeyMap())
+	h := treeTable(DefaultKeyMap())
 	for _, w := range []int{30, 60, 120, 200} {
-		f := ansi.Strip(footerHelp(h.short, w, &st))
+		f := ansi.Strip(footerHelp(h.short(), w, &st))
 		assert.LessOrEqual(t, ansi.StringWidth(f), w)
 		if w >= 40 {
 			assert.True(t, strings.HasSuffix(strings.TrimSpace(f), "? help · q quit"), "%d: %q", w, f)
