@@ -229,12 +229,15 @@ func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
 	}
 }
 
-// show moves to screen s: whatever was being read for the screen left
-// behind is dropped when it arrives.
+// show moves to screen s: whatever was being read or searched for the
+// screen left behind is dropped when it arrives.
 func (a *App) show(s screenID) {
 	a.screen = s
 	a.view++
 	a.loading = ""
+	if a.tree != nil {
+		a.tree.finder.pending = ""
+	}
 }
 
 // LoadTree reads one tree from the store: its runs and their own messages.
@@ -343,7 +346,7 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return tea.Batch(cmd, a.watched(r))
 	case treesLoadedMsg, searchDoneMsg, foundMsg, importProgressMsg, importDoneMsg:
 		return a.updateLibrary(msg)
-	case treeLoadedMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
+	case treeLoadedMsg, findDoneMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
 		return a.updateTree(msg)
 	case compareLoadedMsg, bestSetMsg, diffLoadedMsg:
 		return a.updateCompare(msg)
@@ -428,7 +431,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 }
 
 // updateTree takes the tree screen's answers: the tree read (to open it,
-// or again), a message's markdown, and what its keys started (a copy, a
+// or again), a search of it, a message's markdown, and what its keys started (a copy, a
 // pager, an editor or an agent).
 func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
@@ -444,6 +447,8 @@ func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 			return a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
 		return a.openTree(msg)
+	case findDoneMsg:
+		return a.found(msg)
 	case markdownMsg:
 		if msg.err != nil || a.tree == nil {
 			return nil

@@ -474,7 +474,7 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 		}
 	}
 	t.clamp()
-	cmds := []tea.Cmd{a.syncDetail(), a.closeStale()}
+	cmds := []tea.Cmd{a.syncDetail(), a.closeStale(), a.refind()}
 	if again {
 		cmds = append(cmds, a.reloadTree())
 	}
