@@ -44,6 +44,9 @@ type replayPanel struct {
 	cur   int
 	err   string
 	width int
+	// preparing is set from the first enter on [ replay ] until the
+	// replay is prepared (or refused): a second enter prepares no other.
+	preparing bool
 	// Once started: the trials, as last read from the store.
 	started bool
 	plan    *replay.Plan
@@ -275,12 +278,6 @@ func continuationsOff(a *App) string {
 	return ""
 }
 
-// replayBusy says why the form takes no change: the replay asked for is
-// being prepared.
-func replayBusy(a *App) string {
-	return ""
-}
-
 func (p *replayPanel) change(d int) {
 	switch p.cur {
 	case replayStep:
@@ -293,18 +290,22 @@ func (p *replayPanel) change(d int) {
 }
 
 // updateReplay takes the Replay panel's answers: the replay prepared (or
-// why not), the trials read, the replay done.
+// why not), the trials read, the replay done. Each says the panel it
+// answers (replayPanel.gen): an answer for a panel closed since, or for
+// one opened before this one, never lands in the panel open now.
 func (a *App) updateReplay(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case replayStartedMsg:
 		return a.replayStarted(msg)
 	case replayTickMsg:
-		return a.readReplay()
+		if p := a.replay; p != nil && p.gen == msg.gen {
+			return a.readReplay()
+		}
 	case replayReadMsg:
 		return a.replayRead(msg)
 	case replayDoneMsg:
-		if a.replay != nil && a.replay.started {
-			a.replay.done = true
+		if p := a.replay; p != nil && p.gen == msg.gen && p.started {
+			p.done = true
 		}
 		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
 		if msg.err != nil {
@@ -315,23 +316,30 @@ func (a *App) updateReplay(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// replayStartedMsg: the trials exist (or why they do not).
-type replayStartedMsg struct {
-	plan *replay.Plan
-	err  error
-}
-
-// replayTickMsg asks for the trials again.
-type replayTickMsg struct{}
-
-// replayReadMsg is the trials as stored now.
-type replayReadMsg struct {
-	trials []replay.TrialResult
-	err    error
-}
-
-// replayDoneMsg: Execute returned.
-type replayDoneMsg struct{ err error }
+// The Replay panel's answers, each for the panel of generation gen.
+type (
+	// replayStartedMsg: the trials exist (or why they do not); label
+	// names the run replayed.
+	replayStartedMsg struct {
+		gen   int
+		label string
+		plan  *replay.Plan
+		err   error
+	}
+	// replayTickMsg asks for the trials again.
+	replayTickMsg struct{ gen int }
+	// replayReadMsg is the trials as stored now.
+	replayReadMsg struct {
+		gen    int
+		trials []replay.TrialResult
+		err    error
+	}
+	// replayDoneMsg: Execute returned.
+	replayDoneMsg struct {
+		gen int
+		err error
+	}
+)
 
 func (p *replayPanel) spec() replay.Spec {
 	od := replay.Stop
@@ -341,35 +349,52 @@ func (p *replayPanel) spec() replay.Spec {
 	return replay.Spec{Run: p.run.ID, AtStep: p.step, Continuations: p.k, OnDivergence: od, Base: strings.TrimSpace(p.base.Value())}
 }
 
+// startReplay prepares the replay the form describes, once: until it is
+// prepared the form takes no change (replayBusy).
 func (a *App) startReplay() tea.Cmd {
 	p := a.replay
 	if p.k == 0 && p.live {
 		p.err = "with 0 continuations the replay only verifies: on divergence it stops"
 		return nil
 	}
-	rp, spec, ctx := a.opts.Replayer, p.spec(), a.ctx
-	p.err = ""
+	rp, spec, ctx, gen, label := a.opts.Replayer, p.spec(), a.ctx, p.gen, model.SafeText(p.run.Label())
+	p.err, p.preparing = "", true
 	return func() tea.Msg {
 		plan, err := rp.Prepare(ctx, spec)
-		return replayStartedMsg{plan: plan, err: err}
+		return replayStartedMsg{gen: gen, label: label, plan: plan, err: err}
 	}
 }
 
-// replayStarted runs the prepared replay in the background and starts
-// watching its trials.
+// replayBusy says why the form takes no key but esc, help and quit: the
+// replay asked for is being prepared.
+func replayBusy(a *App) string {
+	if a.replay.preparing {
+		return "preparing the replay: its trials show here in a moment (esc leaves it to go on in the background)"
+	}
+	return ""
+}
+
+// replayStarted runs the prepared replay in the background and, when it
+// was prepared for the panel open now, shows its trials there. Its trials
+// exist in the store either way, so a replay whose panel was closed (or
+// replaced) runs all the same; only the panel it was asked from shows it.
 func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 	p := a.replay
+	mine := p != nil && p.gen == msg.gen
+	if mine {
+		p.preparing = false
+	}
 	if msg.err != nil {
-		if p != nil && !p.started {
+		if mine && !p.started {
 			p.err = tuiError(msg.err)
 			return nil
 		}
-		return a.setStatus("replay: "+tuiError(msg.err), levelError)
+		return a.setStatus("replay of "+msg.label+": "+tuiError(msg.err), levelError)
 	}
-	if p != nil {
+	if mine {
 		p.started, p.plan = true, msg.plan
 	}
-	rp, plan := a.opts.Replayer, msg.plan
+	rp, plan, gen := a.opts.Replayer, msg.plan, msg.gen
 	a.forks.nextBatch++
 	id := a.forks.nextBatch
 	ctx, cancel := context.WithCancel(a.ctx)
@@ -384,8 +409,14 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 		_, err := rp.Execute(ctx, plan, b.events.put)
 		done <- err
 	})
-	wait := func() tea.Msg { return replayDoneMsg{err: <-done} }
-	return tea.Batch(listen(b, id), a.spin(), wait, a.readReplay(), a.reloadTree())
+	wait := func() tea.Msg { return replayDoneMsg{gen: gen, err: <-done} }
+	cmds := []tea.Cmd{listen(b, id), a.spin(), wait, a.reloadTree()}
+	if mine {
+		cmds = append(cmds, a.readReplay())
+	} else {
+		cmds = append(cmds, a.setStatus("the replay of "+msg.label+" goes on in the background; its forks show in the tree", levelInfo))
+	}
+	return tea.Batch(cmds...)
 }
 
 // readReplay reads the open panel's trials from the store.
@@ -394,16 +425,18 @@ func (a *App) readReplay() tea.Cmd {
 	if p == nil || p.plan == nil {
 		return nil
 	}
-	ctx, st, ids := a.ctx, a.st, p.plan.Trials
+	ctx, st, ids, gen := a.ctx, a.st, p.plan.Trials, p.gen
 	return func() tea.Msg {
 		trials, err := replay.Trials(ctx, st, ids)
-		return replayReadMsg{trials: trials, err: err}
+		return replayReadMsg{gen: gen, trials: trials, err: err}
 	}
 }
 
+// replayRead shows the trials read, and reads them again in a while
+// until the replay is done.
 func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
 	p := a.replay
-	if p == nil || !p.started {
+	if p == nil || p.gen != msg.gen || !p.started {
 		return nil
 	}
 	if msg.err == nil {
@@ -412,7 +445,8 @@ func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
 	if p.done {
 		return nil
 	}
-	return a.tick(300*time.Millisecond, func(time.Time) tea.Msg { return replayTickMsg{} })
+	gen := p.gen
+	return a.tick(300*time.Millisecond, func(time.Time) tea.Msg { return replayTickMsg{gen: gen} })
 }
 
 // view draws the form, or the trials once started.
@@ -450,6 +484,9 @@ func (p *replayPanel) view(st *Styles) string {
 			btn = st.Key.Render(btn)
 		}
 		b.WriteString("\n  " + btn + "\n")
+		if p.preparing {
+			b.WriteString("\n" + st.Subtle.Render("preparing the replay…") + "\n")
+		}
 		if p.err != "" {
 			b.WriteString("\n" + st.Error.Render(p.err) + "\n")
 		}
