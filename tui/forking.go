@@ -434,15 +434,15 @@ func (a *App) reloadTree() tea.Cmd {
 }
 
 // reloaded swaps in fresh data for the open tree, keeping the cursor on
-// the same message and the same forks folded. A read for another tree, or
-// for this one as it was before (the screen was left and opened again, or
-// its data replaced since), is dropped.
+// the same message and the same forks folded. A read asked for another
+// tree screen (the tree was left, another or the same opened since) or for
+// this one's older data is dropped: gen numbers every screen and read.
 func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	a.reloading = false
 	again := a.again
 	a.again = false
 	t := a.tree
-	if msg.err != nil || t == nil || t.data.root == nil || msg.id != t.data.root.Run.ID || msg.gen != t.gen {
+	if msg.err != nil || t == nil || msg.gen != t.gen {
 		if again {
 			return a.reloadTree()
 		}
