@@ -369,10 +369,12 @@ func (a *App) startReplay() tea.Cmd {
 // replay asked for is being prepared.
 func replayBusy(a *App) string {
 	if a.replay.preparing {
-		return "preparing the replay: its trials show here in a moment (esc leaves it to go on in the background)"
+		return replayBusyText
 	}
 	return ""
 }
+
+const replayBusyText = "preparing the replay: its trials show here in a moment (esc leaves it to go on in the background)"
 
 // replayStarted runs the prepared replay in the background and, when it
 // was prepared for the panel open now, shows its trials there. Its trials
@@ -383,6 +385,9 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 	mine := p != nil && p.gen == msg.gen
 	if mine {
 		p.preparing = false
+		if a.status.text == replayBusyText {
+			a.status.text = "" // it was, and is no more
+		}
 	}
 	if msg.err != nil {
 		if mine && !p.started {

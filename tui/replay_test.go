@@ -211,6 +211,7 @@ func TestADoubleEnterPreparesOneReplay(t *testing.T) {
 	assert.Contains(t, d.plain(), "preparing the replay: its trials show here in a moment", "it says why")
 	d.send(answers[0])
 	assert.Contains(t, d.plain(), "no gateway path for claude", "the answer lands in the panel")
+	assert.NotContains(t, d.plain(), "preparing the replay", "and what was said meanwhile goes")
 	_, again := d.a.Update(press("enter"))
 	assert.Len(t, answersOf[replayStartedMsg](again), 1, "then enter prepares again")
 }
