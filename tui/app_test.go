@@ -98,10 +98,10 @@ func (d *driver) run(cmd tea.Cmd) {
 			for _, c := range msg {
 				d.run(c)
 			}
-		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
+		case treesLoadedMsg, treeLoadedMsg, findDoneMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
-			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg:
+			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here
@@ -250,7 +250,7 @@ func TestStatusClearsItself(t *testing.T) {
 	d := newDriver(t, seedStore(t, 0), 100, 20)
 	d.keys("enter", "h")
 	assert.Contains(t, d.plain(), "already at the root run")
-	d.send(clearStatusMsg{id: d.a.statusID})
+	d.send(clearStatusMsg{id: d.a.status.id})
 	assert.NotContains(t, d.plain(), "already at the root run")
 }
 

@@ -125,6 +125,44 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 	}
 }
 
+// updateCompare takes the Compare screen's answers: the comparison read
+// (to open it, or again), a run marked best, a column's diff.
+func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case compareLoadedMsg:
+		if msg.reload {
+			return a.compareReloaded(msg)
+		}
+		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
+			return nil // asked for from a screen the user has left
+		}
+		a.loading = ""
+		if msg.err != nil {
+			return a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
+		}
+		a.compare = msg.screen
+		a.show(screenCompare)
+		l := a.layout()
+		a.compare.layout(l.body.w, l.body.h, &a.styles)
+	case bestSetMsg:
+		if msg.err != nil {
+			return a.errorStatus(msg.err)
+		}
+		if a.compare != nil {
+			for i := range a.compare.cols {
+				c := &a.compare.cols[i]
+				c.run.Best = msg.best && c.run.ID == msg.id
+			}
+		}
+		return a.reloadTree()
+	case diffLoadedMsg:
+		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
+			a.compare.diff.loaded(msg, &a.styles)
+		}
+	}
+	return nil
+}
+
 // reloadCompare reads the open comparison again (the same runs), for a
 // store that changed: forks running in another process move on in it.
 func (a *App) reloadCompare() tea.Cmd {
@@ -591,49 +629,24 @@ func (c *compareScreen) clamp() {
 	c.offset = min(max(c.offset, 0), max(c.maxLines()-c.height, 0))
 }
 
-// compareAction is what a key on the Compare screen asks the app to do.
-type compareAction struct {
-	open string // run to open in the tree
-	best *model.Run
-	back bool
-	diff bool // show the focused column's diff
-	// baseline makes the focused column the one the others are diffed
-	// against.
-	baseline bool
+// moveFocus moves the focus d columns, paging it into view.
+func (c *compareScreen) moveFocus(d int) {
+	c.focus += d
+	c.clamp()
 }
 
-func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
-	ck := k.Compare
-	nk := ck.NavKeys
+// scroll scrolls every column together by a navigation key.
+func (c *compareScreen) scroll(msg tea.KeyPressMsg, nk NavKeys) {
+	v := nav{cursor: c.offset, offset: c.offset, height: 1}
 	switch {
-	case key.Matches(msg, k.Global.Back):
-		return compareAction{back: true}
-	case key.Matches(msg, ck.Next):
-		c.focus++
-	case key.Matches(msg, ck.Prev):
-		c.focus--
-	case key.Matches(msg, ck.Best):
-		r := c.cols[c.focus].run
-		return compareAction{best: &r}
-	case key.Matches(msg, ck.Open):
-		return compareAction{open: c.cols[c.focus].run.ID}
-	case key.Matches(msg, ck.Diff):
-		return compareAction{diff: true}
-	case key.Matches(msg, ck.Baseline):
-		return compareAction{baseline: true}
-	default:
-		v := nav{cursor: c.offset, offset: c.offset, height: 1}
-		switch {
-		case key.Matches(msg, nk.PageUp):
-			c.offset -= max(c.height-1, 1)
-		case key.Matches(msg, nk.PageDown):
-			c.offset += max(c.height-1, 1)
-		case v.move(msg, nk, c.maxLines()):
-			c.offset = v.cursor
-		}
+	case key.Matches(msg, nk.PageUp):
+		c.offset -= max(c.height-1, 1)
+	case key.Matches(msg, nk.PageDown):
+		c.offset += max(c.height-1, 1)
+	case v.move(msg, nk, c.maxLines()):
+		c.offset = v.cursor
 	}
 	c.clamp()
-	return compareAction{}
 }
 
 // headRows lists the header rows that some column fills: the name, the
@@ -887,60 +900,106 @@ type bestSetMsg struct {
 	err  error
 }
 
-func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
-	if v := a.compare.diff; v != nil {
-		if key.Matches(msg, a.keys.Global.Back) {
-			a.compare.diff = nil
-			return nil
-		}
-		v.update(msg, a.keys.Diff)
+const compareIntro = "Compare: the runs side by side from where they part, scrolling together. Each column is diffed against the baseline (◆; the original at first, a picks the focused column): a line that differs is marked ▌ and the words that changed in it are underlined. Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."
+
+func compareTable(k KeyMap) keyTable {
+	c, g := k.Compare, k.Global
+	scroll := func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		a.compare.scroll(msg, c.NavKeys)
 		return nil
 	}
-	act := a.compare.update(msg, a.keys)
+	focus := func(d int) keyRun {
+		return do(func(a *App) tea.Cmd { a.compare.moveFocus(d); return nil })
+	}
+	return keyTable{id: "compare", intro: compareIntro, keys: []binding{
+		{key: c.Prev, run: focus(-1), footer: 1}, {key: c.Next, run: focus(+1), footer: 2},
+		{key: c.Up, run: scroll}, {key: c.Down, run: scroll, footer: 3, brief: brief("↑/↓", "scroll")},
+		{key: c.PageUp, run: scroll}, {key: c.PageDown, run: scroll}, {key: c.Top, run: scroll}, {key: c.Bottom, run: scroll},
+		{key: c.Baseline, run: do((*App).compareBaseline), footer: 4},
+		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 5},
+		{key: c.Best, run: do((*App).compareBest), footer: 6},
+		{key: c.Open, run: do((*App).compareOpen), footer: 7},
+		{key: g.Back, run: do(func(a *App) tea.Cmd {
+			a.compare = nil
+			a.show(screenTree)
+			return a.reloadTree()
+		}), footer: 8},
+		helpKey(g.Help).at(9), quitKey(g.Quit).at(10), quitKey(g.ForceQuit),
+	}}
+}
+
+func diffTable(k KeyMap) keyTable {
+	d, g := k.Diff, k.Global
+	scroll := func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		a.compare.diff.update(msg, d)
+		return nil
+	}
+	return keyTable{id: "diff",
+		intro: "Diff: everything the fork changed in its worktree against the files it started with, untracked files included.",
+		keys: []binding{
+			{key: d.Up, run: scroll}, {key: d.Down, run: scroll, footer: 1, brief: brief("↑/↓", "scroll")},
+			{key: d.PageUp, run: scroll}, {key: d.PageDown, run: scroll, footer: 2},
+			{key: d.Top, run: scroll, footer: 3}, {key: d.Bottom, run: scroll, footer: 4},
+			{key: g.Back, run: do(func(a *App) tea.Cmd { a.compare.diff = nil; return nil }), footer: 5},
+			helpKey(g.Help).at(6), quitKey(g.Quit).at(7), quitKey(g.ForceQuit),
+		}}
+}
+
+// compareDiff shows everything the focused column's run changed in its
+// worktree.
+func (a *App) compareDiff() tea.Cmd {
+	col := a.compare.cols[a.compare.focus]
+	r := col.run
+	l := a.layout()
+	a.compare.diff = newDiffView(col, l.body.w, l.body.h)
+	return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
+}
+
+func compareDiffOff(a *App) string {
+	col := a.compare.cols[a.compare.focus]
+	label := model.SafeText(col.label)
 	switch {
-	case act.diff:
-		col := a.compare.cols[a.compare.focus]
-		r := col.run
-		label := model.SafeText(col.label)
-		switch {
-		case r.Worktree != "":
-			l := a.layout()
-			a.compare.diff = newDiffView(col, l.body.w, l.body.h)
-			return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
-		case r.InPlace:
-			return a.setStatus(label+" ran in place: its files are not kept apart", levelWarn)
-		}
-		return a.setStatus(label+" has no worktree of its own: no files to show", levelWarn)
-	case act.baseline:
-		c := a.compare
-		c.baseline = c.focus
-		c.diffWords()
-		c.builtFor = [2]int{}
-		l := a.layout()
-		c.layout(l.body.w, l.body.h, &a.styles)
-		return a.setStatus("the columns are diffed against "+model.SafeText(c.cols[c.focus].label), levelInfo)
-	case act.back:
-		a.compare = nil
-		a.show(screenTree)
-		return a.reloadTree()
-	case act.open != "":
-		a.compare = nil
-		a.show(screenTree)
-		if ri, ok := a.tree.data.index[act.open]; ok {
-			rd := a.tree.data.runs[ri]
-			a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})
-			if len(rd.own) == 0 {
-				a.tree.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
-			}
-		}
-		return a.syncDetail()
-	case act.best != nil:
-		ctx, st, id, best := a.ctx, a.st, act.best.ID, !act.best.Best
-		return func() tea.Msg {
-			return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+	case col.run.Worktree != "":
+		return ""
+	case col.run.InPlace:
+		return label + " ran in place: its files are not kept apart"
+	}
+	return label + " has no worktree of its own: no files to show"
+}
+
+// compareBaseline diffs the other columns against the focused one.
+func (a *App) compareBaseline() tea.Cmd {
+	c := a.compare
+	c.baseline = c.focus
+	c.diffWords()
+	c.builtFor = [2]int{}
+	l := a.layout()
+	c.layout(l.body.w, l.body.h, &a.styles)
+	return a.setStatus("the columns are diffed against "+model.SafeText(c.cols[c.focus].label), levelInfo)
+}
+
+// compareOpen goes back to the tree, on the focused column's run.
+func (a *App) compareOpen() tea.Cmd {
+	id := a.compare.cols[a.compare.focus].run.ID
+	a.compare = nil
+	a.show(screenTree)
+	if ri, ok := a.tree.data.index[id]; ok {
+		rd := a.tree.data.runs[ri]
+		a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})
+		if len(rd.own) == 0 {
+			a.tree.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
 		}
 	}
-	return nil
+	return a.syncDetail()
+}
+
+// compareBest marks the focused column's run best, or unmarks it.
+func (a *App) compareBest() tea.Cmd {
+	r := a.compare.cols[a.compare.focus].run
+	ctx, st, id, best := a.ctx, a.st, r.ID, !r.Best
+	return func() tea.Msg {
+		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+	}
 }
 
 // compareHeader is the screen's header line on the Compare screen, fitted

@@ -90,9 +90,8 @@ func TestCompareColumnsPageSideways(t *testing.T) {
 		}
 	}
 	c.layout(120, 30, &st)
-	keys := DefaultKeyMap()
 	for i := 0; i < 9; i++ {
-		c.update(press("l"), keys)
+		c.moveFocus(+1)
 	}
 	assert.Equal(t, 9, c.focus)
 	assert.Equal(t, 6, c.first, "the focused column pages into view")

@@ -52,7 +52,7 @@ func (a *App) startImport() tea.Cmd {
 	if a.st == nil {
 		return nil
 	}
-	if a.watching {
+	if a.watch.running {
 		im.queued = true // after the watch import that is running
 		return a.setStatus("importing this machine's agent sessions…", levelInfo)
 	}

@@ -13,7 +13,9 @@ import (
 )
 
 func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
-	l := newLibraryScreen()
+	a := New(nil, Options{})
+	a.width, a.height = 100, 22
+	l := &a.lib
 	l.setSize(100, 20)
 	tree := func(id, title, cwd string) store.TreeSummary {
 		return store.TreeSummary{Root: model.Run{ID: id}, Title: title, Cwd: cwd}
@@ -29,7 +31,6 @@ func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"# /src/x", "newest", "oldest", "# /src/y", "middle"}, shown, "projects by their newest tree")
-	keys := DefaultKeyMap().Library
 	sel := func() string {
 		if t, ok := l.selected(); ok {
 			return t.Title
@@ -37,21 +38,21 @@ func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
 		return "# " + l.rows[l.cursor].project
 	}
 	assert.Equal(t, "newest", sel(), "the cursor starts on a tree")
-	l.update(press("j"), keys)
-	l.update(press("j"), keys)
+	a.key(press("j"))
+	a.key(press("j"))
 	assert.Equal(t, "middle", sel(), "moving skips an open project's header")
-	l.update(press("k"), keys)
+	a.key(press("k"))
 	assert.Equal(t, "oldest", sel())
-	l.update(press("g"), keys)
+	a.key(press("g"))
 	assert.Equal(t, "newest", sel())
-	l.update(press("z"), keys)
+	a.key(press("z"))
 	assert.Equal(t, "# /src/x", sel(), "z folds the project, the cursor on its header")
 	assert.Len(t, l.rows, 3)
-	l.update(press("j"), keys)
+	a.key(press("j"))
 	assert.Equal(t, "middle", sel())
-	l.update(press("k"), keys)
+	a.key(press("k"))
 	assert.Equal(t, "# /src/x", sel(), "a folded project's header can be reached")
-	l.update(press("enter"), keys)
+	a.key(press("enter"))
 	assert.Equal(t, "newest", sel(), "enter unfolds it")
 	assert.Len(t, l.rows, 5)
 }

@@ -83,7 +83,7 @@ func TestAgentCommand(t *testing.T) {
 		{name: "anthropic run", run: model.Run{Harness: "anthropic", Status: done}, why: "an anthropic run is a chat tine sent to the API itself"},
 		{name: "script run", run: model.Run{Harness: "script", Status: done}, why: "offline harness"},
 		{name: "acp run", run: model.Run{Harness: "acp", NativeID: "s1", Status: done}, why: "reached over ACP only"},
-		{name: "unknown harness", run: model.Run{Harness: "gone-agent", NativeID: "s1", Status: done}, why: "claude, codex and pi sessions can"},
+		{name: "unknown harness", run: model.Run{Harness: "gone-agent", NativeID: "s1", Status: done}, why: "cannot be opened in an agent: only claude, codex, pi"},
 		{name: "subagent", run: model.Run{Harness: "claude", NativeID: "agent-1", Cwd: "/work/app", SpawnedBy: "r1", Status: done}, why: "subagent"},
 		{name: "running", run: model.Run{Harness: "claude", NativeID: "x", Cwd: "/work/app", Status: model.Running}, why: "is running"},
 		{name: "never ran", run: model.Run{Harness: "codex", Cwd: "/work/app", Status: model.Pending}, why: "never ran"},

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"tine/model"
@@ -14,6 +12,9 @@ import (
 
 // treeScreen shows one fork tree, one line a message, with a detail pane.
 type treeScreen struct {
+	// gen says which read of the tree data is (App.treeGen): work asked
+	// for it says the gen it answers, and is dropped once data is newer.
+	gen    int
 	data   *treeData
 	rows   []row
 	folded map[string]bool
@@ -108,48 +109,6 @@ func (t *treeScreen) forkRow(ri int32) int {
 		}
 	}
 	return -1
-}
-
-// update handles a key on the tree screen and returns a status to show.
-func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) {
-	if t.detailFocus || t.detailOnly {
-		if t.detail.update(msg, keys) {
-			return ""
-		}
-	}
-	if t.move(msg, keys.NavKeys, len(t.rows)) {
-		return ""
-	}
-	switch {
-	case key.Matches(msg, keys.Into):
-		return t.into()
-	case key.Matches(msg, keys.Out):
-		return t.out()
-	case key.Matches(msg, keys.NextSibling):
-		return t.sibling(+1)
-	case key.Matches(msg, keys.PrevSibling):
-		return t.sibling(-1)
-	case key.Matches(msg, keys.Fold):
-		return t.fold()
-	case key.Matches(msg, keys.FoldAll):
-		return t.foldAll()
-	case key.Matches(msg, keys.FoldDepth):
-		return t.foldDepth(int(msg.Code - '0'))
-	case key.Matches(msg, keys.NextChanged):
-		return t.nextChanged(+1)
-	case key.Matches(msg, keys.PrevChanged):
-		return t.nextChanged(-1)
-	case key.Matches(msg, keys.NextMatch):
-		return t.nextMatch(+1, false)
-	case key.Matches(msg, keys.PrevMatch):
-		return t.nextMatch(-1, false)
-	case key.Matches(msg, keys.NextCheckpoint):
-		return t.checkpoint(+1)
-	case key.Matches(msg, keys.PrevCheckpoint):
-		return t.checkpoint(-1)
-	}
-	t.clamp()
-	return ""
 }
 
 // into enters the fork under the cursor, or the first fork made right

@@ -107,8 +107,9 @@ func dirsFrom(getenv func(string) string) []string {
 // Detect reports whether head, the first bytes of a file, looks like a
 // Claude Code transcript: its first line is a JSON object with Claude's
 // camel-case chain or session keys (parentUuid, sessionId, leafUuid) or a
-// type only Claude writes first. Codex (session_meta, payload) and pi (a
-// "session" header) do not match. The line is read as JSON, whatever its
+// type only Claude writes first. Codex (session_meta, payload), pi (a
+// "session" header) and Qwen Code (whose records carry provenance or
+// systemPayload) do not match. The line is read as JSON, whatever its
 // spacing and key order; head may end mid-line, and then what was read of
 // it decides.
 func Detect(head []byte) bool {
@@ -127,6 +128,8 @@ func Detect(head []byte) bool {
 		switch string(k) {
 		case "payload":
 			return false // Codex's envelope
+		case "provenance", "systemPayload":
+			return false // Qwen Code's records (uuid, parentUuid and sessionId too, but these)
 		case "type":
 			switch t := strOr(v); t {
 			case "session_meta", "session":

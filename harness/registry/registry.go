@@ -21,10 +21,10 @@ import (
 // openai's), and the order they are listed in where a list is not sorted.
 func Agents() []harness.Agent {
 	return []harness.Agent{
-		qwen.Agent, // before claude: its records look like Claude Code's, and its detector is the stricter
 		claude.Agent,
 		codex.Agent,
 		pi.Agent,
+		qwen.Agent,
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,
