@@ -1,7 +1,8 @@
 // Package importer brings the transcripts already on this machine into
-// tine: it finds every agent's session files, detects their format, parses
-// them with the backend that owns the format, and stores them through a
-// small interface the store satisfies. It reads only what changed: an
+// tine, for every harness alike: it finds the session files in the
+// folders each backend's descriptor names (harness.Sessions), detects
+// their format, parses them with the backend that owns it, and stores
+// them through a small interface the store satisfies; it names no agent. It reads only what changed: an
 // unchanged file is skipped by size and time, a grown one is read from
 // where the last import stopped, and one rewritten in place is read again.
 package importer

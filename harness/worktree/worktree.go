@@ -1,6 +1,8 @@
 // Package worktree gives each fork of a coding agent its own git worktree
-// (rule 10 in ARCHITECTURE.md), so N forks of one run never write into one checkout and
-// comparing forks can include what each changed on disk.
+// (rule 10 in ARCHITECTURE.md), so N forks of one run never write into one
+// checkout and comparing forks can include what each changed on disk. It
+// serves every harness alike, through the fork driver: it knows git, not
+// agents. Apply brings a fork's work back into the checkout it came from.
 //
 // A fork starts from exactly the files its parent had: Create checks out the
 // parent's HEAD on a new branch "<parent branch>-fork-<i>" and carries over
