@@ -81,6 +81,7 @@ func commands() []command {
 		{"apply", "FORK [--commit]", "bring a fork's work into the checkout it was made from", cmdApply},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
+		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
 		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
 	}
 }
