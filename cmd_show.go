@@ -99,14 +99,32 @@ func cmdShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, msgs, inherited, err := loadRun(ctx, e, pos[0])
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := st.Resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	msgs, inherited, err := st.Messages(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	rates, err := st.AARates(ctx, []string{r.ID})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(e.stdout, toShowJSON(r, msgs, inherited))
+		s := toShowJSON(r, msgs, inherited)
+		s.AA = toAAJSON(rates[r.ID])
+		return writeJSON(e.stdout, s)
 	}
 	writeShow(e.stdout, r, msgs, inherited)
+	if a, ok := rates[r.ID]; ok {
+		fmt.Fprintf(e.stdout, "A/A: %s\n", a)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -329,4 +330,24 @@ func TitleOf(msgs []Message) string {
 		}
 	}
 	return ""
+}
+
+// AARate sums up a run's replays (rule 9 in ARCHITECTURE.md): of the
+// continuations whose A/A was measured (they replayed clean, then went
+// live), how many reproduced the original's outcome (its final answer,
+// and its check when it had one). It tells a flaky run from a
+// reproducible one.
+type AARate struct {
+	Measured, Reproduced int
+}
+
+// String says it in a few words: "3 of 4 replays reproduced it".
+func (a AARate) String() string {
+	if a.Measured == 1 {
+		if a.Reproduced == 1 {
+			return "its 1 replay reproduced it"
+		}
+		return "its 1 replay did not reproduce it"
+	}
+	return fmt.Sprintf("%d of %d replays reproduced it", a.Reproduced, a.Measured)
 }

@@ -300,6 +300,13 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 	if td.replays, err = st.Replays(ctx, ids); err != nil {
 		return nil, err
 	}
+	rates, err := st.AARates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range td.runs {
+		rd.aa = rates[rd.run().ID]
+	}
 	return td, nil
 }
 

@@ -41,6 +41,8 @@ type compareColumn struct {
 	filesErr string
 	// replay says how the run was made when it is a replay (rule 9).
 	replay *model.Replay
+	// aa sums up the run's own replays (how many reproduced it).
+	aa model.AARate
 }
 
 // headRow is one line of the columns' header.
@@ -115,6 +117,11 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 				if r, ok := rs[c.cols[i].run.ID]; ok {
 					c.cols[i].replay = &r
 				}
+			}
+		}
+		if rates, err := st.AARates(ctx, ids); err == nil {
+			for i := range c.cols {
+				c.cols[i].aa = rates[c.cols[i].run.ID]
 			}
 		}
 		if len(c.cols) > 0 {
@@ -747,6 +754,9 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		parts := []string{st.Bold.Render(model.SafeText(h))}
 		if col.replay != nil {
 			parts = append(parts, st.Fork.Render("↻ "+replayText(*col.replay)))
+		}
+		if a := col.aa; a.Measured > 0 {
+			parts = append(parts, st.Subtle.Render(fmt.Sprintf("A/A %d/%d", a.Reproduced, a.Measured)))
 		}
 		if r.Handoff {
 			parts = append(parts, st.Warn.Render("handoff"))

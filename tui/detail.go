@@ -187,6 +187,9 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 		}
 		row("best", "★ "+reason)
 	}
+	if rd.aa.Measured > 0 {
+		row("A/A", rd.aa.String())
+	}
 	row("note", r.Note)
 	if r.Status == model.Running && r.OwnerPID != 0 {
 		row("run by", fmt.Sprintf("process %d", r.OwnerPID))

@@ -375,3 +375,14 @@ func TestForkDetailSaysWhereItBranched(t *testing.T) {
 	assert.Contains(t, at(3), "after message 3 (K=3)")
 	assert.Contains(t, at(0), "before its first message (K=0)")
 }
+
+// TestForkDetailSaysItsAARate: a run whose replays were measured says how
+// many reproduced it; one never replayed says nothing of it.
+func TestForkDetailSaysItsAARate(t *testing.T) {
+	t.Parallel()
+	st := NewStyles(true)
+	rd := &runData{node: &model.Node{Run: model.Run{ID: "f", Name: "f", ParentID: "p", ForkAt: 3}}}
+	assert.NotContains(t, ansi.Strip(forkDetail(rd, 80, &st)), "A/A")
+	rd.aa = model.AARate{Measured: 4, Reproduced: 3}
+	assert.Contains(t, ansi.Strip(forkDetail(rd, 80, &st)), "A/A       3 of 4 replays reproduced it")
+}
