@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/importer"
 	"tine/internal/modelserver"
 	"tine/model"
@@ -445,7 +446,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Contains(t, errOut, "good.txt")
 	out, errOut, code = tine(t, db, "apply", "bad1", "--json")
 	require.Equal(t, 0, code, errOut)
-	var ap applyJSON
+	var ap fork.Applied
 	require.NoError(t, json.Unmarshal([]byte(out), &ap))
 	require.Len(t, ap.Files, 1)
 	assert.Equal(t, "bad1.txt", ap.Files[0].Path)

@@ -5,25 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
-	"tine/harness/worktree"
+	"tine/harness/fork"
 	"tine/model"
 	"tine/store"
 )
-
-// applyJSON is what `tine apply --json` prints.
-type applyJSON struct {
-	Fork     string              `json:"fork"`
-	Name     string              `json:"name"`
-	Checkout string              `json:"checkout"`
-	Files    []worktree.FileStat `json:"files"`
-	Added    int                 `json:"added"`
-	Deleted  int                 `json:"deleted"`
-	// Commit is the commit --commit made, "" for uncommitted changes.
-	Commit string `json:"commit"`
-}
 
 func cmdApply(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "apply", "FORK [--commit] [--json]",
@@ -47,83 +33,15 @@ func cmdApply(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	out, err := applyFork(ctx, run, *commit)
+	out, err := fork.Apply(ctx, run, *commit)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, out)
 	}
-	printApplied(e.stdout, out)
+	fmt.Fprintln(e.stdout, out.Summary())
 	return nil
-}
-
-// applyFork brings run's work into the checkout it was made from
-// (worktree.Apply says when it refuses, changing nothing).
-func applyFork(ctx context.Context, run model.Run, commit bool) (applyJSON, error) {
-	label := model.SafeText(run.Label())
-	switch {
-	case run.ParentID == "":
-		return applyJSON{}, fmt.Errorf("%s is no fork: there is no other checkout to bring its work into", label)
-	case run.Status == model.Running:
-		return applyJSON{}, fmt.Errorf("%s is running: apply it when its turn has ended", label)
-	case run.Worktree == "" && run.InPlace:
-		return applyJSON{}, fmt.Errorf("%s ran in place, in %s: its work is there already", label, model.SafeText(run.Cwd))
-	case run.Worktree == "":
-		return applyJSON{}, fmt.Errorf("%s has no worktree: it never ran an agent turn, so it has no work to apply", label)
-	case run.Cwd == "":
-		return applyJSON{}, fmt.Errorf("%s has no checkout recorded to apply it to", label)
-	}
-	if _, err := os.Stat(run.Worktree); err != nil {
-		return applyJSON{}, fmt.Errorf("%s's worktree %s is gone: its uncommitted work went with it", label, model.SafeText(run.Worktree))
-	}
-	patch, files, err := worktree.Patch(ctx, run.Worktree, run.DiffBase())
-	if err != nil {
-		return applyJSON{}, err
-	}
-	msg := ""
-	if commit {
-		msg = "Apply tine fork " + run.Label()
-		if run.Branch != "" {
-			msg += " (" + run.Branch + ")"
-		}
-		if c := run.Check; c != nil && c.Ran {
-			msg += "\n\nCheck: " + c.Cmd + ": " + checkText(run)
-		}
-	}
-	sha, err := worktree.Apply(ctx, run.Cwd, run.DiffBase(), patch, files, msg)
-	if err != nil {
-		if errors.Is(err, worktree.ErrApply) {
-			return applyJSON{}, fmt.Errorf("%s: %w", label, err)
-		}
-		return applyJSON{}, err
-	}
-	out := applyJSON{Fork: run.ID, Name: run.Name, Checkout: run.Cwd, Files: files, Commit: sha}
-	for _, fs := range files {
-		out.Added += fs.Added
-		out.Deleted += fs.Deleted
-	}
-	return out, nil
-}
-
-// printApplied says what was applied: files and lines, and the commit.
-func printApplied(w io.Writer, a applyJSON) {
-	var names []string
-	for _, f := range a.Files {
-		names = append(names, model.SafeText(f.Path))
-	}
-	files := fmt.Sprintf("%d files", len(a.Files))
-	if len(a.Files) == 1 {
-		files = "1 file"
-	}
-	fmt.Fprintf(w, "applied %s into %s: %s +%d −%d (%s)", model.SafeText(a.Name), model.SafeText(a.Checkout),
-		files, a.Added, a.Deleted, strings.Join(names, ", "))
-	if a.Commit != "" {
-		fmt.Fprintf(w, ", committed as %s", model.ShortID(a.Commit))
-	} else {
-		fmt.Fprint(w, ", as uncommitted changes")
-	}
-	fmt.Fprintln(w)
 }
 
 // applyBest applies the best of runs (marked by their check) into its
@@ -135,11 +53,11 @@ func applyBest(ctx context.Context, st *store.Store, runs []model.Run, w io.Writ
 			return err
 		}
 		if now.Best {
-			a, err := applyFork(ctx, now, false)
+			a, err := fork.Apply(ctx, now, false)
 			if err != nil {
 				return fmt.Errorf("--apply-best: %w", err)
 			}
-			printApplied(w, a)
+			fmt.Fprintln(w, a.Summary())
 			return nil
 		}
 	}

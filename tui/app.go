@@ -82,6 +82,8 @@ type App struct {
 	// confirmQuit is set while asking whether to quit and lose what was
 	// typed in a dialog.
 	confirmQuit bool
+	// confirmApply is the fork Compare asks whether to apply (y applies).
+	confirmApply *model.Run
 
 	lib       libraryScreen
 	tree      *treeScreen
@@ -375,7 +377,7 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return a.updateLibrary(msg)
 	case treeLoadedMsg, findDoneMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
 		return a.updateTree(msg)
-	case compareLoadedMsg, bestSetMsg, diffLoadedMsg:
+	case compareLoadedMsg, bestSetMsg, diffLoadedMsg, applyDoneMsg:
 		return a.updateCompare(msg)
 	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg:
 		return a.updateForks(msg)

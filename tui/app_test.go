@@ -101,7 +101,8 @@ func (d *driver) run(cmd tea.Cmd) {
 		case treesLoadedMsg, treeLoadedMsg, findDoneMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
-			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg:
+			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg,
+			applyDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

@@ -116,6 +116,8 @@ func (a *App) keysNow() *keyTable {
 	switch {
 	case a.confirmQuit:
 		return &a.tables.confirm
+	case a.confirmApply != nil:
+		return &a.tables.confirmApply
 	case a.help.open:
 		return &a.tables.help
 	}
@@ -182,8 +184,8 @@ type keyTables struct {
 	compare, diff                          keyTable
 	replayForm, replayTyping, replayTrials keyTable
 	// The Fork and next-turn dialogs', on a choice [0] and in a text field [1].
-	forkDialog, turnDialog [2]keyTable
-	help, confirm          keyTable
+	forkDialog, turnDialog      [2]keyTable
+	help, confirm, confirmApply keyTable
 }
 
 func newKeyTables(k KeyMap) keyTables {
@@ -204,6 +206,7 @@ func newKeyTables(k KeyMap) keyTables {
 		turnDialog:   [2]keyTable{dialogTable(k, true, false), dialogTable(k, true, true)},
 		help:         helpTable(k),
 		confirm:      confirmTable(),
+		confirmApply: confirmApplyTable(),
 	}
 }
 
@@ -211,7 +214,7 @@ func newKeyTables(k KeyMap) keyTables {
 func (k *keyTables) all() []*keyTable {
 	return []*keyTable{&k.library, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
 		&k.compare, &k.diff, &k.replayForm, &k.replayTyping, &k.replayTrials,
-		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm}
+		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply}
 }
 
 // do is a key's run that needs no more than the App.

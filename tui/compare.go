@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -151,6 +152,11 @@ func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
 		a.show(screenCompare)
 		l := a.layout()
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
+	case applyDoneMsg:
+		if msg.err != nil {
+			return a.errorStatus(msg.err)
+		}
+		return a.setStatus(msg.applied.Summary(), levelInfo)
 	case bestSetMsg:
 		if msg.err != nil {
 			return a.errorStatus(msg.err)
@@ -928,6 +934,7 @@ func compareTable(k KeyMap) keyTable {
 		{key: c.Baseline, run: do((*App).compareBaseline), footer: 4},
 		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 5},
 		{key: c.Best, run: do((*App).compareBest), footer: 6},
+		{key: c.Apply, run: do((*App).compareAskApply), disabled: compareApplyOff},
 		{key: c.Open, run: do((*App).compareOpen), footer: 7},
 		{key: g.Back, run: do(func(a *App) tea.Cmd {
 			a.compare = nil
@@ -1009,6 +1016,65 @@ func (a *App) compareBest() tea.Cmd {
 	ctx, st, id, best := a.ctx, a.st, r.ID, !r.Best
 	return func() tea.Msg {
 		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+	}
+}
+
+// compareApplyOff says why the focused column cannot be applied ("" when
+// it can): it is no fork of tine's with a worktree of its own, or it runs.
+func compareApplyOff(a *App) string {
+	r := a.compare.cols[a.compare.focus].run
+	label := model.SafeText(r.Label())
+	switch {
+	case r.ParentID == "":
+		return label + " is no fork: there is no other checkout to bring its work into"
+	case r.Worktree == "" && r.InPlace:
+		return label + " ran in place: its work is in its checkout already"
+	case r.Worktree == "":
+		return label + " has no worktree of its own: nothing to apply"
+	case r.Status == model.Running:
+		return label + " is running: apply it when its turn has ended"
+	}
+	return ""
+}
+
+// compareAskApply asks before applying the focused fork (y applies).
+func (a *App) compareAskApply() tea.Cmd {
+	r := a.compare.cols[a.compare.focus].run
+	a.confirmApply = &r
+	return a.setStatus(fmt.Sprintf("apply %s's work into %s? y applies it as uncommitted changes; any other key leaves the checkout as it is",
+		model.SafeText(r.Label()), model.SafeText(r.Cwd)), levelWarn)
+}
+
+// applyDoneMsg says how applying a fork went.
+type applyDoneMsg struct {
+	applied fork.Applied
+	err     error
+}
+
+// applyConfirmed applies the fork the question was about, off the UI
+// goroutine.
+func (a *App) applyConfirmed() tea.Cmd {
+	r := a.confirmApply
+	a.confirmApply = nil
+	if r == nil {
+		return nil
+	}
+	ctx, run := a.ctx, *r
+	return tea.Batch(a.setStatus("applying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
+		ap, err := fork.Apply(ctx, run, false)
+		return applyDoneMsg{applied: ap, err: err}
+	})
+}
+
+// confirmApplyTable is the question before applying: y applies, any other
+// key leaves the checkout as it is.
+func confirmApplyTable() keyTable {
+	return keyTable{id: "confirm-apply",
+		keys: []binding{{key: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply the fork's work")), run: do((*App).applyConfirmed)}},
+		rest: do(func(a *App) tea.Cmd {
+			a.confirmApply = nil
+			return a.setStatus("not applied: the checkout is as it was", levelInfo)
+		}),
 	}
 }
 

@@ -387,6 +387,41 @@ func TestCompareShowsFilesChecksAndBest(t *testing.T) {
 	assert.Contains(t, d.plain(), "+func Parse() { regexp() }")
 }
 
+// TestCompareAppliesTheFocusedFork: A asks before it applies the focused
+// fork's work into its checkout; any key but y leaves the checkout as it
+// was; y applies and says what.
+func TestCompareAppliesTheFocusedFork(t *testing.T) {
+	st := worktreeFixture(t)
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	d.cursorTo("table")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	col := d.a.compare.cols[d.a.compare.focus]
+	require.Equal(t, "table", col.run.Name)
+	checkout := col.run.Cwd
+	before, err := os.ReadFile(filepath.Join(checkout, "parser.go"))
+	require.NoError(t, err)
+
+	d.keys("A")
+	assert.Contains(t, d.plain(), "apply table's work into "+checkout+"?")
+	d.keys("n")
+	assert.Contains(t, d.plain(), "not applied")
+	_, err = os.Stat(filepath.Join(checkout, "table.go"))
+	assert.True(t, os.IsNotExist(err), "nothing applied without y")
+
+	d.keys("A", "y")
+	assert.Contains(t, d.plain(), "applied table into "+checkout+": 2 files +5 −1 (parser.go, table.go), as uncommitted changes")
+	_, err = os.Stat(filepath.Join(checkout, "table.go"))
+	assert.NoError(t, err)
+	after, err := os.ReadFile(filepath.Join(checkout, "parser.go"))
+	require.NoError(t, err)
+	assert.NotEqual(t, string(before), string(after))
+
+	d.keys("A", "y")
+	assert.Contains(t, d.plain(), "uncommitted changes to parser.go, table.go", "a second apply clashes: refused")
+}
+
 // TestCompareHeaderFitsAt80: at 80 columns the header keeps what the
 // screen is and gives up the tree's title first.
 func TestCompareHeaderFitsAt80(t *testing.T) {

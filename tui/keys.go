@@ -64,6 +64,9 @@ type TreeKeys struct {
 type CompareKeys struct {
 	NavKeys
 	Next, Prev, Best, Open, Diff key.Binding
+	// Apply brings the focused fork's work into the checkout it was made
+	// from, after asking.
+	Apply key.Binding
 	// Baseline makes the focused column the one the others are diffed
 	// against.
 	Baseline key.Binding
@@ -172,6 +175,7 @@ func DefaultKeyMap() KeyMap {
 			Open:     b("enter", "open in tree", "enter"),
 			Diff:     b("d", "files changed (diff)", "d"),
 			Baseline: b("a", "diff the others against this", "a"),
+			Apply:    b("A", "apply into the checkout", "A"),
 		},
 		Diff: DiffKeys{NavKeys: scroll},
 		Dialog: DialogKeys{
