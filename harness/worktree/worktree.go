@@ -218,8 +218,7 @@ func Create(ctx context.Context, s Spec) (Worktree, error) {
 		snapc <- r
 	}()
 
-	home := src.home(s.Root)
-	wt, err := add(ctx, src, home, parent, "fork")
+	wt, err := add(ctx, src, s.Root, parent, "fork")
 	if err != nil {
 		cancel() // the snapshot is of no use now
 	}
@@ -316,14 +315,12 @@ func countChanged(ctx context.Context, dir, a, b string) (int, error) {
 	return strings.Count(string(out), "\x00"), nil
 }
 
-// add picks the fork's name and runs `git worktree add`. Two Creates racing
-// for one name are told apart by git itself: the loser's add fails with
-// "already exists" and it moves on to the next number.
-func add(ctx context.Context, src source, home, parent, kind string) (Worktree, error) {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return Worktree{}, fmt.Errorf("worktree: %w", err)
-	}
-	if err := writeRepoFile(home, src.common); err != nil {
+// add picks the fork's name and runs `git worktree add` under root. Two
+// Creates racing for one name are told apart by git itself: the loser's add
+// fails with "already exists" and it moves on to the next number.
+func add(ctx context.Context, src source, root, parent, kind string) (Worktree, error) {
+	home, err := makeHome(src, root)
+	if err != nil {
 		return Worktree{}, err
 	}
 	prefix := parent + "-" + kind + "-"
@@ -367,6 +364,35 @@ func add(ctx context.Context, src source, home, parent, kind string) (Worktree, 
 	}
 }
 
+// makeHome makes root and src's folder in it (home), both private (0700):
+// the worktrees hold copies of the person's uncommitted files, beside a
+// database of mode 0600. A root made by an older tine with 0755 is made
+// private too. The forks' own folders inside are as git makes them.
+func makeHome(src source, root string) (string, error) {
+	home := src.home(root)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	for _, dir := range []string{root, home} {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+				return "", fmt.Errorf("worktree: %w", err)
+			}
+		}
+	}
+	if err := writeRepoFile(home, src.common); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
 // takenNames are the names that may not be given out: existing branches with
 // the prefix and every name in the ledger.
 func takenNames(ctx context.Context, src source, home, prefix string) (map[string]bool, error) {
@@ -402,7 +428,7 @@ func takenNames(ctx context.Context, src source, home, prefix string) (map[strin
 // appendLedger records name; one short O_APPEND write, so concurrent
 // Creates do not interleave within a line.
 func appendLedger(home, name string) error {
-	f, err := os.OpenFile(filepath.Join(home, ledgerFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(home, ledgerFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}

@@ -661,3 +661,31 @@ func TestGitEnvironment(t *testing.T) {
 	assert.Contains(t, env, "LC_ALL=C")
 	assert.NotRegexp(t, regexp.MustCompile(`(?m)^GIT_(DIR|INDEX_FILE|WORK_TREE)=`), env)
 }
+
+// The folder of worktrees sits beside the 0600 database and holds copies
+// of the person's uncommitted files: it is theirs only (0700), whether
+// Create makes it or finds it made by an older tine with 0755. The fork's
+// own folder is as git makes it.
+func TestRootIsPrivate(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	perm := func(p string) fs.FileMode {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		return fi.Mode().Perm()
+	}
+	fresh := filepath.Join(tempDir(t), "data", "worktrees")
+	wt, err := Create(ctx, Spec{Source: repo, Root: fresh, Branch: "main"})
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), perm(fresh))
+	assert.Equal(t, fs.FileMode(0o700), perm(filepath.Dir(wt.Path)), "the repository's folder inside it")
+	assert.FileExists(t, filepath.Join(wt.Path, "a.txt"))
+
+	old := filepath.Join(tempDir(t), "worktrees")
+	require.NoError(t, os.Mkdir(old, 0o755))
+	require.NoError(t, os.Chmod(old, 0o755))
+	_, err = CreateAt(ctx, Spec{Source: repo, Root: old, Branch: "main"}, wt.Base, "")
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), perm(old), "an old 0755 folder is made private")
+}
