@@ -114,6 +114,9 @@ func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 			if err := prepareRun(w, &run, false); err != nil {
 				return err
 			}
+			if err := refuseRunning(w, run.ParentID); err != nil {
+				return err
+			}
 			run.OwnMessages = 0
 			if err := insertRun(w, &run, run.CreatedAt); err != nil {
 				return err
@@ -129,6 +132,28 @@ func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 		*f = runs[i]
 	}
 	return nil
+}
+
+// refuseRunning refuses to fork run id while tine drives a turn of it: the
+// driver says so first, and this, in the transaction that writes the
+// forks, covers a turn that started since.
+func refuseRunning(w *writer, id string) error {
+	q, err := w.stmt(`SELECT status, name FROM runs WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	var status, name string
+	if err := q.QueryRowContext(w.ctx, id).Scan(&status, &name); err != nil {
+		return err
+	}
+	if status != string(model.Running) {
+		return nil
+	}
+	label := name
+	if label == "" {
+		label = model.ShortID(id)
+	}
+	return fmt.Errorf("run %s is in the middle of a turn: %w; wait for the turn to finish", label, ErrParentRunning)
 }
 
 // prepareRun fills r's defaults and checks it against its parent.

@@ -509,3 +509,20 @@ func TestShapeMatchesMessages(t *testing.T) {
 		assert.Len(t, shape[i].Parts, len(full[i].Parts))
 	}
 }
+
+// A run tine is driving through a turn gets no forks, even from a process
+// that read it a moment before it started: the check is in the
+// transaction that writes the forks.
+func TestCreateForksRefusesARunningParent(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	root, _ := createRoot(t, s, 4, "root")
+	require.NoError(t, s.SetRunning(ctx, root.ID))
+	a := &model.Run{ParentID: root.ID, ForkAt: 2}
+	err := s.CreateForks(ctx, []*model.Run{a})
+	require.ErrorIs(t, err, ErrParentRunning)
+	assert.Contains(t, err.Error(), "wait for the turn to finish")
+	assert.Equal(t, 1, count(t, s, "runs"))
+	require.NoError(t, s.SetStatus(ctx, root.ID, model.Completed, ""))
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{a}))
+}

@@ -34,6 +34,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrAmbiguous: a reference matches more than one run.
 	ErrAmbiguous = errors.New("ambiguous")
+	// ErrParentRunning: a fork was asked of a run in the middle of a turn
+	// tine is driving.
+	ErrParentRunning = errors.New("a run mid-turn cannot be forked")
 	// ErrSchemaTooNew: the file was written by a newer tine.
 	ErrSchemaTooNew = errors.New("database schema is newer than this tine")
 )

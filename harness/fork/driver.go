@@ -151,6 +151,12 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if err != nil {
 		return nil, model.Cut{}, err
 	}
+	// Running is what tine sets while it drives a turn (SetRunning); an
+	// imported session its agent is still writing is not (the store
+	// checks again when it writes the forks).
+	if parent.Status == model.Running {
+		return nil, model.Cut{}, midTurnError(parent)
+	}
 	msgs, err := d.Store.Shape(ctx, parent.ID)
 	if err != nil {
 		return nil, model.Cut{}, err
@@ -227,6 +233,14 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 		out[i] = *f
 	}
 	return out, cut, nil
+}
+
+// midTurnError is why run r, in the middle of a turn tine is driving,
+// cannot be forked: its transcript and its agent's session are still being
+// written, so the cut could fall inside the turn.
+func midTurnError(r model.Run) error {
+	return fmt.Errorf("run %s is in the middle of a turn: a run mid-turn cannot be forked; wait for the turn to finish (or stop it: tine cancel %s)",
+		r.Label(), model.ShortID(r.ID))
 }
 
 // harnessFor picks the harness a run continues with.

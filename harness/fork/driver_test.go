@@ -277,3 +277,35 @@ func TestFailureCancellationAndParallelism(t *testing.T) {
 	defer mu.Unlock()
 	assert.NotEmpty(t, events)
 }
+
+// A parent in the middle of a turn that tine drives cannot be forked: its
+// transcript is still growing (the cut could fall inside the turn) and its
+// agent's session is being written. Once the turn ends it can.
+func TestARunMidTurnIsNotForked(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	started, release := make(chan struct{}), make(chan struct{})
+	f.turn = func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+		close(started)
+		<-release
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.Assistant, "done", model.Usage{})})
+		return nil
+	}
+	_, d, root := setup(t, f)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"busy"}})
+	require.NoError(t, err)
+	done := make(chan []model.Run)
+	go func() { done <- d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go"}}, nil) }()
+	<-started
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "end"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "busy is in the middle of a turn")
+	assert.Contains(t, err.Error(), "wait for the turn to finish")
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "1"})
+	assert.ErrorContains(t, err, "in the middle of a turn", "at any boundary")
+	close(release)
+	require.Equal(t, model.Completed, (<-done)[0].Status)
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "end"})
+	assert.NoError(t, err, "once the turn has ended")
+}
