@@ -201,6 +201,9 @@ func prepareRun(w *writer, r *model.Run, hasMessages bool) error {
 }
 
 func insertRun(w *writer, r *model.Run, last time.Time) error {
+	if err := nameFree(w.ctx, w.Tx, r.Name, r.ID); err != nil {
+		return err
+	}
 	var parent sql.NullString
 	if r.ParentID != "" {
 		parent = sql.NullString{String: r.ParentID, Valid: true}
@@ -339,9 +342,45 @@ func (s *Store) SetBest(ctx context.Context, id string, best bool) error {
 	return nil
 }
 
-// SetName names run id ("" removes the name).
+// SetName names run id ("" removes the name). A name another run has is
+// refused (model.NameTakenError).
 func (s *Store) SetName(ctx context.Context, id, name string) error {
-	return s.update(ctx, "set name", id, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := nameFree(ctx, tx, name, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("run %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("set name: %w", err)
+	}
+	return nil
+}
+
+// nameFree reports, inside the write transaction that gives run id the
+// name, a name another run has (model.NameTakenError): names say which run
+// a command means. Write transactions run one at a time, so what it sees
+// holds until the commit; the unique index on names backs it.
+func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
+	if name == "" {
+		return nil
+	}
+	var taken bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE name = ? AND id != ?)`, name, id).Scan(&taken)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return &model.NameTakenError{Name: name}
+	}
+	return nil
 }
 
 // SetTitle sets run id's title.

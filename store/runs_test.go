@@ -422,8 +422,8 @@ func TestResolve(t *testing.T) {
 	}
 	mk("aaaa000000000001", "alpha", "")
 	mk("aaaa000000000002", "", "")
-	mk("bbbb000000000001", "twin", "")
-	mk("bbbb000000000002", "twin", "")
+	mk("bbbb000000000001", "", "twin")
+	mk("bbbb000000000002", "", "twin")
 	mk("cccc000000000001", "", "5f0c-uuid")
 	mk("dddd000000000001", "a", "") // a name that is also an id prefix
 
@@ -433,7 +433,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{"aaaa000000000001", "aaaa000000000001", nil},
 		{"aaaa000000000002", "aaaa000000000002", nil},
-		{"bbbb000000000001", "bbbb000000000001", nil}, // full id wins over a shared name
+		{"bbbb000000000001", "bbbb000000000001", nil}, // full id wins over a shared native id
 		{"alpha", "aaaa000000000001", nil},
 		{" alpha ", "aaaa000000000001", nil},
 		{"cccc", "cccc000000000001", nil},
@@ -459,8 +459,7 @@ func TestResolve(t *testing.T) {
 	}
 
 	_, err := s.Resolve(ctx, "twin")
-	assert.Contains(t, err.Error(), "bbbb000000000001 (twin)")
-	assert.Contains(t, err.Error(), "bbbb000000000002 (twin)")
+	assert.Contains(t, err.Error(), "the native id of bbbb000000000001, bbbb000000000002")
 }
 
 func TestSetBestUnmarksSiblings(t *testing.T) {

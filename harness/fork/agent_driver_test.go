@@ -350,6 +350,10 @@ func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
 	assert.NotEqual(t, runs[0].Worktree, again.Worktree)
 	_, err = d.Retry(ctx, again.ID, nil)
 	assert.ErrorContains(t, err, "only a failed or cancelled fork is retried")
+	// Retrying the failed fork again: try-retry is taken, names are unique.
+	twice, _, err := d.PrepareRetry(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, "try-retry-2", twice.Name)
 }
 
 func TestAPanickingHarnessFailsItsTurnOnly(t *testing.T) {

@@ -144,6 +144,9 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if len(spec.Names) != 0 && len(spec.Names) != spec.N {
 		return nil, model.Cut{}, fmt.Errorf("%d names for %d forks: give none or one per fork", len(spec.Names), spec.N)
 	}
+	if err := CheckNames(spec.Names); err != nil {
+		return nil, model.Cut{}, err
+	}
 	if len(spec.Messages) > 1 && len(spec.Messages) != spec.N {
 		return nil, model.Cut{}, fmt.Errorf("%d messages for %d forks: give one for all or one per fork", len(spec.Messages), spec.N)
 	}
@@ -196,21 +199,12 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if spec.Check != "" {
 		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
 	}
-	taken, err := d.Store.ForkNames(ctx, parent.ID)
-	if err != nil {
-		return nil, cut, err
-	}
-	names := ForkNames(parent, taken, spec.N)
 	forks := make([]*model.Run, spec.N)
 	now := d.now()
 	for i := range forks {
-		name := names[i]
-		if len(spec.Names) > 0 {
-			name = spec.Names[i]
-		}
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: len(msgs), Name: name, Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
+			ParentLen: len(msgs), Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
 			Check: check,
 			// Distinct times keep siblings in the order they were asked for.
@@ -220,7 +214,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 			forks[i].Model = parent.Model
 		}
 	}
-	if err := d.Store.CreateForks(ctx, forks); err != nil {
+	if err := d.createNamed(ctx, parent, forks, spec.Names); err != nil {
 		return nil, cut, err
 	}
 	if spec.ReplaceOriginal {
@@ -233,6 +227,55 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 		out[i] = *f
 	}
 	return out, cut, nil
+}
+
+// maxNameAttempts bounds how often Fork picks default names again because
+// other forks took them meanwhile: each attempt lost to one that won.
+const maxNameAttempts = 50
+
+// createNamed writes forks of parent in one transaction, named names, or,
+// with none, "<parent>-fork-<i>" numbered on from its forks'. Names are
+// unique (the store refuses a taken one): when another process took a
+// default name meanwhile, or some other run has it, the next numbers are
+// tried. A name asked for is never changed.
+func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*model.Run, names []string) error {
+	var others []string
+	for attempt := 1; ; attempt++ {
+		given := names
+		if len(given) == 0 {
+			taken, err := d.Store.ForkNames(ctx, parent.ID)
+			if err != nil {
+				return err
+			}
+			given = ForkNames(parent, append(taken, others...), len(forks))
+		}
+		for i, f := range forks {
+			f.Name = given[i]
+		}
+		err := d.Store.CreateForks(ctx, forks)
+		var nt *model.NameTakenError
+		if errors.As(err, &nt) && len(names) == 0 && attempt < maxNameAttempts {
+			others = append(others, nt.Name)
+			continue
+		}
+		return err
+	}
+}
+
+// CheckNames refuses fork names that are empty or given twice: a name
+// says which run a command means, so each names one.
+func CheckNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return errors.New("a fork's name cannot be empty")
+		}
+		if seen[n] {
+			return fmt.Errorf("the name %q is given twice: each fork needs a name of its own", n)
+		}
+		seen[n] = true
+	}
+	return nil
 }
 
 // midTurnError is why run r, in the middle of a turn tine is driving,
@@ -870,11 +913,18 @@ func (d *Driver) PrepareRetry(ctx context.Context, id string) (model.Run, string
 	if run.Check != nil {
 		spec.Check, spec.CheckNumber = run.Check.Cmd, run.Check.Number
 	}
-	forks, _, err := d.Fork(ctx, spec)
-	if err != nil {
-		return model.Run{}, "", err
+	// Names are unique: a fork retried before has its a-retry already.
+	for attempt := 1; ; attempt++ {
+		forks, _, err := d.Fork(ctx, spec)
+		if errors.Is(err, model.ErrNameTaken) && attempt < maxNameAttempts {
+			spec.Names[0] = retryName(spec.Names[0])
+			continue
+		}
+		if err != nil {
+			return model.Run{}, "", err
+		}
+		return forks[0], input, nil
 	}
-	return forks[0], input, nil
 }
 
 // retryName is name with a retry counter: a-retry, a-retry-2, ...
