@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,17 +55,7 @@ func TestRunNamesAreUnique(t *testing.T) {
 // the name, so each name resolves to one run again.
 func TestMigrationRenamesDuplicateNames(t *testing.T) {
 	ctx := context.Background()
-	path := t.TempDir() + "/old.db"
-	raw, err := sql.Open("sqlite", dsn(path, false))
-	require.NoError(t, err)
-	ms, err := migrations()
-	require.NoError(t, err)
-	for _, m := range ms {
-		if strings.HasSuffix(m.name, "_unique_names.sql") {
-			break
-		}
-		require.NoError(t, applyMigration(ctx, raw, m))
-	}
+	raw, path := openBefore(t, "_unique_names.sql")
 	for i, name := range []string{"x-fork-13", "", "x-fork-13", "x-fork-13-2", "x-fork-13", "", "solo"} {
 		_, err := raw.ExecContext(ctx, `INSERT INTO runs (id, tree_id, name, status, created_at, last_at)
 			VALUES (?1, ?1, ?2, 'completed', ?3, ?3)`, string(rune('a'+i)), name, i)
@@ -87,4 +78,27 @@ func TestMigrationRenamesDuplicateNames(t *testing.T) {
 	assert.Equal(t, "a", r.ID, "the oldest keeps the name")
 	dup := model.Run{Name: "solo"}
 	require.ErrorIs(t, s.CreateRun(ctx, &dup, nil), model.ErrNameTaken)
+}
+
+// openBefore makes a database at the schema before the migration whose
+// file name ends in suffix, as an older tine left it, and returns it open
+// without the store, and its path.
+func openBefore(t *testing.T, suffix string) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite", dsn(path, false))
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	ms, err := migrations()
+	require.NoError(t, err)
+	found := false
+	for _, m := range ms {
+		if strings.HasSuffix(m.name, suffix) {
+			found = true
+			break
+		}
+		require.NoError(t, applyMigration(context.Background(), raw, m))
+	}
+	require.True(t, found, "no migration *%s", suffix)
+	return raw, path
 }

@@ -936,8 +936,13 @@ func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
 		return a.syncDetail()
 	case act.best != nil:
 		ctx, st, id, best := a.ctx, a.st, act.best.ID, !act.best.Best
+		// The best of the runs compared: they lose their mark.
+		among := make([]string, len(a.compare.cols))
+		for i, col := range a.compare.cols {
+			among[i] = col.run.ID
+		}
 		return func() tea.Msg {
-			return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+			return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best, among...)}
 		}
 	}
 	return nil

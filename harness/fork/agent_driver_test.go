@@ -318,6 +318,27 @@ func TestBestOfNByCheck(t *testing.T) {
 	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "3"}, {RunID: forks[1].ID, Input: "7"}}, nil)
 	assert.True(t, runs[1].Best)
 	assert.Equal(t, "highest score: 7 (next 3)", runs[1].BestReason)
+
+	// The best is the best of its batch: the second batch's leaves the
+	// first's marked (prune keeps the best's worktree).
+	stored, err = d.Store.Run(ctx, stored.ID)
+	require.NoError(t, err)
+	assert.True(t, stored.Best, "the first batch's best is still marked")
+	assert.Contains(t, stored.BestReason, "2 passed; fewest tokens")
+
+	// A batch whose turns run apart (tine run on each) is scored whole.
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2, Check: "grep -q good out.txt"})
+	require.NoError(t, err)
+	first := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "good-but-long"}}, nil)
+	assert.True(t, first[0].Best)
+	assert.Equal(t, "the only fork of 1 whose check passed", first[0].BestReason)
+	second := d.RunTurns(ctx, []fork.Turn{{RunID: forks[1].ID, Input: "good"}}, nil)
+	assert.True(t, second[0].Best)
+	assert.Equal(t, "2 passed; fewest tokens (405 vs 1305)", second[0].BestReason)
+	got, err := d.Store.Run(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.False(t, got.Best, "one best a batch")
+	assert.Empty(t, got.BestReason)
 }
 
 func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {

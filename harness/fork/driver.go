@@ -43,7 +43,10 @@ type Store interface {
 	AddCost(ctx context.Context, id string, usd float64) error
 	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
 	SetCheck(ctx context.Context, id string, c model.Check) error
+	// MarkBest marks id the best of its batch, for reason; BatchRuns are
+	// the runs made in one batch with id (rule 11).
 	MarkBest(ctx context.Context, id, reason string) error
+	BatchRuns(ctx context.Context, id string) ([]model.Run, error)
 	AddNote(ctx context.Context, id, note string) error
 	// SetRunning marks id running, owned by this process.
 	SetRunning(ctx context.Context, id string) error
