@@ -185,11 +185,12 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			dir := r.Worktree
-			if dir == "" {
-				dir = r.Cwd
+			var c model.Check
+			if dir, err := d.CheckDir(r); err != nil {
+				c = model.Check{Cmd: r.Check.Cmd, Number: r.Check.Number, Ran: true, Exit: -1, Error: err.Error()}
+			} else {
+				c = RunCheck(ctx, dir, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 			}
-			c := RunCheck(ctx, dir, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 			if err := d.Store.SetCheck(bg, r.ID, c); err != nil {
 				c.Error = err.Error()
 			}
@@ -229,6 +230,22 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 		onEvent(RunEvent{RunID: id})
 	}
 	return runs
+}
+
+// CheckDir is where fork r's check runs: its worktree; its directory when
+// it ran in place or has no files of its own (a model API's fork). An
+// agent's fork without a worktree is not checked in the session's own
+// checkout instead (rule 12 in ARCHITECTURE.md).
+func (d *Driver) CheckDir(r model.Run) (string, error) {
+	if r.Worktree != "" {
+		return r.Worktree, nil
+	}
+	if !r.InPlace {
+		if _, h, err := d.harnessFor(r, r.Harness); err == nil && h.Capabilities().OwnSessions {
+			return "", fmt.Errorf("fork %s has no worktree to check; it is not checked in %s instead", r.Label(), r.Cwd)
+		}
+	}
+	return r.Cwd, nil
 }
 
 // batchKey names r's batch; a run made in none is a batch of its own.

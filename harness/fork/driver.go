@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -553,6 +554,16 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			finish(model.Failed, fmt.Errorf("%s cannot be replayed: tine cannot point its model calls at its gateway", hname))
 			return
 		}
+		// A replay runs in the sandbox it was made with, or not at all
+		// (rule 12 in ARCHITECTURE.md).
+		if _, err := os.Stat(run.Worktree); !run.InPlace && (run.Worktree == "" || err != nil) {
+			what := "the replay's worktree"
+			if run.Worktree != "" {
+				what += " " + run.Worktree
+			}
+			finish(model.Failed, fmt.Errorf("%s is gone; it never runs in %s instead: replay the run again", what, run.Cwd))
+			return
+		}
 		req.Dir = d.agentDir(run)
 		req.ModelURL, req.Env = rb.ModelURL, rb.Env
 		if run.NativeID == "" {
@@ -673,10 +684,28 @@ func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps harn
 
 // ensureWorktree gives an agent's fork its own git worktree before its
 // first turn (rule 10), from the directory the fork starts from, and
-// records it on run.
+// records it on run. A turn of a fork runs only in that fork's worktree
+// (rule 12 in ARCHITECTURE.md): one that is gone (tine worktree rm or
+// prune, or deleted by hand) is made again, and when it cannot be, the
+// turn is refused; it never falls back to the session's own checkout.
+// Only a fork made in place runs there.
 func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
-	if run.Worktree != "" || run.ParentID == "" || run.InPlace || run.NativeID != "" {
+	if run.ParentID == "" || run.InPlace {
 		return nil
+	}
+	switch {
+	case run.Worktree != "":
+		if _, err := os.Stat(run.Worktree); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fork %s's worktree %s: %w", run.Label(), run.Worktree, err)
+		}
+		return d.restoreWorktree(ctx, run)
+	case run.BaseCommit != "":
+		return d.restoreWorktree(ctx, run)
+	case run.NativeID != "" || run.OwnMessages > 0:
+		return fmt.Errorf("fork %s has run before without a worktree recorded, so tine cannot tell where its files are; it never runs in %s instead: fork it again (tine fork %s)",
+			run.Label(), run.Cwd, run.Label())
 	}
 	// The branch is named after the one checked out where the fork starts
 	// (its HEAD is what the fork is made from), not the one the transcript
@@ -694,6 +723,65 @@ func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
 	}
 	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
 	return nil
+}
+
+// restoreWorktree makes fork run's worktree again, now that it is gone:
+// from its branch, or from its base commit and the files it started with
+// (worktree.Restore), and notes that it did. It says why it cannot.
+func (d *Driver) restoreWorktree(ctx context.Context, run *model.Run) error {
+	bg := context.WithoutCancel(ctx)
+	gone := func(err error) error {
+		return fmt.Errorf("fork %s's worktree is gone (removed by tine worktree rm or prune, or by hand) and could not be made again; it never runs in %s instead (fork %s again, or free its branch %s): %w",
+			run.Label(), run.Cwd, run.Label(), run.Branch, err)
+	}
+	repo, err := d.repoOf(bg, *run)
+	if err != nil {
+		return gone(err)
+	}
+	had, err := worktree.BranchHasCommits(ctx, repo, run.Branch, run.BaseCommit)
+	if err != nil {
+		return gone(err)
+	}
+	wt, err := worktree.Restore(ctx, worktree.Spec{Source: repo, Root: d.worktreeRoot()},
+		worktree.Worktree{Branch: run.Branch, Base: run.BaseCommit, Start: run.StartTree})
+	if err != nil {
+		return gone(err)
+	}
+	if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
+		return err
+	}
+	from := "its base commit and the files it started with (its own work was not kept)"
+	if had {
+		from = "branch " + wt.Branch
+	}
+	_ = d.Store.AddNote(bg, run.ID, "its worktree was gone; tine made it again from "+from)
+	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
+	return nil
+}
+
+// repoOf is a directory of the repository fork run's worktree belongs to:
+// the directory it was made from, or, when that is gone (its parent's
+// worktree, removed too), an ancestor's.
+func (d *Driver) repoOf(ctx context.Context, run model.Run) (string, error) {
+	r := run
+	for {
+		for _, dir := range []string{r.Cwd, r.Worktree} {
+			if dir == "" {
+				continue
+			}
+			if _, _, err := worktree.Repo(ctx, dir); err == nil {
+				return dir, nil
+			}
+		}
+		if r.ParentID == "" {
+			return "", fmt.Errorf("%s, the directory it was made from, is not a git work tree any more", run.Cwd)
+		}
+		parent, err := d.Store.Run(ctx, r.ParentID)
+		if err != nil {
+			return "", err
+		}
+		r = parent
+	}
 }
 
 // agentDir is where an agent works on run: its worktree, at the place the

@@ -794,3 +794,74 @@ func TestSaveCommitsTheWorkToTheBranch(t *testing.T) {
 	assert.NoDirExists(t, wt.Path)
 	assert.Equal(t, sha, gitT(t, repo, "rev-parse", "refs/heads/"+wt.Branch), "the branch keeps the work")
 }
+
+// Restore makes a fork's worktree again after it went (Remove, prune, or
+// by hand), at the same place: from its branch when the branch has
+// commits of its own (Save's included), else from its base commit holding
+// the files it started with. It never takes another branch's checkout.
+func TestRestore(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	dirty(t, repo)
+	root := tempDir(t)
+	spec := Spec{Source: repo, Root: root, Branch: "main"}
+
+	// Saved and removed: back from the branch, work and all.
+	saved, err := Create(ctx, spec)
+	require.NoError(t, err)
+	write(t, filepath.Join(saved.Path, "output.txt"), "the fork's work\n", 0o644)
+	before := files(t, saved.Path)
+	sha, err := Save(ctx, saved, "tine: save")
+	require.NoError(t, err)
+	require.ErrorIs(t, Remove(ctx, saved, false), ErrHasCommits)
+	back, err := Restore(ctx, Spec{Source: repo, Root: root}, saved)
+	require.NoError(t, err)
+	assert.Equal(t, Worktree{Path: saved.Path, Branch: saved.Branch, Base: saved.Base, Start: saved.Start}, back,
+		"the same place, branch, base and start")
+	assert.Equal(t, before, files(t, back.Path))
+	assert.Equal(t, sha, gitT(t, back.Path, "rev-parse", "HEAD"))
+	assert.Equal(t, "refs/heads/"+saved.Branch, gitT(t, back.Path, "symbolic-ref", "HEAD"))
+	n, err := Unsaved(ctx, back)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	// Removed with its branch (it had nothing of its own): back at its
+	// base, holding the files it started with.
+	plain, err := Create(ctx, spec)
+	require.NoError(t, err)
+	started := files(t, plain.Path)
+	require.NoError(t, Remove(ctx, plain, false))
+	assert.Equal(t, "", gitT(t, repo, "branch", "--list", plain.Branch))
+	back, err = Restore(ctx, Spec{Source: repo, Root: root}, plain)
+	require.NoError(t, err)
+	assert.Equal(t, plain.Path, back.Path)
+	assert.Equal(t, started, files(t, back.Path))
+	assert.Equal(t, plain.Base, gitT(t, back.Path, "rev-parse", "HEAD"))
+	assert.Equal(t, "refs/heads/"+plain.Branch, gitT(t, back.Path, "symbolic-ref", "HEAD"))
+
+	// Deleted by hand: git still lists it; it is forgotten and made again.
+	require.NoError(t, os.RemoveAll(back.Path))
+	back, err = Restore(ctx, Spec{Source: repo, Root: root}, plain)
+	require.NoError(t, err)
+	assert.Equal(t, started, files(t, back.Path))
+
+	// Its branch checked out elsewhere (the person's own checkout): refused.
+	require.NoError(t, Remove(ctx, back, true))
+	gone, err := Create(ctx, spec)
+	require.NoError(t, err)
+	require.NoError(t, Remove(ctx, gone, true))
+	other := filepath.Join(tempDir(t), "other")
+	gitT(t, repo, "worktree", "add", "-q", "-b", gone.Branch, other, gone.Base)
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, gone)
+	assert.ErrorContains(t, err, gone.Branch)
+	assert.NoDirExists(t, gone.Path)
+
+	// Something in the way, or nothing to make it from: refused.
+	keep, err := Create(ctx, spec)
+	require.NoError(t, err)
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, keep)
+	assert.ErrorContains(t, err, "is in the way")
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, Worktree{Branch: "main-fork-99"})
+	assert.ErrorContains(t, err, "no branch main-fork-99 and no base commit")
+}
