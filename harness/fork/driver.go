@@ -750,7 +750,7 @@ func (d *Driver) restoreWorktree(ctx context.Context, run *model.Run) error {
 	if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
 		return err
 	}
-	from := "its base commit and the files it started with (its own work was not kept)"
+	from := "its base commit, holding the files it started with"
 	if had {
 		from = "branch " + wt.Branch
 	}
