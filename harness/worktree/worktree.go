@@ -8,7 +8,9 @@
 // without committing it, so the fork's diff against its Base shows both the
 // carried and its own work. The parent's work tree, index and stash are never
 // touched. Diff and DiffStat report a fork's changes including untracked
-// files; Remove and Prune clean up.
+// files; Remove and Prune clean up, and Remove loses no uncommitted work
+// unless forced (Unsaved says what it would lose, Save commits it to the
+// fork's branch); Restore makes a removed fork's worktree again.
 //
 // Git runs as a subprocess (git 2.31 or newer), never through a shell.
 package worktree
