@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 
 	"tine/harness/fork"
@@ -45,6 +46,16 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 		*at = "last_user"
 	} else if *replace {
 		return usagef("fork: --replace-original goes with --regenerate")
+	}
+	// Said before anything is made. -n 0 is not "the default": the
+	// default is -n left out.
+	nGiven := false
+	f.Visit(func(fl *flag.Flag) { nGiven = nGiven || fl.Name == "n" })
+	if nGiven && (*n < 1 || *n > fork.MaxForks) {
+		return usagef("fork: -n is how many forks: 1 to %d, not %d", fork.MaxForks, *n)
+	}
+	if err := fork.CheckNames(names); err != nil {
+		return usagef("fork: %s", err)
 	}
 	if *score != "exit" && *score != "number" {
 		return usagef("fork: --score is exit or number, not %q", *score)

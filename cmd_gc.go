@@ -67,11 +67,11 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		if info, err := os.Stat(d); err != nil || !info.IsDir() || held[d] {
 			continue
 		}
-		dirty, err := worktree.Uncommitted(ctx, d)
+		unsaved, err := worktree.Unsaved(ctx, worktree.Worktree{Path: d})
 		switch {
 		case err != nil:
 			continue // not a worktree of tine's: left alone
-		case dirty:
+		case unsaved > 0:
 			out.Kept = append(out.Kept, d)
 		default:
 			out.Worktrees = append(out.Worktrees, d)
@@ -84,7 +84,7 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		}
 		for i, d := range out.Worktrees {
 			// The branch stays: it may hold commits, and its run is gone.
-			if err := worktree.Remove(ctx, d, "", "", false); err != nil {
+			if err := worktree.Remove(ctx, worktree.Worktree{Path: d}, false); err != nil {
 				out.Worktrees = out.Worktrees[:i]
 				return fmt.Errorf("gc: %w", err)
 			}

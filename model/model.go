@@ -182,8 +182,13 @@ type Run struct {
 	Usage   Usage
 	CostUSD float64
 	Hidden  bool
-	// Best marks the run a person picked as the best of its siblings.
+	// Best marks the run as the best of its batch (a check's pick, or a
+	// person's), or of the runs a person compared.
 	Best bool
+	// Batch names the forks made together (one request, at one boundary):
+	// a best-of-N best is the best of its batch (rule 11). "" for a run
+	// made in none (an import, a root).
+	Batch string
 	// OwnMessages counts the messages stored on this run itself.
 	OwnMessages int
 	// Source is the transcript file the run was imported from, if any.

@@ -1014,8 +1014,13 @@ func (a *App) compareOpen() tea.Cmd {
 func (a *App) compareBest() tea.Cmd {
 	r := a.compare.cols[a.compare.focus].run
 	ctx, st, id, best := a.ctx, a.st, r.ID, !r.Best
+	// The best of the runs compared: they lose their mark.
+	among := make([]string, len(a.compare.cols))
+	for i, col := range a.compare.cols {
+		among[i] = col.run.ID
+	}
 	return func() tea.Msg {
-		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best, among...)}
 	}
 }
 

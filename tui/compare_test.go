@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,6 +65,14 @@ func TestCompareScreen(t *testing.T) {
 	d.keys("l", "b")
 	assert.True(t, d.a.compare.cols[1].run.Best)
 	assert.Contains(t, d.plain(), "★ terse")
+	// b picks the best of the runs compared: the original's mark takes
+	// terse's, in the store too.
+	d.keys("h", "b")
+	terse, err := d.a.st.Run(context.Background(), d.a.compare.cols[1].run.ID)
+	require.NoError(t, err)
+	assert.False(t, terse.Best, "the runs compared lose their mark")
+	d.keys("l", "b")
+	assert.True(t, d.a.compare.cols[1].run.Best)
 	d.keys("enter")
 	require.Equal(t, screenTree, d.a.screen)
 	r, _ := d.a.tree.selected()

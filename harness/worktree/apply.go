@@ -146,13 +146,3 @@ func clashing(err error) string {
 	}
 	return "they clash in " + strings.Join(files, ", ")
 }
-
-// Uncommitted reports whether the worktree at dir holds work git has not
-// committed: changed, staged or untracked (not ignored) files.
-func Uncommitted(ctx context.Context, dir string) (bool, error) {
-	out, err := (cmd{dir: dir}).run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all")
-	if err != nil {
-		return false, repoErr(dir, err)
-	}
-	return len(out) > 0, nil
-}
