@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/model"
 )
 
 // Files no one here wrote, of the shapes issue 18 found (ARCHITECTURE.md,
@@ -35,4 +37,28 @@ func TestClaudeRecordsWithoutSessionID(t *testing.T) {
 		assert.Equal(t, "claude", r.Harness)
 		assert.Equal(t, 2, r.OwnMessages)
 	}
+}
+
+// TestTokenCountsAndNoMessages: a rollout that counted tokens and holds
+// no message is read and said: the summary names it with its tokens
+// (there is nothing to show), and it is not read again while unchanged.
+func TestTokenCountsAndNoMessages(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "rollout-2026-05-02T10-00-00-0000eeee-0000-7000-8000-000000000001.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"timestamp":"2026-05-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0000eeee-0000-7000-8000-000000000001","cwd":"/p"}}
+{"timestamp":"2026-05-02T10:00:01.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240},"last_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240}}}}
+`), 0o644))
+	st := openStore(t)
+	sum := importPaths(t, st, path)
+	assert.Zero(t, sum.Runs)
+	assert.Zero(t, sum.Failed)
+	require.Len(t, sum.Empty, 1)
+	assert.Equal(t, path, sum.Empty[0].Path)
+	assert.Equal(t, model.Usage{InputTokens: 1000, CacheReadTokens: 200, OutputTokens: 40}, sum.Empty[0].Usage)
+	srcs, err := st.Sources(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, path, srcs[path].Path, "read, and known as read")
+	again := importPaths(t, st, path)
+	assert.Equal(t, 1, again.Unchanged)
+	assert.Empty(t, again.Empty)
 }
