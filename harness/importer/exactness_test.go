@@ -15,6 +15,36 @@ import (
 // Files no one here wrote, of the shapes issue 18 found (ARCHITECTURE.md,
 // "How an import flows"), written line by line.
 
+// TestAnACPForksClaudeSessionIsThatFork: Claude Code behind an ACP agent
+// (claude-agent-acp) keeps its session under the ACP session's id, which
+// the ACP run tine drove holds; when Claude's own file of that session is
+// imported, it is that run's, not a second tree counting its tokens again.
+func TestAnACPForksClaudeSessionIsThatFork(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	ctx := context.Background()
+	dir := "../../testdata/claude/projects/-tmp-tine-gen-project"
+	importPaths(t, st, filepath.Join(dir, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl"))
+	parent, err := st.Resolve(ctx, "bdf46d96-8219-4f20-a09e-98bcce594a76")
+	require.NoError(t, err)
+	fork := model.Run{ParentID: parent.ID, ForkAt: parent.Len(), Harness: "acp", Name: "viaacp", Handoff: true}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&fork}))
+	require.NoError(t, st.SetNativeID(ctx, fork.ID, "9b2a2d62-550b-44c4-879e-95104dd85711"))
+
+	sum := importPaths(t, st, filepath.Join(dir, "9b2a2d62-550b-44c4-879e-95104dd85711.jsonl"))
+	assert.Equal(t, 1, sum.Driven)
+	assert.Zero(t, sum.Runs, "no second copy")
+	runs, err := st.Runs(ctx)
+	require.NoError(t, err)
+	holders := 0
+	for _, r := range runs {
+		if r.NativeID == "9b2a2d62-550b-44c4-879e-95104dd85711" {
+			holders++
+		}
+	}
+	assert.Equal(t, 1, holders, "one run holds the conversation")
+}
+
 // TestClaudeRecordsWithoutSessionID: Claude Code records other tools
 // exported, without sessionId (and the first without parentUuid), import
 // as Claude sessions named by their files, with no line reported.

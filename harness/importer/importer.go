@@ -39,7 +39,9 @@ type Store interface {
 	ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error)
 	AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error
 	SkipFile(ctx context.Context, src model.Source, reason string) error
-	// DrivenRun finds the fork tine ran as the agent's session nativeID.
+	// DrivenRun finds the fork tine ran as the session nativeID, whichever
+	// harness drove it (Claude Code behind an ACP agent keeps its session
+	// under the ACP run's id).
 	DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error)
 	// SetImportedEnd records how a grown file's run ends now (a Codex
 	// rollout read mid-turn ends interrupted until the turn completes).
