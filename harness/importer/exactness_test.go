@@ -92,3 +92,39 @@ func TestTokenCountsAndNoMessages(t *testing.T) {
 	assert.Equal(t, 1, again.Unchanged)
 	assert.Empty(t, again.Empty)
 }
+
+// TestCodexSpawnedThreadHangsUnderItsCall: a thread a Codex spawn_agent
+// call started is a subagent of the thread that made the call, under that
+// call, whichever rollout is read first.
+func TestCodexSpawnedThreadHangsUnderItsCall(t *testing.T) {
+	t.Parallel()
+	const parent, child = "0000dddd-0000-7000-8000-000000000101", "0000dddd-0000-7000-8000-000000000102"
+	rec := func(typ, payload string) string {
+		return `{"timestamp":"2026-05-02T10:00:01.000Z","type":"` + typ + `","payload":` + payload + "}\n"
+	}
+	parentFile := rec("session_meta", `{"id":"`+parent+`","cwd":"/p"}`) +
+		rec("response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"check the tests"}]}`) +
+		rec("response_item", `{"type":"function_call","name":"spawn_agent","arguments":"{\"message\":\"look\"}","call_id":"call_spawn"}`) +
+		rec("event_msg", `{"type":"collab_agent_spawn_end","call_id":"call_spawn","sender_thread_id":"`+parent+`","new_thread_id":"`+child+`","prompt":"look","status":"pending_init"}`) +
+		rec("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Spawned."}]}`)
+	childFile := rec("session_meta", `{"id":"`+child+`","cwd":"/p","source":{"subagent":{"thread_spawn":{"parent_thread_id":"`+parent+`","depth":1}}}}`) +
+		rec("response_item", `{"type":"message","role":"user","content":[{"type":"input_text","text":"look"}]}`) +
+		rec("response_item", `{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Looked."}]}`)
+	day := filepath.Join(t.TempDir(), "sessions", "2026", "05", "02")
+	require.NoError(t, os.MkdirAll(day, 0o755))
+	childPath := filepath.Join(day, "rollout-2026-05-02T10-00-02-"+child+".jsonl")
+	parentPath := filepath.Join(day, "rollout-2026-05-02T10-00-00-"+parent+".jsonl")
+	require.NoError(t, os.WriteFile(childPath, []byte(childFile), 0o644))
+	require.NoError(t, os.WriteFile(parentPath, []byte(parentFile), 0o644))
+	st := openStore(t)
+	importPaths(t, st, childPath) // the child first: its link waits
+	importPaths(t, st, parentPath)
+	ctx := context.Background()
+	p, err := st.Resolve(ctx, parent)
+	require.NoError(t, err)
+	c, err := st.Resolve(ctx, child)
+	require.NoError(t, err)
+	assert.Equal(t, p.ID, c.SpawnedBy)
+	assert.Equal(t, "call_spawn", c.SpawnedCall)
+	assert.Empty(t, c.ParentID, "a subagent, not a fork")
+}
