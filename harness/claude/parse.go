@@ -550,8 +550,12 @@ func (p *parser) link() {
 				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
-				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
-					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)})
+				s := harness.Skip{File: p.name, Line: int(n.line),
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)}
+				if !ok {
+					s.MissingParent = n.parentUUID
+				}
+				p.file.Skipped = append(p.file.Skipped, s)
 			}
 		}
 		prev[g] = int32(i)

@@ -128,3 +128,71 @@ func TestCodexSpawnedThreadHangsUnderItsCall(t *testing.T) {
 	assert.Equal(t, "call_spawn", c.SpawnedCall)
 	assert.Empty(t, c.ParentID, "a subagent, not a fork")
 }
+
+// TestAGrownSessionWarnsOfNothing: a Claude or pi session that grew is
+// read from where the last import stopped; its new records hang off the
+// last one read before, which is no line it skipped. A tail one of whose
+// records hangs off an earlier record (a branch) is read again whole.
+func TestAGrownSessionWarnsOfNothing(t *testing.T) {
+	t.Parallel()
+	claude := func(uuid, parent, role, text string) string {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		return `{"type":"` + role + `","uuid":"` + uuid + `","parentUuid":` + p + `,"sessionId":"0f0f0f0f-2222-4222-8333-444444444444","timestamp":"2026-01-01T00:00:0` + uuid[1:] + `Z","message":{"id":"m` + uuid + `","role":"` + role + `","content":"` + text + `"}}` + "\n"
+	}
+	pi := func(id, parent, role, text string) string {
+		p := "null"
+		if parent != "" {
+			p = `"` + parent + `"`
+		}
+		content := `[{"type":"text","text":"` + text + `"}]`
+		return `{"type":"message","id":"` + id + `","parentId":` + p + `,"timestamp":"2026-01-01T00:00:0` + id[1:] + `.000Z","message":{"role":"` + role + `","content":` + content + `}}` + "\n"
+	}
+	piHead := `{"type":"session","version":3,"id":"0f0f0f0f-3333-4222-8333-444444444444","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/p"}` + "\n"
+	for _, tc := range []struct {
+		name, file, id string
+		before, grown  string
+		branch         string // a tail whose second record hangs off the first record
+	}{
+		{"claude", "0f0f0f0f-2222-4222-8333-444444444444.jsonl", "0f0f0f0f-2222-4222-8333-444444444444",
+			claude("u1", "", "user", "first") + claude("u2", "u1", "assistant", "one"),
+			claude("u3", "u2", "user", "second") + claude("u4", "u3", "assistant", "two"),
+			claude("u3", "u2", "user", "second") + claude("u4", "u1", "assistant", "again")},
+		{"pi", "2026-01-01T00-00-00-000Z_0f0f0f0f-3333-4222-8333-444444444444.jsonl", "0f0f0f0f-3333-4222-8333-444444444444",
+			piHead + pi("e1", "", "user", "first") + pi("e2", "e1", "assistant", "one"),
+			pi("e3", "e2", "user", "second") + pi("e4", "e3", "assistant", "two"),
+			pi("e3", "e2", "user", "second") + pi("e4", "e1", "assistant", "again")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), tc.file)
+			require.NoError(t, os.WriteFile(path, []byte(tc.before), 0o644))
+			st := openStore(t)
+			importPaths(t, st, path)
+			require.NoError(t, os.WriteFile(path, []byte(tc.before+tc.grown), 0o644))
+			sum := importPaths(t, st, path)
+			assert.Equal(t, 1, sum.Appended)
+			assert.Empty(t, sum.Skipped, "the parent is there: nothing was skipped")
+			r, err := st.Resolve(context.Background(), tc.id)
+			require.NoError(t, err)
+			assert.Equal(t, 4, r.OwnMessages)
+
+			// A branch in the new records: read again, as a fresh import
+			// reads it, saying nothing.
+			path = filepath.Join(t.TempDir(), tc.file)
+			require.NoError(t, os.WriteFile(path, []byte(tc.before), 0o644))
+			st = openStore(t)
+			importPaths(t, st, path)
+			require.NoError(t, os.WriteFile(path, []byte(tc.before+tc.branch), 0o644))
+			sum = importPaths(t, st, path)
+			assert.Zero(t, sum.Appended)
+			assert.Equal(t, 1, sum.Reread)
+			assert.Empty(t, sum.Skipped)
+			trees, err := st.Trees(context.Background())
+			require.NoError(t, err)
+			require.Len(t, trees, 1)
+			assert.Equal(t, 1, trees[0].Forks, "the branch is an in-file branch, as a fresh import has it")
+		})
+	}
+}

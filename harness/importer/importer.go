@@ -969,9 +969,26 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	if len(parsed.Runs) > 1 || (len(parsed.Runs) == 1 && (parsed.Runs[0].Fork != nil || parsed.Runs[0].Subagent != nil)) {
 		return false, nil
 	}
+	// A chained format's new part starts with a record whose parent is
+	// the last one read before (firstParent said so): not in the part,
+	// and not missing from the file. Any other record hanging off one
+	// read before starts a branch there: the file is read again, as a
+	// fresh import reads it.
+	skipped := make([]harness.Skip, 0, len(parsed.Skipped))
+	joined := false
+	for _, s := range parsed.Skipped {
+		switch {
+		case s.MissingParent == "":
+			skipped = append(skipped, s)
+		case s.MissingParent == prev.Leaf && !joined:
+			joined = true
+		default:
+			return false, nil
+		}
+	}
 	sum.Bytes += counter.n
 	sum.Records += counter.lines
-	for _, s := range parsed.Skipped {
+	for _, s := range skipped {
 		s.Line = -1 // line numbers of a tail are relative; say so rather than mislead
 		sum.Skipped = append(sum.Skipped, s)
 	}
