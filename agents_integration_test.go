@@ -602,6 +602,29 @@ func TestACPForksEndToEnd(t *testing.T) {
 	assert.Equal(t, deeper.ID, res.Forks[0].ID, "its next turn goes on it")
 	reqs = srv.ModelRequests()
 	assert.Contains(t, string(reqs[len(reqs)-1].Body), "native-fork", "it resumed its own session")
+
+	// Claude Code keeps each ACP run's session under the ACP session's
+	// id: an import finds those files and stores none of them again (two
+	// runs never hold one conversation id, nor count its tokens twice).
+	out, errOut, code = tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum importer.Summary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	assert.Zero(t, sum.Runs, "no ACP run's session imported as a tree of its own")
+	assert.Equal(t, 3, sum.Driven, "good's, bad's and deeper's sessions")
+	out, _, code = tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code)
+	var all []runJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &all))
+	holders := map[string]int{}
+	for _, r := range all {
+		if r.NativeID != "" {
+			holders[r.NativeID]++
+		}
+	}
+	for id, n := range holders {
+		assert.Equal(t, 1, n, "conversation %s is held by one run", id)
+	}
 }
 
 // TestCancelARealAgentFromAnotherProcess: a fork's turn runs in the

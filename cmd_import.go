@@ -158,6 +158,7 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.String(), 200))
 		}
 	}
+	printEmpty(e, sum.Empty)
 	if len(sum.SkippedFiles) > 0 {
 		fmt.Fprintf(e.stdout, "skipped %d paths that are not files tine can read:\n", len(sum.SkippedFiles))
 		for _, s := range sum.SkippedFiles {
@@ -167,6 +168,40 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 	// Paths and errors come from disk: neutralised like transcript text.
 	for _, msg := range sum.Errors {
 		fmt.Fprintf(e.stderr, "tine: %s\n", model.OneLine(msg, 0))
+	}
+}
+
+// printEmpty says which files held no message, and what those that
+// counted tokens counted: the file is read, and there is nothing to show.
+func printEmpty(e *env, files []importer.EmptyFile) {
+	if len(files) == 0 {
+		return
+	}
+	var counted []importer.EmptyFile
+	for _, f := range files {
+		if !f.Usage.IsZero() {
+			counted = append(counted, f)
+		}
+	}
+	held := fmt.Sprintf("%d files held", len(files))
+	if len(files) == 1 {
+		held = "1 file held"
+	}
+	switch {
+	case len(counted) == 0:
+		fmt.Fprintf(e.stdout, "%s no messages: nothing to show (--json lists them)\n", held)
+		return
+	case len(counted) == len(files):
+		fmt.Fprintf(e.stdout, "%s no messages, only token counts: nothing to show, the tokens not counted in any run:\n", held)
+	default:
+		fmt.Fprintf(e.stdout, "%s no messages: nothing to show; these counted tokens, not counted in any run:\n", held)
+	}
+	for i, f := range counted {
+		if i == 20 {
+			fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(counted)-20)
+			break
+		}
+		fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(f.Path+": "+importer.UsageText(f.Usage), 300))
 	}
 }
 

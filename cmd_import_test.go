@@ -177,3 +177,17 @@ func TestReimportOfUnchangedFilesSkipsTheStore(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, opened+3, storeImports.Load(), "the store changed since the copy")
 }
+
+// TestImportSaysAFileHeldOnlyTokenCounts: a rollout that counted tokens
+// and holds no message is not passed over in silence: the summary names
+// it with what it counted, and says there was nothing to show.
+func TestImportSaysAFileHeldOnlyTokenCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout-2026-05-02T10-00-00-0000eeee-0000-7000-8000-000000000002.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"timestamp":"2026-05-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0000eeee-0000-7000-8000-000000000002","cwd":"/p"}}
+{"timestamp":"2026-05-02T10:00:01.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240},"last_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240}}}}
+`), 0o644))
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "import", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 file held no messages, only token counts: nothing to show, the tokens not counted in any run:\n")
+	assert.Contains(t, out, "  "+path+": 1000 input, 200 cached, 40 output tokens\n")
+}

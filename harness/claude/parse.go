@@ -506,12 +506,17 @@ func (p *parser) build() []harness.ParsedRun {
 	return runs
 }
 
-// own is the file's session id: from its name, else from its records.
+// own is the file's session id: from its name when that is a session id,
+// else from its records, else (records other tools exported without
+// one) the file's name.
 func (p *parser) own() string {
-	if p.ownSession != "" {
+	switch {
+	case p.ownSession != "":
 		return p.ownSession
+	case p.lastSession != "":
+		return p.lastSession
 	}
-	return p.lastSession
+	return strings.TrimSuffix(filepath.Base(p.name), ".jsonl")
 }
 
 // link resolves parentUuid to node indexes. A parent that is missing (a
@@ -545,8 +550,12 @@ func (p *parser) link() {
 				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
-				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
-					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)})
+				s := harness.Skip{File: p.name, Line: int(n.line),
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)}
+				if !ok {
+					s.MissingParent = n.parentUUID
+				}
+				p.file.Skipped = append(p.file.Skipped, s)
 			}
 		}
 		prev[g] = int32(i)
