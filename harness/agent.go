@@ -73,6 +73,9 @@ type Sessions struct {
 	// Dirs are where its sessions live by default; nil for none (a
 	// format read only from paths given to tine import).
 	Dirs func() []string
+	// Files, when set, tells its session files in Dirs by their names;
+	// nil: the files ending in .jsonl.
+	Files func(name string) bool
 	// Detect tells the format from a file's first bytes; the registry's
 	// order is the order formats are tried in.
 	Detect func(head []byte) bool

@@ -46,6 +46,7 @@ const (
 	WireAnthropic = harness.WireAnthropic
 	WireChat      = harness.WireChat
 	WireResponses = harness.WireResponses
+	WireGemini    = harness.WireGemini
 )
 
 // Event is one server-sent event of a streamed answer.
