@@ -10,6 +10,7 @@ import (
 	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
+	"tine/harness/gemini"
 	"tine/harness/openai"
 	"tine/harness/pi"
 	"tine/harness/qwen"
@@ -21,7 +22,8 @@ import (
 // openai's), and the order they are listed in where a list is not sorted.
 func Agents() []harness.Agent {
 	return []harness.Agent{
-		qwen.Agent, // before claude: its records look like Claude Code's, and its detector is the stricter
+		qwen.Agent,   // before claude: its records look like Claude Code's, and its detector is the stricter
+		gemini.Agent, // its header line (sessionId, projectHash) is no other agent's
 		claude.Agent,
 		codex.Agent,
 		pi.Agent,
