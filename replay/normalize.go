@@ -36,6 +36,11 @@ import (
 // are dropped, and so are prompt_cache_key (the session id) and
 // client_metadata (session, thread, turn and installation ids, turn start
 // time, the workspace's commit).
+//
+// Gemini API: nothing beyond the above (whether it streams and the model
+// are in the path; the gateway compares the model there). Tool-call ids
+// are functionCall.id and functionResponse.id; a tool's output is a
+// part's functionResponse.
 type normRules struct {
 	cwd     []func() *regexp.Regexp // first group that matched: the working directory
 	mangled bool                    // also replace the cwd's mangled form
@@ -67,6 +72,7 @@ var wireRules = map[Wire]normRules{
 	WireAnthropic: {drop: []string{"metadata", "stream", "stream_options"}, dropEverywhere: []string{"cache_control"}},
 	WireResponses: {drop: []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"}, dropItemIDs: "input"},
 	WireChat:      {drop: []string{"stream", "stream_options"}},
+	WireGemini:    {},
 }
 
 // Rules are what a replay lets differ in each wire format's requests, and
@@ -298,6 +304,14 @@ func idKey(wire Wire, m map[string]any, k string) bool {
 		return (k == "id" && isCall) || k == "tool_call_id"
 	case WireResponses:
 		return k == "call_id"
+	case WireGemini:
+		if k != "id" {
+			return false
+		}
+		_, named := m["name"].(string)
+		_, args := m["args"]
+		_, resp := m["response"]
+		return named && (args || resp)
 	}
 	return false
 }
@@ -312,6 +326,8 @@ func isToolOutput(wire Wire, m map[string]any, k string) bool {
 		return str(m["role"]) == "tool" && k == "content"
 	case WireResponses:
 		return strings.HasSuffix(str(m["type"]), "_call_output") && k == "output"
+	case WireGemini:
+		return k == "functionResponse"
 	}
 	return false
 }
