@@ -154,6 +154,11 @@ type Normalization struct {
 	Text []Rewrite
 	// ToolOutput rewrites tool outputs only (a header of timings).
 	ToolOutput []Rewrite
+	// Canonical, when set, rewrites a decoded request in place (a tree of
+	// map[string]any, []any, string, json.Number, bool and nil), for what
+	// no rewrite of strings can say: a list the agent builds in no fixed
+	// order is put in one.
+	Canonical func(request any)
 }
 
 // Rewrite replaces what Pattern (a regular expression) matches with With

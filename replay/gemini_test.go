@@ -222,3 +222,76 @@ func TestGeminiTranscriptTape(t *testing.T) {
 		}
 	}
 }
+
+// TestGeminiSkillsInAnyOrder: Gemini CLI lists the skills it found in the
+// order a glob gave them, which changes from run to run: the same skills
+// in another order are no divergence (its descriptor's Canonical), one
+// skill fewer is.
+func TestGeminiSkillsInAnyOrder(t *testing.T) {
+	c := geminiCLI(t)
+	const a, b = "skill-creator", "antigravity-support"
+	// edit changes the request's skills: the system prompt's list, and
+	// activate_skill's description and enum.
+	edit := func(body []byte, list func(string) string, names func(string) string, enum func([]any) []any) []byte {
+		var v map[string]any
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatal(err)
+		}
+		si := v["systemInstruction"].(map[string]any)["parts"].([]any)[0].(map[string]any)
+		si["text"] = list(si["text"].(string))
+		found := false
+		for _, tl := range v["tools"].([]any) {
+			for _, f := range tl.(map[string]any)["functionDeclarations"].([]any) {
+				fd := f.(map[string]any)
+				if fd["name"] != "activate_skill" {
+					continue
+				}
+				found = true
+				fd["description"] = names(fd["description"].(string))
+				p := fd["parametersJsonSchema"].(map[string]any)["properties"].(map[string]any)["name"].(map[string]any)
+				p["enum"] = enum(p["enum"].([]any))
+			}
+		}
+		if !found {
+			t.Fatal("no activate_skill")
+		}
+		out, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	swapEntries := func(s string) string {
+		start, end := strings.Index(s, "<available_skills>\n"), strings.Index(s, "\n</available_skills>")
+		if start < 0 || end < start {
+			t.Fatal("no <available_skills>")
+		}
+		inner := s[start+len("<available_skills>\n") : end]
+		parts := strings.SplitAfter(inner, "</skill>\n")
+		if len(parts) != 2 || !strings.Contains(parts[0], a) || !strings.Contains(parts[1], b) {
+			t.Fatalf("the skills are not %s then %s: %q", a, b, inner)
+		}
+		return s[:start] + "<available_skills>\n" + parts[1] + "\n" + strings.TrimSuffix(parts[0], "\n") + s[end:]
+	}
+	swapNames := func(s string) string {
+		old := "(Available: '" + a + "', '" + b + "')"
+		if !strings.Contains(s, old) {
+			t.Fatalf("no %s in %q", old, s)
+		}
+		return strings.Replace(s, old, "(Available: '"+b+"', '"+a+"')", 1)
+	}
+	same := func(s string) string { return s }
+	for k, fx := range c.main {
+		reordered := edit(fx.Body, swapEntries, swapNames, func(e []any) []any { return []any{e[1], e[0]} })
+		if bytes.Equal(reorder(t, reordered), reorder(t, fx.Body)) {
+			t.Fatalf("request %d: the reordering made the same request", k+1)
+		}
+		if m := testRules.Compare(c.wire, fx.Body, reordered); m != nil {
+			t.Errorf("request %d, skills in another order: %s\n%s", k+1, m, m.Diff)
+		}
+		fewer := edit(fx.Body, same, same, func(e []any) []any { return e[:1] })
+		if m := testRules.Compare(c.wire, fx.Body, fewer); m == nil || m.Kind != KindModel {
+			t.Errorf("request %d, a skill fewer: %v", k+1, m)
+		}
+	}
+}

@@ -52,6 +52,8 @@ type normRules struct {
 	dropItemIDs string
 	// toolOutput are the rules applied to tool outputs only.
 	toolOutput []textRule
+	// canon are the agents' rewrites of the decoded request.
+	canon []func(any)
 }
 
 type textRule struct {
@@ -109,6 +111,9 @@ func RulesOf(agents []harness.Agent) *Rules {
 			nr.mangled = nr.mangled || n.MangledCwd
 			nr.text = appendRewrites(nr.text, n.Text)
 			nr.toolOutput = appendRewrites(nr.toolOutput, n.ToolOutput)
+			if n.Canonical != nil {
+				nr.canon = append(slices.Clip(nr.canon), n.Canonical)
+			}
 			r.norm[w] = nr
 			for _, t := range rec.LocalTools {
 				r.local[w][t] = true
@@ -171,6 +176,9 @@ func (rs *Rules) normalizeValue(wire Wire, v any) (any, error) {
 				delete(m, "id")
 			}
 		}
+	}
+	for _, f := range r.canon {
+		f(v)
 	}
 	n := &normalizer{wire: wire, r: r, ids: map[string]string{}}
 	n.findCwd(v)

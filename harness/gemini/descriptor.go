@@ -33,7 +33,8 @@ var Agent = harness.Agent{
 		// of the first user message (today's date, the workspace
 		// directory, and the project's temporary folder, which is named
 		// after the directory, and also appears in the system prompt's
-		// memory paths); in a shell's output, its process group.
+		// memory paths); in a shell's output, its process group; the
+		// order of its skills.
 		Normalize: harness.Normalization{
 			Cwd: []string{
 				`\*\*Workspace Directories:\*\*\n  - ([^\n]+)`,
@@ -43,6 +44,8 @@ var Agent = harness.Agent{
 				{Has: "Today's date is ", Pattern: `Today's date is [^\n(]*`, With: "Today's date is <date> "},
 			},
 			ToolOutput: []harness.Rewrite{{Has: "Process Group PGID: ", Pattern: `(?m)^Process Group PGID: .*$`, With: "Process Group PGID: <pgid>"}},
+			// The skills it found, listed in no fixed order.
+			Canonical: canonical,
 		},
 		// Its tools that act on the working directory and the processes
 		// they start there, or only on the conversation's own state.

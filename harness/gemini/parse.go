@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"tine/harness"
@@ -805,8 +806,11 @@ func (c *conv) run(msgs []model.Message) model.Run {
 	return r
 }
 
-// workspaceDirs finds the directories Gemini CLI's context block lists.
-var workspaceDirs = regexp.MustCompile(`\*\*Workspace Directories:\*\*\n((?:  - [^\n]+\n?)+)`)
+// workspaceDirs finds the directories Gemini CLI's context block lists
+// (compiled when first used, not at every tine start).
+var workspaceDirs = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\*\*Workspace Directories:\*\*\n((?:  - [^\n]+\n?)+)`)
+})
 
 // cwd is the session's project root: the first workspace directory its
 // context names, or what its project folder's .project_root says, the one
@@ -817,7 +821,7 @@ func (c *conv) cwd(msgs []model.Message) string {
 		if m.Role != model.System {
 			continue
 		}
-		if g := workspaceDirs.FindStringSubmatch(m.PlainText()); g != nil {
+		if g := workspaceDirs().FindStringSubmatch(m.PlainText()); g != nil {
 			first, _, _ := strings.Cut(g[1], "\n")
 			cands = append(cands, strings.TrimSpace(strings.TrimPrefix(first, "  - ")))
 			break
@@ -916,13 +920,29 @@ func sourceSession(path string) string {
 		return id
 	}
 	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".jsonl"), ".json")
-	if uuidLike.MatchString(base) {
+	if uuidLike(base) {
 		return base
 	}
 	return ""
 }
 
-var uuidLike = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+// uuidLike reports whether s is a UUID (8-4-4-4-12 hex digits).
+func uuidLike(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return false
+		}
+	}
+	return true
+}
 
 // sessionIDOf is the id of the session in the file at path: its header's
 // (or a legacy file's), as a later $set may change it.
