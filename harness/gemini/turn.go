@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -107,9 +108,39 @@ func (*CLI) Name() string { return Harness }
 // Capabilities implements harness.Harness: the descriptor's.
 func (*CLI) Capabilities() harness.Capabilities { return Agent.Caps }
 
-// Describe implements harness.Describer.
+// Describe implements harness.Describer: the version the npm package
+// installed says (gemini --version takes seconds: a node start, and a
+// second one it relaunches itself as), else what --version prints.
 func (h *CLI) Describe(ctx context.Context) harness.Description {
+	if path, err := exec.LookPath(h.cfg.Bin); err == nil {
+		if v := packageVersion(path); v != "" {
+			return harness.Description{}.Probed(path, v, nil)
+		}
+	}
 	return harness.Description{}.Probed(agentproc.Version(ctx, agentproc.Spec{Name: "gemini", Package: NPMPackage, Bin: h.cfg.Bin, Env: h.cfg.Env}))
+}
+
+// packageVersion is the version in the package.json of the npm package
+// whose binary bin is (node_modules/.bin/gemini links to
+// @google/gemini-cli/bundle/gemini.js); "" when bin is not one.
+func packageVersion(bin string) string {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(real), "..", "package.json"))
+	if err != nil || len(b) > 1<<20 {
+		return ""
+	}
+	var pkg struct {
+		Name    string            `json:"name"`
+		Version string            `json:"version"`
+		Bin     map[string]string `json:"bin"`
+	}
+	if json.Unmarshal(b, &pkg) != nil || pkg.Name != NPMPackage || filepath.Base(pkg.Bin["gemini"]) != filepath.Base(real) {
+		return ""
+	}
+	return model.OneLine(pkg.Version, 40)
 }
 
 // plan is how one turn runs gemini.
@@ -456,7 +487,6 @@ func (s *stream) line(b []byte) error {
 		if o.Role == "assistant" && o.Content != "" {
 			s.emit(harness.Event{Kind: harness.EventDelta, Delta: o.Content})
 		}
-		return nil
 	case "tool_use":
 		s.names[o.ToolID] = o.ToolName
 	case "tool_result":
@@ -535,6 +565,8 @@ type tail struct {
 	known   map[string]bool // messages the run has already
 	emitted map[string]bool
 	all     []model.Message // the session's messages, as last read
+	// opened: the file was read to off at least once.
+	opened bool
 }
 
 func (t *tail) skipped() []harness.Skip {
@@ -554,7 +586,11 @@ func (t *tail) read(final bool) []model.Message {
 	if t.c == nil {
 		t.c = newConv(t.path)
 	}
+	if st, err := os.Stat(t.path); err == nil && st.Size() == t.off && t.opened && !final {
+		return nil // nothing new: gemini writes no record while text streams
+	}
 	if f, err := os.Open(t.path); err == nil {
+		t.opened = true
 		data, _ := io.ReadAll(io.NewSectionReader(f, t.off, 1<<40))
 		f.Close()
 		if end := bytes.LastIndexByte(data, '\n'); end >= 0 {

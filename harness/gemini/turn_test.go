@@ -281,3 +281,33 @@ func TestGatewayEnv(t *testing.T) {
 	_, _, err = Agent.Upstream(model.Run{}, nil)
 	assert.ErrorContains(t, err, "GEMINI_API_KEY")
 }
+
+// TestDescribeReadsThePackagesVersion: an npm install's gemini is
+// described from its package.json, without starting it; another binary
+// (a wrapper script) from what its --version prints.
+func TestDescribeReadsThePackagesVersion(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pkg := filepath.Join(root, "node_modules", "@google", "gemini-cli")
+	require.NoError(t, os.MkdirAll(filepath.Join(pkg, "bundle"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "package.json"), []byte(`{"name":"@google/gemini-cli","version":"0.61.0","bin":{"gemini":"bundle/gemini.js"}}`), 0o644))
+	// Not run: it would say another version.
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "bundle", "gemini.js"), []byte("#!/bin/sh\necho 6.6.6\n"), 0o755))
+	bin := filepath.Join(root, "node_modules", ".bin", "gemini")
+	require.NoError(t, os.MkdirAll(filepath.Dir(bin), 0o755))
+	require.NoError(t, os.Symlink("../@google/gemini-cli/bundle/gemini.js", bin))
+	d := New(Config{Bin: bin}).Describe(context.Background())
+	assert.True(t, d.Installed)
+	assert.Equal(t, "0.61.0", d.Version)
+	assert.Equal(t, bin, d.Path)
+
+	wrapper := filepath.Join(root, "wrap")
+	require.NoError(t, os.WriteFile(wrapper, []byte("#!/bin/sh\necho 9.9.9\n"), 0o755))
+	assert.Equal(t, "9.9.9", New(Config{Bin: wrapper}).Describe(context.Background()).Version)
+
+	other := filepath.Join(root, "other")
+	require.NoError(t, os.MkdirAll(filepath.Join(other, "bundle"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "package.json"), []byte(`{"name":"not-gemini","version":"1.0.0","bin":{"gemini":"bundle/gemini.js"}}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "bundle", "gemini.js"), []byte("#!/bin/sh\necho 2.0.0\n"), 0o755))
+	assert.Equal(t, "2.0.0", New(Config{Bin: filepath.Join(other, "bundle", "gemini.js")}).Describe(context.Background()).Version, "another package's file: asked")
+}
