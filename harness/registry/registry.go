@@ -22,11 +22,11 @@ import (
 // openai's), and the order they are listed in where a list is not sorted.
 func Agents() []harness.Agent {
 	return []harness.Agent{
-		qwen.Agent,   // before claude: its records look like Claude Code's, and its detector is the stricter
-		gemini.Agent, // its header line (sessionId, projectHash) is no other agent's
+		qwen.Agent, // before claude: its records look like Claude Code's, and its detector is the stricter
 		claude.Agent,
 		codex.Agent,
 		pi.Agent,
+		gemini.Agent, // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,
