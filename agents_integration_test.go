@@ -80,7 +80,7 @@ func field(lines []map[string]any, key, val, want string) string {
 // on that home: every session is there, the fork hangs off its parent at
 // the message it was forked at, and its usage is what the server charged.
 func TestRealAgentsForkAndImport(t *testing.T) {
-	for _, cli := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, cli := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(cli, func(t *testing.T) {
 			bin := agentBin(t, cli)
 			srv, err := modelserver.Start(modelserver.Options{Model: "tine-test-model"})
@@ -96,6 +96,9 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			var env []string
 			var first, fork []string
 			var idOf func([]map[string]any) string
+			// fileOf, for an agent whose fork is started from the
+			// session's file ("%f" in fork), finds it.
+			var fileOf func(id string) string
 			switch cli {
 			case "claude":
 				env = []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -132,12 +135,23 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 				first = []string{bin, "--output-format", "stream-json", "say hello"}
 				fork = []string{bin, "--output-format", "stream-json", "--resume", "%s", "--fork-session", "fork: say bye"}
 				idOf = func(l []map[string]any) string { return field(l, "type", "system", "session_id") }
+			case "gemini":
+				writeGeminiSettings(t, home)
+				env = []string{"GOOGLE_GEMINI_BASE_URL=" + srv.URL(), "GEMINI_API_KEY=test", "GEMINI_MODEL=gemini-2.5-flash", "GEMINI_CLI_TRUST_WORKSPACE=true"}
+				first = []string{bin, "--output-format", "stream-json", "-p", "say hello"}
+				// A new session holding a copy of the session's file.
+				fork = []string{bin, "--output-format", "stream-json", "--session-file", "%f", "-p", "fork: say bye"}
+				idOf = func(l []map[string]any) string { return field(l, "type", "init", "session_id") }
+				fileOf = func(id string) string { return geminiFile(t, home, id) }
 			}
 			main := idOf(agentRun(t, home, env, first...))
 			require.NotEmpty(t, main, "the CLI reported its session id")
 			for i, a := range fork {
-				if a == "%s" {
+				switch a {
+				case "%s":
 					fork[i] = main
+				case "%f":
+					fork[i] = fileOf(main)
 				}
 			}
 			forkID := idOf(agentRun(t, home, env, fork...))
@@ -152,6 +166,7 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			t.Setenv("PI_CODING_AGENT_SESSION_DIR", "")
 			t.Setenv("QWEN_HOME", "")
 			t.Setenv("QWEN_RUNTIME_DIR", "")
+			t.Setenv("GEMINI_CLI_HOME", "")
 			db := filepath.Join(t.TempDir(), "t.db")
 			out, errOut, code := tine(t, db, "import", "--json")
 			require.Equal(t, 0, code, errOut)
@@ -233,6 +248,9 @@ type e2eAgent struct {
 	shell func(cmd string) modelserver.ToolCall
 	// sessionFile finds the agent's own transcript of session id.
 	dir string
+	// find, when set, finds it for an agent whose file names do not hold
+	// the whole id.
+	find func(t *testing.T, id string) string
 }
 
 func setupAgent(t *testing.T, name, home, url string) e2eAgent {
@@ -306,6 +324,21 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 		a.shell = func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
 		}
+	case "gemini":
+		writeGeminiSettings(t, home)
+		a.env = append(common, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test", "GEMINI_MODEL=gemini-2.5-flash", "GEMINI_CLI_TRUST_WORKSPACE=true")
+		a.dir = filepath.Join(home, ".gemini", "tmp")
+		flags := []string{"--output-format", "stream-json", "--approval-mode", "yolo"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin}, flags...), "-p", "say hello turn-one")...), "type", "init", "session_id")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--resume", id, "-p", "remember turn-two")...)
+			return id
+		}
+		a.find = func(t *testing.T, id string) string { return geminiFile(t, home, id) }
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
+		}
 	}
 	a.write = func(file string) modelserver.ToolCall { return a.shell("echo x > " + file) }
 	return a
@@ -320,9 +353,39 @@ func writeQwenSettings(t *testing.T, home string) {
 		[]byte(`{"security":{"auth":{"selectedType":"openai"}},"memory":{"enableManagedAutoMemory":false}}`), 0o600))
 }
 
+// writeGeminiSettings has Gemini CLI in home use an API key (the one in
+// GEMINI_API_KEY) and make one attempt a model call.
+func writeGeminiSettings(t *testing.T, home string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}`), 0o600))
+}
+
+// geminiFile is Gemini CLI's file of session id in home: named after its
+// first 8 characters, holding its messages (a resume leaves an empty file
+// of the same session beside it).
+func geminiFile(t *testing.T, home, id string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(string(b), id) && strings.Contains(string(b), `"type":"gemini"`) {
+			return f
+		}
+	}
+	t.Fatalf("no Gemini CLI file of session %s among %v", id, files)
+	return ""
+}
+
 // file finds the agent's own transcript of session id.
 func (a e2eAgent) file(t *testing.T, id string) string {
 	t.Helper()
+	if a.find != nil {
+		return a.find(t, id)
+	}
 	found := ""
 	require.NoError(t, filepath.Walk(a.dir, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(filepath.Base(p), id) {
@@ -342,7 +405,7 @@ func (a e2eAgent) file(t *testing.T, id string) string {
 // continues that fork's own session; importing again adds no copies, and
 // the session's own file is never written to.
 func TestAgentForksBestOfNEndToEnd(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
 	}
 }
@@ -365,7 +428,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, err)
 
 	// tine runs with the environment the person's shell has.
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)

@@ -29,7 +29,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -292,6 +292,11 @@ func replayRealAgent(t *testing.T, name string) {
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
 		case "qwen":
 			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
+		case "gemini":
+			// A memory file of the person's: more in the system prompt.
+			memory := filepath.Join(home, ".gemini", "GEMINI.md")
+			require.NoError(t, os.WriteFile(memory, []byte("Prefer tabs to spaces.\n"), 0o644))
+			defer os.Remove(memory)
 		case "pi":
 			cfg := filepath.Join(home, ".pi", "agent", "models.json")
 			b, err := os.ReadFile(cfg)
@@ -315,7 +320,7 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -355,6 +360,9 @@ func replayImported(t *testing.T, name string) {
 	} else if name == "qwen" {
 		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "imp-main: do the task")
 		session = field(lines, "type", "system", "session_id")
+	} else if name == "gemini" {
+		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "-p", "imp-main: do the task")
+		session = field(lines, "type", "init", "session_id")
 	} else {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
 		session = field(lines, "type", "session", "id")

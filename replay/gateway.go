@@ -324,6 +324,9 @@ func wireOf(method, p string) (Wire, bool) {
 	if method != http.MethodPost {
 		return "", false
 	}
+	if _, ok := geminiStep(p); ok {
+		return WireGemini, true
+	}
 	switch {
 	case strings.HasSuffix(p, "/messages"):
 		return WireAnthropic, true
@@ -341,6 +344,8 @@ func passWire(hr *http.Request, p string) Wire {
 	switch {
 	case strings.Contains(p, "/messages"), hr.Header.Get("Anthropic-Version") != "", hr.Header.Get("X-Api-Key") != "":
 		return WireAnthropic
+	case hr.Header.Get("X-Goog-Api-Key") != "", strings.Contains(p, "/v1beta/"):
+		return WireGemini
 	case strings.Contains(p, "/responses"):
 		return WireResponses
 	}
@@ -422,6 +427,9 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 	v, verr := decodeJSON(body)
 	top, _ := v.(map[string]any)
 	stream, _ := top["stream"].(bool)
+	if wire == WireGemini {
+		stream, _ = geminiStep(sub)
+	}
 	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: stream, Started: started}
 	// The tree is read while the request is checked or forwarded; the
 	// agent gets no answer (so runs no tool) before it is read.
@@ -477,6 +485,9 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 				av, aerr = r.g.rules().normalizeValue(wire, v)
 			}
 			m = compareValues(wire, tv, terr, av, aerr, taped.Request, body)
+			if m == nil && wire == WireGemini {
+				m = geminiModelMismatch(taped.Path, sub)
+			}
 		}
 		step.Tree = tree()
 		if m == nil {
@@ -641,7 +652,11 @@ func (r *Run) refuse(w http.ResponseWriter, wire Wire, msg string) {
 }
 
 func writeAPIError(w http.ResponseWriter, wire Wire, status int, typ, msg string) {
-	b, _ := json.Marshal(apiError(wire, typ, msg))
+	var v any = apiError(wire, typ, msg)
+	if wire == WireGemini {
+		v = geminiError(status, msg)
+	}
+	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
@@ -666,6 +681,8 @@ func streamError(wire Wire, msg string) Event {
 		v = apiError(wire, "api_error", msg)
 	case WireResponses:
 		v = map[string]any{"type": "error", "code": "tine_replay", "message": msg, "param": nil}
+	case WireGemini:
+		v, name = geminiError(http.StatusBadGateway, msg), ""
 	default:
 		v, name = apiError(wire, "api_error", msg), ""
 	}
@@ -739,7 +756,7 @@ func (r *Run) serveTaped(w http.ResponseWriter, step *Step, taped Step) {
 // hop-by-hop and credential headers never passed on.
 var dropRequestHeaders = []string{
 	"Host", "Content-Length", "Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", "X-Api-Key", "Accept-Encoding",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", "X-Api-Key", "X-Goog-Api-Key", "Accept-Encoding",
 }
 
 var dropResponseHeaders = []string{
@@ -786,7 +803,15 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 		fail(http.StatusBadGateway, fmt.Sprintf("no upstream for %s", wire))
 		return
 	}
-	u, err := target(up.BaseURL, sub, hr.URL.RawQuery)
+	query := hr.URL.RawQuery
+	if wire == WireGemini && hr.URL.Query().Has("key") {
+		// The Gemini API also takes a key in the query: never the
+		// agent's placeholder, only the real one, in its header.
+		q := hr.URL.Query()
+		q.Del("key")
+		query = q.Encode()
+	}
+	u, err := target(up.BaseURL, sub, query)
 	if err != nil {
 		fail(http.StatusBadGateway, err.Error())
 		return
@@ -803,6 +828,8 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 	if up.APIKey != "" {
 		if wire == WireAnthropic {
 			req.Header.Set("X-Api-Key", up.APIKey)
+		} else if wire == WireGemini {
+			req.Header.Set("X-Goog-Api-Key", up.APIKey)
 		} else {
 			req.Header.Set("Authorization", "Bearer "+up.APIKey)
 		}

@@ -27,10 +27,13 @@ func post(t testing.TB, base, p string, wire Wire, body []byte) (int, []byte) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if wire == WireAnthropic {
+	switch wire {
+	case WireAnthropic:
 		req.Header.Set("X-Api-Key", placeholder)
 		req.Header.Set("Anthropic-Version", "2023-06-01")
-	} else {
+	case WireGemini:
+		req.Header.Set("X-Goog-Api-Key", placeholder)
+	default:
 		req.Header.Set("Authorization", "Bearer "+placeholder)
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -54,7 +57,7 @@ func newEnv(t testing.TB) *env {
 	ms := modelserver.New(modelserver.Options{})
 	t.Cleanup(func() { ms.Close() })
 	ups := map[Wire]Upstream{}
-	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses} {
+	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses, WireGemini} {
 		ups[w] = Upstream{BaseURL: ms.URL(), APIKey: "real-key"}
 	}
 	g, err := Start(Options{Upstreams: ups, Rules: testRules})
@@ -100,8 +103,8 @@ func TestRecord(t *testing.T) {
 				t.Fatalf("upstream saw %d calls, tape has %d steps", len(reqs), len(tape))
 			}
 			for k, r := range reqs {
-				key := r.Header.Get("X-Api-Key")
-				if c.wire != WireAnthropic {
+				key := map[Wire]string{WireAnthropic: r.Header.Get("X-Api-Key"), WireGemini: r.Header.Get("X-Goog-Api-Key")}[c.wire]
+				if key == "" {
 					key = r.Header.Get("Authorization")
 				}
 				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), placeholder) {
@@ -207,7 +210,7 @@ func TestReplay(t *testing.T) {
 					}
 				}, want{1, KindModel, []int{400, 400, 400}}},
 				{"model setting", func(b [][]byte) {
-					b[1] = replace(t, b[1], `"model":"`, `"model":"other-`)
+					b[1] = replace(t, b[1], c.setting[0], c.setting[1])
 				}, want{2, KindModel, []int{200, 400, 400}}},
 			}
 			for _, tc := range cases {
@@ -375,8 +378,8 @@ func TestReplayShapes(t *testing.T) {
 			run, _ := e.g.NewRun(RunConfig{Tape: tape})
 			defer run.Close()
 			for k, fx := range c.main {
-				b := replace(t, fx.Body, `"stream":true`, `"stream":false`)
-				status, got := post(t, run.URL(), fx.Path, c.wire, b)
+				p, b := unstreamed(t, c.wire, fx)
+				status, got := post(t, run.URL(), p, c.wire, b)
 				if status != 200 || !jsonEqual(got, tape[k].Answer) {
 					t.Fatalf("step %d: %d %s\nwant %s", k+1, status, got, tape[k].Answer)
 				}
@@ -411,6 +414,18 @@ func TestReplayShapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unstreamed is fx asked without a stream: its body says so, or, for the
+// Gemini API, its path.
+func unstreamed(t testing.TB, wire Wire, fx fixture) (string, []byte) {
+	if wire == WireGemini {
+		if !strings.Contains(fx.Path, ":streamGenerateContent") {
+			t.Fatalf("%s does not stream", fx.Path)
+		}
+		return strings.Replace(fx.Path, ":streamGenerateContent", ":generateContent", 1), fx.Body
+	}
+	return fx.Path, replace(t, fx.Body, `"stream":true`, `"stream":false`)
 }
 
 func jsonEqual(a, b []byte) bool {
@@ -540,14 +555,21 @@ func TestTarget(t *testing.T) {
 // TestStreamsAsItArrives: each event reaches the agent when the upstream
 // sends it, not at the end of the answer.
 func TestStreamsAsItArrives(t *testing.T) {
-	c := &clis[0]
-	loadCLI(t, c)
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) { streamsAsItArrives(t, c) })
+	}
+}
+
+func streamsAsItArrives(t *testing.T, c *cli) {
 	e := newEnv(t)
 	r := *c.main[0].Reply
+	r.Text += " And a few more words, so that it streams in several pieces."
 	r.ChunkDelay = 60 * time.Millisecond
 	e.ms.Push(r)
 	run, _ := e.g.NewRun(RunConfig{})
-	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[0].Body))
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[0].Path, bytes.NewReader(c.main[0].Body))
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -613,6 +635,36 @@ func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, 
 		if len(m.ToolCalls) > 0 {
 			name, args = m.ToolCalls[0].Function.Name, m.ToolCalls[0].Function.Arguments
 		}
+	case WireGemini:
+		var a struct {
+			Candidates []struct {
+				Content struct {
+					Parts []struct {
+						Text         string
+						Thought      bool
+						FunctionCall *struct {
+							Name string
+							Args json.RawMessage
+						}
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(answer, &a); err != nil || len(a.Candidates) != 1 {
+			t.Fatalf("%v: %s", err, answer)
+		}
+		for _, p := range a.Candidates[0].Content.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				if name == "" {
+					name, args = p.FunctionCall.Name, string(p.FunctionCall.Args)
+				}
+			case p.Thought:
+				thinking += p.Text
+			default:
+				text += p.Text
+			}
+		}
 	case WireResponses:
 		var a struct {
 			Output []struct {
@@ -647,15 +699,21 @@ func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, 
 // TestUpstreamCut: an answer the upstream breaks off is taped with why, and
 // the agent sees it broken off too.
 func TestUpstreamCut(t *testing.T) {
-	c := &clis[0]
-	loadCLI(t, c)
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) { upstreamCut(t, c) })
+	}
+}
+
+func upstreamCut(t *testing.T, c *cli) {
 	e := newEnv(t)
 	r := *c.main[1].Reply
 	r.Fault = &modelserver.Fault{Kind: modelserver.FaultDrop, AfterEvents: 4}
 	e.ms.Push(r)
 	rec := &MemRecorder{}
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
-	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", bytes.NewReader(c.main[1].Body))
+	resp, err := http.Post(run.URL()+c.main[1].Path, "application/json", bytes.NewReader(c.main[1].Body))
 	if err != nil {
 		t.Fatal(err)
 	}

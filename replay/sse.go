@@ -69,6 +69,8 @@ func Assemble(wire Wire, events []Event) json.RawMessage {
 		return assembleChat(events)
 	case WireResponses:
 		return assembleResponses(events)
+	case WireGemini:
+		return assembleGemini(events)
 	}
 	return nil
 }
@@ -290,6 +292,9 @@ func assembleResponses(events []Event) json.RawMessage {
 // minimal event sequence the agents' SDKs accept (whole blocks, one delta
 // each). req is the request (for Chat Completions' include_usage).
 func encodeStream(wire Wire, answer json.RawMessage, req []byte) []Event {
+	if wire == WireGemini {
+		return encodeGemini(answer)
+	}
 	var a map[string]any
 	if json.Unmarshal(answer, &a) != nil {
 		return nil

@@ -16,7 +16,8 @@ import (
 
 // RecordingTransport returns an http.RoundTripper that sends every request
 // through next (nil: http.DefaultTransport) and records each model call (a
-// POST to .../messages, .../chat/completions or .../responses) as a Step.
+// POST to .../messages, .../chat/completions, .../responses or a Gemini
+// API .../models/M:generateContent) as a Step.
 // rec is asked, as the call starts, for the Recorder of the request's
 // context; nil leaves the call untouched. This is how tine records the
 // model-API harnesses, which talk to the API themselves: no gateway stands
@@ -161,11 +162,14 @@ func (b *recordingBody) finish(cause error) {
 	body := decoded(b.hr, b.raw)
 	s.Request = json.RawMessage(body)
 	ok := s.Status/100 == 2
-	if ok && b.stream {
-		// The three APIs stream exactly when asked to: no need to parse a
+	switch {
+	case ok && b.stream:
+		// The APIs stream exactly when asked to: no need to parse a
 		// request that grows with the conversation.
 		s.Stream = true
-	} else {
+	case s.Wire == WireGemini:
+		s.Stream, _ = geminiStep(s.Path) // asked in the path
+	default:
 		var meta struct {
 			Stream bool `json:"stream"`
 		}

@@ -42,9 +42,12 @@ func send(t testing.TB, ctx context.Context, client *http.Client, url string, wi
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if wire == WireAnthropic {
+	switch wire {
+	case WireAnthropic:
 		req.Header.Set("X-Api-Key", secretKey)
-	} else {
+	case WireGemini:
+		req.Header.Set("X-Goog-Api-Key", secretKey)
+	default:
 		req.Header.Set("Authorization", "Bearer "+secretKey)
 	}
 	resp, err := client.Do(req)
@@ -86,9 +89,15 @@ func TestTransportRecords(t *testing.T) {
 				t.Cleanup(func() { ms.Close() })
 				fx := c.main[1]
 				ms.Push(*fx.Reply)
-				body := withStream(t, fx.Body, stream)
+				path, body := fx.Path, withStream(t, fx.Body, stream)
+				if c.wire == WireGemini { // asked in the path
+					path, body = fx.Path, fx.Body
+					if !stream {
+						path, body = unstreamed(t, c.wire, fx)
+					}
+				}
 				rec := &MemRecorder{}
-				resp := send(t, recording, recordingClient(rec), ms.URL()+fx.Path, c.wire, body)
+				resp := send(t, recording, recordingClient(rec), ms.URL()+path, c.wire, body)
 				got, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if err != nil || resp.StatusCode != 200 {
@@ -99,7 +108,7 @@ func TestTransportRecords(t *testing.T) {
 				if len(reqs) != 1 || !bytes.Equal(reqs[0].Body, body) {
 					t.Fatalf("the server got %d requests, the body changed: %v", len(reqs), len(reqs) == 1 && !bytes.Equal(reqs[0].Body, body))
 				}
-				if h := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("X-Api-Key"); !strings.Contains(h, secretKey) {
+				if h := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("X-Api-Key") + reqs[0].Header.Get("X-Goog-Api-Key"); !strings.Contains(h, secretKey) {
 					t.Errorf("the key did not reach the API: %q", h)
 				}
 				steps := rec.Steps()
@@ -107,7 +116,7 @@ func TestTransportRecords(t *testing.T) {
 					t.Fatalf("%d steps", len(steps))
 				}
 				s := steps[0]
-				if s.Wire != c.wire || s.Method != "POST" || s.Path != fx.Path || s.Stream != stream || s.Status != 200 ||
+				if s.Wire != c.wire || s.Method != "POST" || s.Path != path || s.Stream != stream || s.Status != 200 ||
 					s.Source != FromUpstream || s.Error != "" || s.N != 1 || s.Run != "" {
 					t.Errorf("step: wire %s %s %s stream %v status %d source %s error %q N %d run %q",
 						s.Wire, s.Method, s.Path, s.Stream, s.Status, s.Source, s.Error, s.N, s.Run)
@@ -200,6 +209,7 @@ func TestTransportStreamsAsItArrives(t *testing.T) {
 			ms := modelserver.New(modelserver.Options{})
 			t.Cleanup(func() { ms.Close() })
 			r := *c.main[0].Reply
+			r.Text += " And a few more words, so that it streams in several pieces."
 			r.ChunkDelay = 60 * time.Millisecond
 			ms.Push(r)
 			rec := &MemRecorder{}

@@ -117,6 +117,7 @@ func discover(formats Formats, readDir func(string) ([]fs.DirEntry, error)) ([]F
 		if f.Dirs == nil {
 			continue
 		}
+		w.want = f.Files // a format that names its own files (Gemini CLI's older session-*.json)
 		for _, dir := range f.Dirs() {
 			n := len(w.found)
 			if err := w.root(dir); err != nil {
@@ -176,7 +177,9 @@ func expand(paths []string, readDir func(string) ([]fs.DirEntry, error)) ([]Foun
 // why, rather than hang on it (a FIFO) or drop it silently (an unreadable
 // folder).
 type walker struct {
-	exts    []string
+	exts []string
+	// want, when set, tells the files wanted by name instead of exts.
+	want    func(name string) bool
 	readDir func(string) ([]fs.DirEntry, error)
 	dirs    map[string]bool // real paths of the folders read
 	files   map[string]bool // real paths of the files listed
@@ -293,6 +296,9 @@ func (w *walker) file(p, real string, info fs.FileInfo) {
 }
 
 func (w *walker) wanted(name string) bool {
+	if w.want != nil {
+		return w.want(name)
+	}
 	name = strings.ToLower(name)
 	return slices.Contains(w.exts, filepath.Ext(name)) && !strings.HasSuffix(name, ".meta.json")
 }

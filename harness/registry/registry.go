@@ -10,6 +10,7 @@ import (
 	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
+	"tine/harness/gemini"
 	"tine/harness/openai"
 	"tine/harness/pi"
 	"tine/harness/qwen"
@@ -25,6 +26,7 @@ func Agents() []harness.Agent {
 		codex.Agent,
 		pi.Agent,
 		qwen.Agent,
+		gemini.Agent, // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,
