@@ -323,3 +323,51 @@ func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, 
 	}
 	return cmd.Process.Release()
 }
+
+// cliMissing says why harness name cannot run a turn here because its
+// agent's CLI is not installed, naming the npm package that provides it;
+// nil when it is found, or when the harness runs no CLI of its own (a
+// model API, the script harness, an ACP agent, a name the registry lacks,
+// which the driver refuses itself). Asked before anything is made, so a
+// fork that could not run leaves no failed run, branch or worktree behind
+// (ARCHITECTURE.md, rule 4: creating forks costs nothing until used).
+func cliMissing(reg *harness.Registry, name string, getenv func(string) string) error {
+	ag, ok := reg.Agent(name)
+	if !ok || ag.CLI == nil {
+		return nil
+	}
+	cli := ag.CLI
+	bin := cli.Bin
+	named := ""
+	if cli.BinVar != "" && getenv(cli.BinVar) != "" {
+		bin, named = getenv(cli.BinVar), cli.BinVar
+	}
+	if _, err := exec.LookPath(bin); err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is not installed (no %q in PATH)", name, bin)
+	if named != "" {
+		msg = fmt.Sprintf("%s is not installed: %s names %q, which is not a program here", name, named, model.SafeText(bin))
+	}
+	if cli.Package != "" {
+		msg += "; install it with: npm install -g " + cli.Package
+	}
+	if cli.BinVar != "" && named == "" {
+		msg += " (or set " + cli.BinVar + " to its path)"
+	}
+	return errors.New(msg + "; nothing was made")
+}
+
+// nothingToAnswer refuses a turn without a message on a run whose
+// transcript ends with the model's reply (the driver would fail it after
+// making its fork): a usage error, before anything is made.
+func nothingToAnswer(ctx context.Context, st *store.Store, run model.Run) error {
+	msgs, err := st.Shape(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	if n := len(msgs); n > 0 && (msgs[n-1].Role == model.Assistant && len(msgs[n-1].ToolCalls()) == 0) {
+		return usagef("run: -m MSG is the turn's message; without one the model would answer again, and %s ends with its reply", model.SafeText(run.Label()))
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
+)
+
+// TestAMissingCLIIsRefusedBeforeAnythingIsMade: a fork, a next turn or a
+// retry through an agent whose CLI is not installed fails with exit 1,
+// naming the npm package, and leaves no fork, worktree or branch behind.
+func TestAMissingCLIIsRefusedBeforeAnythingIsMade(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("TINE_CLAUDE_BIN", filepath.Join(t.TempDir(), "no-claude-here"))
+	repo := filepath.Join(t.TempDir(), "project")
+	gitInit(t, repo)
+	db := filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	ctx := context.Background()
+	root := model.Run{Name: "mine", Harness: "claude", Cwd: repo, NativeID: "11111111-2222-4333-8444-555555555555", Status: model.Completed}
+	require.NoError(t, st.CreateRun(ctx, &root, []model.Message{
+		{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "hello"}}},
+		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "hi"}}},
+	}))
+	failed := model.Run{ParentID: root.ID, ForkAt: 2, Name: "failed-one", Harness: "claude", Cwd: repo, Status: model.Failed}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&failed}))
+	require.NoError(t, st.Close())
+
+	for _, args := range [][]string{
+		{"fork", "mine", "-m", "go on", "--wait"},
+		{"fork", "mine", "-m", "go on"}, // in the background
+		{"run", "mine", "-m", "go on", "--wait"},
+		{"retry", "failed-one", "--wait"},
+	} {
+		_, errOut, code := tine(t, db, args...)
+		assert.Equal(t, 1, code, "%v: %s", args, errOut)
+		assert.Contains(t, errOut, "npm install -g @anthropic-ai/claude-code", args)
+		assert.Contains(t, errOut, "TINE_CLAUDE_BIN", args)
+	}
+	st, err = store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	runs, err := st.TreeRuns(ctx, root.TreeID)
+	require.NoError(t, err)
+	assert.Len(t, runs, 2, "no fork was made")
+	_, err = os.Stat(filepath.Join(filepath.Dir(db), "worktrees"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "no worktree was made")
+	assert.Equal(t, "main", git(t, repo, "branch", "--format=%(refname:short)"), "no branch was made")
+}
+
+// TestRunWithoutAMessageIsAUsageError: tine run without -m on a run that
+// ends with the model's reply is refused with exit 2, making no fork; a
+// pending fork cut after a prompt may still run without one (the model
+// answers it).
+func TestRunWithoutAMessageIsAUsageError(t *testing.T) {
+	db, id := importSeed(t)
+	_, errOut, code := tine(t, db, "run", id, "--harness", "script", "--wait")
+	assert.Equal(t, 2, code, errOut)
+	assert.Contains(t, errOut, "-m MSG")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	root, err := st.Run(context.Background(), id)
+	require.NoError(t, err)
+	runs, err := st.TreeRuns(context.Background(), root.TreeID)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	assert.Len(t, runs, 1, "no fork was made")
+
+	_, errOut, code = tine(t, db, "fork", id, "--at", "last_user", "--name", "again", "--harness", "script")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = tine(t, db, "run", "again", "--wait")
+	assert.Equal(t, 0, code, errOut)
+}
