@@ -69,7 +69,7 @@ func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
 	for _, t := range trees {
 		// Runs of a file that was rewritten stay stored for the forks made
 		// from them; alone, they would only repeat the file's new import.
-		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Forks == 0
+		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Runs == 1
 		if t.Root.SpawnedBy == "" && !retired {
 			l.trees = append(l.trees, t)
 		}
