@@ -347,7 +347,7 @@ func (d *forkDialog) problem() string {
 		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
 	}
 	if api, ok := apiOf(d.reg, name); ok && d.api[name] != nil {
-		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent); p != "" {
+		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent, true); p != "" {
 			return p
 		}
 	}

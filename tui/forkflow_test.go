@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/anthropic"
 	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/script"
@@ -497,4 +498,23 @@ func TestNewViewsFitTheTerminal(t *testing.T) {
 			requireFits(t, d.screen(), w, h)
 		})
 	}
+}
+
+// TestNextTurnDialogNamesOnlyWhatItHas: the next-turn dialog has no API
+// key or model field, so what an API harness lacks is said as what to set
+// (or the Fork screen, which has those fields), never "type one under".
+func TestNextTurnDialogNamesOnlyWhatItHas(t *testing.T) {
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"} {
+		t.Setenv(v, "")
+	}
+	reg := harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))
+	run := model.Run{ID: "run00000", Name: "chat", Harness: "openai", Status: model.Completed}
+	d := newTurnDialog(run, reg, "openai")
+	s, ok := d.explain()
+	assert.False(t, ok)
+	assert.Equal(t, "openai needs an API key for api.openai.com: set OPENAI_API_KEY (a local server, in OPENAI_BASE_URL, needs none); or fork with f, whose screen takes a model, base URL and key", s)
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	s, _ = d.explain()
+	assert.Equal(t, "openai needs a model: set OPENAI_MODEL; or fork with f, whose screen takes a model, base URL and key", s)
+	assert.NotContains(t, d.view(&Styles{}), "under")
 }
