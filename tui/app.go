@@ -147,7 +147,7 @@ func New(st *store.Store, opts Options) *App {
 		dataPath: dbPath(st),
 		opts:     opts,
 		keys:     DefaultKeyMap(),
-		styles:   NewStyles(true),
+		styles:   NewStyles(backgroundIsDark(os.Getenv("COLORFGBG"))),
 		lib:      newLibraryScreen(),
 		openEnv:  osOpenEnv(),
 		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
