@@ -79,3 +79,18 @@ func TestRunWithoutAMessageIsAUsageError(t *testing.T) {
 	_, errOut, code = tine(t, db, "run", "again", "--wait")
 	assert.Equal(t, 0, code, errOut)
 }
+
+// TestANewDatabaseIsSaid: a --db path where there is no database (a typo)
+// says that a new, empty one was made there, and which folders were made
+// for it; the next command, on the database that is there now, says
+// nothing.
+func TestANewDatabaseIsSaid(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "typo", "deeper", "t.db")
+	_, errOut, code := tine(t, db, "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "tine: there was no database at "+db+": made a new, empty one (and the folder "+filepath.Join(dir, "typo")+")\n", errOut)
+	_, errOut, code = tine(t, db, "ls")
+	require.Equal(t, 0, code, errOut)
+	assert.Empty(t, errOut)
+}
