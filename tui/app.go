@@ -36,6 +36,9 @@ type Options struct {
 	Watch bool
 	// Replayer replays recorded runs (R on a message); nil turns it off.
 	Replayer *replay.Replayer
+	// NewDatabase is the database's path when it was made just now (there
+	// was none where tine was told to look): the empty library says so.
+	NewDatabase string
 	// Agents are every backend tine is built with, for what the screens
 	// say of a run's agent: the formats an import reads, how a run opens
 	// in its agent, what its harness can do. Default: the driver's.
@@ -154,6 +157,9 @@ func New(st *store.Store, opts Options) *App {
 		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery, formats: importer.FormatsOf(agents.Agents())},
 	}
 	a.lib.empty.agents = agents.Agents()
+	if opts.NewDatabase != "" {
+		a.lib.empty.made = homeShort(opts.NewDatabase)
+	}
 	a.tables = newKeyTables(a.keys)
 	a.spawn = a.background
 	return a
@@ -425,7 +431,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return discover(a.formats)
+			return discover(a.formats, a.agents.Agents())
 		}
 	case searchDoneMsg:
 		if msg.err != nil {
@@ -437,7 +443,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 		a.status.text = ""
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
-		a.lib.empty = emptyState{found: msg.files, agents: a.agents.Agents()}
+		a.lib.empty = emptyState{found: msg.files, looked: msg.looked, err: msg.err, agents: a.agents.Agents(), made: a.lib.empty.made}
 	case importProgressMsg:
 		a.imp.progress = msg.p
 		a.lib.empty.progress = &a.imp.progress
@@ -798,9 +804,13 @@ func dbPath(st *store.Store) string {
 	if st == nil {
 		return ""
 	}
-	p := st.Path()
-	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home) {
+	return homeShort(st.Path())
+}
+
+// homeShort is path with ~ for the home folder, made safe to show.
+func homeShort(p string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "/" && strings.HasPrefix(p, home+"/") {
 		p = "~" + strings.TrimPrefix(p, home)
 	}
-	return p
+	return model.SafeText(p)
 }
