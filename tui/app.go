@@ -36,6 +36,10 @@ type Options struct {
 	Watch bool
 	// Replayer replays recorded runs (R on a message); nil turns it off.
 	Replayer *replay.Replayer
+	// Offline says why the backends of Agents that Driver lacks cannot run
+	// turns here (the demo's sessions were made up): the Fork screen lists
+	// them with it.
+	Offline string
 	// NewDatabase is the database's path when it was made just now (there
 	// was none where tine was told to look): the empty library says so.
 	NewDatabase string

@@ -518,3 +518,38 @@ func TestNextTurnDialogNamesOnlyWhatItHas(t *testing.T) {
 	assert.Equal(t, "openai needs a model: set OPENAI_MODEL; or fork with f, whose screen takes a model, base URL and key", s)
 	assert.NotContains(t, d.view(&Styles{}), "under")
 }
+
+// TestDemoForkScreenListsEveryHarness: in the demo, whose driver forks
+// offline, the Fork screen on a Claude run puts the run's own agent first,
+// saying why it cannot run turns here, then the harnesses that can, then
+// every other one tine is built with; outside the demo the run's own
+// harness is the first choice.
+func TestDemoForkScreenListsEveryHarness(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	run := model.Run{Title: "a claude session", Harness: "claude", Status: model.Completed, Cwd: t.TempDir()}
+	require.NoError(t, st.CreateRun(ctx, &run, []model.Message{text(model.User, "hi"), text(model.Assistant, "hello")}))
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{})), DefaultHarness: "script"}
+	a := New(st, Options{Title: "demo", Driver: drv, Agents: testAgents, Offline: "the demo's sessions were made up"})
+	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	d := &driver{t: t, a: a}
+	d.send(tea.WindowSizeMsg{Width: 120, Height: 50})
+	d.run(a.Init())
+	d.run(a.loadTree(run.ID, "", 0))
+	d.keys("f")
+	s := d.plain()
+	own := strings.Index(s, "claude  this run's own harness cannot run turns here:")
+	require.GreaterOrEqual(t, own, 0, s)
+	assert.Contains(t, s, "the demo's sessions were made up")
+	first := strings.Index(s, "openai ")
+	assert.Less(t, own, first, "the run's own agent first")
+	assert.Regexp(t, `also built in, not run here: .*codex.*pi`, s)
+	assert.NotRegexp(t, `also built in, not run here: [^\n]*claude`, s, "said once, first")
+	assert.Equal(t, "script", d.a.dialog.harnessName(), "the choice the demo runs")
+
+	data := sampleTree()
+	reg := harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))
+	fd := newForkDialog(data.runs[0].run(), data.transcript(0), 5, reg, "openai", nil)
+	assert.Equal(t, []string{"openai", "anthropic", "script"}, fd.harnesses, "the run's own harness first")
+}

@@ -152,6 +152,7 @@ func (a *App) openDialog() tea.Cmd {
 	}
 	a.forks.dialogGen++
 	a.dialog = newForkDialog(run, transcript, selected, reg, a.ownHarness(run), runs)
+	a.dialog.absent, a.dialog.absentWhy = a.absentHarnesses(), a.opts.Offline
 	a.dialog.gen = a.forks.dialogGen
 	l := a.layout()
 	a.dialog.setSize(l.body.w, l.body.h)
@@ -160,6 +161,19 @@ func (a *App) openDialog() tea.Cmd {
 		dir = run.Cwd
 	}
 	return describeHarnesses(a.ctx, a.forks.dialogGen, a.forks.descs, reg, dir)
+}
+
+// absentHarnesses are the backends tine is built with (Options.Agents)
+// that the driver cannot run turns through (the demo's, which forks
+// offline), in the registry's order.
+func (a *App) absentHarnesses() []string {
+	var out []string
+	for _, ag := range a.agents.Agents() {
+		if _, err := a.opts.Driver.Harnesses.Get(ag.Name); err != nil {
+			out = append(out, ag.Name)
+		}
+	}
+	return out
 }
 
 // ownHarness is the harness a run continues with by default: its own when
