@@ -293,6 +293,9 @@ func indentWidth(line string) int {
 // out with their own line breaks (an edit's old and new text read as
 // code, not as one line of \n and \t).
 func compareText(m model.Message) string {
+	if m.Role == model.System {
+		return foldedText(m)
+	}
 	var parts []string
 	for _, p := range m.Parts {
 		switch p.Kind {
@@ -308,6 +311,21 @@ func compareText(m model.Message) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// foldedText is a system message folded to its first line, as the tree
+// shows it: it is what an agent put in the conversation itself (Codex's
+// <permissions instructions> and <environment_context>, a compaction's
+// summary), which forks differ in only by where they ran, and which would
+// fill the columns. How many lines are folded is said; the tree's detail
+// pane reads it whole.
+func foldedText(m model.Message) string {
+	lines := strings.Split(strings.TrimSpace(model.SafeText(m.PlainText())), "\n")
+	first := ansi.Truncate(strings.TrimSpace(lines[0]), 80, "…")
+	if len(lines) > 1 {
+		first += fmt.Sprintf(" ⋯ %s folded", plural(len(lines)-1, "more line"))
+	}
+	return first
 }
 
 // toolInputText writes a tool call's input out: a JSON object as one

@@ -215,3 +215,31 @@ func TestCompareShowsToolCallsAsCode(t *testing.T) {
 	assert.Contains(t, plain, "\n         y()", "code keeps its indentation")
 	assert.Contains(t, plain, "file_path: p.go")
 }
+
+// TestCompareFoldsInjectedContext: the context an agent writes into the
+// conversation itself (Codex's <permissions instructions> and
+// <environment_context>, as system messages) shows as one line a message,
+// as in the tree, not as columns of it; and forks that differ only in it
+// (where they ran) do not differ on Compare.
+func TestCompareFoldsInjectedContext(t *testing.T) {
+	context := func(cwd string) modelMsg {
+		body := "<permissions instructions>\n" + strings.Repeat("Filesystem sandboxing defines which files can be read or written.\n", 30) + "</permissions instructions>"
+		env := "<environment_context>\n  <cwd>" + cwd + "</cwd>\n  <shell>bash</shell>\n</environment_context>"
+		return modelMsg{Role: model.System, Parts: []model.Part{{Kind: model.Text, Text: body}, {Kind: model.Text, Text: env}}}
+	}
+	col := func(cwd, answer string) compareColumn {
+		msgs := []modelMsg{context(cwd), text(model.User, "fix it"), text(model.Assistant, answer)}
+		return compareColumn{msgs: msgs, tokens: tokenize(msgs)}
+	}
+	c := &compareScreen{cols: []compareColumn{col("/wt/fork-1", "done"), col("/wt/fork-2", "done")}}
+	c.diffWords()
+	st := NewStyles(true)
+	c.layout(120, 40, &st)
+	out := ansi.Strip(c.view(&st))
+	assert.Contains(t, out, "<permissions instructions> ⋯ 35 more lines folded")
+	assert.NotContains(t, out, "Filesystem sandboxing", "the instructions are folded")
+	assert.NotContains(t, out, "/wt/fork-1", "so is where each ran")
+	for _, ch := range c.cols[1].lineChanged {
+		assert.False(t, ch, "the forks differ only in the folded context")
+	}
+}
