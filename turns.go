@@ -273,8 +273,8 @@ func checkText(r model.Run) string {
 	return fmt.Sprintf("failed (exit %d)%s", c.Exit, star)
 }
 
-// forkProgress reports each fork's status changes on stderr when it is a
-// terminal, one line each.
+// forkProgress reports each fork's status changes and notes (a retry) on
+// stderr when it is a terminal, one line each.
 func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	f, ok := e.stderr.(*os.File)
 	if !ok || !term.IsTerminal(f.Fd()) {
@@ -286,6 +286,9 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	}
 	start := time.Now()
 	return func(ev fork.RunEvent) {
+		if ev.Note != "" { // a retry, while it goes on
+			fmt.Fprintf(e.stderr, "%6.1fs  %s: %s\n", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), model.OneLine(ev.Note, 200))
+		}
 		if ev.Status == "" {
 			return
 		}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -552,4 +553,26 @@ func TestDemoForkScreenListsEveryHarness(t *testing.T) {
 	reg := harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))
 	fd := newForkDialog(data.runs[0].run(), data.transcript(0), 5, reg, "openai", nil)
 	assert.Equal(t, []string{"openai", "anthropic", "script"}, fd.harnesses, "the run's own harness first")
+}
+
+// TestARetryingForkSaysWhy: a note from a running fork's turn (its model
+// cannot be reached, and is retried) shows on its line and in the status
+// line at once, instead of only "running"; it goes when the fork ends.
+func TestARetryingForkSaysWhy(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 200, 30)
+	d.keys("enter")
+	nested := d.runNamed("nested")
+	require.NoError(t, st.SetRunning(context.Background(), nested.ID))
+	d.run(d.a.reloadTree())
+	b := &forkBatch{cancel: func() {}, events: newRunMailbox(), runs: map[string]bool{nested.ID: true}}
+	d.a.forks.batches[7] = b
+	note := "claude cannot reach the model API at http://127.0.0.1:9; retry 2 of 10 in 1.1 s"
+	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, note: note}}}) // its listen is not run
+	s := d.plain()
+	assert.Regexp(t, `nested  . running: claude cannot reach the model API at http://127.0.0.1:9`, s)
+	assert.Contains(t, lastLine(s), note)
+
+	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, status: model.Failed, err: errors.New("API Error: Connection refused")}}})
+	assert.Empty(t, d.a.tree.notes, "a fork that ended says no retry")
 }

@@ -115,10 +115,22 @@ func (a *App) runEvents(msg runEventMsg) tea.Cmd {
 			if n.tail != "" {
 				a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
 			}
+			switch {
+			case n.note != "":
+				// While it runs its line says the latest (a retry), so a
+				// fork that waits on the model says why.
+				a.tree.notes[n.runID] = n.note
+				a.tree.invalidateForks()
+			case n.status != "" && n.status != model.Running:
+				delete(a.tree.notes, n.runID)
+			}
 		}
 		reload = reload || n.stored
-		if n.status == model.Failed && n.err != nil {
+		switch {
+		case n.status == model.Failed && n.err != nil:
 			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
+		case n.note != "":
+			cmds = append(cmds, a.setStatus(model.OneLine(n.note, 300), levelWarn))
 		}
 	}
 	if reload {
