@@ -36,3 +36,11 @@ func escapeC1(b []byte) []byte {
 	}
 	return out
 }
+
+// plural says "1 run", "2 runs": a count with its noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -235,7 +235,7 @@ func tailLines(s string, n int) string {
 	if len(lines) <= n {
 		return s
 	}
-	return fmt.Sprintf("… %d lines before\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
+	return "… " + plural(len(lines)-n, "line") + " before\n" + strings.Join(lines[len(lines)-n:], "\n")
 }
 
 func usageLine(u model.Usage) string {

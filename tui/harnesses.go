@@ -244,7 +244,7 @@ func fitOf(reg *harness.Registry, name string, runs map[string]model.Run, parent
 	origin, ok := originIn(runs, parent, k, name)
 	switch {
 	case !ok && parent.Harness == name:
-		f.handoff = fmt.Sprintf("no %s session holds these %d messages", name, k)
+		f.handoff = fmt.Sprintf("no %s session holds these %s", name, plural(k, "message"))
 	case !ok:
 		made := "this"
 		if parent.Harness != "" {

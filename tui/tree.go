@@ -207,6 +207,9 @@ func (t *treeScreen) sibling(dir int) string {
 	}
 	next := at + dir
 	if next < 0 || next >= len(sibs) {
+		if len(sibs) == 1 {
+			return fmt.Sprintf("no %s sibling: this is the only fork of its parent", map[int]string{1: "next", -1: "previous"}[dir])
+		}
 		return fmt.Sprintf("no %s sibling: %d forks share this parent", map[int]string{1: "next", -1: "previous"}[dir], len(sibs))
 	}
 	if h := t.forkRow(int32(sibs[next])); h >= 0 {
