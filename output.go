@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/charmbracelet/x/term"
 )
 
 // writeJSON prints v indented. encoding/json escapes C0 controls; C1
@@ -43,4 +46,14 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %s", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cells is how many characters a column cut at n may take on w: n on a
+// terminal, where a table's line must fit; all of it elsewhere (a pipe, a
+// file), where a cut would lose what a script reads (0 is no cut).
+func cells(w io.Writer, n int) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		return n
+	}
+	return 0
 }

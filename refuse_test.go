@@ -94,3 +94,26 @@ func TestANewDatabaseIsSaid(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Empty(t, errOut)
 }
+
+// TestOutputToAPipeIsNotCut: a table printed to a pipe or a file keeps
+// every column whole; only a terminal's lines are cut to fit.
+func TestOutputToAPipeIsNotCut(t *testing.T) {
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "…")
+	assert.Contains(t, out, "TINE_CLAUDE_BIN to use another claude binary", "the last of claude's needs")
+}
+
+// TestHarnessesSaysAnAPIWithoutAKeyIsNotReady: a model API with no key
+// (and no server of one's own) is not "yes" here.
+func TestHarnessesSaysAnAPIWithoutAKeyIsNotReady(t *testing.T) {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
+	require.Equal(t, 0, code, errOut)
+	assert.Regexp(t, `(?m)^anthropic +no `, out)
+	assert.Contains(t, out, "anthropic: ANTHROPIC_API_KEY is not set")
+	assert.Regexp(t, `(?m)^openai +yes `, out, "a server of one's own needs no key")
+}

@@ -230,15 +230,15 @@ func printForks(w io.Writer, forks []model.Run) {
 		if r.Handoff {
 			h += " (handoff)"
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, 30), r.ForkAt,
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, cells(w, 30)), r.ForkAt,
 			r.Status, h, r.Len(), r.Usage.Total())
 		if trees {
-			line += "\t" + model.OneLine(r.Branch, 40)
+			line += "\t" + model.OneLine(r.Branch, cells(w, 40))
 		}
 		if checks {
 			line += "\t" + checkText(r)
 		}
-		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, 80))
+		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, cells(w, 80)))
 	}
 	tw.Flush()
 	for _, r := range forks {
