@@ -117,3 +117,21 @@ func TestHarnessesSaysAnAPIWithoutAKeyIsNotReady(t *testing.T) {
 	assert.Contains(t, out, "anthropic: ANTHROPIC_API_KEY is not set")
 	assert.Regexp(t, `(?m)^openai +yes `, out, "a server of one's own needs no key")
 }
+
+// TestCompareWithOneRunSaysWhatToCompare: compare given one run is a
+// usage error that names what it could be compared with.
+func TestCompareWithOneRunSaysWhatToCompare(t *testing.T) {
+	db, id := importSeed(t)
+	_, errOut, code := tine(t, db, "compare", id)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "alone has nothing to compare with, and it has no forks yet")
+	_, errOut, code = tine(t, db, "fork", id, "-n", "2", "--name", "a", "--name", "b", "--harness", "script")
+	require.Equal(t, 0, code, errOut)
+	_, errOut, code = tine(t, db, "compare", id)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "e.g. its forks: tine compare "+model.ShortID(id)+" a b")
+	_, errOut, code = tine(t, db, "compare", "a")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "e.g. its siblings: tine compare a b")
+	assert.NotContains(t, errOut, "missing argument")
+}
