@@ -92,11 +92,14 @@ type App struct {
 	// confirmApply is the fork Compare asks whether to apply (y applies).
 	confirmApply *model.Run
 
-	lib       libraryScreen
-	tree      *treeScreen
-	compare   *compareScreen
-	treeTitle string
-	loading   string
+	lib     libraryScreen
+	tree    *treeScreen
+	compare *compareScreen
+	// fromCompare is the comparison a tree was opened from (enter on a
+	// column): esc on the tree goes back to it.
+	fromCompare *compareScreen
+	treeTitle   string
+	loading     string
 	// view counts the user's moves between screens. A tree or comparison
 	// is read for the view it was asked from and dropped when the user
 	// has moved on since.
@@ -263,10 +266,12 @@ func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
 
 // show moves to screen s: whatever was being read or searched for the
 // screen left behind is dropped when it arrives.
+// What the status line said was of the screen left behind: it goes too.
 func (a *App) show(s screenID) {
 	a.screen = s
 	a.view++
 	a.loading = ""
+	a.status.text = ""
 	if a.tree != nil {
 		a.tree.finder.pending = ""
 	}
@@ -507,6 +512,7 @@ func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 }
 
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
+	a.fromCompare = nil
 	t := newTreeScreen(msg.data)
 	a.treeGen++
 	t.gen = a.treeGen

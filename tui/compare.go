@@ -148,7 +148,7 @@ func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
 		}
-		a.compare = msg.screen
+		a.compare, a.fromCompare = msg.screen, nil
 		a.show(screenCompare)
 		l := a.layout()
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
@@ -1016,7 +1016,7 @@ func (a *App) compareBaseline() tea.Cmd {
 // compareOpen goes back to the tree, on the focused column's run.
 func (a *App) compareOpen() tea.Cmd {
 	id := a.compare.cols[a.compare.focus].run.ID
-	a.compare = nil
+	a.fromCompare, a.compare = a.compare, nil
 	a.show(screenTree)
 	if ri, ok := a.tree.data.index[id]; ok {
 		rd := a.tree.data.runs[ri]

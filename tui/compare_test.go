@@ -243,3 +243,27 @@ func TestCompareFoldsInjectedContext(t *testing.T) {
 		assert.False(t, ch, "the forks differ only in the folded context")
 	}
 }
+
+// TestCompareAndTreeGoBackWhereTheyCameFrom: a tree opened from Compare
+// (enter on a column) goes back to Compare on esc, not past it to the
+// library; and Compare does not show what the tree's status line said.
+func TestCompareAndTreeGoBackWhereTheyCameFrom(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter", "/")
+	d.typeText("paris")
+	d.keys("enter")
+	require.Contains(t, lastLine(d.plain()), "match 1 of")
+	d.cursorTo("terse")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	assert.NotContains(t, lastLine(d.plain()), "match 1 of", "the tree's status stays with the tree")
+	d.keys("l", "enter")
+	require.Equal(t, screenTree, d.a.screen)
+	d.keys("esc")
+	require.Equal(t, screenCompare, d.a.screen, "back to the comparison the tree was opened from")
+	assert.Contains(t, d.plain(), "compare 2 runs from K=5")
+	d.keys("esc")
+	require.Equal(t, screenTree, d.a.screen)
+	d.keys("esc")
+	assert.Equal(t, screenLibrary, d.a.screen, "then, from a tree not opened from Compare, the library")
+}

@@ -29,11 +29,7 @@ func treeTable(k KeyMap) keyTable {
 	keys = append(keys,
 		binding{key: t.Detail, run: do((*App).readDetail), footer: 8},
 		binding{key: t.Focus, run: do((*App).toggleDetail)},
-		binding{key: g.Back, run: do(func(a *App) tea.Cmd {
-			a.tree = nil
-			a.show(screenLibrary)
-			return a.loadTrees()
-		}), footer: 12},
+		binding{key: g.Back, run: do((*App).treeBack), footer: 12},
 		helpKey(g.Help).at(13), quitKey(g.Quit).at(14), quitKey(g.ForceQuit),
 	)
 	return keyTable{id: "tree", intro: treeIntro, keys: keys}
@@ -252,4 +248,19 @@ func replayOrRetryOff(a *App) string {
 		return a.replayOff()
 	}
 	return a.retryOff()
+}
+
+// treeBack leaves the tree: to the comparison it was opened from (read
+// again, as the tree may have moved on), else to the library.
+func (a *App) treeBack() tea.Cmd {
+	if c := a.fromCompare; c != nil {
+		a.fromCompare, a.compare = nil, c
+		a.show(screenCompare)
+		l := a.layout()
+		c.layout(l.body.w, l.body.h, &a.styles)
+		return a.reloadCompare()
+	}
+	a.tree = nil
+	a.show(screenLibrary)
+	return a.loadTrees()
 }
