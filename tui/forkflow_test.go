@@ -538,6 +538,9 @@ func TestDemoForkScreenListsEveryHarness(t *testing.T) {
 	d.send(tea.WindowSizeMsg{Width: 120, Height: 50})
 	d.run(a.Init())
 	d.run(a.loadTree(run.ID, "", 0))
+	d.keys("R")
+	assert.Contains(t, lastLine(d.plain()), "replay is not available here: a replay runs the run's own agent again, and the demo's sessions were made up",
+		"R in the demo says why it replays nothing")
 	d.keys("f")
 	s := d.plain()
 	own := strings.Index(s, "claude  this run's own harness cannot run turns here:")

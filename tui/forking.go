@@ -308,7 +308,7 @@ func (a *App) retryOff() string {
 	run := rd.run()
 	switch {
 	case a.opts.Driver == nil:
-		return "forking is not available here"
+		return "forking is not available here: this program was started without a fork driver"
 	case run.ParentID == "" || rd.subagent:
 		return "R retries a failed or cancelled fork; " + model.SafeText(run.Label()) + " is not a fork"
 	case run.Status != model.Failed && run.Status != model.Cancelled:

@@ -212,6 +212,10 @@ func (l *libraryScreen) moveHit(msg tea.KeyPressMsg, k NavKeys) {
 		l.hitCursor--
 	case key.Matches(msg, k.Down):
 		l.hitCursor++
+	case key.Matches(msg, k.PageUp):
+		l.hitCursor -= max(l.height, 1)
+	case key.Matches(msg, k.PageDown):
+		l.hitCursor += max(l.height, 1)
 	case key.Matches(msg, k.Top):
 		l.hitCursor = 0
 	case key.Matches(msg, k.Bottom):
@@ -373,6 +377,7 @@ func libHitsTable(k KeyMap) keyTable {
 		intro: "Search hits: every message whose text matched, newest first; enter opens its tree on that message.",
 		keys: []binding{
 			{key: l.Up, run: move}, {key: l.Down, run: move, footer: 2}, {key: l.Top, run: move}, {key: l.Bottom, run: move},
+			{key: l.PageUp, run: move}, {key: l.PageDown, run: move},
 			{key: withHelp(l.Open, "enter", "open at the hit"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
 				h := a.lib.hits[a.lib.hitCursor]
 				a.loading = "opening…"

@@ -187,7 +187,7 @@ func copyOff(a *App) string {
 
 func forkOff(a *App) string {
 	if a.opts.Driver == nil {
-		return "forking is not available here"
+		return "forking is not available here: this program was started without a fork driver"
 	}
 	return ""
 }
@@ -203,7 +203,7 @@ func nextTurnOff(a *App) string {
 	case rd == nil:
 		return ""
 	case a.opts.Driver == nil:
-		return "running turns is not available here"
+		return "running turns is not available here: this program was started without a fork driver"
 	case rd.run().Status == model.Running:
 		return model.SafeText(rd.run().Label()) + " is running: wait for it, or stop it with x"
 	}
