@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,8 +79,11 @@ type compareScreen struct {
 	offset        int
 	width, height int
 	builtFor      [2]int // width and theme the lines were laid out for
-	// heads are the header rows some column has something to say in.
-	heads []headRow
+	// heads are the header rows some column has something to say in;
+	// bestLines is how many lines the ★ reason takes, wrapped (at most
+	// maxBestLines).
+	heads     []headRow
+	bestLines int
 	// diff, when set, is the focused column's whole diff, full screen.
 	diff *diffView
 }
@@ -505,7 +509,14 @@ func changedTokens(a, b []token) []bool {
 // width or theme changed.
 func (c *compareScreen) layout(w, h int, st *Styles) {
 	c.heads = c.headRows()
-	c.width, c.height = w, max(h-len(c.heads), 1)
+	c.width = w
+	c.bestLines = 1
+	if slices.Contains(c.heads, headBest) {
+		for _, col := range c.cols {
+			c.bestLines = max(c.bestLines, len(c.bestReason(col, c.colWidth()-1)))
+		}
+	}
+	c.height = max(h-len(c.heads)-(c.bestLines-1), 1)
 	if c.diff != nil {
 		c.diff.setSize(w, h)
 	}
@@ -711,6 +722,18 @@ func (c *compareScreen) view(st *Styles) string {
 	var bodies []string
 	for i := c.first; i < c.first+v; i++ {
 		for j, row := range c.heads {
+			if row == headBest {
+				// The reason the fork is the best, whole: wrapped, not cut.
+				lines := c.bestReason(c.cols[i], cw-1)
+				for k := 0; k < c.bestLines; k++ {
+					cell := ""
+					if k < len(lines) {
+						cell = st.Warn.Render(lines[k])
+					}
+					heads[j] = append(heads[j], fit(cell, cw-1)+" ")
+				}
+				continue
+			}
 			heads[j] = append(heads[j], fit(c.headCell(i, row, cw-1, st), cw-1)+" ")
 		}
 		col := c.cols[i]
@@ -722,7 +745,17 @@ func (c *compareScreen) view(st *Styles) string {
 		bodies = append(bodies, block(strings.Join(body, "\n"), cw-1, c.height))
 	}
 	var b strings.Builder
-	for _, h := range heads {
+	for j, h := range heads {
+		if c.heads[j] == headBest {
+			// bestLines cells a column, one line after another.
+			for k := 0; k < c.bestLines; k++ {
+				for col := 0; col < v; col++ {
+					b.WriteString(h[col*c.bestLines+k])
+				}
+				b.WriteByte('\n')
+			}
+			continue
+		}
 		b.WriteString(strings.Join(h, ""))
 		b.WriteByte('\n')
 	}
@@ -731,6 +764,28 @@ func (c *compareScreen) view(st *Styles) string {
 		out = sideBySide(out, " ", body)
 	}
 	return b.String() + out
+}
+
+// maxBestLines bounds how many lines the ★ reason takes in the header.
+const maxBestLines = 4
+
+// bestReason is why col's run is the best, wrapped at w: the lines it
+// takes (none for a run that is not the best), at most maxBestLines.
+func (c *compareScreen) bestReason(col compareColumn, w int) []string {
+	r := col.run
+	if !r.Best {
+		return nil
+	}
+	why := "★ marked best"
+	if r.BestReason != "" {
+		why = "★ " + model.OneLine(r.BestReason, 0)
+	}
+	lines := strings.Split(wrap(why, w), "\n")
+	if len(lines) > maxBestLines {
+		lines = lines[:maxBestLines]
+		lines[maxBestLines-1] = ansi.Truncate(lines[maxBestLines-1]+" …", w, "…")
+	}
+	return lines
 }
 
 // headCell is one column's header line of one row, at most w cells: parts
@@ -808,13 +863,7 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 	case headCheck:
 		return checkSummary(r, st)
 	case headBest:
-		switch {
-		case r.Best && r.BestReason != "":
-			return st.Warn.Render("★ " + model.SafeText(r.BestReason))
-		case r.Best:
-			return st.Warn.Render("★ marked best")
-		}
-		return ""
+		return st.Warn.Render(strings.Join(c.bestReason(col, w), " "))
 	}
 	return st.Subtle.Render(strings.Repeat("─", max(w, 0)))
 }

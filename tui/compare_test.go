@@ -267,3 +267,31 @@ func TestCompareAndTreeGoBackWhereTheyCameFrom(t *testing.T) {
 	d.keys("esc")
 	assert.Equal(t, screenLibrary, d.a.screen, "then, from a tree not opened from Compare, the library")
 }
+
+// TestCompareBestReasonIsWhole: why a fork is the best is wrapped in its
+// column's header, never cut, and the columns below give it the room.
+func TestCompareBestReasonIsWhole(t *testing.T) {
+	why := "the only fork of 3 whose check passed, with the fewest tokens"
+	best := compareColumn{run: model.Run{Name: "a", Best: true, BestReason: why}, label: "a", msgs: []modelMsg{textMsg("x")}}
+	best.tokens = tokenize(best.msgs)
+	other := compareColumn{run: model.Run{Name: "b"}, label: "b", msgs: []modelMsg{textMsg("y")}}
+	other.tokens = tokenize(other.msgs)
+	c := &compareScreen{cols: []compareColumn{best, other}}
+	c.diffWords()
+	st := NewStyles(true)
+	c.layout(60, 20, &st)
+	out := ansi.Strip(c.view(&st))
+	lines := strings.Split(out, "\n")
+	assert.Len(t, lines, 20, "the header's extra lines come out of the body")
+	var said []string
+	for _, l := range lines {
+		if cell := strings.TrimSpace(ansi.Truncate(l, 30, "")); cell != "" {
+			said = append(said, cell)
+		}
+	}
+	assert.Contains(t, strings.Join(said, " "), "★ "+why, "every word of it, in order")
+	assert.NotContains(t, out, "…")
+	for _, l := range lines {
+		assert.LessOrEqual(t, ansi.StringWidth(l), 60)
+	}
+}
