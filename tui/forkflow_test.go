@@ -579,3 +579,17 @@ func TestARetryingForkSaysWhy(t *testing.T) {
 	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, status: model.Failed, err: errors.New("API Error: Connection refused")}}})
 	assert.Empty(t, d.a.tree.notes, "a fork that ended says no retry")
 }
+
+// TestANewForkIsInView: a fork made after the last message on the screen
+// is shown, the cursor on it, not added below the screen.
+func TestANewForkIsInView(t *testing.T) {
+	st := seedStore(t, 40)
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	d := newDriverWith(t, st, 80, 12, drv)
+	d.keys("j", "enter") // the 40-message run
+	d.keys("G", "f", "ctrl+s")
+	require.Nil(t, d.a.dialog, d.plain())
+	assert.Regexp(t, `⑂ [0-9a-f]{8}-fork-1  ○ pending`, d.plain(), "the new fork's line is on the screen")
+	r, _ := d.a.tree.selected()
+	assert.Equal(t, rowFork, r.kind)
+}

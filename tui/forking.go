@@ -233,6 +233,11 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 	if inDialog {
 		a.dialog = nil
 	}
+	// The cursor goes to the first new fork, so it is in view even when it
+	// was made after the last message on the screen.
+	if len(msg.runs) > 0 {
+		a.forks.follow = msg.runs[0].ID
+	}
 	spec := req.spec
 	note := fmt.Sprintf("%s at K=%d", plural(len(msg.runs), "fork"), msg.cut.K)
 	if msg.cut.Reason != "" {
