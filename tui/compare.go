@@ -858,6 +858,8 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 			return fileSummary(col.files, w, st)
 		case r.InPlace:
 			return st.Subtle.Render("in place: its files are not kept apart")
+		case worktreeRemoved(r):
+			return st.Subtle.Render("worktree removed")
 		}
 		return st.Subtle.Render("no worktree")
 	case headCheck:
@@ -1047,6 +1049,8 @@ func compareDiffOff(a *App) string {
 		return ""
 	case col.run.InPlace:
 		return label + " ran in place: its files are not kept apart"
+	case worktreeRemoved(col.run):
+		return label + "'s worktree was removed (tine worktree rm or prune): no files to show"
 	}
 	return label + " has no worktree of its own: no files to show"
 }
@@ -1096,6 +1100,8 @@ func compareApplyOff(a *App) string {
 		return label + " is no fork: there is no other checkout to bring its work into"
 	case r.Worktree == "" && r.InPlace:
 		return label + " ran in place: its work is in its checkout already"
+	case worktreeRemoved(r):
+		return label + "'s worktree was removed (tine worktree rm or prune): nothing to apply"
 	case r.Worktree == "":
 		return label + " has no worktree of its own: nothing to apply"
 	case r.Status == model.Running:
@@ -1171,4 +1177,10 @@ func (a *App) compareHeader(name string) string {
 		}
 	}
 	return st.Title.Render("tine") + sep + what
+}
+
+// worktreeRemoved reports whether r had a worktree of its own that was
+// removed since (tine worktree rm or prune keep its branch and base).
+func worktreeRemoved(r model.Run) bool {
+	return r.Worktree == "" && !r.InPlace && r.BaseCommit != ""
 }

@@ -167,6 +167,9 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	if r.Worktree != "" {
 		row("branch", r.Branch)
 	}
+	if worktreeRemoved(r) {
+		row("worktree", "removed (tine worktree rm or prune); its branch "+r.Branch+" stays if it has commits of its own")
+	}
 	if r.BaseCommit != "" {
 		row("base", model.ShortID(r.BaseCommit)+" ("+r.BaseCommit+")")
 	}

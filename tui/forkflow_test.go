@@ -593,3 +593,29 @@ func TestANewForkIsInView(t *testing.T) {
 	r, _ := d.a.tree.selected()
 	assert.Equal(t, rowFork, r.kind)
 }
+
+// TestARemovedWorktreeIsSaidSo: after tine worktree rm (the worktree gone,
+// its branch and base kept), the fork's detail, Compare's header and its d
+// and A say the worktree was removed, not that it never had one.
+func TestARemovedWorktreeIsSaidSo(t *testing.T) {
+	st := worktreeFixture(t)
+	ctx := context.Background()
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	table := d.runNamed("table")
+	require.NoError(t, st.SetWorktree(ctx, table.ID, "", table.Branch, table.BaseCommit, table.StartTree))
+	d.run(d.a.reloadTree())
+	d.cursorTo("table")
+	assert.Contains(t, d.plain(), "removed (tine worktree rm or prune)")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	assert.Contains(t, d.plain(), "worktree removed")
+	for d.a.compare.cols[d.a.compare.focus].run.Name != "table" {
+		d.keys("l")
+	}
+	for _, k := range []string{"d", "A"} {
+		d.keys(k)
+		assert.Contains(t, lastLine(d.plain()), "table's worktree was removed (tine worktree rm or prune)", k)
+		assert.NotContains(t, lastLine(d.plain()), "has no worktree of its own", k)
+	}
+}

@@ -42,3 +42,14 @@ func TestNotesReachTheUIAsTheyHappen(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, note, r.Note)
 }
+
+// TestApplyAfterTheWorktreeWasRemoved: applying a fork whose worktree was
+// removed (tine worktree rm keeps its branch and base) says so, not that
+// it never ran.
+func TestApplyAfterTheWorktreeWasRemoved(t *testing.T) {
+	run := model.Run{ID: "f1", Name: "f", ParentID: "p", Status: model.Completed, Cwd: t.TempDir(), Branch: "main-fork-1", BaseCommit: "0123abcd"}
+	_, err := fork.Apply(context.Background(), run, false)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "f's worktree was removed (tine worktree rm or prune)")
+	assert.NotContains(t, err.Error(), "never ran")
+}
