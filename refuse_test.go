@@ -135,3 +135,29 @@ func TestCompareWithOneRunSaysWhatToCompare(t *testing.T) {
 	assert.Contains(t, errOut, "e.g. its siblings: tine compare a b")
 	assert.NotContains(t, errOut, "missing argument")
 }
+
+// TestExportMarkdownSaysWhereAForkWorked: a fork's Markdown says its
+// worktree and branch (not only the checkout it was made from), its base,
+// its check and why it is the best.
+func TestExportMarkdownSaysWhereAForkWorked(t *testing.T) {
+	db, id := importSeed(t)
+	ctx := context.Background()
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	root, err := st.Run(ctx, id)
+	require.NoError(t, err)
+	fk := model.Run{ParentID: id, TreeID: root.TreeID, ForkAt: 6, Name: "good", Harness: "claude", Cwd: "/src/proj", Status: model.Completed}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&fk}))
+	require.NoError(t, st.SetWorktree(ctx, fk.ID, "/data/worktrees/proj-1/main-fork-1", "main-fork-1", "0123456789abcdef", ""))
+	require.NoError(t, st.SetCheck(ctx, fk.ID, model.Check{Cmd: "go test ./...", Ran: true, Exit: 0}))
+	require.NoError(t, st.MarkBest(ctx, fk.ID, "the only fork of 2 whose check passed"))
+	require.NoError(t, st.Close())
+
+	md, errOut, code := tine(t, db, "export", "good", "--format", "md")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, md, "- worked in: `/data/worktrees/proj-1/main-fork-1`, a git worktree on branch `main-fork-1` of `/src/proj`\n")
+	assert.Contains(t, md, "- base commit: `0123456789abcdef`\n")
+	assert.Contains(t, md, "- check: `go test ./...`: passed\n")
+	assert.Contains(t, md, "- best: ★ the only fork of 2 whose check passed\n")
+	assert.NotContains(t, md, "- cwd: `/src/proj`", "the checkout it was made from is not where it worked")
+}
