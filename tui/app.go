@@ -464,6 +464,9 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 			return tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
 		}
 		a.imp.last = &msg.sum
+		if msg.sum.Files == 0 && len(a.lib.trees) == 0 {
+			return tea.Batch(a.setStatus("found no agent sessions to import, in the folders above", levelInfo), a.loadTrees())
+		}
 		text := fmt.Sprintf("imported %s, %s from %s (%.1f MB in %.1fs)", plural(msg.sum.Runs, "run"),
 			plural(msg.sum.Messages, "message"), plural(msg.sum.Files, "file"), float64(msg.sum.Bytes)/1e6, msg.sum.Seconds)
 		if n := len(msg.sum.Skipped); n > 0 {

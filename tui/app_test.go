@@ -183,6 +183,8 @@ func TestEmptyLibraryTellsHowToImport(t *testing.T) {
 		d.keys(k)
 		assert.Contains(t, lastLine(d.plain()), "the library is empty: i imports", k)
 	}
+	d.keys("i")
+	assert.Contains(t, lastLine(d.plain()), "found no agent sessions to import, in the folders above")
 }
 
 func lastLine(s string) string {
