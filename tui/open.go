@@ -388,7 +388,7 @@ func (a *App) execDone(msg execDoneMsg) tea.Cmd {
 		if errors.As(msg.err, &exit) {
 			// What it printed was held on the screen until enter
 			// (heldExec); it also shows again when tine quits.
-			return a.setStatus(fmt.Sprintf("%s ended with status %d (what it printed was shown before coming back; it shows again when tine quits)", msg.spec.name, exit.ExitCode()), levelWarn)
+			return a.setStatus(fmt.Sprintf("%s ended with status %d (what it printed shows again when tine quits)", msg.spec.name, exit.ExitCode()), levelWarn)
 		}
 		return a.errorStatus(fmt.Errorf("%s: %w", msg.spec.name, msg.err))
 	}
