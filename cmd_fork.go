@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"tine/harness/fork"
 	"tine/model"
@@ -69,6 +70,15 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	d.Parallel = *parallel
+	if len(msgs) > 0 || *regenerate {
+		h := *hname
+		if h == "" {
+			h = parent.Harness
+		}
+		if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
+			return err
+		}
+	}
 	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
 		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})

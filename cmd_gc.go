@@ -101,8 +101,8 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 	if *dry {
 		verb, tapesVerb = "would remove", "would remove"
 	}
-	fmt.Fprintf(e.stdout, "%s the tapes of %d runs that ended over %s ago (%d steps, %s)\n", tapesVerb, len(out.Tapes), *older, out.TapeSteps, mb(out.TapeBytes))
-	fmt.Fprintf(e.stdout, "%s %d worktrees of runs that are gone\n", verb, len(out.Worktrees))
+	fmt.Fprintf(e.stdout, "%s the tapes of %s that ended over %s ago (%s, %s)\n", tapesVerb, plural(len(out.Tapes), "run"), *older, plural(out.TapeSteps, "step"), mb(out.TapeBytes))
+	fmt.Fprintf(e.stdout, "%s %s of runs that are gone\n", verb, plural(len(out.Worktrees), "worktree"))
 	for _, d := range out.Worktrees {
 		fmt.Fprintf(e.stdout, "  %s\n", model.SafeText(d))
 	}

@@ -144,12 +144,12 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 	case sum.Files > 0:
 		printCounts(e, sum)
 	case discovered:
-		fmt.Fprintln(e.stdout, "No agent sessions found (looked in ~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions).")
+		fmt.Fprintf(e.stdout, "No agent sessions found (looked in %s).\n", model.SafeText(defaultFolders()))
 	case len(sum.SkippedFiles) == 0 && len(sum.Errors) == 0:
 		fmt.Fprintln(e.stdout, "No .jsonl or .json files there.")
 	}
 	if len(sum.Skipped) > 0 {
-		fmt.Fprintf(e.stdout, "skipped %d unreadable lines:\n", len(sum.Skipped))
+		fmt.Fprintf(e.stdout, "skipped %s:\n", plural(len(sum.Skipped), "unreadable line"))
 		for i, s := range sum.Skipped {
 			if i == 20 {
 				fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(sum.Skipped)-20)
@@ -160,7 +160,11 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 	}
 	printEmpty(e, sum.Empty)
 	if len(sum.SkippedFiles) > 0 {
-		fmt.Fprintf(e.stdout, "skipped %d paths that are not files tine can read:\n", len(sum.SkippedFiles))
+		what := "paths that are not files"
+		if len(sum.SkippedFiles) == 1 {
+			what = "path that is not a file"
+		}
+		fmt.Fprintf(e.stdout, "skipped %d %s tine can read:\n", len(sum.SkippedFiles), what)
 		for _, s := range sum.SkippedFiles {
 			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.Path+": "+s.Reason, 300))
 		}
@@ -207,14 +211,18 @@ func printEmpty(e *env, files []importer.EmptyFile) {
 
 // printCounts prints the summary's first line: what was imported.
 func printCounts(e *env, sum importer.Summary) {
-	fmt.Fprintf(e.stdout, "imported %d runs, %d messages from %d files (%.1f MB in %.2fs)", sum.Runs, sum.Messages, sum.Files,
-		float64(sum.Bytes)/1e6, sum.Seconds)
+	fmt.Fprintf(e.stdout, "imported %s, %s from %s (%.1f MB in %.2fs)", plural(sum.Runs, "run"), plural(sum.Messages, "message"),
+		plural(sum.Files, "file"), float64(sum.Bytes)/1e6, sum.Seconds)
 	var notes []string
 	if sum.Unchanged > 0 {
 		notes = append(notes, fmt.Sprintf("%d unchanged", sum.Unchanged))
 	}
 	if sum.Appended > 0 {
-		notes = append(notes, fmt.Sprintf("%d grown, read from where they stopped", sum.Appended))
+		grown := fmt.Sprintf("%d grown, read from where they stopped", sum.Appended)
+		if sum.Appended == 1 {
+			grown = "1 grown, read from where it stopped"
+		}
+		notes = append(notes, grown)
 	}
 	if sum.Reread > 0 {
 		notes = append(notes, fmt.Sprintf("%d rewritten, read again", sum.Reread))

@@ -135,7 +135,7 @@ func writeShow(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 	if r.Name != "" {
 		fmt.Fprintf(w, " (%s)", safe(r.Name))
 	}
-	fmt.Fprintf(w, " · %s · %s · %d messages\n", r.Harness, r.Status, len(msgs))
+	fmt.Fprintf(w, " · %s · %s · %s\n", r.Harness, r.Status, plural(len(msgs), "message"))
 	if r.Title != "" {
 		fmt.Fprintf(w, "title  %s\n", model.OneLine(r.Title, 0))
 	}

@@ -88,7 +88,7 @@ func TestGCRemovesOldTapesAndOrphanWorktrees(t *testing.T) {
 
 	out, errOut, code = tine(t, db, "gc", "--tapes-older-than", "0d")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "removed the tapes of 1 runs")
+	assert.Contains(t, out, "removed the tapes of 1 run that")
 	st, err = store.Open(db)
 	require.NoError(t, err)
 	defer st.Close()

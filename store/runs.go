@@ -591,7 +591,11 @@ type TreeSummary struct {
 	Root  model.Run
 	Title string // the root's title
 	Runs  int    // the root and every fork under it
-	Forks int    // Runs - 1
+	// Forks counts the forks the tree shows: not the root, nor a subagent
+	// (it shows under the call that started it), nor a run hidden from
+	// views (replaced by its regenerations, rule 7 in ARCHITECTURE.md)
+	// unless forks hang under it.
+	Forks int
 	// Messages counts distinct messages: each run adds only its own.
 	Messages int
 	// Usage and CostUSD sum each run's own spending, so a shared prefix is
@@ -606,9 +610,12 @@ type TreeSummary struct {
 // Trees returns one summary per tree, newest activity first.
 func (s *Store) Trees(ctx context.Context) ([]TreeSummary, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+`,
-		t.runs, t.messages, t.input, t.output, t.cache_read, t.cache_write, t.cost, t.last
+		t.runs, t.forks, t.messages, t.input, t.output, t.cache_read, t.cache_write, t.cost, t.last
 	FROM (
-		SELECT tree_id, count(*) AS runs, sum(own_messages) AS messages,
+		SELECT tree_id, count(*) AS runs,
+			sum(id != tree_id AND spawned_by = '' AND (hidden = 0
+				OR EXISTS (SELECT 1 FROM runs c WHERE c.parent_id = runs.id))) AS forks,
+			sum(own_messages) AS messages,
 			sum(input_tokens) AS input, sum(output_tokens) AS output,
 			sum(cache_read_tokens) AS cache_read, sum(cache_write_tokens) AS cache_write,
 			total(cost_usd) AS cost, max(last_at) AS last
@@ -623,14 +630,13 @@ func (s *Store) Trees(ctx context.Context) ([]TreeSummary, error) {
 	for rows.Next() {
 		var t TreeSummary
 		var last int64
-		t.Root, err = scanRun(rows, &t.Runs, &t.Messages,
+		t.Root, err = scanRun(rows, &t.Runs, &t.Forks, &t.Messages,
 			&t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens,
 			&t.CostUSD, &last)
 		if err != nil {
 			return nil, fmt.Errorf("list trees: %w", err)
 		}
 		t.Title, t.Harness, t.Cwd = t.Root.Title, t.Root.Harness, t.Root.Cwd
-		t.Forks = t.Runs - 1
 		t.LastActivity = time.Unix(0, last)
 		trees = append(trees, t)
 	}

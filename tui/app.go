@@ -36,6 +36,13 @@ type Options struct {
 	Watch bool
 	// Replayer replays recorded runs (R on a message); nil turns it off.
 	Replayer *replay.Replayer
+	// Offline says why the backends of Agents that Driver lacks cannot run
+	// turns here (the demo's sessions were made up): the Fork screen lists
+	// them with it.
+	Offline string
+	// NewDatabase is the database's path when it was made just now (there
+	// was none where tine was told to look): the empty library says so.
+	NewDatabase string
 	// Agents are every backend tine is built with, for what the screens
 	// say of a run's agent: the formats an import reads, how a run opens
 	// in its agent, what its harness can do. Default: the driver's.
@@ -85,11 +92,14 @@ type App struct {
 	// confirmApply is the fork Compare asks whether to apply (y applies).
 	confirmApply *model.Run
 
-	lib       libraryScreen
-	tree      *treeScreen
-	compare   *compareScreen
-	treeTitle string
-	loading   string
+	lib     libraryScreen
+	tree    *treeScreen
+	compare *compareScreen
+	// fromCompare is the comparison a tree was opened from (enter on a
+	// column): esc on the tree goes back to it.
+	fromCompare *compareScreen
+	treeTitle   string
+	loading     string
 	// view counts the user's moves between screens. A tree or comparison
 	// is read for the view it was asked from and dropped when the user
 	// has moved on since.
@@ -147,13 +157,16 @@ func New(st *store.Store, opts Options) *App {
 		dataPath: dbPath(st),
 		opts:     opts,
 		keys:     DefaultKeyMap(),
-		styles:   NewStyles(true),
+		styles:   NewStyles(backgroundIsDark(os.Getenv("COLORFGBG"))),
 		lib:      newLibraryScreen(),
 		openEnv:  osOpenEnv(),
 		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
 		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery, formats: importer.FormatsOf(agents.Agents())},
 	}
 	a.lib.empty.agents = agents.Agents()
+	if opts.NewDatabase != "" {
+		a.lib.empty.made = homeShort(opts.NewDatabase)
+	}
 	a.tables = newKeyTables(a.keys)
 	a.spawn = a.background
 	return a
@@ -253,10 +266,12 @@ func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
 
 // show moves to screen s: whatever was being read or searched for the
 // screen left behind is dropped when it arrives.
+// What the status line said was of the screen left behind: it goes too.
 func (a *App) show(s screenID) {
 	a.screen = s
 	a.view++
 	a.loading = ""
+	a.status.text = ""
 	if a.tree != nil {
 		a.tree.finder.pending = ""
 	}
@@ -425,7 +440,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return discover(a.formats)
+			return discover(a.formats, a.agents.Agents())
 		}
 	case searchDoneMsg:
 		if msg.err != nil {
@@ -437,7 +452,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 		a.status.text = ""
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
-		a.lib.empty = emptyState{found: msg.files, agents: a.agents.Agents()}
+		a.lib.empty = emptyState{found: msg.files, looked: msg.looked, err: msg.err, agents: a.agents.Agents(), made: a.lib.empty.made}
 	case importProgressMsg:
 		a.imp.progress = msg.p
 		a.lib.empty.progress = &a.imp.progress
@@ -449,6 +464,9 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 			return tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
 		}
 		a.imp.last = &msg.sum
+		if msg.sum.Files == 0 && len(a.lib.trees) == 0 {
+			return tea.Batch(a.setStatus("found no agent sessions to import, in the folders above", levelInfo), a.loadTrees())
+		}
 		text := fmt.Sprintf("imported %s, %s from %s (%.1f MB in %.1fs)", plural(msg.sum.Runs, "run"),
 			plural(msg.sum.Messages, "message"), plural(msg.sum.Files, "file"), float64(msg.sum.Bytes)/1e6, msg.sum.Seconds)
 		if n := len(msg.sum.Skipped); n > 0 {
@@ -497,6 +515,7 @@ func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 }
 
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
+	a.fromCompare = nil
 	t := newTreeScreen(msg.data)
 	a.treeGen++
 	t.gen = a.treeGen
@@ -798,9 +817,13 @@ func dbPath(st *store.Store) string {
 	if st == nil {
 		return ""
 	}
-	p := st.Path()
-	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home) {
+	return homeShort(st.Path())
+}
+
+// homeShort is path with ~ for the home folder, made safe to show.
+func homeShort(p string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "/" && strings.HasPrefix(p, home+"/") {
 		p = "~" + strings.TrimPrefix(p, home)
 	}
-	return p
+	return model.SafeText(p)
 }

@@ -159,6 +159,9 @@ func (a *App) screenKeys() *keyTable {
 	case a.screen == screenTree && t != nil:
 		return &k.tree
 	}
+	if a.lib.loaded && len(a.lib.trees) == 0 {
+		return &k.libEmpty
+	}
 	switch a.lib.mode {
 	case libFilter:
 		return &k.libFilter
@@ -179,7 +182,8 @@ func boolIndex(b bool) int {
 
 // keyTables is every table, built once from the key map.
 type keyTables struct {
-	library, libFilter, libSearch, libHits keyTable
+	library, libEmpty                      keyTable
+	libFilter, libSearch, libHits          keyTable
 	tree, detail, find                     keyTable
 	compare, diff                          keyTable
 	replayForm, replayTyping, replayTrials keyTable
@@ -191,6 +195,7 @@ type keyTables struct {
 func newKeyTables(k KeyMap) keyTables {
 	return keyTables{
 		library:      libraryTable(k),
+		libEmpty:     libraryEmptyTable(k),
 		libFilter:    libInputTable(k, false),
 		libSearch:    libInputTable(k, true),
 		libHits:      libHitsTable(k),
@@ -212,7 +217,7 @@ func newKeyTables(k KeyMap) keyTables {
 
 // all lists every table, for tests that walk them.
 func (k *keyTables) all() []*keyTable {
-	return []*keyTable{&k.library, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
+	return []*keyTable{&k.library, &k.libEmpty, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
 		&k.compare, &k.diff, &k.replayForm, &k.replayTyping, &k.replayTrials,
 		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -78,8 +79,11 @@ type compareScreen struct {
 	offset        int
 	width, height int
 	builtFor      [2]int // width and theme the lines were laid out for
-	// heads are the header rows some column has something to say in.
-	heads []headRow
+	// heads are the header rows some column has something to say in;
+	// bestLines is how many lines the ★ reason takes, wrapped (at most
+	// maxBestLines).
+	heads     []headRow
+	bestLines int
 	// diff, when set, is the focused column's whole diff, full screen.
 	diff *diffView
 }
@@ -148,7 +152,7 @@ func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
 		}
-		a.compare = msg.screen
+		a.compare, a.fromCompare = msg.screen, nil
 		a.show(screenCompare)
 		l := a.layout()
 		a.compare.layout(l.body.w, l.body.h, &a.styles)
@@ -293,6 +297,9 @@ func indentWidth(line string) int {
 // out with their own line breaks (an edit's old and new text read as
 // code, not as one line of \n and \t).
 func compareText(m model.Message) string {
+	if m.Role == model.System {
+		return foldedText(m)
+	}
 	var parts []string
 	for _, p := range m.Parts {
 		switch p.Kind {
@@ -308,6 +315,21 @@ func compareText(m model.Message) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// foldedText is a system message folded to its first line, as the tree
+// shows it: it is what an agent put in the conversation itself (Codex's
+// <permissions instructions> and <environment_context>, a compaction's
+// summary), which forks differ in only by where they ran, and which would
+// fill the columns. How many lines are folded is said; the tree's detail
+// pane reads it whole.
+func foldedText(m model.Message) string {
+	lines := strings.Split(strings.TrimSpace(model.SafeText(m.PlainText())), "\n")
+	first := ansi.Truncate(strings.TrimSpace(lines[0]), 80, "…")
+	if len(lines) > 1 {
+		first += fmt.Sprintf(" ⋯ %s folded", plural(len(lines)-1, "more line"))
+	}
+	return first
 }
 
 // toolInputText writes a tool call's input out: a JSON object as one
@@ -487,7 +509,14 @@ func changedTokens(a, b []token) []bool {
 // width or theme changed.
 func (c *compareScreen) layout(w, h int, st *Styles) {
 	c.heads = c.headRows()
-	c.width, c.height = w, max(h-len(c.heads), 1)
+	c.width = w
+	c.bestLines = 1
+	if slices.Contains(c.heads, headBest) {
+		for _, col := range c.cols {
+			c.bestLines = max(c.bestLines, len(c.bestReason(col, c.colWidth()-1)))
+		}
+	}
+	c.height = max(h-len(c.heads)-(c.bestLines-1), 1)
 	if c.diff != nil {
 		c.diff.setSize(w, h)
 	}
@@ -693,6 +722,18 @@ func (c *compareScreen) view(st *Styles) string {
 	var bodies []string
 	for i := c.first; i < c.first+v; i++ {
 		for j, row := range c.heads {
+			if row == headBest {
+				// The reason the fork is the best, whole: wrapped, not cut.
+				lines := c.bestReason(c.cols[i], cw-1)
+				for k := 0; k < c.bestLines; k++ {
+					cell := ""
+					if k < len(lines) {
+						cell = st.Warn.Render(lines[k])
+					}
+					heads[j] = append(heads[j], fit(cell, cw-1)+" ")
+				}
+				continue
+			}
 			heads[j] = append(heads[j], fit(c.headCell(i, row, cw-1, st), cw-1)+" ")
 		}
 		col := c.cols[i]
@@ -704,7 +745,17 @@ func (c *compareScreen) view(st *Styles) string {
 		bodies = append(bodies, block(strings.Join(body, "\n"), cw-1, c.height))
 	}
 	var b strings.Builder
-	for _, h := range heads {
+	for j, h := range heads {
+		if c.heads[j] == headBest {
+			// bestLines cells a column, one line after another.
+			for k := 0; k < c.bestLines; k++ {
+				for col := 0; col < v; col++ {
+					b.WriteString(h[col*c.bestLines+k])
+				}
+				b.WriteByte('\n')
+			}
+			continue
+		}
 		b.WriteString(strings.Join(h, ""))
 		b.WriteByte('\n')
 	}
@@ -713,6 +764,28 @@ func (c *compareScreen) view(st *Styles) string {
 		out = sideBySide(out, " ", body)
 	}
 	return b.String() + out
+}
+
+// maxBestLines bounds how many lines the ★ reason takes in the header.
+const maxBestLines = 4
+
+// bestReason is why col's run is the best, wrapped at w: the lines it
+// takes (none for a run that is not the best), at most maxBestLines.
+func (c *compareScreen) bestReason(col compareColumn, w int) []string {
+	r := col.run
+	if !r.Best {
+		return nil
+	}
+	why := "★ marked best"
+	if r.BestReason != "" {
+		why = "★ " + model.OneLine(r.BestReason, 0)
+	}
+	lines := strings.Split(wrap(why, w), "\n")
+	if len(lines) > maxBestLines {
+		lines = lines[:maxBestLines]
+		lines[maxBestLines-1] = ansi.Truncate(lines[maxBestLines-1]+" …", w, "…")
+	}
+	return lines
 }
 
 // headCell is one column's header line of one row, at most w cells: parts
@@ -785,18 +858,14 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 			return fileSummary(col.files, w, st)
 		case r.InPlace:
 			return st.Subtle.Render("in place: its files are not kept apart")
+		case worktreeRemoved(r):
+			return st.Subtle.Render("worktree removed")
 		}
 		return st.Subtle.Render("no worktree")
 	case headCheck:
 		return checkSummary(r, st)
 	case headBest:
-		switch {
-		case r.Best && r.BestReason != "":
-			return st.Warn.Render("★ " + model.SafeText(r.BestReason))
-		case r.Best:
-			return st.Warn.Render("★ marked best")
-		}
-		return ""
+		return st.Warn.Render(strings.Join(c.bestReason(col, w), " "))
 	}
 	return st.Subtle.Render(strings.Repeat("─", max(w, 0)))
 }
@@ -980,6 +1049,8 @@ func compareDiffOff(a *App) string {
 		return ""
 	case col.run.InPlace:
 		return label + " ran in place: its files are not kept apart"
+	case worktreeRemoved(col.run):
+		return label + "'s worktree was removed (tine worktree rm or prune): no files to show"
 	}
 	return label + " has no worktree of its own: no files to show"
 }
@@ -998,7 +1069,7 @@ func (a *App) compareBaseline() tea.Cmd {
 // compareOpen goes back to the tree, on the focused column's run.
 func (a *App) compareOpen() tea.Cmd {
 	id := a.compare.cols[a.compare.focus].run.ID
-	a.compare = nil
+	a.fromCompare, a.compare = a.compare, nil
 	a.show(screenTree)
 	if ri, ok := a.tree.data.index[id]; ok {
 		rd := a.tree.data.runs[ri]
@@ -1034,6 +1105,8 @@ func compareApplyOff(a *App) string {
 		return label + " is no fork: there is no other checkout to bring its work into"
 	case r.Worktree == "" && r.InPlace:
 		return label + " ran in place: its work is in its checkout already"
+	case worktreeRemoved(r):
+		return label + "'s worktree was removed (tine worktree rm or prune): nothing to apply"
 	case r.Worktree == "":
 		return label + " has no worktree of its own: nothing to apply"
 	case r.Status == model.Running:
@@ -1109,4 +1182,10 @@ func (a *App) compareHeader(name string) string {
 		}
 	}
 	return st.Title.Render("tine") + sep + what
+}
+
+// worktreeRemoved reports whether r had a worktree of its own that was
+// removed since (tine worktree rm or prune keep its branch and base).
+func worktreeRemoved(r model.Run) bool {
+	return r.Worktree == "" && !r.InPlace && r.BaseCommit != ""
 }

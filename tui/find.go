@@ -288,8 +288,12 @@ func (a *App) applyFind() tea.Cmd {
 	f.input.Blur()
 	q := strings.TrimSpace(f.input.Value())
 	if q == "" {
+		had := f.query
 		t.finder = treeFind{input: f.input, hit: map[rowKey]bool{}}
 		t.invalidate()
+		if had != "" {
+			return a.setStatus(fmt.Sprintf("cleared the matches of “%s”", harnessLine(had)), levelInfo)
+		}
 		return nil
 	}
 	return tea.Batch(a.setStatus(fmt.Sprintf("finding “%s”…", harnessLine(q)), levelInfo), a.find(q, false))
@@ -308,13 +312,18 @@ func (f *treeFind) off() string {
 	return ""
 }
 
-// startFind opens the search line, holding the last query.
+// startFind opens the search line empty, for a new query (as / in less
+// or vim does); the last one is named in its placeholder.
 func (a *App) startFind() tea.Cmd {
 	f := &a.tree.finder
 	if f.input.Placeholder == "" {
-		f.input = newInput("words in any message of this tree")
+		f.input = newInput("")
 	}
-	f.input.SetValue(f.query)
+	f.input.Placeholder = "words in any message of this tree"
+	if f.query != "" {
+		f.input.Placeholder = fmt.Sprintf("a new search (enter alone clears “%s”)", harnessLine(f.query))
+	}
+	f.input.SetValue("")
 	f.input.SetWidth(max(a.width-8, 4))
 	f.typing = true
 	return f.input.Focus()

@@ -198,3 +198,21 @@ func TestAStaleFindIsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestFindStartsANewQuery: / after a search starts a new query, not the
+// last one with more typed after it; the last one is named in the line.
+func TestFindStartsANewQuery(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 140, 30)
+	d.keys("enter", "/")
+	d.typeText("paris")
+	d.keys("enter")
+	require.Contains(t, d.plain(), "for “paris”")
+	d.keys("/")
+	assert.Contains(t, d.plain(), "enter alone clears “paris”")
+	d.typeText("oslo")
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "for “oslo”")
+	d.keys("/", "enter")
+	assert.Contains(t, d.plain(), "cleared the matches of “oslo”", "enter alone clears the matches")
+	assert.Empty(t, d.a.tree.finder.matches)
+}

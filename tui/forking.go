@@ -115,10 +115,22 @@ func (a *App) runEvents(msg runEventMsg) tea.Cmd {
 			if n.tail != "" {
 				a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
 			}
+			switch {
+			case n.note != "":
+				// While it runs its line says the latest (a retry), so a
+				// fork that waits on the model says why.
+				a.tree.notes[n.runID] = n.note
+				a.tree.invalidateForks()
+			case n.status != "" && n.status != model.Running:
+				delete(a.tree.notes, n.runID)
+			}
 		}
 		reload = reload || n.stored
-		if n.status == model.Failed && n.err != nil {
+		switch {
+		case n.status == model.Failed && n.err != nil:
 			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
+		case n.note != "":
+			cmds = append(cmds, a.setStatus(model.OneLine(n.note, 300), levelWarn))
 		}
 	}
 	if reload {
@@ -152,6 +164,7 @@ func (a *App) openDialog() tea.Cmd {
 	}
 	a.forks.dialogGen++
 	a.dialog = newForkDialog(run, transcript, selected, reg, a.ownHarness(run), runs)
+	a.dialog.absent, a.dialog.absentWhy = a.absentHarnesses(), a.opts.Offline
 	a.dialog.gen = a.forks.dialogGen
 	l := a.layout()
 	a.dialog.setSize(l.body.w, l.body.h)
@@ -160,6 +173,19 @@ func (a *App) openDialog() tea.Cmd {
 		dir = run.Cwd
 	}
 	return describeHarnesses(a.ctx, a.forks.dialogGen, a.forks.descs, reg, dir)
+}
+
+// absentHarnesses are the backends tine is built with (Options.Agents)
+// that the driver cannot run turns through (the demo's, which forks
+// offline), in the registry's order.
+func (a *App) absentHarnesses() []string {
+	var out []string
+	for _, ag := range a.agents.Agents() {
+		if _, err := a.opts.Driver.Harnesses.Get(ag.Name); err != nil {
+			out = append(out, ag.Name)
+		}
+	}
+	return out
 }
 
 // ownHarness is the harness a run continues with by default: its own when
@@ -206,6 +232,11 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 	}
 	if inDialog {
 		a.dialog = nil
+	}
+	// The cursor goes to the first new fork, so it is in view even when it
+	// was made after the last message on the screen.
+	if len(msg.runs) > 0 {
+		a.forks.follow = msg.runs[0].ID
 	}
 	spec := req.spec
 	note := fmt.Sprintf("%s at K=%d", plural(len(msg.runs), "fork"), msg.cut.K)
@@ -282,7 +313,7 @@ func (a *App) retryOff() string {
 	run := rd.run()
 	switch {
 	case a.opts.Driver == nil:
-		return "forking is not available here"
+		return "forking is not available here: this program was started without a fork driver"
 	case run.ParentID == "" || rd.subagent:
 		return "R retries a failed or cancelled fork; " + model.SafeText(run.Label()) + " is not a fork"
 	case run.Status != model.Failed && run.Status != model.Cancelled:

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,4 +139,45 @@ func TestFooterKeepsHelpAndQuit(t *testing.T) {
 			assert.True(t, strings.HasSuffix(strings.TrimSpace(f), "? help · q quit"), "%d: %q", w, f)
 		}
 	}
+}
+
+// TestHelpNamesTheKeysPeopleUse: keys that work but that help left
+// unnamed are named where they work: z folds a fork (as space does), tab
+// folds a project, space changes a dialog's choice, q leaves the Replay
+// panel (whose footer has ? help), and pgup/pgdn page the search hits.
+func TestHelpNamesTheKeysPeopleUse(t *testing.T) {
+	tables := newKeyTables(DefaultKeyMap())
+	named := func(kt *keyTable, k string) bool {
+		for _, b := range kt.keys {
+			answers := false
+			for _, x := range b.key.Keys() {
+				answers = answers || x == k
+			}
+			if answers && slices.Contains(labelKeys(b.key.Help().Key), k) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		kt   *keyTable
+		keys []string
+	}{
+		{&tables.tree, []string{"space", "z"}},
+		{&tables.library, []string{"z", "tab"}},
+		{&tables.forkDialog[0], []string{"space"}},
+		{&tables.turnDialog[0], []string{"space"}},
+		{&tables.replayTrials, []string{"esc", "q", "?"}},
+		{&tables.libHits, []string{"pgup", "pgdown"}},
+	} {
+		for _, k := range c.keys {
+			assert.True(t, named(c.kt, k), "%s: %s works but help does not name it", c.kt.id, k)
+		}
+	}
+	var footer []string
+	for _, b := range tables.replayTrials.short() {
+		footer = append(footer, b.Help().Key)
+	}
+	assert.Contains(t, footer, "?", "the Replay panel's footer says ? is help")
+	assert.Contains(t, footer, "esc/q")
 }

@@ -129,7 +129,7 @@ func DefaultKeyMap() KeyMap {
 			ClearFilter: b("esc", "clear", "esc"),
 			Refresh:     b("r", "refresh", "r"),
 			Import:      b("i", "import this machine's sessions", "i"),
-			FoldProject: b("z", "fold project", "z", "tab"),
+			FoldProject: b("z/tab", "fold project", "z", "tab"),
 			Apply:       b("enter", "apply", "enter"),
 			CancelInput: b("esc", "cancel", "esc"),
 			InputNav: NavKeys{
@@ -145,7 +145,7 @@ func DefaultKeyMap() KeyMap {
 			Out:            b("←/h", "out of fork", "left", "h"),
 			NextSibling:    b("]", "next sibling fork", "]"),
 			PrevSibling:    b("[", "prev sibling fork", "["),
-			Fold:           b("space", "fold fork", "space", "z"),
+			Fold:           b("space/z", "fold fork", "space", "z"),
 			FoldAll:        b("Z", "fold all forks / unfold all", "Z"),
 			FoldDepth:      b("1-9", "fold forks from depth N down (0: unfold all)", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0"),
 			NextChanged:    b(">", "next fork with changes", ">"),
@@ -181,7 +181,7 @@ func DefaultKeyMap() KeyMap {
 		Dialog: DialogKeys{
 			NextField: b("↓/tab", "next field", "down", "tab"),
 			PrevField: b("↑", "prev field", "up", "shift+tab"),
-			Change:    b("←/→", "change", "left", "right", "space", "+", "-"),
+			Change:    b("←/→/space", "change", "left", "right", "space", "+", "-"),
 			Launch:    b("ctrl+s", "go", "ctrl+s"),
 			Cancel:    b("esc", "cancel", "esc"),
 			Enter:     b("enter", "next field (on the button: go)", "enter"),
@@ -197,7 +197,7 @@ func DefaultKeyMap() KeyMap {
 			Trial:         b("↑/↓", "choose a trial", "up", "k", "down", "j"),
 			Scroll:        b("pgup/pgdn", "scroll its divergence's diff", "pgup", "K", "pgdown", "space", "J"),
 			Open:          b("enter", "open it in the tree", "enter"),
-			Back:          b("esc", "back (the replay goes on)", "esc", "q"),
+			Back:          b("esc/q", "back (the replay goes on)", "esc", "q"),
 		},
 	}
 }

@@ -69,7 +69,7 @@ func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
 	for _, t := range trees {
 		// Runs of a file that was rewritten stay stored for the forks made
 		// from them; alone, they would only repeat the file's new import.
-		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Forks == 0
+		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Runs == 1
 		if t.Root.SpawnedBy == "" && !retired {
 			l.trees = append(l.trees, t)
 		}
@@ -212,6 +212,10 @@ func (l *libraryScreen) moveHit(msg tea.KeyPressMsg, k NavKeys) {
 		l.hitCursor--
 	case key.Matches(msg, k.Down):
 		l.hitCursor++
+	case key.Matches(msg, k.PageUp):
+		l.hitCursor -= max(l.height, 1)
+	case key.Matches(msg, k.PageDown):
+		l.hitCursor += max(l.height, 1)
 	case key.Matches(msg, k.Top):
 		l.hitCursor = 0
 	case key.Matches(msg, k.Bottom):
@@ -262,6 +266,26 @@ func libraryTable(k KeyMap) keyTable {
 		}), footer: 5},
 		helpKey(g.Help).at(7), quitKey(g.Quit).at(8), quitKey(g.ForceQuit),
 	}}
+}
+
+// libraryEmptyTable is the library's while it holds no tree: only the
+// keys that act on something; any other says how to get some.
+func libraryEmptyTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	return keyTable{id: "lib-empty",
+		intro: "The library is empty: i imports this machine's agent sessions (Claude Code, Codex, pi…), or tine import PATH a file or folder; tine demo shows demo data.",
+		keys: []binding{
+			{key: l.Import, run: do((*App).startImport), footer: 1},
+			{key: l.Refresh, run: do((*App).loadTrees), footer: 2},
+			helpKey(g.Help).at(3), quitKey(g.Quit).at(4), quitKey(g.ForceQuit),
+		},
+		rest: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			if key.Matches(msg, l.Open, l.Filter, l.Search, l.FoldProject, l.Up, l.Down) {
+				return a.setStatus("the library is empty: i imports this machine's agent sessions (or tine import PATH)", levelWarn)
+			}
+			return nil
+		},
+	}
 }
 
 // libKey is a library key's run, which leaves the list laid out for what
@@ -353,6 +377,7 @@ func libHitsTable(k KeyMap) keyTable {
 		intro: "Search hits: every message whose text matched, newest first; enter opens its tree on that message.",
 		keys: []binding{
 			{key: l.Up, run: move}, {key: l.Down, run: move, footer: 2}, {key: l.Top, run: move}, {key: l.Bottom, run: move},
+			{key: l.PageUp, run: move}, {key: l.PageDown, run: move},
 			{key: withHelp(l.Open, "enter", "open at the hit"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
 				h := a.lib.hits[a.lib.hitCursor]
 				a.loading = "opening…"
@@ -497,21 +522,48 @@ func sessionsOf(agents []harness.Agent) string {
 type emptyState struct {
 	found    []importer.Found
 	progress *importer.Progress
+	// looked is where discovery looked, err why it could not look.
+	looked []lookedIn
+	err    error
 	// agents say whose sessions an import looks for.
 	agents []harness.Agent
+	// made is the database's path when it was made just now.
+	made string
 }
 
 func (e emptyState) view(st *Styles, width int) string {
-	lines := []string{st.Title.Render("No conversations yet."), ""}
+	lines := []string{st.Title.Render("No conversations yet.")}
+	if e.made != "" {
+		lines = append(lines, st.Subtle.Render(wrap("This database is new: there was none at "+e.made+", so tine made it. A mistyped --db or TINE_DB? Quit (q) and start again with the right one.", width)))
+	}
+	lines = append(lines, "")
 	switch {
 	case e.progress != nil:
 		lines = append(lines, "Importing…", progressLine(*e.progress, width, st))
 	case len(e.found) > 0:
 		lines = append(lines, "Found "+foundSummary(e.found, e.agents)+" on this machine.",
 			"  "+st.Key.Render("i")+" imports them all (later imports read only what changed).")
+	case e.err != nil:
+		lines = append(lines, st.Error.Render(wrap("Could not look for sessions: "+errorText(e.err), width)),
+			"  "+st.Key.Render("i")+" looks again and imports what it finds.")
+	case len(e.looked) > 0:
+		lines = append(lines, wrap("No agent sessions are on this machine; tine looked in:", width))
+		nameW := 0
+		for _, l := range e.looked {
+			nameW = max(nameW, ansi.StringWidth(l.agent))
+		}
+		for _, l := range e.looked {
+			var dirs []string
+			for _, d := range l.dirs {
+				dirs = append(dirs, homeShort(d))
+			}
+			lines = append(lines, "  "+fit(l.agent, nameW)+"  "+st.Subtle.Render(strings.Join(dirs, " or ")))
+		}
+		lines = append(lines, "  "+st.Key.Render("i")+" looks there again and imports what it finds;",
+			"  "+st.Key.Render("tine import PATH")+" imports a file or folder (openai chat format too).")
 	default:
 		lines = append(lines, "Import a transcript to see it as a tree:",
-			"  "+st.Key.Render("tine import")+"                 every agent session on this machine",
+			"  "+st.Key.Render("i")+"                           this machine's agent sessions",
 			"  "+st.Key.Render("tine import chat.json")+"       a file or folder (openai chat format too)",
 			wrap("tine reads the sessions of "+sessionsOf(e.agents)+".", width))
 	}

@@ -1,10 +1,13 @@
 package tui
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
 	"tine/harness/registry"
@@ -77,4 +80,36 @@ func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
 		{Path: "dir", Err: errors.New("permission denied")},
 	}, registry.Agents())
 	assert.Equal(t, "1 session file (2.0 MB): Claude Code 1", got)
+}
+
+// TestLibraryCountsTheForksTheTreeShows: the library's ⑂N is the number
+// of fork lines the tree shows: a fork hidden by its regenerations, with
+// nothing under it, is counted in neither; one with a fork under it is
+// counted in both.
+func TestLibraryCountsTheForksTheTreeShows(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	trees, err := st.Trees(ctx)
+	require.NoError(t, err)
+	require.Len(t, trees, 1)
+	root := trees[0].Root
+	replaced := model.Run{ParentID: root.ID, ForkAt: 1, Name: "replaced", Harness: "script", Status: model.Completed}
+	kept := model.Run{ParentID: root.ID, ForkAt: 5, Name: "replaced-but-forked", Harness: "script", Status: model.Completed}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&replaced, &kept}))
+	under := model.Run{ParentID: kept.ID, ForkAt: 5, Name: "under", Harness: "script", Status: model.Pending}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&under}))
+	require.NoError(t, st.SetHidden(ctx, replaced.ID, true))
+	require.NoError(t, st.SetHidden(ctx, kept.ID, true))
+
+	d := newDriver(t, st, 120, 30)
+	lib := d.plain()
+	d.keys("enter")
+	forks := 0
+	for _, r := range d.a.tree.rows {
+		if r.kind == rowFork {
+			forks++
+		}
+	}
+	assert.Equal(t, 5, forks, "the seed's three, the replaced one with a fork under it, and that fork")
+	assert.Contains(t, lib, fmt.Sprintf("⑂%d", forks))
 }

@@ -103,8 +103,10 @@ func (a *App) replayOff() string {
 	}
 	run := rd.run()
 	switch {
+	case a.opts.Replayer == nil && a.opts.Offline != "":
+		return "replay is not available here: a replay runs the run's own agent again, and " + a.opts.Offline
 	case a.opts.Replayer == nil:
-		return "replay is not available here"
+		return "replay is not available here: this program was started without a replayer"
 	case !a.replayable(run):
 		return fmt.Sprintf("%s runs cannot be replayed: tine replays runs of %s", orDash(run.Harness), model.List(a.agents.Replayable()))
 	case run.Status == model.Running:
@@ -175,7 +177,7 @@ func replayFormTable(k KeyMap, typing bool) keyTable {
 	)
 	if typing {
 		kt.id += "-typing"
-		kt.keys = append(kt.keys, helpKey(g.HelpTyping), quitKey(g.ForceQuit).at(5))
+		kt.keys = append(kt.keys, helpKey(g.HelpTyping).at(5), quitKey(g.ForceQuit).at(6))
 		kt.rest = func(a *App, msg tea.KeyPressMsg) tea.Cmd {
 			if why := replayBusy(a); why != "" {
 				return a.setStatus(why, levelWarn)
@@ -185,7 +187,7 @@ func replayFormTable(k KeyMap, typing bool) keyTable {
 			return cmd
 		}
 	} else {
-		kt.keys = append(kt.keys, helpKey(g.Help), quitKey(g.ForceQuit).at(5))
+		kt.keys = append(kt.keys, helpKey(g.Help).at(5), quitKey(g.ForceQuit).at(6))
 	}
 	return kt
 }
@@ -229,8 +231,8 @@ func replayTrialsTable(k KeyMap) keyTable {
 				return a.setStatus("the replay goes on in the background; its forks show in the tree", levelInfo)
 			}
 			return a.reloadTree()
-		}), footer: 4, brief: brief("esc", "back")},
-		helpKey(g.Help), quitKey(g.ForceQuit).at(5),
+		}), footer: 4, brief: brief("esc/q", "back")},
+		helpKey(g.Help).at(5), quitKey(g.ForceQuit).at(6),
 	}}
 }
 

@@ -29,8 +29,10 @@ type treeScreen struct {
 	renders  int
 
 	spinFrame int // advanced while forks run
-	// streaming holds the tail of the text a running fork is writing now.
+	// streaming holds the tail of the text a running fork is writing now,
+	// notes the latest note of one this program runs (a retry).
 	streaming   map[string]string
+	notes       map[string]string
 	detail      detailPane
 	detailFocus bool
 	detailOnly  bool // narrow terminals read a message full-screen
@@ -39,7 +41,7 @@ type treeScreen struct {
 }
 
 func newTreeScreen(data *treeData) treeScreen {
-	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}, streaming: map[string]string{}}
+	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}, streaming: map[string]string{}, notes: map[string]string{}}
 	for _, r := range data.runs {
 		if r.subagent {
 			t.folded[r.run().ID] = true // a subagent's transcript opens on demand
@@ -205,6 +207,9 @@ func (t *treeScreen) sibling(dir int) string {
 	}
 	next := at + dir
 	if next < 0 || next >= len(sibs) {
+		if len(sibs) == 1 {
+			return fmt.Sprintf("no %s sibling: this is the only fork of its parent", map[int]string{1: "next", -1: "previous"}[dir])
+		}
 		return fmt.Sprintf("no %s sibling: %d forks share this parent", map[int]string{1: "next", -1: "previous"}[dir], len(sibs))
 	}
 	if h := t.forkRow(int32(sibs[next])); h >= 0 {
@@ -384,6 +389,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	}
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + model.OneLine(run.Error, 60)
+	}
+	if note := t.notes[run.ID]; note != "" && run.Status == model.Running {
+		status += ": " + model.OneLine(note, 90)
 	}
 	if live := t.streaming[run.ID]; live != "" && run.Status == model.Running {
 		status += " “" + model.OneLine(lastRunes(live, 40), 40) + "”"

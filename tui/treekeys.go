@@ -29,11 +29,7 @@ func treeTable(k KeyMap) keyTable {
 	keys = append(keys,
 		binding{key: t.Detail, run: do((*App).readDetail), footer: 8},
 		binding{key: t.Focus, run: do((*App).toggleDetail)},
-		binding{key: g.Back, run: do(func(a *App) tea.Cmd {
-			a.tree = nil
-			a.show(screenLibrary)
-			return a.loadTrees()
-		}), footer: 12},
+		binding{key: g.Back, run: do((*App).treeBack), footer: 12},
 		helpKey(g.Help).at(13), quitKey(g.Quit).at(14), quitKey(g.ForceQuit),
 	)
 	return keyTable{id: "tree", intro: treeIntro, keys: keys}
@@ -191,7 +187,7 @@ func copyOff(a *App) string {
 
 func forkOff(a *App) string {
 	if a.opts.Driver == nil {
-		return "forking is not available here"
+		return "forking is not available here: this program was started without a fork driver"
 	}
 	return ""
 }
@@ -207,7 +203,7 @@ func nextTurnOff(a *App) string {
 	case rd == nil:
 		return ""
 	case a.opts.Driver == nil:
-		return "running turns is not available here"
+		return "running turns is not available here: this program was started without a fork driver"
 	case rd.run().Status == model.Running:
 		return model.SafeText(rd.run().Label()) + " is running: wait for it, or stop it with x"
 	}
@@ -252,4 +248,19 @@ func replayOrRetryOff(a *App) string {
 		return a.replayOff()
 	}
 	return a.retryOff()
+}
+
+// treeBack leaves the tree: to the comparison it was opened from (read
+// again, as the tree may have moved on), else to the library.
+func (a *App) treeBack() tea.Cmd {
+	if c := a.fromCompare; c != nil {
+		a.fromCompare, a.compare = nil, c
+		a.show(screenCompare)
+		l := a.layout()
+		c.layout(l.body.w, l.body.h, &a.styles)
+		return a.reloadCompare()
+	}
+	a.tree = nil
+	a.show(screenLibrary)
+	return a.loadTrees()
 }

@@ -105,13 +105,15 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	s := newStream(emit, pl)
 	s.sawLine = h.sawLine
 	s.now = h.now
+	env := append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL)...)
+	s.api = modelAPI(append(os.Environ(), env...))
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:    "claude",
 		Package: NPMPackage,
 		Bin:     h.cfg.Bin,
 		Args:    pl.args,
 		Dir:     pl.dir,
-		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL)...),
+		Env:     env,
 		Stdin:   bytes.NewReader(append(stdin, '\n')),
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,
@@ -377,6 +379,7 @@ type stdinContent struct {
 // merges a message's records.
 type stream struct {
 	emit    func(harness.Event)
+	api     string // where its model calls go, for a note saying it fails
 	pl      plan
 	now     func() time.Time
 	sawLine func([]byte)
@@ -605,12 +608,33 @@ func (s *stream) retry(b []byte) {
 	if json.Unmarshal(b, &r) != nil {
 		return
 	}
-	what := r.Error
-	if r.Status != nil {
-		what = fmt.Sprintf("%d %s", *r.Status, r.Error)
+	where := s.api
+	if where == "" {
+		where = "its model API"
 	}
-	s.emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("claude: the model API failed (%s); retry %d of %d in %.1f s",
+	// No status: no answer came at all (the server is down, or the
+	// address is wrong), which Claude reports as "unknown".
+	what := "claude cannot reach the model API at " + where
+	if e := strings.TrimSpace(r.Error); e != "" && e != "unknown" {
+		what += " (" + e + ")"
+	}
+	if r.Status != nil {
+		what = fmt.Sprintf("claude: the model API at %s answered %d %s", where, *r.Status, strings.TrimSpace(r.Error))
+	}
+	s.emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("%s; retry %d of %d in %.1f s",
 		strings.TrimSpace(what), r.Attempt, r.MaxRetries, float64(r.DelayMS)/1000)})
+}
+
+// modelAPI is where Claude Code sends its model calls in environ (the last
+// ANTHROPIC_BASE_URL wins, as agentproc merges them), else Anthropic's.
+func modelAPI(environ []string) string {
+	url := "https://api.anthropic.com"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" {
+			url = v
+		}
+	}
+	return url
 }
 
 // resultRecord is the stream's last line.

@@ -37,6 +37,8 @@ func Apply(ctx context.Context, run model.Run, commit bool) (Applied, error) {
 		return Applied{}, fmt.Errorf("%s is running: apply it when its turn has ended", label)
 	case run.Worktree == "" && run.InPlace:
 		return Applied{}, fmt.Errorf("%s ran in place, in %s: its work is there already", label, model.SafeText(run.Cwd))
+	case run.Worktree == "" && run.BaseCommit != "":
+		return Applied{}, fmt.Errorf("%s's worktree was removed (tine worktree rm or prune), and its uncommitted work with it; its branch %s stays if it has commits of its own", label, model.SafeText(run.Branch))
 	case run.Worktree == "":
 		return Applied{}, fmt.Errorf("%s has no worktree: it never ran an agent turn, so it has no work to apply", label)
 	case run.Cwd == "":

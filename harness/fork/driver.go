@@ -98,7 +98,10 @@ type RunEvent struct {
 	Status  model.Status // set when the status changed
 	Message *model.Message
 	Delta   string
-	Err     error
+	// Note is something the person should know while the turn goes on
+	// (the model cannot be reached and is being retried), as stored.
+	Note string
+	Err  error
 }
 
 // Driver makes forks and runs their turns, persisting as it goes.
@@ -610,7 +613,10 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
 			}
 		case harness.EventNote:
-			storeErr = d.Store.AddNote(bg, run.ID, model.OneLine(e.Note, 300))
+			note := model.OneLine(e.Note, 300)
+			if storeErr = d.Store.AddNote(bg, run.ID, note); storeErr == nil {
+				onEvent(RunEvent{RunID: run.ID, Note: note})
+			}
 		case harness.EventMessage:
 			m := e.Message
 			if inherited(m) {
