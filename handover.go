@@ -25,7 +25,7 @@ var handOverTimeout = 30 * time.Second
 // outlives the command, and returns once that process has said that it
 // has the work (given on its stdin when stdin is not nil): it writes "ok"
 // on the pipe it gets as --ack-fd once its turns are claimed in the store
-// as its own (ARCHITECTURE.md, how a fork flows, and rule 12). Returning
+// as its own (ARCHITECTURE.md, how a fork flows, and rule 13). Returning
 // before that lost work: a command that exited before its stdin was
 // written left the background process reading EOF (issue 17). The error
 // says why the work was not taken: what the process said, how it exited,
@@ -122,7 +122,7 @@ func (a *ackPipe) done(err error) {
 
 // failHandOver marks the runs of ids that are still pending failed: their
 // turns were never taken (why), so they are not left pending forever
-// (ARCHITECTURE.md, rule 12). A run given its next turn keeps its status.
+// (ARCHITECTURE.md, rule 13). A run given its next turn keeps its status.
 func failHandOver(ctx context.Context, st *store.Store, ids []string, why error) []string {
 	bg := context.WithoutCancel(ctx)
 	var failed []string

@@ -4,9 +4,10 @@
 //
 // It holds three parts:
 //
-//   - the Gateway: a loopback HTTP server speaking the three wire formats
+//   - the Gateway: a loopback HTTP server speaking the four wire formats
 //     the agents use (Anthropic Messages for Claude Code, OpenAI Responses
-//     for Codex, Chat Completions for pi and the openai harness). tine
+//     for Codex, Chat Completions for pi, Qwen Code and the openai
+//     harness, the Gemini API for Gemini CLI). tine
 //     starts one per process and gives each run its own base URL
 //     (NewRun). In record mode it forwards each model call to the real
 //     upstream, with the real API key (the agent only ever sees a
@@ -46,6 +47,7 @@ const (
 	WireAnthropic = harness.WireAnthropic
 	WireChat      = harness.WireChat
 	WireResponses = harness.WireResponses
+	WireGemini    = harness.WireGemini
 )
 
 // Event is one server-sent event of a streamed answer.

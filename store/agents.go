@@ -31,23 +31,6 @@ func (s *Store) SetCheck(ctx context.Context, id string, c model.Check) error {
 		c.Cmd, c.Number, c.Ran, c.Exit, score, c.Output, c.Duration.Milliseconds(), c.Error, id)
 }
 
-// MarkBest marks run id as the best of its siblings, as SetBest does, and
-// records why (a check picked it); the reason of every unmarked sibling
-// is cleared.
-func (s *Store) MarkBest(ctx context.Context, id, reason string) error {
-	if err := s.SetBest(ctx, id, true); err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET best_reason = '' WHERE best = 0 AND best_reason != ''
-			AND parent_id = (SELECT parent_id FROM runs WHERE id = ?)`, id); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET best_reason = ? WHERE id = ?`, reason, id)
-		return err
-	})
-}
-
 // AddNote appends a line to what run id's harness said along the way.
 func (s *Store) AddNote(ctx context.Context, id, note string) error {
 	return s.update(ctx, "add note", id,
@@ -80,7 +63,7 @@ func (s *Store) SetAgent(ctx context.Context, id string, pgid int, mark string) 
 // run is handed over, owned by this process, until its turn starts
 // (SetRunning) or ends (SetStatus). Should this process die first,
 // ReapOrphans marks the run failed instead of leaving it pending forever
-// (ARCHITECTURE.md, rule 12). A run that is running already (its turn is
+// (ARCHITECTURE.md, rule 13). A run that is running already (its turn is
 // another process's) is left alone.
 func (s *Store) ClaimTurns(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
@@ -166,7 +149,7 @@ type orphan struct {
 // writes into a fork shown failed; and every run handed over to a
 // process that is gone before its turn started as failed (NeverStarted),
 // so that nothing stays running or pending forever (ARCHITECTURE.md,
-// rule 12). It returns how many. It reads on the
+// rule 13). It returns how many. It reads on the
 // writer's connection: every command reaps when it opens the store, and
 // most then only write (an import), so a second connection, which parses
 // the whole schema again, would be opened for these queries.

@@ -625,12 +625,12 @@ type record struct {
 
 func parseRecord(line []byte) record {
 	r := record{line: line}
-	it := objIter{b: bytes.TrimRight(line, " \t\r\n")}
-	if it.open() != nil {
+	it := objectLine(bytes.TrimRight(line, " \t\r\n"))
+	if it.Err() != nil {
 		return r
 	}
 	var payload []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "ordinal":
 			r.ord, r.hasOrd = num(v)
@@ -641,7 +641,7 @@ func parseRecord(line []byte) record {
 		}
 	}
 	if obj, ok := object(payload); ok {
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			if string(k) == "type" {
 				r.sub = str(v)
 				break
@@ -1114,6 +1114,11 @@ var refusalMarks = []string{
 	"Operation not permitted",
 	"Permission denied",
 	"approval policy is Never",
+	// Where bubblewrap is installed Codex sandboxes a command with it; a
+	// sandbox that cannot start (its helper codex-linux-sandbox not found)
+	// runs nothing: "bwrap: execvp codex-linux-sandbox: No such file or
+	// directory".
+	"bwrap: ",
 }
 
 // refusal says which tool Codex's sandbox refused in m and why, "" when

@@ -12,7 +12,7 @@
 //   - cancellation: SIGINT to the whole group, then SIGKILL after Grace;
 //     whatever the agent left running, in its group or in sessions of
 //     its own (its shell tools), is killed when it exits (Kill);
-//   - nothing outlives its owner (ARCHITECTURE.md, rule 12): on Linux the
+//   - nothing outlives its owner (ARCHITECTURE.md, rule 13): on Linux the
 //     agent gets SIGKILL when this process dies (a parent-death signal),
 //     and everywhere a watchdog started with the first agent kills what
 //     is left of every agent still running when this process dies; the
