@@ -383,7 +383,7 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(fork.Ru
 	}
 	// The trials are this process's from now, also those that wait for a
 	// slot: should it die first, they are reaped, not left pending (rule
-	// 12 in ARCHITECTURE.md).
+	// 13 in ARCHITECTURE.md).
 	if err := p.Store.ClaimTurns(ctx, plan.Trials); err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (s *Store) SetRunning(ctx context.Context, id string) error {
 // the mark in its environment (agentproc.WithStarted), so that, should
 // the run's owner die and its watchdog with it, ReapOrphans kills what
 // the agent left running before it marks the run (ARCHITECTURE.md, rule
-// 12).
+// 13).
 func (s *Store) SetAgent(ctx context.Context, id string, pgid int, mark string) error {
 	return s.update(ctx, "set agent", id, `UPDATE runs SET agent_pgid = ?, agent_mark = ? WHERE id = ?`, pgid, mark, id)
 }
@@ -138,6 +138,7 @@ func NeverStarted(pid int) string {
 type orphan struct {
 	id, status string
 	pid        int
+	start      int64 // the owner's, as recorded
 	agentPgid  int
 	agentMark  string
 }
@@ -166,12 +167,11 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 		}
 		for rows.Next() {
 			var o orphan
-			var start int64
-			if err := rows.Scan(&o.id, &o.status, &o.pid, &start, &o.agentPgid, &o.agentMark); err != nil {
+			if err := rows.Scan(&o.id, &o.status, &o.pid, &o.start, &o.agentPgid, &o.agentMark); err != nil {
 				rows.Close()
 				return 0, err
 			}
-			if !alive(o.pid, start) {
+			if !alive(o.pid, o.start) {
 				dead = append(dead, o)
 			}
 		}
@@ -187,11 +187,15 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 		}
 		now := time.Now().UnixNano()
 		var res sql.Result
+		// Each update holds only while the run is still the dead owner's:
+		// another process may have taken it since it was read (Kill above
+		// waits up to 2 s for the agent to be gone).
 		err := s.write(ctx, func(tx *sql.Tx) (err error) {
 			switch o.status {
 			case string(model.Running):
 				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
-					last_at = max(last_at, ?) WHERE id = ? AND status = 'running'`, Interrupted, now, now, o.id)
+					last_at = max(last_at, ?) WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_start = ?`,
+					Interrupted, now, now, o.id, o.pid, o.start)
 			case string(model.Cancelled):
 				// Cancelled while it waited: nothing was lost.
 				_, err = tx.ExecContext(ctx, `UPDATE runs SET handed_over = 0 WHERE id = ? AND handed_over = 1
@@ -200,8 +204,9 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 				// Pending (its first turn), or done with an earlier turn:
 				// the turn it was given never ran.
 				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
-					last_at = max(last_at, ?), handed_over = 0 WHERE id = ? AND handed_over = 1 AND status = ?`,
-					NeverStarted(o.pid), now, now, o.id, o.status)
+					last_at = max(last_at, ?), handed_over = 0 WHERE id = ? AND handed_over = 1 AND status = ?
+					AND owner_pid = ? AND owner_start = ?`,
+					NeverStarted(o.pid), now, now, o.id, o.status, o.pid, o.start)
 			}
 			return err
 		})
