@@ -131,6 +131,7 @@ func killTrial(t *testing.T, db, name string, i int, s *killStats) {
 		return mark != ""
 	}, 2*time.Minute, 20*time.Millisecond, "trial %d: the agent runs", i)
 	owner := run.OwnerPID
+	require.Positive(t, owner) // 0 would signal this test's own process group
 	require.NotEqual(t, os.Getpid(), owner, "a background process owns it")
 	file := filepath.Join(run.Worktree, "f")
 	t.Cleanup(func() {

@@ -23,6 +23,8 @@ func TestTheAgentGetsItsOwnersDeath(t *testing.T) {
 	owner, who, _ := ownerOf(t)
 	agent := childOf(t, owner.Process.Pid, "AGENTPROC_SCENE=escape")
 	require.NotZero(t, agent)
+	// A pid of 0 would signal this test's own process group.
+	require.Positive(t, who["watchdog"], "the first agent started the watchdog")
 	require.NoError(t, syscall.Kill(who["watchdog"], syscall.SIGKILL))
 	require.NoError(t, owner.Process.Kill())
 	_ = owner.Wait()

@@ -97,6 +97,8 @@ func TestKillSparesAGroupThatIsNotTheAgents(t *testing.T) {
 	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, other.Start())
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+	require.Eventually(t, func() bool { _, err := os.Stat(file); return err == nil }, 10*time.Second, 10*time.Millisecond,
+		"the other program writes") // before Kill: a slow start is not a kill
 	assert.Zero(t, Kill(other.Process.Pid, "not-its-mark"))
 	assert.True(t, grows(file, 300*time.Millisecond), "another program's group is not the agent's")
 
@@ -130,6 +132,8 @@ func ownerOf(t *testing.T) (*exec.Cmd, map[string]int, string) {
 		return err == nil && json.Unmarshal(b, &who) == nil
 	}, 20*time.Second, 10*time.Millisecond)
 	require.True(t, grows(file, 500*time.Millisecond), "the tool works")
+	// A pid of 0 would signal this test's own process group.
+	require.Positive(t, who["tool"], "the tool's pid")
 	t.Cleanup(func() { _ = syscall.Kill(who["tool"], syscall.SIGKILL) })
 	return owner, who, file
 }
