@@ -27,8 +27,9 @@ import (
 )
 
 // writeLoop is the shell tool of the kill trials: it keeps writing a file
-// in the fork's worktree for about five seconds.
-const writeLoop = "for i in $(seq 50); do echo $i >> f; sleep 0.1; done"
+// in the fork's worktree for about five seconds (without a command
+// substitution, which Gemini CLI refuses to run).
+const writeLoop = "for i in 0 1 2 3 4 5 6 7 8 9; do for j in 0 1 2 3 4; do echo $i$j >> f; sleep 0.1; done; done"
 
 // killTrials is how many kill trials a test runs: few with -short, more
 // otherwise, env (set by hand for the closing figures) when set.
@@ -143,16 +144,25 @@ func killTrial(t *testing.T, db, name string, i int, s *killStats) {
 	})
 	// Two trials in three kill at a random moment of the tool's first
 	// 2.5 s, the third at a random moment of the turn's first 4 s (the
-	// agent starting, asking the model, or running the tool).
-	if i%3 != 0 {
+	// agent starting, asking the model, or running the tool); the first
+	// waits for the tool, so that one trial (-short) lands while it writes.
+	if i%3 != 2 {
 		for deadline := time.Now().Add(2 * time.Minute); ; {
 			if _, err := os.Stat(file); err == nil {
 				break
 			}
 			r, err := st.Run(ctx, run.ID)
 			require.NoError(t, err)
-			require.True(t, r.Status == model.Running && time.Now().Before(deadline),
-				"trial %d: the tool never wrote: the run is %s (%s)", i, r.Status, r.Error)
+			if r.Status != model.Running || time.Now().After(deadline) {
+				msgs, _, _ := st.Messages(ctx, run.ID)
+				var last []string
+				for _, m := range msgs[max(len(msgs)-3, 0):] {
+					for _, p := range m.Parts {
+						last = append(last, fmt.Sprintf("%s %s %s%s", m.Role, p.Kind, p.ToolInput, model.OneLine(p.Text, 300)))
+					}
+				}
+				require.FailNow(t, "the tool never wrote", "trial %d: the run is %s (%s); its last messages: %q", i, r.Status, r.Error, last)
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(time.Duration(rand.IntN(2500)) * time.Millisecond)
@@ -306,7 +316,7 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 			cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			killTrial(t, db, marker, i+1, &s)
+			killTrial(t, db, marker, i, &s)
 		}
 		t.Log(s)
 	})
@@ -359,7 +369,7 @@ func TestKillNineDuringAReplay(t *testing.T) {
 	}
 	s := killStats{watchdog: true}
 	for i := range n {
-		killTrial(t, db, replay(), 3*i+1, &s) // never a multiple of 3: every trial waits for the tool to write
+		killTrial(t, db, replay(), 3*i, &s) // never 2 modulo 3: every trial waits for the tool to write
 	}
 	t.Log(s)
 	assert.Equal(t, n, s.toolRan, "every kill landed while the tool wrote again")

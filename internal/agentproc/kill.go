@@ -10,9 +10,10 @@ import (
 
 // MarkVar is the environment variable Run sets, to a value of its own,
 // in each agent it starts. Every process the agent starts inherits it,
-// also those that leave its process group: Claude Code, Codex, pi and
-// Qwen Code run each shell tool in a session of its own (setsid), which a
-// signal to the agent's group does not reach. Kill finds them by it.
+// also those that leave its process group: Claude Code, Codex, pi, Qwen
+// Code and Gemini CLI run each shell tool in a session of its own
+// (setsid), which a signal to the agent's group does not reach. Kill
+// finds them by it.
 const MarkVar = "TINE_AGENT_MARK"
 
 // killWait is how long Kill waits for what it killed to be gone.

@@ -69,9 +69,9 @@ func grows(file string, d time.Duration) bool {
 }
 
 // TestToolsInSessionsOfTheirOwnEndWithTheAgent: a shell the agent ran in
-// a session of its own (setsid, as Claude Code, Codex, pi and Qwen Code
-// run theirs), out of reach of a signal to the agent's group, is killed
-// when the agent exits: it carries the agent's mark.
+// a session of its own (setsid, as Claude Code, Codex, pi, Qwen Code and
+// Gemini CLI run theirs), out of reach of a signal to the agent's group,
+// is killed when the agent exits: it carries the agent's mark.
 func TestToolsInSessionsOfTheirOwnEndWithTheAgent(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "f")
