@@ -162,7 +162,7 @@ func TestParseSkipsWhatItCannotRead(t *testing.T) {
 	b, err := os.ReadFile("testdata/session.jsonl")
 	require.NoError(t, err)
 	lines := bytes.SplitAfter(b, []byte("\n"))
-	bad := append(append([][]byte{lines[0], []byte("not json\n"), []byte(`{"type":"user"}` + "\n")}, lines[1:]...))
+	bad := append([][]byte{lines[0], []byte("not json\n"), []byte(`{"type":"user"}` + "\n")}, lines[1:]...)
 	pf, err := Parse(bytes.NewReader(bytes.Join(bad, nil)), "bad.jsonl")
 	require.NoError(t, err)
 	require.Len(t, pf.Skipped, 2)
