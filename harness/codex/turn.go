@@ -1116,6 +1116,12 @@ var refusalMarks = []string{
 	"approval policy is Never",
 }
 
+// refusalStarts begin a line of a command's output when Codex's sandbox
+// could not run it at all: with bubblewrap installed Codex sandboxes
+// commands with it, and bwrap says why it could not start one (its helper
+// missing: Codex makes none while $CODEX_HOME is under /tmp).
+var refusalStarts = []string{"bwrap: "}
+
 // refusal says which tool Codex's sandbox refused in m and why, "" when
 // none.
 func refusal(m model.Message) string {
@@ -1124,18 +1130,31 @@ func refusal(m model.Message) string {
 			continue
 		}
 		for _, line := range strings.Split(p.Text, "\n") {
-			for _, mark := range refusalMarks {
-				if strings.Contains(line, mark) {
-					name := p.ToolName
-					if name == "" {
-						name = "a tool"
-					}
-					return fmt.Sprintf("%s was refused (%s)", name, model.OneLine(line, 160))
+			if refusedLine(line) {
+				name := p.ToolName
+				if name == "" {
+					name = "a tool"
 				}
+				return fmt.Sprintf("%s was refused (%s)", name, model.OneLine(line, 160))
 			}
 		}
 	}
 	return ""
+}
+
+// refusedLine: a line of a command's output says the sandbox stopped it.
+func refusedLine(line string) bool {
+	for _, mark := range refusalMarks {
+		if strings.Contains(line, mark) {
+			return true
+		}
+	}
+	for _, start := range refusalStarts {
+		if strings.HasPrefix(line, start) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish reads what the rollout still holds and says how the turn ended.
