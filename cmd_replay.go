@@ -217,13 +217,48 @@ func startBackgroundReplay(db string, spec replay.Spec, trials []string, args []
 	if err != nil {
 		return err
 	}
-	argv := append([]string{"--db", db, "replay"}, args...)
-	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
-	cmd := exec.Command(exe, argv...)
-	cmd.Env = os.Environ()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd := backgroundReplay(exe, db, trials, args)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	return cmd.Process.Release()
+}
+
+// backgroundReplay is the command of a background replay: this command
+// line again, with the trials it made. An --api-key goes by the
+// environment, never on the command line (rule 14 in ARCHITECTURE.md), as
+// startBackgroundTurns passes it.
+func backgroundReplay(exe, db string, trials []string, args []string) *exec.Cmd {
+	args, key := withoutAPIKey(args)
+	argv := append([]string{"--db", db, "replay"}, args...)
+	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
+	cmd := exec.Command(exe, argv...)
+	cmd.Env = os.Environ()
+	if key != "" {
+		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+key, "ANTHROPIC_API_KEY="+key)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// withoutAPIKey is args without --api-key and its value (in any of the
+// forms the flag package reads), and that value.
+func withoutAPIKey(args []string) (rest []string, key string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i:]...), key
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "api-key" {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		key = val
+	}
+	return rest, key
 }

@@ -19,18 +19,31 @@ const placeholder = "tine-placeholder-key"
 
 // post sends a model call the way the agent's SDK would, with the
 // placeholder key, and returns the status and the whole answer.
-func post(t testing.TB, base, p string, wire Wire, body []byte) (int, []byte) {
+// postTo is what a test posts to: a gateway's run (its URL, with its
+// key) or a plain server.
+type postTo interface {
+	URL() string
+	Key() string
+}
+
+// plainURL is a server that is not a gateway's run: it gets a placeholder key.
+type plainURL string
+
+func (u plainURL) URL() string { return string(u) }
+func (plainURL) Key() string   { return placeholder }
+
+func post(t testing.TB, to postTo, p string, wire Wire, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+p, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, to.URL()+p, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if wire == WireAnthropic {
-		req.Header.Set("X-Api-Key", placeholder)
+		req.Header.Set("X-Api-Key", to.Key())
 		req.Header.Set("Anthropic-Version", "2023-06-01")
 	} else {
-		req.Header.Set("Authorization", "Bearer "+placeholder)
+		req.Header.Set("Authorization", "Bearer "+to.Key())
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -78,7 +91,7 @@ func (e *env) record(t testing.TB, c *cli) (Tape, [][]byte) {
 	defer run.Close()
 	var answers [][]byte
 	for i, fx := range c.main {
-		status, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+		status, b := post(t, run, fx.Path, c.wire, fx.Body)
 		if status != 200 {
 			t.Fatalf("record step %d: %d %s", i+1, status, b)
 		}
@@ -221,7 +234,7 @@ func TestReplay(t *testing.T) {
 					b := bodies()
 					tc.change(b)
 					for k := range b {
-						status, got := post(t, run.URL(), c.main[k].Path, c.wire, b[k])
+						status, got := post(t, run, c.main[k].Path, c.wire, b[k])
 						if status != tc.want.status[k] {
 							t.Fatalf("step %d: status %d, want %d: %s", k+1, status, tc.want.status[k], got)
 						}
@@ -272,7 +285,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 		defer run.Close()
 		e.ms.Push(modelserver.Text("a live answer"))
 		for k, fx := range c.main {
-			status, got := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			status, got := post(t, run, fx.Path, c.wire, fx.Body)
 			if status != 200 {
 				t.Fatalf("step %d: %d %s", k+1, status, got)
 			}
@@ -296,7 +309,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 		var last []byte
 		before := len(e.ms.ModelRequests())
 		for _, fx := range c.main {
-			s, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			s, b := post(t, run, fx.Path, c.wire, fx.Body)
 			statuses, last = append(statuses, s), b
 		}
 		st := run.Status()
@@ -306,7 +319,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			!strings.Contains(string(last), "verified steps 1..2 and stopped here") || len(e.ms.ModelRequests()) != before {
 			t.Errorf("status %+v, statuses %v, last answer %.200s", st, statuses, last)
 		}
-		if s, _ := post(t, run.URL(), c.main[2].Path, c.wire, c.main[2].Body); s != 400 {
+		if s, _ := post(t, run, c.main[2].Path, c.wire, c.main[2].Body); s != 400 {
 			t.Errorf("a call after the end: %d", s)
 		}
 	})
@@ -318,7 +331,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			if k == 2 {
 				b = replace(t, b, c.toolOut, "other")
 			}
-			post(t, run.URL(), fx.Path, c.wire, b)
+			post(t, run, fx.Path, c.wire, b)
 		}
 		if st := run.Status(); st.Verified || st.Divergence == nil || st.Divergence.Step != 3 || st.Divergence.Kind != KindTool {
 			t.Errorf("status %+v", st)
@@ -351,7 +364,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			if k == 2 {
 				b = replace(t, b, c.toolOut, "other")
 			}
-			if s, got := post(t, run.URL(), fx.Path, c.wire, b); s != 200 {
+			if s, got := post(t, run, fx.Path, c.wire, b); s != 200 {
 				t.Fatalf("step %d: %d %s", k+1, s, got)
 			}
 		}
@@ -375,7 +388,7 @@ func TestReplayShapes(t *testing.T) {
 			defer run.Close()
 			for k, fx := range c.main {
 				b := replace(t, fx.Body, `"stream":true`, `"stream":false`)
-				status, got := post(t, run.URL(), fx.Path, c.wire, b)
+				status, got := post(t, run, fx.Path, c.wire, b)
 				if status != 200 || !jsonEqual(got, tape[k].Answer) {
 					t.Fatalf("step %d: %d %s\nwant %s", k+1, status, got, tape[k].Answer)
 				}
@@ -389,7 +402,7 @@ func TestReplayShapes(t *testing.T) {
 			run2, _ := e.g.NewRun(RunConfig{Tape: flat})
 			defer run2.Close()
 			for k, fx := range c.main {
-				status, got := post(t, run2.URL(), fx.Path, c.wire, fx.Body)
+				status, got := post(t, run2, fx.Path, c.wire, fx.Body)
 				if status != 200 {
 					t.Fatalf("step %d: %d %s", k+1, status, got)
 				}
@@ -436,7 +449,7 @@ func TestRunsApart(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				post(t, run.URL(), c.main[0].Path, c.wire, c.main[0].Body)
+				post(t, run, c.main[0].Path, c.wire, c.main[0].Body)
 			}
 		}()
 	}
@@ -474,7 +487,7 @@ func TestKeyStaysHome(t *testing.T) {
 	defer g.Close()
 	rec := &MemRecorder{}
 	run, _ := g.NewRun(RunConfig{Recorder: rec})
-	status, body := post(t, run.URL(), "/v1/messages", WireAnthropic, []byte(`{"model":"m","messages":[]}`))
+	status, body := post(t, run, "/v1/messages", WireAnthropic, []byte(`{"model":"m","messages":[]}`))
 	if status != http.StatusBadGateway || !strings.Contains(string(body), "redirected") || len(elsewhere) != 0 {
 		t.Errorf("redirect: %d %s; elsewhere got %v", status, body, elsewhere)
 	}
@@ -490,16 +503,16 @@ func TestKeyStaysHome(t *testing.T) {
 	defer plain.Close()
 	run3, _ := plain.NewRun(RunConfig{})
 	req3, _ := http.NewRequest(http.MethodPost, run3.URL()+"/v1/messages", strings.NewReader(`{}`))
-	req3.Header.Set("X-Api-Key", placeholder)
-	req3.Header.Set("Authorization", "Bearer "+placeholder)
+	req3.Header.Set("X-Api-Key", run3.Key())
+	req3.Header.Set("Authorization", "Bearer "+run3.Key())
 	if resp, err := http.DefaultClient.Do(req3); err == nil {
 		resp.Body.Close()
 	}
 	if len(elsewhere) != 1 || elsewhere[0] != "" {
 		t.Errorf("the upstream got keys %q", elsewhere)
 	}
-	if status, _ := post(t, g.URL()+"/r/nosuchrun", "/v1/messages", WireAnthropic, []byte(`{}`)); status != 404 {
-		t.Errorf("unknown run: %d", status)
+	if status, _ := post(t, plainURL(g.URL()), "/v1/messages", WireAnthropic, []byte(`{}`)); status != http.StatusUnauthorized {
+		t.Errorf("no run's key: %d", status)
 	}
 	if _, err := Start(Options{Addr: "0.0.0.0:0"}); err == nil {
 		t.Error("listened beyond loopback")
@@ -509,7 +522,7 @@ func TestKeyStaysHome(t *testing.T) {
 	rec2 := &MemRecorder{}
 	run2, _ := e.g.NewRun(RunConfig{Recorder: rec2})
 	req, _ := http.NewRequest(http.MethodGet, run2.URL()+"/v1/models", nil)
-	req.Header.Set("X-Api-Key", placeholder)
+	req.Header.Set("X-Api-Key", run2.Key())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -547,6 +560,7 @@ func TestStreamsAsItArrives(t *testing.T) {
 	e.ms.Push(r)
 	run, _ := e.g.NewRun(RunConfig{})
 	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[0].Body))
+	req.Header.Set("X-Api-Key", run.Key())
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -654,7 +668,9 @@ func TestUpstreamCut(t *testing.T) {
 	e.ms.Push(r)
 	rec := &MemRecorder{}
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
-	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", bytes.NewReader(c.main[1].Body))
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[1].Body))
+	req.Header.Set("X-Api-Key", run.Key())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,5 +711,75 @@ func TestSSEReader(t *testing.T) {
 	}
 	if raw.String() != in {
 		t.Errorf("raw bytes not passed on as they came")
+	}
+}
+
+// TestGatewayRefusesRequestsWithoutTheRunsKey: a run's URL carries no
+// secret (it is on an agent's command line, which every user of the
+// machine can read: rule 14 in ARCHITECTURE.md); a request to it without
+// the run's key, or with another key, is refused, never forwarded with
+// the real key nor recorded, a model call or not.
+func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
+	e := newEnv(t)
+	rec := &MemRecorder{}
+	run, err := e.g.NewRun(RunConfig{Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"from nobody"}]}`)
+	for _, tc := range []struct{ name, header, value string }{
+		{"no key", "", ""},
+		{"another x-api-key", "X-Api-Key", "tine-not-this-run"},
+		{"another bearer", "Authorization", "Bearer tine-not-this-run"},
+	} {
+		for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/models"} {
+			req, _ := http.NewRequest(http.MethodPost, run.URL()+p, bytes.NewReader(body))
+			if p == "/v1/models" {
+				req, _ = http.NewRequest(http.MethodGet, run.URL()+p, nil)
+			}
+			if tc.header != "" {
+				req.Header.Set(tc.header, tc.value)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s, %s: %d %s", tc.name, p, resp.StatusCode, b)
+			}
+		}
+	}
+	if n := len(e.ms.Requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if n := len(rec.Steps()); n != 0 {
+		t.Errorf("%d steps recorded", n)
+	}
+	// With its key, in either header, the run's calls go through, and the
+	// upstream gets the real key.
+	if s, b := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusOK {
+		t.Errorf("x-api-key: %d %s", s, b)
+	}
+	if s, b := post(t, run, "/v1/chat/completions", WireChat, body); s != http.StatusOK {
+		t.Errorf("bearer: %d %s", s, b)
+	}
+	for _, r := range e.ms.Requests() {
+		if got := r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"); got != "real-key" && got != "Bearer real-key" {
+			t.Errorf("the upstream got key %q", got)
+		}
+	}
+	if n := len(rec.Steps()); n != 2 {
+		t.Errorf("%d steps recorded", n)
+	}
+	if !strings.HasPrefix(run.Key(), KeyPrefix) || strings.Contains(run.URL(), run.Key()) || strings.Contains(run.cfg.ID, run.Key()) {
+		t.Errorf("key %q, URL %q, ID %q", run.Key(), run.URL(), run.cfg.ID)
+	}
+	// Once closed, its key opens nothing.
+	run.Close()
+	if s, _ := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusUnauthorized {
+		t.Errorf("a closed run's key: %d", s)
 	}
 }

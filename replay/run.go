@@ -445,7 +445,7 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	}
 	defer gr.Close()
 	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.forkAt - src.k0, k0: src.k0}
-	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
+	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), ModelKey: gr.Key(), Inherited: inh.inherited,
 		Env: NoNetwork}
 	for _, prompt := range src.prompts {
 		p.Driver.RunTurns(ctx, []fork.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)

@@ -46,7 +46,7 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	// tine's gateway (only such agents say Record).
 	env := slices.Clip(req.Env)
 	if h.claudeBehind() {
-		env = append(env, harness.AnthropicGatewayEnv(req.ModelURL)...)
+		env = append(env, harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...)
 	}
 	a, err := h.start(ctx, dir, t, env)
 	if err != nil {

@@ -111,7 +111,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Bin:     h.cfg.Bin,
 		Args:    pl.args,
 		Dir:     pl.dir,
-		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL)...),
+		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...),
 		Stdin:   bytes.NewReader(append(stdin, '\n')),
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,

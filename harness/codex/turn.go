@@ -197,7 +197,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	args := []string{"exec"}
 	runEnv := append(slices.Clip(h.cfg.Env), req.Env...)
 	if req.ModelURL != "" {
-		gwArgs, gwEnv := gatewayArgs(agentproc.MergeEnv(nil, h.cfg.Env), req.ModelURL)
+		gwArgs, gwEnv := gatewayArgs(agentproc.MergeEnv(nil, h.cfg.Env), req.ModelURL, req.ModelKey)
 		args = append(args, gwArgs...)
 		runEnv = append(runEnv, gwEnv...)
 	}

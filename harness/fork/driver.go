@@ -118,10 +118,11 @@ type Driver struct {
 	// made by another process (default 500 ms).
 	CancelPoll time.Duration
 	// Gateway, when set, gives each turn of a harness that can record
-	// (Capabilities.Record) the base URL its model calls go to: tine's
-	// recording gateway (rule 9); dir is where the agent works. done is
-	// called when the turn ends.
-	Gateway func(ctx context.Context, run model.Run, dir string) (url string, done func(), err error)
+	// (Capabilities.Record) the base URL its model calls go to, tine's
+	// recording gateway (rule 9), and the key they carry there
+	// (TurnRequest.ModelKey); dir is where the agent works. done is called
+	// when the turn ends.
+	Gateway func(ctx context.Context, run model.Run, dir string) (url, key string, done func(), err error)
 }
 
 func (d *Driver) now() time.Time {
@@ -273,8 +274,9 @@ type Rebuild struct {
 	Origin  *harness.Origin
 	Handoff bool
 	Prefix  []model.Message
-	// ModelURL is the replaying gateway's run URL.
-	ModelURL string
+	// ModelURL and ModelKey are the replaying gateway's URL and its run's
+	// key (TurnRequest.ModelKey).
+	ModelURL, ModelKey string
 	// Env is added to the agent's environment (what takes the network
 	// away from a replay).
 	Env []string
@@ -494,7 +496,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		req.Dir = d.agentDir(run)
-		req.ModelURL, req.Env = rb.ModelURL, rb.Env
+		req.ModelURL, req.ModelKey, req.Env = rb.ModelURL, rb.ModelKey, rb.Env
 		if run.NativeID == "" {
 			req.Origin, handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
 		}
@@ -507,7 +509,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		if d.Gateway != nil && caps.Record {
-			url, done, err := d.Gateway(ctx, run, req.Dir)
+			url, key, done, err := d.Gateway(ctx, run, req.Dir)
 			if err != nil {
 				finish(model.Failed, fmt.Errorf("recording: %w", err))
 				return
@@ -515,7 +517,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			if done != nil {
 				defer done()
 			}
-			req.ModelURL = url
+			req.ModelURL, req.ModelKey = url, key
 		}
 	}
 	if err := d.Store.SetRunning(bg, run.ID); err != nil {

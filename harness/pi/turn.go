@@ -187,7 +187,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	args := []string{"-p", "--mode", "json"}
 	runEnv := slices.Clip(h.cfg.Env)
 	if req.ModelURL != "" {
-		_, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL)
+		_, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL, req.ModelKey)
 		if err != nil {
 			return err
 		}

@@ -254,7 +254,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	var cleanup func()
 	if req.ModelURL != "" {
 		var err error
-		if env, cleanup, err = gatewayEnv(env, req.ModelURL); err != nil {
+		if env, cleanup, err = gatewayEnv(env, req.ModelURL, req.ModelKey); err != nil {
 			return fmt.Errorf("qwen: %w", err)
 		}
 		defer cleanup()
@@ -299,11 +299,12 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 }
 
 // gatewayEnv points the turn's qwen at tine's gateway at url: the OpenAI
-// base URL and a placeholder key (the real one stays in tine), and a
+// base URL and the gateway run's key, by the environment (rule 14 in
+// ARCHITECTURE.md; the real key stays in tine), and a
 // system settings file with the background memory extractor off, so the
 // tape holds the conversation's model calls only. cleanup removes the
 // file.
-func gatewayEnv(env []string, url string) ([]string, func(), error) {
+func gatewayEnv(env []string, url, key string) ([]string, func(), error) {
 	dir, err := os.MkdirTemp("", "tine-qwen-")
 	if err != nil {
 		return nil, nil, err
@@ -313,7 +314,7 @@ func gatewayEnv(env []string, url string) ([]string, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	env = append(env, "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+harness.PlaceholderKey, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings)
+	env = append(env, "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+key, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings)
 	return env, func() { os.RemoveAll(dir) }, nil
 }
 
