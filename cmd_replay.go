@@ -69,7 +69,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 			"tape for steps 1..N, so it runs every tool call again for real; each request is checked\n"+
 			"against the tape, and the first difference is reported as a divergence of kind model,\n"+
 			"tool, network or tree. Then each of K continuations goes live from step N (K = 0 only\n"+
-			"verifies). Runs are recorded with `tine fork|run --record`.")
+			"verifies). Runs are recorded with `tine fork|run --record`. Where bubblewrap is installed\n"+
+			"(Linux) the agent runs in a sandbox: no network but tine's gateway, no writes but its worktree\n"+
+			"and its own state, no credential in its environment; elsewhere, or with TINE_REPLAY_SANDBOX=off,\n"+
+			"each replay says what holds it instead (README: Isolation).")
 	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
 	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
 	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
@@ -95,6 +98,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	rp := newReplayer(st, d, tf.ag)
+	if err := rp.Isolation(); err != nil && *trials == "" {
+		// Said on every replay (README: Isolation).
+		fmt.Fprintln(e.stderr, isolationWarning(err))
+	}
 	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
 		Base: *base, Check: *check, CheckNumber: *score == "number"}
 	var plan *replay.Plan
@@ -154,13 +161,22 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 }
 
 // newReplayer wires a Replayer to this process's gateway and to the
-// model APIs' keys in the environment.
+// model APIs' keys in the environment; TINE_REPLAY_SANDBOX=off runs its
+// agents without the sandbox.
 func newReplayer(st *store.Store, d *fork.Driver, ag agentFlags) *replay.Replayer {
 	gw, err := processGateway.get()
 	if err != nil {
 		gw = nil
 	}
-	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout}
+	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout,
+		Unsandboxed: os.Getenv("TINE_REPLAY_SANDBOX") == "off"}
+}
+
+// isolationWarning is the line a replay without a sandbox starts with:
+// why there is none, and what then holds the agent.
+func isolationWarning(why error) string {
+	return "tine replay: warning: " + why.Error() + "; the replayed agent is held by its proxy variables only (HTTP(S) proxies at a closed port): " +
+		"a program that opens sockets itself reaches the network, writes outside its worktree succeed, and it sees the credentials in tine's environment (README: Isolation)"
 }
 
 // replayReport reads the trials as stored.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
 )
@@ -84,6 +85,11 @@ func commands() []command {
 }
 
 func main() {
+	// In a replay's sandbox tine is the relay to its gateway
+	// (internal/sandbox), before anything else.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
+		os.Exit(sandbox.RelayMain(os.Args[2:]))
+	}
 	// A closed terminal (SIGHUP) stops work as Ctrl+C and kill do: running
 	// forks are recorded as cancelled, not left "running".
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)

@@ -15,6 +15,7 @@ import (
 
 	"tine/harness/importer"
 	"tine/internal/modelserver"
+	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
 )
@@ -265,6 +266,10 @@ func TestDemoData(t *testing.T) {
 // its turns in a background process (it runs os.Executable()).
 // With TINE_TEST_AS_TINE=1 it is tine itself, for tests that kill it.
 func TestMain(m *testing.M) {
+	// It is the relay in a replay's sandbox, as tine is (main).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
+		os.Exit(sandbox.RelayMain(os.Args[2:]))
+	}
 	for _, a := range os.Args {
 		if a == "run-turns" || os.Getenv("TINE_TEST_AS_TINE") == "1" {
 			os.Exit(run(context.Background(), os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin}))

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -129,6 +130,10 @@ type TurnRequest struct {
 	// file only its user can read, never on its command line (rule 14 in
 	// ARCHITECTURE.md); the URL holds no secret.
 	ModelKey string
+	// Sandbox, when set, runs the agent in that jail (a replay's, rule 9
+	// in ARCHITECTURE.md): the harness adds the paths its agent writes its
+	// own state to (Spec.With) and hands it to agentproc.
+	Sandbox *sandbox.Spec
 }
 
 // ErrParentMovedOn refuses a first turn whose branch point no longer is

@@ -3,6 +3,7 @@ package harness
 import (
 	"cmp"
 	"errors"
+	"path/filepath"
 	"strings"
 )
 
@@ -43,6 +44,21 @@ func AnthropicGatewayEnv(url, key string) []string {
 	}
 	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
 		"ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}
+
+// ClaudeState is where Claude Code (run as itself, or behind an ACP
+// agent) writes its own state in environ: $CLAUDE_CONFIG_DIR, else
+// ~/.claude and ~/.claude.json. A replay's sandbox lets it write there
+// (TurnRequest.Sandbox).
+func ClaudeState(environ []string) []string {
+	if d := Getenv(environ, "CLAUDE_CONFIG_DIR"); d != "" {
+		return []string{d}
+	}
+	home := Getenv(environ, "HOME")
+	if home == "" {
+		return nil
+	}
+	return []string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")}
 }
 
 // AnthropicUpstream is where Claude Code's model calls go (run as

@@ -16,7 +16,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -148,6 +150,12 @@ type Gateway struct {
 
 	mu   sync.Mutex
 	runs map[[sha256.Size]byte]*Run // by the hash of their key
+
+	unixOnce sync.Once
+	unixDir  string // the private folder of the Unix socket
+	unixPath string
+	unixErr  error
+	unixDone chan struct{}
 }
 
 // Start listens on loopback and serves in the background.
@@ -188,10 +196,46 @@ func Start(opts Options) (*Gateway, error) {
 // URL is the gateway's address, e.g. "http://127.0.0.1:41234".
 func (g *Gateway) URL() string { return g.url }
 
+// Port is the port of URL.
+func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
+
+// Unix is a Unix socket the gateway also serves, made on first use in a
+// folder of its own that only this user can enter: a replay's sandbox,
+// which has no network, reaches the gateway through it (a relay in the
+// sandbox serves it on 127.0.0.1 at Port). Requests through it carry their
+// run's key like any other.
+func (g *Gateway) Unix() (string, error) {
+	g.unixOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tine-gateway-")
+		if err != nil {
+			g.unixErr = err
+			return
+		}
+		p := filepath.Join(dir, "gateway.sock")
+		ln, err := net.Listen("unix", p)
+		if err != nil {
+			os.RemoveAll(dir)
+			g.unixErr = err
+			return
+		}
+		g.unixDir, g.unixPath, g.unixDone = dir, p, make(chan struct{})
+		go func() {
+			defer close(g.unixDone)
+			_ = g.srv.Serve(ln)
+		}()
+	})
+	return g.unixPath, g.unixErr
+}
+
 // Close stops the gateway, cutting open exchanges.
 func (g *Gateway) Close() error {
 	err := g.srv.Close()
 	<-g.done
+	g.unixOnce.Do(func() {}) // no socket from now on
+	if g.unixDone != nil {
+		<-g.unixDone
+		os.RemoveAll(g.unixDir)
+	}
 	return err
 }
 

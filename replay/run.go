@@ -14,6 +14,7 @@ import (
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/worktree"
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -33,8 +34,9 @@ type Store interface {
 // proxy variable points at a closed port on loopback, except for loopback
 // itself (the gateway), so the agent's tools that honour them (curl, git,
 // npm, pip, the agents' own fetches) get no network and say so at once.
-// A program that opens sockets itself is not stopped: there is no
-// container or network namespace here (README: Isolation).
+// Without a sandbox (Replayer.Isolation) that is all that holds it: a
+// program that opens sockets itself still reaches the network (README:
+// Isolation). In one, there is no network to reach anyway.
 var NoNetwork = []string{
 	"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
 	"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "all_proxy=http://127.0.0.1:9",
@@ -78,6 +80,39 @@ type Replayer struct {
 	// CheckTimeout bounds a --check (default 10 minutes).
 	CheckTimeout time.Duration
 	Now          func() time.Time
+	// Unsandboxed runs the agents without a sandbox even where there is
+	// one (TINE_REPLAY_SANDBOX=off): NoNetwork is then all that holds them.
+	Unsandboxed bool
+}
+
+// Isolation says how a replayed agent is held: nil when it runs in a
+// sandbox (internal/sandbox: no network but the gateway, no writes but its
+// worktree and its own state, no credential in its environment), else why
+// there is none here, and it is held by its proxy variables only
+// (NoNetwork; README: Isolation).
+func (p *Replayer) Isolation() error {
+	if p.Unsandboxed {
+		return fmt.Errorf("%w: it is turned off (TINE_REPLAY_SANDBOX=off)", sandbox.ErrUnavailable)
+	}
+	return sandbox.Available()
+}
+
+// sandbox is the jail of a trial's agent, working in dir, on gateway run
+// gr: dir and a temporary folder of its own writable (the harness adds
+// the agent's own state), the gateway reached through its Unix socket,
+// and no credential in its environment but gr's key. done removes the
+// temporary folder.
+func (p *Replayer) sandbox(gr *Run, dir string) (*sandbox.Spec, func(), error) {
+	sock, err := p.Gateway.Unix()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the gateway's socket for the sandbox: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "tine-replay-tmp-")
+	if err != nil {
+		return nil, nil, err
+	}
+	return &sandbox.Spec{Writable: []string{dir}, Socket: sock, Port: p.Gateway.Port(), Keep: []string{gr.Key()}, TmpDir: tmp},
+		func() { os.RemoveAll(tmp) }, nil
 }
 
 // Unreplayable is the error of a run that cannot be replayed: no tape, a
@@ -444,9 +479,19 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		return finish()
 	}
 	defer gr.Close()
+	var jail *sandbox.Spec
+	if p.Isolation() == nil {
+		var done func()
+		if jail, done, err = p.sandbox(gr, dir); err != nil {
+			_ = p.Store.SetStatus(bg, id, model.Failed, "the replay's sandbox: "+err.Error())
+			_ = p.Store.UpdateReplay(bg, id, model.ReplayUnreplayed, 0, "", nil, err.Error())
+			return finish()
+		}
+		defer done()
+	}
 	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.forkAt - src.k0, k0: src.k0}
 	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), ModelKey: gr.Key(), Inherited: inh.inherited,
-		Env: NoNetwork}
+		Env: NoNetwork, Sandbox: jail}
 	for _, prompt := range src.prompts {
 		p.Driver.RunTurns(ctx, []fork.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
 		st := gr.Status()

@@ -295,7 +295,7 @@ func (h *Harness) Describe(ctx context.Context) harness.Description {
 	d.Installed, d.Path = true, path
 	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
 	defer cancel()
-	a, err := h.start(ctx, "", nil, nil)
+	a, err := h.start(ctx, "", nil, nil, nil)
 	if err != nil {
 		d.Problem = err.Error()
 		return d

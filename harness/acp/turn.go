@@ -15,6 +15,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"tine/harness"
+	"tine/internal/agentproc"
 	"tine/model"
 )
 
@@ -45,10 +46,13 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 	// A recorded or replayed turn: Claude Code behind the agent calls
 	// tine's gateway (only such agents say Record).
 	env := slices.Clip(req.Env)
+	sb := req.Sandbox
 	if h.claudeBehind() {
 		env = append(env, harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...)
+		// In a replay's sandbox, Claude Code writes its own state.
+		sb = sb.With(harness.ClaudeState(agentproc.MergeEnv(nil, append(slices.Clip(h.cfg.Env), env...)))...)
 	}
-	a, err := h.start(ctx, dir, t, env)
+	a, err := h.start(ctx, dir, t, env, sb)
 	if err != nil {
 		t.out.close()
 		return err

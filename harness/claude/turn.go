@@ -105,17 +105,19 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	s := newStream(emit, pl)
 	s.sawLine = h.sawLine
 	s.now = h.now
+	env := append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...)
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:    "claude",
 		Package: NPMPackage,
 		Bin:     h.cfg.Bin,
 		Args:    pl.args,
 		Dir:     pl.dir,
-		Env:     append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...),
+		Env:     env,
 		Stdin:   bytes.NewReader(append(stdin, '\n')),
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,
 		Started: h.started,
+		Sandbox: req.Sandbox.With(harness.ClaudeState(agentproc.MergeEnv(nil, env))...),
 	}, s.line)
 	s.close()
 	if res.Skipped > 0 {

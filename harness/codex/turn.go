@@ -237,6 +237,9 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Args: args, Dir: dir,
 		Env: runEnv, Stdin: strings.NewReader(p.prompt),
 		Stall: h.cfg.Stall, Grace: h.cfg.Grace,
+		// In a replay's sandbox it writes its sessions and state to
+		// $CODEX_HOME.
+		Sandbox: req.Sandbox.With(home),
 		Started: func(pid int) {
 			ran = true
 			if h.started != nil {

@@ -22,6 +22,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/worktree"
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -278,8 +279,11 @@ type Rebuild struct {
 	// key (TurnRequest.ModelKey).
 	ModelURL, ModelKey string
 	// Env is added to the agent's environment (what takes the network
-	// away from a replay).
+	// away from a replay without a sandbox).
 	Env []string
+	// Sandbox, when set, is the jail the agent runs in
+	// (TurnRequest.Sandbox).
+	Sandbox *sandbox.Spec
 	// Inherited is asked about each message the agent emits, in order:
 	// true when the run already inherits it (it is then not stored).
 	Inherited func(model.Message) bool
@@ -496,7 +500,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		req.Dir = d.agentDir(run)
-		req.ModelURL, req.ModelKey, req.Env = rb.ModelURL, rb.ModelKey, rb.Env
+		req.ModelURL, req.ModelKey, req.Env, req.Sandbox = rb.ModelURL, rb.ModelKey, rb.Env, rb.Sandbox
 		if run.NativeID == "" {
 			req.Origin, handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
 		}

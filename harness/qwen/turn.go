@@ -274,9 +274,12 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		emit(harness.Event{Kind: harness.EventSession, NativeID: pl.session})
 	}
 	s := &stream{emit: emit, pl: pl, tail: &tail{path: pl.file, off: pl.from}}
+	getenv := getenvOf(env)
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name: "qwen", Package: NPMPackage, Bin: h.cfg.Bin, Args: pl.args, Dir: dir, Env: env,
 		Stdin: bytes.NewReader(stdin), Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
+		// In a replay's sandbox it writes its own folder and its sessions'.
+		Sandbox: req.Sandbox.With(qwenHome(getenv), runtimeDir(getenv)),
 	}, s.line)
 	s.read() // what it wrote last
 	if res.Skipped > 0 {

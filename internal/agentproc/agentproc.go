@@ -3,7 +3,8 @@
 // the one place that knows how such a subprocess is started and stopped:
 //
 //   - started from an argument list, never a shell string, in its own
-//     process group, with the environment tine chose;
+//     process group, with the environment tine chose; in a jail when the
+//     Spec gives one (internal/sandbox: a replay's);
 //   - stdout read as JSON lines: a line that is not a JSON object, or is
 //     longer than MaxLine, is skipped and counted, never fatal;
 //   - a stall timer: no complete line for Stall ends the turn (a stream
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"tine/internal/jsonl"
+	"tine/internal/sandbox"
 )
 
 // Defaults for Spec's zero values.
@@ -70,6 +72,9 @@ type Spec struct {
 	// (its first MaxLine bytes when too long), so a caller whose protocol must
 	// not lose a line (JSON-RPC) can tell garbage from a broken message.
 	Skipped func(line []byte)
+	// Sandbox, when set, runs the process in that jail (a replay's: rule 9
+	// in ARCHITECTURE.md), with its environment scrubbed of credentials.
+	Sandbox *sandbox.Spec
 }
 
 // Result is what a run of the CLI left besides its lines.
@@ -138,9 +143,15 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 		drain = exitDrain
 	}
 
-	cmd := exec.Command(bin, s.Args...)
+	args, env := s.Args, MergeEnv(s.Base, s.Env)
+	if s.Sandbox != nil {
+		if bin, args, env, err = s.Sandbox.Command(bin, args, s.Dir, env); err != nil {
+			return res, fmt.Errorf("%s cannot start in its sandbox: %w", name, err)
+		}
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = s.Dir
-	cmd.Env = MergeEnv(s.Base, s.Env)
+	cmd.Env = env
 	cmd.Stdin = s.Stdin
 	ownGroup(cmd)
 	pr, pw := io.Pipe()
