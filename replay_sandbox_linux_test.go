@@ -4,7 +4,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,18 @@ import (
 
 	"tine/internal/modelserver"
 	"tine/internal/sandbox"
+	"tine/model"
 	"tine/store"
 )
 
 // TestReplaySandbox: a replay is a sandbox (internal/sandbox, README:
-// Isolation). Runs of the real agents, recorded without one, whose tool
-// call writes outside the worktree, opens a socket itself to a server on
-// this machine's network address, or prints its environment, replay in
-// the sandbox with the write refused, the connection refused and no real
-// key in the environment, each a divergence at the step whose tool did it.
+// Isolation). A run of each real agent, recorded without one, whose step
+// calls three tools, one that writes outside the worktree, one that opens
+// a socket itself to a server on this machine's network address and one
+// that prints its environment, replays in the sandbox with the write
+// refused, the connection refused and no real key in the environment.
 // Without the sandbox (TINE_REPLAY_SANDBOX=off) each of them goes through,
-// and `tine replay` says so in one line. A clean run's replay is timed
-// both ways.
+// and `tine replay` says so in one line. Both replays are timed.
 func TestReplaySandbox(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skip(err)
@@ -63,110 +62,88 @@ func replaySandbox(t *testing.T, name string) {
 	require.NotEmpty(t, lan, "this machine has a network address besides loopback")
 	u, err := url.Parse(lan)
 	require.NoError(t, err)
-	record := func(fork, marker, cmd string) {
-		t.Helper()
-		on(marker, modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell(cmd)}}, modelserver.Reply{Text: "Done."})
-		out, errOut, code := tine(t, db, "fork", session, "--name", fork, "-m", marker+": do it", "--record", "--wait", "--json")
-		require.Equal(t, 0, code, "%s\n%s", out, errOut)
-		require.Equal(t, 0, srv.Pending(), "every scripted reply used")
-	}
-	record("sbx-write", "sbx-write", "echo x > "+outside+" && echo wrote")
-	record("sbx-socket", "sbx-socket", "bash -c 'exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected' 2>&1; echo tried")
-	record("sbx-env", "sbx-env", "env")
-	record("sbx-clean", "sbx-clean", "echo clean")
+	// One step, three tool calls: a write outside the worktree, a socket
+	// of its own to a server on the machine's network address, and env.
+	write, socket := "echo x > "+outside+" && echo wrote", "bash -c 'exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected' 2>&1; echo tried"
+	on("sbx-main", modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell(write), a.shell(socket), a.shell("env")}},
+		modelserver.Reply{Text: "Done."})
+	out, errOut, code := tine(t, db, "fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	// Recorded without a sandbox: the write and the connection went
 	// through, and the agent saw the real keys.
 	b, err := os.ReadFile(outside)
 	require.NoError(t, err, "the recorded run wrote outside its worktree")
 	require.Equal(t, "x\n", string(b))
 	require.NoError(t, os.Remove(outside))
-	assert.True(t, toolSaid(t, db, "sbx-socket", "connected"), "the recorded run connected")
-	assert.True(t, toolSaid(t, db, "sbx-env", "GITHUB_TOKEN="+real[1]), "the recorded run saw a real token")
+	rec := toolOutputs(t, db, "sbx")
+	require.Len(t, rec, 3, "the recorded run's three tool results")
+	require.Contains(t, rec[1], "connected", "the recorded run connected")
+	require.Contains(t, rec[2], "GITHUB_TOKEN="+real[1], "the recorded run saw a real token")
 
-	replayOnce := func(run string) (replayResult, string, time.Duration) {
+	// replay replays the run to step 1 (its tools run again, and step 2,
+	// which carries their outputs, diverges: the run's key differs) and
+	// returns the replayed tools' outputs and how long it took.
+	replay := func() ([]string, string, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		r, errOut, _ := replayJSONOf(t, db, run, "--at-step", "1", "--continuations", "0")
-		return r, errOut, time.Since(start)
+		r, errOut, _ := replayJSONOf(t, db, "sbx", "--at-step", "1", "--continuations", "0")
+		took := time.Since(start)
+		require.Equal(t, "diverged", r.Status, errOut)
+		require.Equal(t, 2, r.Divergence.Step, "%+v", r.Divergence)
+		outs := toolOutputs(t, db, r.Trials[0].ID)
+		require.Len(t, outs, 3, "the replayed tools' results are the trial's")
+		return outs, errOut, took
 	}
-	t.Run("in the sandbox: a write outside the worktree", func(t *testing.T) {
-		r, errOut, _ := replayOnce("sbx-write")
+	outs, errOut, with := replay()
+	t.Run("in the sandbox", func(t *testing.T) {
 		assert.NotContains(t, errOut, "warning", "a replay in the sandbox has nothing to warn of")
-		require.Equal(t, "diverged", r.Status, errOut)
-		assert.Equal(t, 2, r.Divergence.Step)
-		assert.Equal(t, "tool", r.Divergence.Kind)
-		assert.Contains(t, r.Divergence.Actual, "Read-only file system")
+		assert.Contains(t, outs[0], "Read-only file system", "the write outside the worktree was refused")
 		assert.NoFileExists(t, outside, "the write outside the worktree failed")
-	})
-	t.Run("in the sandbox: a socket of its own", func(t *testing.T) {
-		r, errOut, _ := replayOnce("sbx-socket")
-		require.Equal(t, "diverged", r.Status, errOut)
-		assert.Equal(t, 2, r.Divergence.Step)
-		assert.Equal(t, "network", r.Divergence.Kind)
-		assert.Contains(t, r.Divergence.Actual, "Network is unreachable")
-		assert.NotRegexp(t, `(?m)^(Output: )?connected$`, r.Divergence.Actual)
-	})
-	t.Run("in the sandbox: its environment", func(t *testing.T) {
-		r, errOut, _ := replayOnce("sbx-env")
-		require.Equal(t, "diverged", r.Status, errOut)
-		require.NotNil(t, r.Divergence)
-		assert.Equal(t, 2, r.Divergence.Step)
-		assert.Contains(t, r.Divergence.Actual, "PATH=", "the replayed tool printed its environment")
+		assert.Contains(t, outs[1], "Network is unreachable", "the socket of its own reached nothing")
+		assert.NotRegexp(t, `(?m)^(Output: )?connected$`, outs[1])
+		assert.Contains(t, outs[2], "PATH=", "the replayed tool printed its environment")
 		for _, k := range real {
-			assert.NotContains(t, r.Divergence.Actual, k, "a real key in the replayed agent's environment")
+			assert.NotContains(t, outs[2], k, "a real key in the replayed agent's environment")
 		}
-		assert.Contains(t, r.Divergence.Actual, "tine-gw-", "the run's gateway key is all it has")
+		assert.Contains(t, outs[2], "tine-gw-", "the run's gateway key is all it has")
 	})
+	t.Setenv("TINE_REPLAY_SANDBOX", "off")
+	outs, errOut, without := replay()
 	t.Run("without the sandbox", func(t *testing.T) {
-		t.Setenv("TINE_REPLAY_SANDBOX", "off")
-		r, errOut, _ := replayOnce("sbx-write")
-		assert.Contains(t, errOut, "tine replay: warning: no sandbox: it is turned off", "said on every replay")
-		assert.Contains(t, errOut, "held by its proxy variables only")
-		assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "in one line: %q", errOut)
-		assert.Equal(t, "verified", r.Status, "the write outside the worktree went through: %+v", r.Divergence)
-		assert.FileExists(t, outside)
-		r, _, _ = replayOnce("sbx-socket")
-		assert.Equal(t, "verified", r.Status, "the connection went through: %+v", r.Divergence)
-		r, _, _ = replayOnce("sbx-env")
-		require.NotNil(t, r.Divergence, "the gateway key differs")
-		assert.Contains(t, r.Divergence.Actual, real[1], "without the sandbox the agent sees the real keys")
-	})
-	t.Run("what the sandbox costs", func(t *testing.T) {
-		// TINE_SANDBOX_COST_RUNS=N replays it N times each way (default 1).
-		n, _ := strconv.Atoi(os.Getenv("TINE_SANDBOX_COST_RUNS"))
-		n = max(n, 1)
-		var with, without time.Duration
-		for range n {
-			r, errOut, d := replayOnce("sbx-clean")
-			require.Equal(t, "verified", r.Status, errOut)
-			with += d
-			t.Setenv("TINE_REPLAY_SANDBOX", "off")
-			r, errOut, d = replayOnce("sbx-clean")
-			require.Equal(t, "verified", r.Status, errOut)
-			without += d
-			t.Setenv("TINE_REPLAY_SANDBOX", "")
+		var warning []string
+		for _, l := range strings.Split(errOut, "\n") {
+			if strings.Contains(l, "warning") {
+				warning = append(warning, l)
+			}
 		}
-		t.Logf("%s: a replay of a one-tool run, to step 1: %v in the sandbox, %v without (the mean of %d)", name,
-			with/time.Duration(n), without/time.Duration(n), n)
+		require.Len(t, warning, 1, "said in one line: %q", errOut)
+		assert.Contains(t, warning[0], "tine replay: warning: no sandbox: it is turned off")
+		assert.Contains(t, warning[0], "held by its proxy variables only")
+		assert.FileExists(t, outside, "the write outside the worktree went through")
+		assert.Regexp(t, `(?m)^(Output: )?connected$`, outs[1], "the connection went through")
+		assert.Contains(t, outs[2], "GITHUB_TOKEN="+real[1], "the agent saw a real key")
 	})
+	t.Logf("%s: a replay of a three-tool step (tine replay, from start to exit): %v in the sandbox, %v without", name, with, without)
 }
 
-// toolSaid reports whether a tool result of the run named name holds s.
-func toolSaid(t *testing.T, db, name, s string) bool {
+// toolOutputs are the tool results of the run named ref, in order.
+func toolOutputs(t *testing.T, db, ref string) []string {
 	t.Helper()
 	st, err := store.Open(db)
 	require.NoError(t, err)
 	defer st.Close()
-	run, err := st.Resolve(t.Context(), name)
+	run, err := st.Resolve(t.Context(), ref)
 	require.NoError(t, err)
 	msgs, _, err := st.Messages(t.Context(), run.ID)
 	require.NoError(t, err)
-	for _, m := range msgs {
+	var outs []string
+	for _, m := range msgs[run.ForkAt:] {
 		for _, p := range m.Parts {
-			if strings.Contains(p.Text, s) {
-				return true
+			if p.Kind == model.ToolResult {
+				outs = append(outs, p.Text)
 			}
 		}
 	}
-	return false
+	return outs
 }
