@@ -463,7 +463,20 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 			return tree(c)
 		}
 	}
-	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
+	// tine's own git on the trial's tree keeps to the repository found
+	// before the agent runs: the agent may rewrite the worktree's .git to
+	// point at one of its own, whose config would run commands outside
+	// the sandbox (worktree.GitDir); when it is done, .git is restored.
+	repo := dir
+	if gd, err := worktree.GitDir(bg, dir); err == nil {
+		repo = gd
+		defer func() {
+			if err := worktree.RestoreGitFile(dir, gd); err != nil {
+				_ = p.Store.AddNote(bg, id, "the replay's worktree: "+err.Error())
+			}
+		}()
+	}
+	cfg.CompareTree = treeComparer(bg, repo, src.tape[0].Tree, run.StartTree)
 	if spec.Continuations > 0 {
 		if wire, up, err := p.upstream(src.run); err == nil {
 			cfg.Upstreams = map[Wire]Upstream{wire: up}
@@ -542,11 +555,12 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	return finish()
 }
 
-// treeComparer compares a replayed step's tree with the taped one by what
-// the tools changed since each run's start: the same when both starts are
-// the same tree and the trees are; with another base (--base) the same
-// when the same paths changed to the same contents.
-func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped, actual string) (string, bool) {
+// treeComparer compares a replayed step's tree with the taped one (of
+// repo, a work tree or its git directory) by what the tools changed since
+// each run's start: the same when both starts are the same tree and the
+// trees are; with another base (--base) the same when the same paths
+// changed to the same contents.
+func treeComparer(ctx context.Context, repo, tapedStart, start string) func(taped, actual string) (string, bool) {
 	return func(taped, actual string) (string, bool) {
 		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -554,14 +568,14 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			if taped == actual {
 				return "", false
 			}
-			d, err := worktree.TreeDiff(c, dir, taped, actual, nil, 200)
+			d, err := worktree.TreeDiff(c, repo, taped, actual, nil, 200)
 			if err != nil {
 				d = err.Error()
 			}
 			return d, true
 		}
-		a, err1 := worktree.Changes(c, dir, tapedStart, taped)
-		b, err2 := worktree.Changes(c, dir, start, actual)
+		a, err1 := worktree.Changes(c, repo, tapedStart, taped)
+		b, err2 := worktree.Changes(c, repo, start, actual)
 		if err := errors.Join(err1, err2); err != nil {
 			return err.Error(), true
 		}
@@ -580,7 +594,7 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			return "", false
 		}
 		sort.Strings(paths)
-		d, err := worktree.TreeDiff(c, dir, taped, actual, paths, 200)
+		d, err := worktree.TreeDiff(c, repo, taped, actual, paths, 200)
 		if err != nil {
 			d = err.Error()
 		}
