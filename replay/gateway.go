@@ -150,12 +150,6 @@ type Gateway struct {
 
 	mu   sync.Mutex
 	runs map[[sha256.Size]byte]*Run // by the hash of their key
-
-	unixOnce sync.Once
-	unixDir  string // the private folder of the Unix socket
-	unixPath string
-	unixErr  error
-	unixDone chan struct{}
 }
 
 // Start listens on loopback and serves in the background.
@@ -199,43 +193,41 @@ func (g *Gateway) URL() string { return g.url }
 // Port is the port of URL.
 func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
 
-// Unix is a Unix socket the gateway also serves, made on first use in a
-// folder of its own that only this user can enter: a replay's sandbox,
-// which has no network, reaches the gateway through it (a relay in the
-// sandbox serves it on 127.0.0.1 at Port). Requests through it carry their
-// run's key like any other.
-func (g *Gateway) Unix() (string, error) {
-	g.unixOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tine-gateway-")
-		if err != nil {
-			g.unixErr = err
-			return
-		}
-		p := filepath.Join(dir, "gateway.sock")
-		ln, err := net.Listen("unix", p)
-		if err != nil {
+// ServeUnix serves the gateway on a Unix socket too, in a folder of its
+// own that only this user can enter, until stop, which removes both: a
+// replay's sandbox, which has no network, reaches the gateway through it
+// (a relay in the sandbox serves it on 127.0.0.1 at Port). Requests
+// through it carry their run's key like any other.
+func (g *Gateway) ServeUnix() (path string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "tine-gateway-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "gateway.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.srv.Serve(ln)
+	}()
+	var once sync.Once
+	return path, func() {
+		once.Do(func() {
+			ln.Close()
+			<-done
 			os.RemoveAll(dir)
-			g.unixErr = err
-			return
-		}
-		g.unixDir, g.unixPath, g.unixDone = dir, p, make(chan struct{})
-		go func() {
-			defer close(g.unixDone)
-			_ = g.srv.Serve(ln)
-		}()
-	})
-	return g.unixPath, g.unixErr
+		})
+	}, nil
 }
 
 // Close stops the gateway, cutting open exchanges.
 func (g *Gateway) Close() error {
 	err := g.srv.Close()
 	<-g.done
-	g.unixOnce.Do(func() {}) // no socket from now on
-	if g.unixDone != nil {
-		<-g.unixDone
-		os.RemoveAll(g.unixDir)
-	}
 	return err
 }
 

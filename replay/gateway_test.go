@@ -3,10 +3,14 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -782,4 +786,45 @@ func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
 	if s, _ := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusUnauthorized {
 		t.Errorf("a closed run's key: %d", s)
 	}
+}
+
+// TestServeUnix: a sandbox reaches the gateway through a Unix socket of
+// its trial's, in a folder only this user enters; a request through it
+// needs its run's key like any other, and stop removes socket and folder.
+func TestServeUnix(t *testing.T) {
+	e := newEnv(t)
+	run, err := e.g.NewRun(RunConfig{Recorder: &MemRecorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	path, stop, err := e.g.ServeUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the socket's folder: %v %v", st, err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	for key, want := range map[string]int{run.Key(): http.StatusOK, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/messages", bytes.NewReader(body))
+		req.Header.Set("X-Api-Key", key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+	stop()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("the socket's folder is left: %v", err)
+	}
+	stop() // twice is once
 }

@@ -99,20 +99,21 @@ func (p *Replayer) Isolation() error {
 
 // sandbox is the jail of a trial's agent, working in dir, on gateway run
 // gr: dir and a temporary folder of its own writable (the harness adds
-// the agent's own state), the gateway reached through its Unix socket,
-// and no credential in its environment but gr's key. done removes the
-// temporary folder.
+// the agent's own state), the gateway reached through a Unix socket of
+// the trial's, and no credential in its environment but gr's key. done
+// removes the socket and the temporary folder.
 func (p *Replayer) sandbox(gr *Run, dir string) (*sandbox.Spec, func(), error) {
-	sock, err := p.Gateway.Unix()
+	sock, stop, err := p.Gateway.ServeUnix()
 	if err != nil {
 		return nil, nil, fmt.Errorf("the gateway's socket for the sandbox: %w", err)
 	}
 	tmp, err := os.MkdirTemp("", "tine-replay-tmp-")
 	if err != nil {
+		stop()
 		return nil, nil, err
 	}
 	return &sandbox.Spec{Writable: []string{dir}, Socket: sock, Port: p.Gateway.Port(), Keep: []string{gr.Key()}, TmpDir: tmp},
-		func() { os.RemoveAll(tmp) }, nil
+		func() { stop(); os.RemoveAll(tmp) }, nil
 }
 
 // Unreplayable is the error of a run that cannot be replayed: no tape, a
