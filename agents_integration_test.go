@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/fork"
 	"tine/harness/importer"
 	"tine/internal/modelserver"
 	"tine/model"
@@ -79,7 +80,7 @@ func field(lines []map[string]any, key, val, want string) string {
 // on that home: every session is there, the fork hangs off its parent at
 // the message it was forked at, and its usage is what the server charged.
 func TestRealAgentsForkAndImport(t *testing.T) {
-	for _, cli := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, cli := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(cli, func(t *testing.T) {
 			bin := agentBin(t, cli)
 			srv, err := modelserver.Start(modelserver.Options{Model: "tine-test-model"})
@@ -95,6 +96,9 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			var env []string
 			var first, fork []string
 			var idOf func([]map[string]any) string
+			// fileOf, for an agent whose fork is started from the
+			// session's file ("%f" in fork), finds it.
+			var fileOf func(id string) string
 			switch cli {
 			case "claude":
 				env = []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
@@ -131,12 +135,23 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 				first = []string{bin, "--output-format", "stream-json", "say hello"}
 				fork = []string{bin, "--output-format", "stream-json", "--resume", "%s", "--fork-session", "fork: say bye"}
 				idOf = func(l []map[string]any) string { return field(l, "type", "system", "session_id") }
+			case "gemini":
+				writeGeminiSettings(t, home)
+				env = []string{"GOOGLE_GEMINI_BASE_URL=" + srv.URL(), "GEMINI_API_KEY=test", "GEMINI_MODEL=gemini-2.5-flash", "GEMINI_CLI_TRUST_WORKSPACE=true"}
+				first = []string{bin, "--output-format", "stream-json", "-p", "say hello"}
+				// A new session holding a copy of the session's file.
+				fork = []string{bin, "--output-format", "stream-json", "--session-file", "%f", "-p", "fork: say bye"}
+				idOf = func(l []map[string]any) string { return field(l, "type", "init", "session_id") }
+				fileOf = func(id string) string { return geminiFile(t, home, id) }
 			}
 			main := idOf(agentRun(t, home, env, first...))
 			require.NotEmpty(t, main, "the CLI reported its session id")
 			for i, a := range fork {
-				if a == "%s" {
+				switch a {
+				case "%s":
 					fork[i] = main
+				case "%f":
+					fork[i] = fileOf(main)
 				}
 			}
 			forkID := idOf(agentRun(t, home, env, fork...))
@@ -151,6 +166,7 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			t.Setenv("PI_CODING_AGENT_SESSION_DIR", "")
 			t.Setenv("QWEN_HOME", "")
 			t.Setenv("QWEN_RUNTIME_DIR", "")
+			t.Setenv("GEMINI_CLI_HOME", "")
 			db := filepath.Join(t.TempDir(), "t.db")
 			out, errOut, code := tine(t, db, "import", "--json")
 			require.Equal(t, 0, code, errOut)
@@ -232,6 +248,9 @@ type e2eAgent struct {
 	shell func(cmd string) modelserver.ToolCall
 	// sessionFile finds the agent's own transcript of session id.
 	dir string
+	// find, when set, finds it for an agent whose file names do not hold
+	// the whole id.
+	find func(t *testing.T, id string) string
 }
 
 func setupAgent(t *testing.T, name, home, url string) e2eAgent {
@@ -305,6 +324,21 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 		a.shell = func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
 		}
+	case "gemini":
+		writeGeminiSettings(t, home)
+		a.env = append(common, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY=test", "GEMINI_MODEL=gemini-2.5-flash", "GEMINI_CLI_TRUST_WORKSPACE=true")
+		a.dir = filepath.Join(home, ".gemini", "tmp")
+		flags := []string{"--output-format", "stream-json", "--approval-mode", "yolo"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin}, flags...), "-p", "say hello turn-one")...), "type", "init", "session_id")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--resume", id, "-p", "remember turn-two")...)
+			return id
+		}
+		a.find = func(t *testing.T, id string) string { return geminiFile(t, home, id) }
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
+		}
 	}
 	a.write = func(file string) modelserver.ToolCall { return a.shell("echo x > " + file) }
 	return a
@@ -319,9 +353,39 @@ func writeQwenSettings(t *testing.T, home string) {
 		[]byte(`{"security":{"auth":{"selectedType":"openai"}},"memory":{"enableManagedAutoMemory":false}}`), 0o600))
 }
 
+// writeGeminiSettings has Gemini CLI in home use an API key (the one in
+// GEMINI_API_KEY) and make one attempt a model call.
+func writeGeminiSettings(t *testing.T, home string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".gemini"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
+		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}`), 0o600))
+}
+
+// geminiFile is Gemini CLI's file of session id in home: named after its
+// first 8 characters, holding its messages (a resume leaves an empty file
+// of the same session beside it).
+func geminiFile(t *testing.T, home, id string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+id[:8]+".jsonl"))
+	require.NoError(t, err)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(string(b), id) && strings.Contains(string(b), `"type":"gemini"`) {
+			return f
+		}
+	}
+	t.Fatalf("no Gemini CLI file of session %s among %v", id, files)
+	return ""
+}
+
 // file finds the agent's own transcript of session id.
 func (a e2eAgent) file(t *testing.T, id string) string {
 	t.Helper()
+	if a.find != nil {
+		return a.find(t, id)
+	}
 	found := ""
 	require.NoError(t, filepath.Walk(a.dir, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() && strings.HasSuffix(p, ".jsonl") && strings.Contains(filepath.Base(p), id) {
@@ -341,7 +405,7 @@ func (a e2eAgent) file(t *testing.T, id string) string {
 // continues that fork's own session; importing again adds no copies, and
 // the session's own file is never written to.
 func TestAgentForksBestOfNEndToEnd(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
 	}
 }
@@ -364,7 +428,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, err)
 
 	// tine runs with the environment the person's shell has.
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
@@ -387,7 +451,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
 	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
-		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json")
+		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json", "--apply-best")
 	var res struct {
 		Forks []forkJSON `json:"forks"`
 	}
@@ -414,8 +478,16 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Len(t, dirs, 3)
 	assert.Equal(t, 0, res.Forks[0].Check.Exit)
 	assert.NotZero(t, res.Forks[1].Check.Exit)
-	_, err = os.Stat(filepath.Join(project, "good.txt"))
-	assert.True(t, os.IsNotExist(err), "nothing was written into the session's own checkout")
+	// --apply-best brought the best fork's work, and only its, into the
+	// checkout; nothing else was written there.
+	assert.Contains(t, errOut, "applied good into "+project)
+	b, err := os.ReadFile(filepath.Join(project, "good.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b), "the best fork's file, as uncommitted work")
+	for _, other := range []string{"bad1", "bad2"} {
+		_, err = os.Stat(filepath.Join(project, other+".txt"))
+		assert.True(t, os.IsNotExist(err), "%s's work stays in its worktree", other)
+	}
 	after, err := os.ReadFile(file)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "the session's own file is never written to")
@@ -429,6 +501,20 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	require.Len(t, c.Runs[0].Files, 1)
 	assert.Equal(t, "good.txt", c.Runs[0].Files[0].Path)
 	assert.True(t, c.Runs[0].Best)
+
+	// Applying the winner again clashes with what is there now: refused,
+	// nothing changed; another fork's work applies beside it.
+	_, errOut, code = tine(t, db, "apply", "good")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "good.txt")
+	out, errOut, code = tine(t, db, "apply", "bad1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var ap fork.Applied
+	require.NoError(t, json.Unmarshal([]byte(out), &ap))
+	require.Len(t, ap.Files, 1)
+	assert.Equal(t, "bad1.txt", ap.Files[0].Path)
+	_, err = os.Stat(filepath.Join(project, "bad1.txt"))
+	assert.NoError(t, err)
 
 	// A second turn on a fork continues the fork's own session.
 	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})
@@ -458,18 +544,27 @@ func agentForksEndToEnd(t *testing.T, name string) {
 		require.NoError(t, err)
 		return string(b)
 	}
-	out, errOut, code = tine(t, db, "worktree", "rm", "bad1")
+	// What each agent wrote is uncommitted: rm keeps it unless --force.
+	_, errOut, code = tine(t, db, "worktree", "rm", "bad1")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "is in no commit; commit it there, or --force deletes it")
+	out, errOut, code = tine(t, db, "worktree", "rm", "--force", "bad1")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "removed")
 	_, err = os.Stat(res.Forks[0].Worktree)
 	require.NoError(t, err, "good's worktree stays")
-	assert.NotContains(t, branches(), "main-fork-2", "a branch with no commits of its own goes with its worktree")
+	assert.NotContains(t, branches(), "main-fork-2", "--force deletes the branch with the worktree")
 	out, errOut, code = tine(t, db, "worktree", "prune")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "bad2")
+	assert.Contains(t, out, "bad2: committed its uncommitted work")
 	assert.NotContains(t, out, "good", "the best fork's worktree is kept")
 	assert.Contains(t, branches(), "main-fork-1")
-	assert.NotContains(t, branches(), "main-fork-3")
+	assert.Contains(t, branches(), "main-fork-3", "prune committed bad2's work to its branch, which it keeps")
+	show := exec.Command("git", "show", "main-fork-3:bad2.txt")
+	show.Dir = project
+	b, err = show.Output()
+	require.NoError(t, err, "bad2's work is on its branch")
+	assert.Equal(t, "x\n", string(b))
 	out, errOut, code = tine(t, db, "ls", "--json")
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, 1, strings.Count(out, `/worktrees/`), "only good still has a worktree")
@@ -570,6 +665,29 @@ func TestACPForksEndToEnd(t *testing.T) {
 	assert.Equal(t, deeper.ID, res.Forks[0].ID, "its next turn goes on it")
 	reqs = srv.ModelRequests()
 	assert.Contains(t, string(reqs[len(reqs)-1].Body), "native-fork", "it resumed its own session")
+
+	// Claude Code keeps each ACP run's session under the ACP session's
+	// id: an import finds those files and stores none of them again (two
+	// runs never hold one conversation id, nor count its tokens twice).
+	out, errOut, code = tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	var sum importer.Summary
+	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
+	assert.Zero(t, sum.Runs, "no ACP run's session imported as a tree of its own")
+	assert.Equal(t, 3, sum.Driven, "good's, bad's and deeper's sessions")
+	out, _, code = tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code)
+	var all []runJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &all))
+	holders := map[string]int{}
+	for _, r := range all {
+		if r.NativeID != "" {
+			holders[r.NativeID]++
+		}
+	}
+	for id, n := range holders {
+		assert.Equal(t, 1, n, "conversation %s is held by one run", id)
+	}
 }
 
 // TestCancelARealAgentFromAnotherProcess: a fork's turn runs in the

@@ -116,7 +116,7 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 			"its steps, tokens, cost and time, the files it changed in its worktree, and its check.")
 	withDiff := f.Bool("diff", false, "also print each fork's whole diff against the commit it started from")
 	asJSON := f.Bool("json", false, "print JSON")
-	refs, err := f.parse(args, 2, 10)
+	refs, err := f.parse(args, 1, 10)
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,9 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if len(refs) == 1 {
+		return oneToCompare(ctx, st, refs[0])
+	}
 	c, err := compareRuns(ctx, st, refs, *withDiff)
 	if err != nil {
 		return err
@@ -219,4 +222,35 @@ func filesText(files []worktree.FileStat, errText string) string {
 		noun = "file"
 	}
 	return model.OneLine(fmt.Sprintf("%d %s, +%d -%d: %s", len(files), noun, add, del, names), 200)
+}
+
+// oneToCompare is the usage error of a compare given one run: which runs
+// it could be compared with (its forks, else its siblings), if any.
+func oneToCompare(ctx context.Context, st *store.Store, ref string) error {
+	r, err := st.Resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	runs, err := st.TreeRuns(ctx, r.TreeID)
+	if err != nil {
+		return err
+	}
+	var forks, siblings []string
+	for _, o := range runs {
+		switch {
+		case o.Hidden || o.ID == r.ID:
+		case o.ParentID == r.ID:
+			forks = append(forks, model.OneLine(o.Label(), 40))
+		case r.ParentID != "" && o.ParentID == r.ParentID:
+			siblings = append(siblings, model.OneLine(o.Label(), 40))
+		}
+	}
+	label := model.SafeText(r.Label())
+	switch {
+	case len(forks) > 0:
+		return usagef("compare: %s alone has nothing to compare with; give two runs or more, e.g. its forks: tine compare %s %s", label, label, strings.Join(forks[:min(len(forks), 3)], " "))
+	case len(siblings) > 0:
+		return usagef("compare: %s alone has nothing to compare with; give two runs or more, e.g. its siblings: tine compare %s %s", label, label, strings.Join(siblings[:min(len(siblings), 3)], " "))
+	}
+	return usagef("compare: %s alone has nothing to compare with, and it has no forks yet (tine fork %s makes some)", label, label)
 }

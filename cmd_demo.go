@@ -175,7 +175,8 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	// The demo forks offline, through the script harness: its sessions were
 	// made up, so no agent could continue them.
 	d := &fork.Driver{Store: st, Harnesses: backends(harness.Setup{Paced: true}, false), DefaultHarness: "script"}
-	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d, Agents: backends(harness.Setup{}, true)})
+	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d, Agents: backends(harness.Setup{}, true),
+		Offline: "the demo's sessions are made up, so no agent could continue them; the demo forks offline, through script"})
 	if *keep {
 		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", st.Path(), st.Path())
 	}

@@ -56,8 +56,33 @@ func writeMarkdown(w io.Writer, r model.Run, msgs []model.Message, inherited int
 	if r.ParentID != "" {
 		fmt.Fprintf(w, "- fork of `%s` at K=%d (messages 1-%d inherited)\n", r.ParentID, r.ForkAt, inherited)
 	}
-	if r.Cwd != "" {
+	// Where it worked: a fork's own worktree (its cwd is the checkout it
+	// was made from), else its directory.
+	switch {
+	case r.Worktree != "":
+		fmt.Fprintf(w, "- worked in: `%s`, a git worktree on branch `%s` of `%s`\n", safe(r.Worktree), safe(r.Branch), safe(r.Cwd))
+	case r.BaseCommit != "" && !r.InPlace:
+		fmt.Fprintf(w, "- worked in: a git worktree of `%s` on branch `%s`, since removed\n", safe(r.Cwd), safe(r.Branch))
+	case r.InPlace && r.Cwd != "":
+		fmt.Fprintf(w, "- worked in: `%s` itself (in place)\n", safe(r.Cwd))
+	case r.Cwd != "":
 		fmt.Fprintf(w, "- cwd: `%s`\n", safe(r.Cwd))
+	}
+	if r.BaseCommit != "" {
+		fmt.Fprintf(w, "- base commit: `%s`\n", safe(r.BaseCommit))
+	}
+	if r.Handoff {
+		fmt.Fprintln(w, "- handoff: a new session whose first message was the transcript so far")
+	}
+	if r.Check != nil {
+		fmt.Fprintf(w, "- check: `%s`: %s\n", safe(r.Check.Cmd), strings.TrimSuffix(checkText(r), " ★"))
+	}
+	if r.Best {
+		why := r.BestReason
+		if why == "" {
+			why = "marked by hand"
+		}
+		fmt.Fprintf(w, "- best: ★ %s\n", safe(why))
 	}
 	if !r.Usage.IsZero() {
 		fmt.Fprintf(w, "- own usage: %d input, %d output tokens\n", r.Usage.InputTokens, r.Usage.OutputTokens)

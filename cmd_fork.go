@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"os"
 
 	"tine/harness/fork"
 	"tine/model"
@@ -32,6 +35,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
 	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
+	applyBestFork := f.Bool("apply-best", false, "with --check and --wait: when every fork has finished, bring the best one's work into the checkout (as tine apply does)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
@@ -44,8 +48,21 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	} else if *replace {
 		return usagef("fork: --replace-original goes with --regenerate")
 	}
+	// Said before anything is made. -n 0 is not "the default": the
+	// default is -n left out.
+	nGiven := false
+	f.Visit(func(fl *flag.Flag) { nGiven = nGiven || fl.Name == "n" })
+	if nGiven && (*n < 1 || *n > fork.MaxForks) {
+		return usagef("fork: -n is how many forks: 1 to %d, not %d", fork.MaxForks, *n)
+	}
+	if err := fork.CheckNames(names); err != nil {
+		return usagef("fork: %s", err)
+	}
 	if *score != "exit" && *score != "number" {
 		return usagef("fork: --score is exit or number, not %q", *score)
+	}
+	if *applyBestFork && (*check == "" || !tf.wait) {
+		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
 	}
 	st, parent, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
@@ -53,6 +70,15 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	defer st.Close()
 	d.Parallel = *parallel
+	if len(msgs) > 0 || *regenerate {
+		h := *hname
+		if h == "" {
+			h = parent.Harness
+		}
+		if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
+			return err
+		}
+	}
 	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
 		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})
@@ -74,5 +100,15 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 			turns = append(turns, fork.Turn{RunID: fk.ID, Input: input})
 		}
 	}
-	return tf.run(ctx, e, st, d, turns, forks)
+	err = tf.run(ctx, e, st, d, turns, forks)
+	if *applyBestFork && ctx.Err() == nil {
+		w := e.stdout
+		if tf.asJSON {
+			w = e.stderr // stdout holds the forks' JSON
+		}
+		if aerr := applyBest(ctx, st, forks, w); aerr != nil {
+			return errors.Join(err, aerr)
+		}
+	}
+	return err
 }

@@ -65,8 +65,10 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HARNESS\tHERE\tFORK\tAT CHECKPOINT\tRESUME\tTOOLS\tSTREAM\tREPLAY\tVERSION\tNEEDS")
 	for _, h := range hs {
+		// Installed with a problem (a model API without its key) cannot
+		// run here either: the line under the table says why.
 		here := "yes"
-		if !h.Installed {
+		if !h.Installed || h.Problem != "" {
 			here = "no"
 		}
 		needs := ""
@@ -78,14 +80,14 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 		}
 		c := h.Capabilities
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, here, yes(c.Fork), yes(c.ForkAtK), yes(c.Resume),
-			yes(c.Tools), yes(c.Stream), yes(c.Replayable()), model.OneLine(h.Version, 30), model.OneLine(needs, 120))
+			yes(c.Tools), yes(c.Stream), yes(c.Replayable()), model.OneLine(h.Version, cells(e.stdout, 30)), model.OneLine(needs, cells(e.stdout, 120)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, h := range hs {
 		if h.Problem != "" {
-			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, model.OneLine(h.Problem, 200))
+			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, model.OneLine(h.Problem, cells(e.stdout, 200)))
 		}
 	}
 	return nil

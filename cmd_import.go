@@ -144,12 +144,12 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 	case sum.Files > 0:
 		printCounts(e, sum)
 	case discovered:
-		fmt.Fprintln(e.stdout, "No agent sessions found (looked in ~/.claude/projects, ~/.codex/sessions, ~/.pi/agent/sessions).")
+		fmt.Fprintf(e.stdout, "No agent sessions found (looked in %s).\n", model.SafeText(defaultFolders()))
 	case len(sum.SkippedFiles) == 0 && len(sum.Errors) == 0:
 		fmt.Fprintln(e.stdout, "No .jsonl or .json files there.")
 	}
 	if len(sum.Skipped) > 0 {
-		fmt.Fprintf(e.stdout, "skipped %d unreadable lines:\n", len(sum.Skipped))
+		fmt.Fprintf(e.stdout, "skipped %s:\n", plural(len(sum.Skipped), "unreadable line"))
 		for i, s := range sum.Skipped {
 			if i == 20 {
 				fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(sum.Skipped)-20)
@@ -158,8 +158,13 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.String(), 200))
 		}
 	}
+	printEmpty(e, sum.Empty)
 	if len(sum.SkippedFiles) > 0 {
-		fmt.Fprintf(e.stdout, "skipped %d paths that are not files tine can read:\n", len(sum.SkippedFiles))
+		what := "paths that are not files"
+		if len(sum.SkippedFiles) == 1 {
+			what = "path that is not a file"
+		}
+		fmt.Fprintf(e.stdout, "skipped %d %s tine can read:\n", len(sum.SkippedFiles), what)
 		for _, s := range sum.SkippedFiles {
 			fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(s.Path+": "+s.Reason, 300))
 		}
@@ -170,16 +175,54 @@ func printSummary(e *env, sum importer.Summary, discovered bool) {
 	}
 }
 
+// printEmpty says which files held no message, and what those that
+// counted tokens counted: the file is read, and there is nothing to show.
+func printEmpty(e *env, files []importer.EmptyFile) {
+	if len(files) == 0 {
+		return
+	}
+	var counted []importer.EmptyFile
+	for _, f := range files {
+		if !f.Usage.IsZero() {
+			counted = append(counted, f)
+		}
+	}
+	held := fmt.Sprintf("%d files held", len(files))
+	if len(files) == 1 {
+		held = "1 file held"
+	}
+	switch {
+	case len(counted) == 0:
+		fmt.Fprintf(e.stdout, "%s no messages: nothing to show (--json lists them)\n", held)
+		return
+	case len(counted) == len(files):
+		fmt.Fprintf(e.stdout, "%s no messages, only token counts: nothing to show, the tokens not counted in any run:\n", held)
+	default:
+		fmt.Fprintf(e.stdout, "%s no messages: nothing to show; these counted tokens, not counted in any run:\n", held)
+	}
+	for i, f := range counted {
+		if i == 20 {
+			fmt.Fprintf(e.stdout, "  ... and %d more (--json lists all)\n", len(counted)-20)
+			break
+		}
+		fmt.Fprintf(e.stdout, "  %s\n", model.OneLine(f.Path+": "+importer.UsageText(f.Usage), 300))
+	}
+}
+
 // printCounts prints the summary's first line: what was imported.
 func printCounts(e *env, sum importer.Summary) {
-	fmt.Fprintf(e.stdout, "imported %d runs, %d messages from %d files (%.1f MB in %.2fs)", sum.Runs, sum.Messages, sum.Files,
-		float64(sum.Bytes)/1e6, sum.Seconds)
+	fmt.Fprintf(e.stdout, "imported %s, %s from %s (%.1f MB in %.2fs)", plural(sum.Runs, "run"), plural(sum.Messages, "message"),
+		plural(sum.Files, "file"), float64(sum.Bytes)/1e6, sum.Seconds)
 	var notes []string
 	if sum.Unchanged > 0 {
 		notes = append(notes, fmt.Sprintf("%d unchanged", sum.Unchanged))
 	}
 	if sum.Appended > 0 {
-		notes = append(notes, fmt.Sprintf("%d grown, read from where they stopped", sum.Appended))
+		grown := fmt.Sprintf("%d grown, read from where they stopped", sum.Appended)
+		if sum.Appended == 1 {
+			grown = "1 grown, read from where it stopped"
+		}
+		notes = append(notes, grown)
 	}
 	if sum.Reread > 0 {
 		notes = append(notes, fmt.Sprintf("%d rewritten, read again", sum.Reread))

@@ -32,7 +32,7 @@ func TestImportExitsOneWhenAFileFailed(t *testing.T) {
 
 	out, errOut, code := tine(t, db, "import", dir)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "imported 1 runs, 6 messages from 2 files")
+	assert.Contains(t, out, "imported 1 run, 6 messages from 2 files")
 	assert.Contains(t, out, "1 failed")
 	assert.Contains(t, errOut, "bad.jsonl: not a transcript tine knows")
 	assert.Contains(t, errOut, "tine: import: 1 failed (listed above); the rest was imported")
@@ -64,8 +64,8 @@ func TestImportSkipsAFIFO(t *testing.T) {
 	select {
 	case r := <-done:
 		assert.Equal(t, 0, r.code, r.errOut)
-		assert.Contains(t, r.out, "imported 1 runs")
-		assert.Contains(t, r.out, "skipped 1 paths that are not files tine can read:\n  "+fifo+": a named pipe (FIFO), not a file")
+		assert.Contains(t, r.out, "imported 1 run,")
+		assert.Contains(t, r.out, "skipped 1 path that is not a file tine can read:\n  "+fifo+": a named pipe (FIFO), not a file")
 	case <-time.After(20 * time.Second):
 		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close()
@@ -176,4 +176,32 @@ func TestReimportOfUnchangedFilesSkipsTheStore(t *testing.T) {
 	_, errOut, code = tine(t, db, "import", dir)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, opened+3, storeImports.Load(), "the store changed since the copy")
+}
+
+// TestImportSaysAFileHeldOnlyTokenCounts: a rollout that counted tokens
+// and holds no message is not passed over in silence: the summary names
+// it with what it counted, and says there was nothing to show.
+func TestImportSaysAFileHeldOnlyTokenCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rollout-2026-05-02T10-00-00-0000eeee-0000-7000-8000-000000000002.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(`{"timestamp":"2026-05-02T10:00:00.000Z","type":"session_meta","payload":{"id":"0000eeee-0000-7000-8000-000000000002","cwd":"/p"}}
+{"timestamp":"2026-05-02T10:00:01.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240},"last_token_usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":40,"total_tokens":1240}}}}
+`), 0o644))
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "import", path)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "1 file held no messages, only token counts: nothing to show, the tokens not counted in any run:\n")
+	assert.Contains(t, out, "  "+path+": 1000 input, 200 cached, 40 output tokens\n")
+}
+
+// TestImportCountsInTheSingular: one of a thing is said as one ("1 run",
+// "1 unreadable line"), not "1 runs".
+func TestImportCountsInTheSingular(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "one.jsonl"), []byte(`{"role": "user", "content": "Name a prime."}
+this line is not json
+{"role": "assistant", "content": "7"}
+`), 0o644))
+	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "import", dir)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "imported 1 run, 2 messages from 1 file (")
+	assert.Contains(t, out, "skipped 1 unreadable line:\n")
 }

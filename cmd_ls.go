@@ -42,6 +42,23 @@ type runJSON struct {
 	Check      *checkJSON  `json:"check,omitempty"`
 	// Replay says how a run made by tine replay came about.
 	Replay *lsReplayJSON `json:"replay,omitempty"`
+	// AA sums up the run's own replays: how many continuations reproduced
+	// it, of those measured.
+	AA *aaJSON `json:"aa,omitempty"`
+}
+
+// aaJSON is a run's A/A rate as ls and show print it.
+type aaJSON struct {
+	Measured   int     `json:"measured"`
+	Reproduced int     `json:"reproduced"`
+	Rate       float64 `json:"rate"`
+}
+
+func toAAJSON(a model.AARate) *aaJSON {
+	if a.Measured == 0 {
+		return nil
+	}
+	return &aaJSON{Measured: a.Measured, Reproduced: a.Reproduced, Rate: float64(a.Reproduced) / float64(a.Measured)}
 }
 
 // lsReplayJSON is a replay's row as ls prints it.
@@ -144,6 +161,10 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	rates, err := st.AARates(ctx, ids)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		out := []runJSON{}
 		for _, l := range lines {
@@ -151,6 +172,7 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 			if r, ok := replays[l.n.Run.ID]; ok {
 				j.Replay = toLsReplay(r)
 			}
+			j.AA = toAAJSON(rates[l.n.Run.ID])
 			out = append(out, j)
 		}
 		return writeJSON(e.stdout, out)
@@ -177,6 +199,9 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 		status := string(r.Status)
 		if rp, ok := replays[r.ID]; ok {
 			status += replayStatus(rp)
+		}
+		if a, ok := rates[r.ID]; ok {
+			status += fmt.Sprintf(" (A/A %d/%d)", a.Reproduced, a.Measured)
 		}
 		fmt.Fprintf(tw, "%s%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", indent, model.ShortID(r.ID),
 			model.OneLine(r.Name, 30), r.Harness, status, k, r.Len(), r.Usage.Total(), costText(r.CostUSD), title)

@@ -242,7 +242,7 @@ func startBackgroundReplay(db string, spec replay.Spec, trials []string, args []
 
 // backgroundReplay is the command of a background replay: this command
 // line again, with the trials it made. An --api-key goes by the
-// environment, never on the command line (rule 14 in ARCHITECTURE.md), as
+// environment, never on the command line (rule 13 in ARCHITECTURE.md), as
 // startBackgroundTurns passes it.
 func backgroundReplay(exe, db string, trials []string, args []string) *exec.Cmd {
 	args, key := withoutAPIKey(args)

@@ -10,7 +10,7 @@ import (
 // TestBackgroundReplayKeepsTheKeyOffItsCommandLine: `tine replay
 // --api-key K` without --wait goes on in a tine of its own, which gets the
 // key by its environment, never on its command line, where every user of
-// the machine reads it (rule 14 in ARCHITECTURE.md).
+// the machine reads it (rule 13 in ARCHITECTURE.md).
 func TestBackgroundReplayKeepsTheKeyOffItsCommandLine(t *testing.T) {
 	for _, args := range [][]string{
 		{"run1", "--at-step", "2", "--api-key", "sk-secret-1"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"tine/harness/fork"
 	"tine/model"
@@ -27,6 +28,9 @@ func cmdRetry(ctx context.Context, e *env, args []string) error {
 		if r, ok := rs[run.ID]; ok {
 			return fmt.Errorf("%s is a replay of step %d: replay again with: tine replay %s --at-step %d", run.Label(), r.Step, model.ShortID(r.Of), r.Step)
 		}
+	}
+	if err := cliMissing(d.Harnesses, run.Harness, os.Getenv); err != nil {
+		return err
 	}
 	fresh, input, err := d.PrepareRetry(ctx, run.ID)
 	if err != nil {

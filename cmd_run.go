@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"tine/harness/fork"
 	"tine/model"
@@ -30,6 +31,19 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// Refused before NextTurnRun, which may make a fork for the turn.
+	h := *hname
+	if h == "" {
+		h = run.Harness
+	}
+	if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
+		return err
+	}
+	if *msg == "" {
+		if err := nothingToAnswer(ctx, st, run); err != nil {
+			return err
+		}
+	}
 	target, err := d.NextTurnRun(ctx, run.ID, *hname)
 	if err != nil {
 		return err

@@ -99,14 +99,32 @@ func cmdShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, msgs, inherited, err := loadRun(ctx, e, pos[0])
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r, err := st.Resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	msgs, inherited, err := st.Messages(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	rates, err := st.AARates(ctx, []string{r.ID})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		return writeJSON(e.stdout, toShowJSON(r, msgs, inherited))
+		s := toShowJSON(r, msgs, inherited)
+		s.AA = toAAJSON(rates[r.ID])
+		return writeJSON(e.stdout, s)
 	}
 	writeShow(e.stdout, r, msgs, inherited)
+	if a, ok := rates[r.ID]; ok {
+		fmt.Fprintf(e.stdout, "A/A: %s\n", a)
+	}
 	return nil
 }
 
@@ -117,7 +135,7 @@ func writeShow(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 	if r.Name != "" {
 		fmt.Fprintf(w, " (%s)", safe(r.Name))
 	}
-	fmt.Fprintf(w, " · %s · %s · %d messages\n", r.Harness, r.Status, len(msgs))
+	fmt.Fprintf(w, " · %s · %s · %s\n", r.Harness, r.Status, plural(len(msgs), "message"))
 	if r.Title != "" {
 		fmt.Fprintf(w, "title  %s\n", model.OneLine(r.Title, 0))
 	}

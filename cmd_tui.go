@@ -24,5 +24,5 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag)})
+	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag), NewDatabase: e.made})
 }

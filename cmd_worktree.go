@@ -18,9 +18,12 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "worktree", "rm RUN... [--force] | prune [--all] [--force]",
 		"Remove forks' git worktrees. rm removes the named forks' worktrees; prune removes\n"+
 			"those of every finished fork but the ones marked best (--all: those too) and lets git\n"+
-			"forget worktrees whose folders are gone. A fork's branch is deleted with its worktree\n"+
-			"only when it has no commits of its own; --force deletes it anyway.")
-	force := f.Bool("force", false, "delete a fork's branch even when it has commits of its own")
+			"forget worktrees whose folders are gone. Nothing uncommitted is deleted without\n"+
+			"--force: rm keeps a worktree that holds work in no commit, and prune first commits\n"+
+			"that work to the fork's branch (a commit by tine), which it then keeps. A fork's\n"+
+			"branch is deleted with its worktree only when it has no commits of its own. tine run\n"+
+			"on a fork whose worktree is gone makes it again from its branch.")
+	force := f.Bool("force", false, "delete what a fork's worktree holds uncommitted, and its branch even when it has commits of its own")
 	all := f.Bool("all", false, "prune: the best forks' worktrees too")
 	minPos, maxPos := 1, -1
 	if sub == "prune" {
@@ -66,21 +69,48 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		if r.Status == model.Running {
 			return fmt.Errorf("%s is running in its worktree; cancel it first (tine cancel %s)", r.Label(), model.ShortID(r.ID))
 		}
-		err := worktree.Remove(ctx, r.Worktree, r.Branch, r.BaseCommit, *force)
+		label, path, branch := model.SafeText(r.Label()), model.SafeText(r.Worktree), model.SafeText(r.Branch)
+		wt := worktree.Worktree{Path: r.Worktree, Branch: r.Branch, Base: r.BaseCommit, Start: r.StartTree}
+		// prune keeps what a fork's worktree holds uncommitted in a commit
+		// on its branch: agents rarely commit, and the work is the fork's
+		// output.
+		saved := ""
+		if sub == "prune" && !*force {
+			if n, err := worktree.Unsaved(ctx, wt); err == nil && n > 0 {
+				sha, err := worktree.Save(ctx, wt, saveMessage(r))
+				if err != nil {
+					fmt.Fprintf(e.stderr, "tine: %s: kept %s: its uncommitted work could not be committed: %s\n", label, path, model.OneLine(err.Error(), 0))
+					failed = errors.New("some worktrees were not removed")
+					continue
+				}
+				saved = fmt.Sprintf("committed its uncommitted work (%s) to branch %s as %s", fileCount(n), branch, model.ShortID(sha))
+			}
+		}
+		err := worktree.Remove(ctx, wt, *force)
+		var unsaved *worktree.UnsavedError
 		kept := errors.Is(err, worktree.ErrHasCommits)
-		if err != nil && !kept && !errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(e.stderr, "tine: %s: %s\n", model.SafeText(r.Label()), model.OneLine(err.Error(), 0))
-			failed = fmt.Errorf("some worktrees were not removed")
+		switch {
+		case errors.As(err, &unsaved):
+			fmt.Fprintf(e.stderr, "tine: %s: kept %s: its work in %s is in no commit; commit it there, or --force deletes it\n",
+				label, path, fileCount(unsaved.Files))
+			failed = errors.New("some worktrees were not removed")
+			continue
+		case err != nil && !kept && !errors.Is(err, os.ErrNotExist):
+			fmt.Fprintf(e.stderr, "tine: %s: %s\n", label, model.OneLine(err.Error(), 0))
+			failed = errors.New("some worktrees were not removed")
 			continue
 		}
 		if err := st.SetWorktree(ctx, r.ID, "", r.Branch, r.BaseCommit, r.StartTree); err != nil {
 			return err
 		}
-		if kept {
-			fmt.Fprintf(e.stdout, "%s: removed %s; kept branch %s, which has commits of its own (--force deletes it)\n",
-				model.SafeText(r.Label()), model.SafeText(r.Worktree), model.SafeText(r.Branch))
-		} else {
-			fmt.Fprintf(e.stdout, "%s: removed %s and branch %s\n", model.SafeText(r.Label()), model.SafeText(r.Worktree), model.SafeText(r.Branch))
+		switch {
+		case saved != "":
+			fmt.Fprintf(e.stdout, "%s: %s; removed %s; kept branch %s (tine run %s makes the worktree again from it)\n",
+				label, saved, path, branch, label)
+		case kept:
+			fmt.Fprintf(e.stdout, "%s: removed %s; kept branch %s, which has commits of its own (--force deletes it)\n", label, path, branch)
+		default:
+			fmt.Fprintf(e.stdout, "%s: removed %s and branch %s\n", label, path, branch)
 		}
 	}
 	if sub == "prune" {
@@ -100,4 +130,21 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return failed
+}
+
+// saveMessage is the message of the commit by which prune keeps what fork
+// r's worktree held uncommitted.
+func saveMessage(r model.Run) string {
+	return fmt.Sprintf("tine: the uncommitted work of fork %s\n\n"+
+		"tine worktree prune committed what the worktree of fork %s (run %s) held,\n"+
+		"so that removing the worktree lost nothing; tine run %s makes the\n"+
+		"worktree again from this branch.\n", r.Label(), r.Label(), r.ID, r.Label())
+}
+
+// fileCount is "1 file" or "n files".
+func fileCount(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }

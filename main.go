@@ -9,8 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -37,6 +39,8 @@ type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	db             string // --db, else TINE_DB, else the default path
+	// made is the database open made, when there was none at its path.
+	made string
 }
 
 // dbPath is the store's path: --db, else TINE_DB, else the default.
@@ -52,9 +56,22 @@ func (e *env) open() (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A mistyped --db must not pass for an empty library: a database
+	// made now is said, with where, and the folders made for it.
+	_, statErr := os.Stat(path)
+	fresh := errors.Is(statErr, fs.ErrNotExist)
+	missing := missingDir(filepath.Dir(path))
 	st, err := store.Open(path)
 	if err != nil {
 		return nil, err
+	}
+	if fresh {
+		e.made = st.Path()
+		note := "tine: there was no database at " + model.SafeText(st.Path()) + ": made a new, empty one"
+		if missing != "" {
+			note += " (and the folder " + model.SafeText(missing) + ")"
+		}
+		fmt.Fprintln(e.stderr, note)
 	}
 	// A fork whose process died is failed: interrupted, never "running"
 	// forever.
@@ -63,6 +80,25 @@ func (e *env) open() (*store.Store, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// missingDir is the outermost folder of dir that does not exist, "" when
+// dir does.
+func missingDir(dir string) string {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	missing := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); !errors.Is(err, fs.ErrNotExist) {
+			return missing
+		}
+		missing = d
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
 }
 
 func commands() []command {
@@ -79,8 +115,11 @@ func commands() []command {
 		{"cancel", "RUN...", "stop a running fork, whoever started it", cmdCancel},
 		{"replay", "RUN --at-step N [--continuations K] [--base REV] [--wait]", "rebuild a recorded run's world at step N and fork it there", cmdReplay},
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
+		{"apply", "FORK [--commit]", "bring a fork's work into the checkout it was made from", cmdApply},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
+		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
+		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
 	}
 }
 

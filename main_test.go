@@ -79,7 +79,8 @@ func TestImportErrors(t *testing.T) {
 	_, errOut, code := tine(t, db, "import", bad)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not a transcript tine knows")
-	assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+0, "one line per failed file plus the summary error")
+	assert.True(t, strings.HasPrefix(errOut, "tine: there was no database at "), "a new database is said first")
+	assert.Equal(t, 2, strings.Count(strings.TrimSpace(errOut), "\n")+0, "the new database, one line per failed file, and the summary error")
 
 	_, errOut, code = tine(t, db, "import", "does-not-exist.json")
 	assert.Equal(t, 1, code)
@@ -109,6 +110,8 @@ func TestUsageErrorsAndHelp(t *testing.T) {
 	}
 	_, errOut, _ := tine(t, db, "compare")
 	assert.Equal(t, "tine: compare: missing argument (see tine compare --help)\nRun 'tine --help' for usage.\n", errOut)
+	_, _, code = tine(t, db, "ls") // the database is made (and said) here
+	assert.Equal(t, 0, code)
 	_, errOut, code = tine(t, db, "show", "nosuchrun")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "tine: run \"nosuchrun\": not found\n", errOut, "one line, no stack trace")

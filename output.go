@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/charmbracelet/x/term"
 )
 
 // writeJSON prints v indented. encoding/json escapes C0 controls; C1
@@ -35,4 +38,22 @@ func escapeC1(b []byte) []byte {
 		out = append(out, b[i])
 	}
 	return out
+}
+
+// plural says "1 run", "2 runs": a count with its noun.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cells is how many characters a column cut at n may take on w: n on a
+// terminal, where a table's line must fit; all of it elsewhere (a pipe, a
+// file), where a cut would lose what a script reads (0 is no cut).
+func cells(w io.Writer, n int) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		return n
+	}
+	return 0
 }

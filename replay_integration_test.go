@@ -29,7 +29,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -292,6 +292,11 @@ func replayRealAgent(t *testing.T, name string) {
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
 		case "qwen":
 			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
+		case "gemini":
+			// A memory file of the person's: more in the system prompt.
+			memory := filepath.Join(home, ".gemini", "GEMINI.md")
+			require.NoError(t, os.WriteFile(memory, []byte("Prefer tabs to spaces.\n"), 0o644))
+			defer os.Remove(memory)
 		case "pi":
 			cfg := filepath.Join(home, ".pi", "agent", "models.json")
 			b, err := os.ReadFile(cfg)
@@ -315,7 +320,7 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -355,6 +360,9 @@ func replayImported(t *testing.T, name string) {
 	} else if name == "qwen" {
 		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "imp-main: do the task")
 		session = field(lines, "type", "system", "session_id")
+	} else if name == "gemini" {
+		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "-p", "imp-main: do the task")
+		session = field(lines, "type", "init", "session_id")
 	} else {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
 		session = field(lines, "type", "session", "id")
@@ -568,6 +576,69 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "first\nsecond\n", string(b))
+}
+
+// TestReplayAAComparesTheTurnThatWentLive: a recorded run of two turns,
+// replayed to the step that ends its first turn, goes live in the second:
+// A/A compares the continuation with the original's answer to that turn,
+// not with the answer at the replayed step (pi's trials keep their own
+// copy of the replayed steps; Claude Code's inherit them: the same either
+// way). Replayed to its last step, nothing goes live, and no A/A is
+// claimed.
+func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
+	for _, name := range []string{"pi", "claude"} {
+		t.Run(name, func(t *testing.T) {
+			srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+			require.NoError(t, err)
+			defer srv.Close()
+			home := t.TempDir()
+			project := filepath.Join(home, "project")
+			gitInit(t, project)
+			require.NoError(t, os.WriteFile(filepath.Join(project, "input.txt"), []byte("hello\n"), 0o644))
+			git(t, project, "add", ".")
+			git(t, project, "commit", "-q", "-m", "files")
+			a := setupAgent(t, name, home, srv.URL())
+			on := replies(srv)
+			on("turn-one", modelserver.Reply{Text: "Hello."})
+			on("turn-two", modelserver.Reply{Text: "Noted."})
+			session := a.session(t)
+			asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+			db := filepath.Join(t.TempDir(), "t.db")
+			_, errOut, code := tine(t, db, "import")
+			require.Equal(t, 0, code, errOut)
+			on("aa-one", modelserver.Reply{Text: "Reading.", ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
+				modelserver.Reply{Text: "Turn one done."})
+			out, errOut, code := tine(t, db, "fork", session, "--name", "two", "-m", "aa-one: read it", "--record", "--wait", "--json")
+			require.Equal(t, 0, code, "%s\n%s", out, errOut)
+			on("aa-two", modelserver.Reply{Text: "Turn two done."})
+			out, errOut, code = tine(t, db, "run", "two", "-m", "aa-two: and now", "--record", "--wait", "--json")
+			require.Equal(t, 0, code, "%s\n%s", out, errOut)
+			_, tape := tapeOf(t, db, "two")
+			require.Len(t, tape, 3)
+			require.Equal(t, 0, srv.Pending())
+
+			// Step 2 ends turn one: the continuation answers turn two, as
+			// the original did.
+			on("aa-two", modelserver.Reply{Text: "Turn two done."})
+			r, errOut, code := replayJSONOf(t, db, "two", "--at-step", "2", "--continuations", "1")
+			require.Equal(t, 0, code, errOut)
+			require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
+			require.Equal(t, 0, srv.Pending(), "the continuation went live in turn two")
+			tr := r.Trials[0]
+			require.NotNil(t, tr.AA, tr.AAReason)
+			assert.True(t, *tr.AA, tr.AAReason)
+			assert.Equal(t, "the same final answer", tr.AAReason)
+
+			// Step 3 is the run's last: nothing to continue, nothing claimed.
+			before := len(srv.ModelRequests())
+			r, errOut, code = replayJSONOf(t, db, "two", "--at-step", "3", "--continuations", "1")
+			require.Equal(t, 0, code, errOut)
+			assert.Equal(t, before, len(srv.ModelRequests()))
+			tr = r.Trials[0]
+			assert.Nil(t, tr.AA, tr.AAReason)
+			assert.Contains(t, tr.AAReason, "nothing went live")
+		})
+	}
 }
 
 // tapeOf reads the run named name from the store at db, with its tape.

@@ -29,7 +29,7 @@ func TestReplaySandbox(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skip(err)
 	}
-	for _, name := range []string{"claude", "codex", "pi", "qwen"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "acp"} {
 		t.Run(name, func(t *testing.T) { replaySandbox(t, name) })
 	}
 }
@@ -41,18 +41,25 @@ func replaySandbox(t *testing.T, name string) {
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
-	a := setupAgent(t, name, home, srv.URL())
+	// Claude Code behind claude-agent-acp: a Claude session handed off.
+	agent, harness := name, []string{}
+	var extra []string
+	if name == "acp" {
+		acpBin, claudeExe := claudeBehindACP(t)
+		agent, harness = "claude", []string{"--harness", "acp", "--handoff"}
+		extra = []string{"TINE_ACP_AGENT=" + acpBin, "CLAUDE_CODE_EXECUTABLE=" + claudeExe}
+	}
+	a := setupAgent(t, agent, home, srv.URL())
 	// Real keys no test uses elsewhere, in tine's environment: the one
 	// the agent's model calls go upstream with and two the agent has no
 	// use for.
 	real := []string{"tine-real-key-" + name + "-9d1e77c3", "tine-real-token-5a0f2b", "tine-real-secret-c4e81d"}
-	keyVar := map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "TINE_TEST_API_KEY", "pi": "TINE_TEST_API_KEY", "qwen": "OPENAI_API_KEY"}[name]
-	a.env = append(a.env, keyVar+"="+real[0], "GITHUB_TOKEN="+real[1], "AWS_SECRET_ACCESS_KEY="+real[2])
+	a.env = append(a.env, realKeyVar[agent]+"="+real[0], "GITHUB_TOKEN="+real[1], "AWS_SECRET_ACCESS_KEY="+real[2])
 	on := replies(srv)
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "TINE_REPLAY_SANDBOX")
+	asShell(t, append(a.env, extra...), "CLAUDE_CONFIG_DIR", "IS_SANDBOX", "TINE_REPLAY_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
@@ -67,7 +74,7 @@ func replaySandbox(t *testing.T, name string) {
 	write, socket := "echo x > "+outside+" && echo wrote", "bash -c 'exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected' 2>&1; echo tried"
 	on("sbx-main", modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell(write), a.shell(socket), a.shell("env")}},
 		modelserver.Reply{Text: "Done."})
-	out, errOut, code := tine(t, db, "fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json")
+	out, errOut, code := tine(t, db, append([]string{"fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json"}, harness...)...)
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	// Recorded without a sandbox: the write and the connection went

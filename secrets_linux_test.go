@@ -19,7 +19,7 @@ import (
 	"tine/internal/modelserver"
 )
 
-// TestRecordedTurnsKeepSecretsOffCommandLines is rule 14 of
+// TestRecordedTurnsKeepSecretsOffCommandLines is rule 13 of
 // ARCHITECTURE.md for every agent tine records: while a recorded turn of
 // the real CLI runs, the command line of every process it starts (what
 // any user of the machine reads in /proc/PID/cmdline) holds neither a
@@ -27,7 +27,7 @@ import (
 // on one opens nothing: a request through it without the run's key is
 // refused, never reaching the model nor the tape.
 func TestRecordedTurnsKeepSecretsOffCommandLines(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "acp"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "acp"} {
 		t.Run(name, func(t *testing.T) { secretsOffCommandLines(t, name) })
 	}
 }
@@ -48,8 +48,7 @@ func secretsOffCommandLines(t *testing.T, name string) {
 	a := setupAgent(t, agent, home, srv.URL())
 	// Real keys no test uses elsewhere, so any sight of one is a leak.
 	real := "tine-real-key-" + name + "-4f0c9e2a71"
-	keyVar := map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "TINE_TEST_API_KEY", "pi": "TINE_TEST_API_KEY", "qwen": "OPENAI_API_KEY"}[agent]
-	a.env = append(a.env, keyVar+"="+real, "GITHUB_TOKEN=tine-real-token-0b7d3f")
+	a.env = append(a.env, realKeyVar[agent]+"="+real, "GITHUB_TOKEN=tine-real-token-0b7d3f")
 	on := replies(srv)
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
@@ -112,6 +111,11 @@ func secretsOffCommandLines(t *testing.T, name string) {
 		}
 	}
 }
+
+// realKeyVar is the variable each agent's real key is in, which tine
+// forwards its recorded calls with (setupAgent's model server).
+var realKeyVar = map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "TINE_TEST_API_KEY", "pi": "TINE_TEST_API_KEY",
+	"qwen": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
 
 // childSpy watches the processes this test starts (its descendants), as
 // any user of the machine can: their command lines. It also reads their
@@ -251,8 +255,10 @@ func (s *childSpy) scan() {
 func probe(base string) int {
 	base = strings.TrimRight(base, "/")
 	status := http.StatusNotFound
-	for _, p := range []string{"/responses", "/chat/completions", "/messages", "/v1/messages"} {
-		body := `{"model":"m","max_tokens":5,"input":"from nobody","messages":[{"role":"user","content":"from nobody"}]}`
+	for _, p := range []string{"/responses", "/chat/completions", "/messages", "/v1/messages",
+		"/v1beta/models/m:generateContent"} {
+		body := `{"model":"m","max_tokens":5,"input":"from nobody","messages":[{"role":"user","content":"from nobody"}],
+			"contents":[{"role":"user","parts":[{"text":"from nobody"}]}]}`
 		resp, err := http.Post(base+p, "application/json", strings.NewReader(body))
 		if err != nil {
 			continue

@@ -230,15 +230,15 @@ func printForks(w io.Writer, forks []model.Run) {
 		if r.Handoff {
 			h += " (handoff)"
 		}
-		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, 30), r.ForkAt,
+		line := fmt.Sprintf("%s\t%s\t%d\t%s\t%s\t%d\t%d", model.ShortID(r.ID), model.OneLine(r.Name, cells(w, 30)), r.ForkAt,
 			r.Status, h, r.Len(), r.Usage.Total())
 		if trees {
-			line += "\t" + model.OneLine(r.Branch, 40)
+			line += "\t" + model.OneLine(r.Branch, cells(w, 40))
 		}
 		if checks {
 			line += "\t" + checkText(r)
 		}
-		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, 80))
+		fmt.Fprintln(tw, line+"\t"+model.OneLine(r.Error, cells(w, 80)))
 	}
 	tw.Flush()
 	for _, r := range forks {
@@ -273,8 +273,8 @@ func checkText(r model.Run) string {
 	return fmt.Sprintf("failed (exit %d)%s", c.Exit, star)
 }
 
-// forkProgress reports each fork's status changes on stderr when it is a
-// terminal, one line each.
+// forkProgress reports each fork's status changes and notes (a retry) on
+// stderr when it is a terminal, one line each.
 func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	f, ok := e.stderr.(*os.File)
 	if !ok || !term.IsTerminal(f.Fd()) {
@@ -286,6 +286,9 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	}
 	start := time.Now()
 	return func(ev fork.RunEvent) {
+		if ev.Note != "" { // a retry, while it goes on
+			fmt.Fprintf(e.stderr, "%6.1fs  %s: %s\n", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), model.OneLine(ev.Note, 200))
+		}
 		if ev.Status == "" {
 			return
 		}
@@ -322,4 +325,52 @@ func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, 
 		return err
 	}
 	return cmd.Process.Release()
+}
+
+// cliMissing says why harness name cannot run a turn here because its
+// agent's CLI is not installed, naming the npm package that provides it;
+// nil when it is found, or when the harness runs no CLI of its own (a
+// model API, the script harness, an ACP agent, a name the registry lacks,
+// which the driver refuses itself). Asked before anything is made, so a
+// fork that could not run leaves no failed run, branch or worktree behind
+// (ARCHITECTURE.md, rule 4: creating forks costs nothing until used).
+func cliMissing(reg *harness.Registry, name string, getenv func(string) string) error {
+	ag, ok := reg.Agent(name)
+	if !ok || ag.CLI == nil {
+		return nil
+	}
+	cli := ag.CLI
+	bin := cli.Bin
+	named := ""
+	if cli.BinVar != "" && getenv(cli.BinVar) != "" {
+		bin, named = getenv(cli.BinVar), cli.BinVar
+	}
+	if _, err := exec.LookPath(bin); err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is not installed (no %q in PATH)", name, bin)
+	if named != "" {
+		msg = fmt.Sprintf("%s is not installed: %s names %q, which is not a program here", name, named, model.SafeText(bin))
+	}
+	if cli.Package != "" {
+		msg += "; install it with: npm install -g " + cli.Package
+	}
+	if cli.BinVar != "" && named == "" {
+		msg += " (or set " + cli.BinVar + " to its path)"
+	}
+	return errors.New(msg + "; nothing was made")
+}
+
+// nothingToAnswer refuses a turn without a message on a run whose
+// transcript ends with the model's reply (the driver would fail it after
+// making its fork): a usage error, before anything is made.
+func nothingToAnswer(ctx context.Context, st *store.Store, run model.Run) error {
+	msgs, err := st.Shape(ctx, run.ID)
+	if err != nil {
+		return err
+	}
+	if n := len(msgs); n > 0 && (msgs[n-1].Role == model.Assistant && len(msgs[n-1].ToolCalls()) == 0) {
+		return usagef("run: -m MSG is the turn's message; without one the model would answer again, and %s ends with its reply", model.SafeText(run.Label()))
+	}
+	return nil
 }

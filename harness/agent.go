@@ -73,6 +73,9 @@ type Sessions struct {
 	// Dirs are where its sessions live by default; nil for none (a
 	// format read only from paths given to tine import).
 	Dirs func() []string
+	// Files, when set, tells its session files in Dirs by their names;
+	// nil: the files ending in .jsonl.
+	Files func(name string) bool
 	// Detect tells the format from a file's first bytes; the registry's
 	// order is the order formats are tried in.
 	Detect func(head []byte) bool
@@ -151,6 +154,11 @@ type Normalization struct {
 	Text []Rewrite
 	// ToolOutput rewrites tool outputs only (a header of timings).
 	ToolOutput []Rewrite
+	// Canonical, when set, rewrites a decoded request in place (a tree of
+	// map[string]any, []any, string, json.Number, bool and nil), for what
+	// no rewrite of strings can say: a list the agent builds in no fixed
+	// order is put in one.
+	Canonical func(request any)
 }
 
 // Rewrite replaces what Pattern (a regular expression) matches with With

@@ -127,7 +127,7 @@ type TurnRequest struct {
 	// ModelKey is the API key the agent is given with ModelURL: the
 	// gateway run's own secret, which the gateway trades for the real key
 	// (which stays in tine). It goes to the agent by its environment or a
-	// file only its user can read, never on its command line (rule 14 in
+	// file only its user can read, never on its command line (rule 13 in
 	// ARCHITECTURE.md); the URL holds no secret.
 	ModelKey string
 	// Sandbox, when set, runs the agent in that jail (a replay's, rule 9

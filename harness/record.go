@@ -18,6 +18,9 @@ const (
 	WireChat Wire = "chat"
 	// WireResponses is the OpenAI Responses API (POST .../responses).
 	WireResponses Wire = "responses"
+	// WireGemini is the Gemini API (POST .../models/M:generateContent and
+	// :streamGenerateContent).
+	WireGemini Wire = "gemini"
 )
 
 // Upstream is where a wire format's model calls really go.
@@ -26,15 +29,15 @@ type Upstream struct {
 	// "https://api.openai.com/v1": the request's path below the run's
 	// base URL is appended to it (a "/v1" in both is not doubled).
 	BaseURL string
-	// APIKey is the real key: sent as x-api-key (Anthropic) or as
-	// "Authorization: Bearer" (OpenAI) to BaseURL's host only. "" sends
-	// no key.
+	// APIKey is the real key: sent as x-api-key (Anthropic),
+	// x-goog-api-key (Gemini) or "Authorization: Bearer" (OpenAI) to
+	// BaseURL's host only. "" sends no key.
 	APIKey string
 }
 
 // AnthropicGatewayEnv points Claude Code (run as itself, or behind an ACP
 // agent) at tine's gateway at url: its base URL, the gateway run's key
-// (TurnRequest.ModelKey) for the real one, by the environment (rule 14 in
+// (TurnRequest.ModelKey) for the real one, by the environment (rule 13 in
 // ARCHITECTURE.md), no login token, and none of the calls that are not
 // the conversation's (so a tape holds one model call a step). Nothing when
 // url is empty.

@@ -19,6 +19,12 @@ type Skip struct {
 	File   string `json:"file"`
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
+	// MissingParent, for a format whose records chain by id, is the
+	// parent a record names that is not in what was read: in a whole
+	// file, a record lost; in a grown file's new part, read from where
+	// the last import stopped, the last record read before, which is no
+	// skip at all (the importer tells which).
+	MissingParent string `json:"-"`
 }
 
 func (s Skip) String() string { return fmt.Sprintf("%s:%d: %s", s.File, s.Line, s.Reason) }

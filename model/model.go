@@ -4,6 +4,7 @@
 package model
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -181,8 +182,13 @@ type Run struct {
 	Usage   Usage
 	CostUSD float64
 	Hidden  bool
-	// Best marks the run a person picked as the best of its siblings.
+	// Best marks the run as the best of its batch (a check's pick, or a
+	// person's), or of the runs a person compared.
 	Best bool
+	// Batch names the forks made together (one request, at one boundary):
+	// a best-of-N best is the best of its batch (rule 11). "" for a run
+	// made in none (an import, a root).
+	Batch string
 	// OwnMessages counts the messages stored on this run itself.
 	OwnMessages int
 	// Source is the transcript file the run was imported from, if any.
@@ -329,4 +335,24 @@ func TitleOf(msgs []Message) string {
 		}
 	}
 	return ""
+}
+
+// AARate sums up a run's replays (rule 9 in ARCHITECTURE.md): of the
+// continuations whose A/A was measured (they replayed clean, then went
+// live), how many reproduced the original's outcome (its final answer,
+// and its check when it had one). It tells a flaky run from a
+// reproducible one.
+type AARate struct {
+	Measured, Reproduced int
+}
+
+// String says it in a few words: "3 of 4 replays reproduced it".
+func (a AARate) String() string {
+	if a.Measured == 1 {
+		if a.Reproduced == 1 {
+			return "its 1 replay reproduced it"
+		}
+		return "its 1 replay did not reproduce it"
+	}
+	return fmt.Sprintf("%d of %d replays reproduced it", a.Reproduced, a.Measured)
 }

@@ -58,6 +58,9 @@ type realAgent struct {
 	setup func(t *testing.T, home, base, key, prompt string) ([]string, []string)
 	// call is a shell command as the agent's tool call.
 	call func(cmd string) modelserver.ToolCall
+	// text, when set, is the text the agent's output shows, put together
+	// (its stream's pieces); default the output itself.
+	text func(out string) string
 }
 
 var realAgents = []realAgent{
@@ -105,6 +108,25 @@ env_key = "TINE_TEST_API_KEY"
 		call: func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("bash", map[string]any{"command": cmd})
 		}},
+	{name: "gemini", wire: WireGemini,
+		setup: func(t *testing.T, home, base, key, prompt string) ([]string, []string) {
+			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}`)
+			return []string{"--output-format", "stream-json", "--model", "gemini-2.5-flash", "--approval-mode", "yolo", "-p", prompt},
+				[]string{"GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + key, "GEMINI_CLI_TRUST_WORKSPACE=true"}
+		},
+		call: func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("run_shell_command", map[string]any{"command": cmd})
+		},
+		text: func(out string) string {
+			var b strings.Builder
+			for _, l := range strings.Split(out, "\n") {
+				var ev struct{ Type, Role, Content string }
+				if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "message" && ev.Role == "assistant" {
+					b.WriteString(ev.Content)
+				}
+			}
+			return b.String()
+		}},
 }
 
 func writeFile(t *testing.T, p, s string) {
@@ -135,6 +157,7 @@ func (a realAgent) run(t *testing.T, bin, home, dir string, to postTo, prompt st
 func TestClaudeCodeReplay(t *testing.T) { testAgentReplay(t, realAgents[0]) }
 func TestCodexReplay(t *testing.T)      { testAgentReplay(t, realAgents[1]) }
 func TestPiReplay(t *testing.T)         { testAgentReplay(t, realAgents[2]) }
+func TestGeminiReplay(t *testing.T)     { testAgentReplay(t, realAgents[3]) }
 
 func testAgentReplay(t *testing.T, a realAgent) {
 	bin := agentBin(t, a.name)
@@ -206,6 +229,9 @@ func testAgentReplay(t *testing.T, a realAgent) {
 		for k, s := range rrec.Steps() {
 			t.Logf("replayed step %d: served in %v; raw fields that normalisation absorbed: %v", s.N, s.Duration, rawDiffWire(a.wire, tape[k].Request, s.Request))
 		}
+		if a.text != nil {
+			out = a.text(out)
+		}
 		if !strings.Contains(out, "The file has two lines.") {
 			t.Errorf("final answer missing:\n%s", out)
 		}
@@ -225,7 +251,7 @@ func testAgentReplay(t *testing.T, a realAgent) {
 		// Claude's gitStatus snapshot differs here (another commit) but is
 		// normalised: the first step that differs is the one whose tool
 		// read the file.
-		if d.Kind != KindTool || d.Step != 3 || !strings.Contains(d.Diff, "+another first line") {
+		if d.Kind != KindTool || d.Step != 3 || !inDiff(d.Diff, "+another first line") {
 			t.Errorf("got step %d %s at %s", d.Step, d.Kind, d.Path)
 		}
 	})

@@ -80,6 +80,7 @@ func TestCompareClassifies(t *testing.T) {
 				WireAnthropic: "messages[5].content[0].content",
 				WireResponses: "input[9].output",
 				WireChat:      "messages[5].content",
+				WireGemini:    "contents[4].parts[0].functionResponse",
 			}[c.wire]
 			cases := []struct {
 				name   string
@@ -94,8 +95,8 @@ func TestCompareClassifies(t *testing.T) {
 				{"tool output, refused", last, replace(t, last, c.toolOut, `dial tcp 10.0.0.1:443: connect: connection refused`), KindNetwork, toolPath, "connection refused"},
 				{"tool output, dns", last, replace(t, last, c.toolOut, `ping: example.com: Temporary failure in name resolution`), KindNetwork, toolPath, "name resolution"},
 				{"system prompt", first, replace(t, first, c.system, "You are a different agent."), KindModel, "", "+You are a different agent."},
-				{"model", first, replace(t, first, `"model":"`, `"model":"x-`), KindModel, "model", "+x-"},
-				{"model and tool output: model first", last, replace(t, replace(t, last, `"model":"`, `"model":"x-`), c.toolOut, "changed"), KindModel, "model", ""},
+				{"model", first, replace(t, first, c.setting[0], c.setting[1]), KindModel, c.setting[2], "+"},
+				{"model and tool output: model first", last, replace(t, replace(t, last, c.setting[0], c.setting[1]), c.toolOut, "changed"), KindModel, c.setting[2], ""},
 				{"a message more", last, []byte(strings.Replace(string(first), `"model":"`, `"model":"`, 1)), KindModel, "", ""},
 			}
 			for _, tc := range cases {
@@ -104,7 +105,7 @@ func TestCompareClassifies(t *testing.T) {
 					t.Errorf("%s: no divergence", tc.name)
 					continue
 				}
-				if m.Kind != tc.kind || !strings.HasPrefix(m.Path, tc.path) || !strings.Contains(m.Diff, tc.diff) {
+				if m.Kind != tc.kind || !strings.HasPrefix(m.Path, tc.path) || !inDiff(m.Diff, tc.diff) {
 					t.Errorf("%s: got %s at %q, diff:\n%s\nwant %s at %q with %q", tc.name, m.Kind, m.Path, m.Diff, tc.kind, tc.path, tc.diff)
 				}
 				if tc.kind == KindNetwork && !strings.Contains(m.String(), tc.diff[1:]) {
@@ -116,6 +117,21 @@ func TestCompareClassifies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inDiff reports whether diff has a line that holds want, or, for want
+// "+text", an added line that holds text (an agent's tool output may put
+// a header before the line the tool printed: Gemini CLI's "Output: ").
+func inDiff(diff, want string) bool {
+	if s, ok := strings.CutPrefix(want, "+"); ok && s != "" {
+		for _, l := range strings.Split(diff, "\n") {
+			if strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++") && strings.Contains(l, s) {
+				return true
+			}
+		}
+		return false
+	}
+	return strings.Contains(diff, want)
 }
 
 // A network error already in the taped output is no network divergence.

@@ -37,7 +37,14 @@ type cli struct {
 	// volatile are other strings that change between runs of the CLI
 	// (ids, timings), each with a stand-in.
 	volatile [][2]string
+	// setting is a model setting in the body, another value for it, and
+	// its field: "model" where the body names the model (the Gemini API's
+	// is in the path).
+	setting [3]string
 }
+
+// bodyModel is the setting of the wires whose body names the model.
+var bodyModel = [3]string{`"model":"`, `"model":"x-`, "model"}
 
 var clis = []cli{
 	{name: "claude", wire: WireAnthropic, toolOut: `hi\nREADME.md\nnotes.txt`,
@@ -51,7 +58,7 @@ var clis = []cli{
 			{`7ed1f70 initial commit`, `9a9a9a9 replay base`},
 			{`{"type":"ephemeral"}`, `{"type":"ephemeral","ttl":"1h"}`}, // cache markers
 			{"toolu_tine0002_0", "toolu_01ABCdefGHIjklMNOpqrSTU"},       // tool-use ids
-		}},
+		}, setting: bodyModel},
 	{name: "codex", wire: WireResponses, toolOut: `hi\nREADME.md\nnotes.txt`,
 		system: "You are Codex, a coding agent based on GPT-5.",
 		cwd:    "/tmp/tine-gen/project", date: "2026-11-29",
@@ -64,13 +71,23 @@ var clis = []cli{
 			{"Wall time: 0.0000 seconds", "Wall time: 0.0213 seconds"},
 			{"7ed1f70a693713b2c05ef5815214e252fd3bafb9", "9a9a9a9a693713b2c05ef5815214e252fd3bafb9"},
 			{"call_tine0002_0", "call_Zx81"}, // tool-call ids
-		}},
+		}, setting: bodyModel},
 	{name: "pi", wire: WireChat, toolOut: `hi\nREADME.md\nnotes.txt`,
 		system: "You are an expert coding assistant operating inside pi",
 		cwd:    "/tmp/tine-gen/project", date: "2026-11-29",
 		volatile: [][2]string{
 			{"call_tine0002_0", "call_Zx81"}, // tool-call ids
-		}},
+		}, setting: bodyModel},
+	{name: "gemini", wire: WireGemini, toolOut: `hi\nREADME.md\nnotes.txt`,
+		system: "You are a non-interactive CLI agent specializing in software engineering tasks.",
+		cwd:    "/tmp/tine-gen/project", date: "Tuesday, December 1, 2026",
+		volatile: [][2]string{
+			// The project's temporary folder, named after the directory.
+			{"/tmp/tine-gen/home-gemini/.gemini/tmp/project", "/tmp/tine-gen/home-gemini/.gemini/tmp/run-fork-1"},
+			{"Process Group PGID: 11720", "Process Group PGID: 4242"},
+			// Tool-call ids: Gemini CLI makes its own when the API gives none.
+			{"call_tine0002_0", "synth_2b1c_1796162364916_0"},
+		}, setting: [3]string{`"temperature":1`, `"temperature":0.5`, "generationConfig.temperature"}},
 }
 
 func loadCLI(t testing.TB, c *cli) {

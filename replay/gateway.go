@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"compress/zlib"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/internal/sse"
 	"tine/model"
 )
 
@@ -44,6 +44,10 @@ type Options struct {
 	// Rules are what a replay lets differ and which tools it runs again
 	// (RulesOf the registry's agents); default the wire formats' own.
 	Rules *Rules
+	// MaxEventBytes bounds one event of an upstream's stream (the API
+	// harnesses' bound, sse.DefaultMax, when 0): a bigger one fails the
+	// model call rather than fill the memory.
+	MaxEventBytes int
 }
 
 // OnDivergence says what a replay does at its first divergence.
@@ -135,11 +139,11 @@ type RunStatus struct {
 
 // Gateway is the loopback model gateway. One serves every run of a tine
 // process, at one base URL, http://127.0.0.1:PORT; each run has a key of
-// its own, which its agent sends as its API key (x-api-key, or
-// Authorization: Bearer) and which tells the gateway whose call it is. The
-// key is the run's only secret: a base URL goes on an agent's command
-// line, which every user of the machine can read, and a request without a
-// run's key is refused (rule 14 in ARCHITECTURE.md).
+// its own, which its agent sends as its API key (x-api-key,
+// x-goog-api-key or Authorization: Bearer) and which tells the gateway
+// whose call it is. The key is the run's only secret: a base URL goes on
+// an agent's command line, which every user of the machine can read, and
+// a request without a run's key is refused (rule 13 in ARCHITECTURE.md).
 type Gateway struct {
 	opts   Options
 	ln     net.Listener
@@ -343,9 +347,9 @@ func (r *Run) URL() string { return r.g.url }
 
 // Key is the run's secret: the API key its agent is given, by its
 // environment or a file only its user reads, never on a command line
-// (rule 14 in ARCHITECTURE.md). The gateway answers a call that carries
-// it, as x-api-key or as "Authorization: Bearer", and sends the upstream
-// the real key instead.
+// (rule 13 in ARCHITECTURE.md). The gateway answers a call that carries
+// it, as x-api-key, x-goog-api-key or "Authorization: Bearer", and sends
+// the upstream the real key instead.
 func (r *Run) Key() string { return r.key }
 
 // Status is where the run stands now.
@@ -375,6 +379,9 @@ func wireOf(method, p string) (Wire, bool) {
 	if method != http.MethodPost {
 		return "", false
 	}
+	if _, ok := geminiStep(p); ok {
+		return WireGemini, true
+	}
 	switch {
 	case strings.HasSuffix(p, "/messages"):
 		return WireAnthropic, true
@@ -392,16 +399,20 @@ func passWire(hr *http.Request, p string) Wire {
 	switch {
 	case strings.Contains(p, "/messages"), hr.Header.Get("Anthropic-Version") != "", hr.Header.Get("X-Api-Key") != "":
 		return WireAnthropic
+	case hr.Header.Get("X-Goog-Api-Key") != "", strings.Contains(p, "/v1beta/"):
+		return WireGemini
 	case strings.Contains(p, "/responses"):
 		return WireResponses
 	}
 	return WireChat
 }
 
-// runOf is the run whose key the request carries, as x-api-key or as
-// "Authorization: Bearer"; nil when it carries none of them.
+// runOf is the run whose key the request carries, as x-api-key
+// (Anthropic), x-goog-api-key (Gemini) or "Authorization: Bearer"
+// (OpenAI); nil when it carries none of them. A key in the URL (the
+// Gemini API's ?key=) opens nothing: URLs end up in logs.
 func (g *Gateway) runOf(hr *http.Request) *Run {
-	keys := []string{hr.Header.Get("X-Api-Key")}
+	keys := []string{hr.Header.Get("X-Api-Key"), hr.Header.Get("X-Goog-Api-Key")}
 	if k, ok := strings.CutPrefix(hr.Header.Get("Authorization"), "Bearer "); ok {
 		keys = append(keys, strings.TrimSpace(k))
 	}
@@ -494,6 +505,9 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 	v, verr := decodeJSON(body)
 	top, _ := v.(map[string]any)
 	stream, _ := top["stream"].(bool)
+	if wire == WireGemini {
+		stream, _ = geminiStep(sub)
+	}
 	step := Step{Run: r.cfg.ID, Wire: wire, Method: hr.Method, Path: sub, Request: json.RawMessage(body), Stream: stream, Started: started}
 	// The tree is read while the request is checked or forwarded; the
 	// agent gets no answer (so runs no tool) before it is read.
@@ -549,6 +563,9 @@ func (r *Run) serveStep(w http.ResponseWriter, hr *http.Request, wire Wire, sub 
 				av, aerr = r.g.rules().normalizeValue(wire, v)
 			}
 			m = compareValues(wire, tv, terr, av, aerr, taped.Request, body)
+			if m == nil && wire == WireGemini {
+				m = geminiModelMismatch(taped.Path, sub)
+			}
 		}
 		step.Tree = tree()
 		if m == nil {
@@ -713,16 +730,42 @@ func (r *Run) refuse(w http.ResponseWriter, wire Wire, msg string) {
 }
 
 func writeAPIError(w http.ResponseWriter, wire Wire, status int, typ, msg string) {
-	var v any
-	if wire == WireAnthropic {
-		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
-	} else {
-		v = map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": "tine_replay", "param": nil}}
+	var v any = apiError(wire, typ, msg)
+	if wire == WireGemini {
+		v = geminiError(status, msg)
 	}
 	b, _ := json.Marshal(v)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// apiError is an error body in wire's shape.
+func apiError(wire Wire, typ, msg string) any {
+	if wire == WireAnthropic {
+		return map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	}
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": "tine_replay", "param": nil}}
+}
+
+// streamError is an error event in wire's stream: Anthropic's "error"
+// event, a Chat Completions chunk holding an error, a Responses "error"
+// event.
+func streamError(wire Wire, msg string) Event {
+	var v any
+	name := "error"
+	switch wire {
+	case WireAnthropic:
+		v = apiError(wire, "api_error", msg)
+	case WireResponses:
+		v = map[string]any{"type": "error", "code": "tine_replay", "message": msg, "param": nil}
+	case WireGemini:
+		v, name = geminiError(http.StatusBadGateway, msg), ""
+	default:
+		v, name = apiError(wire, "api_error", msg), ""
+	}
+	b, _ := json.Marshal(v)
+	return Event{Event: name, Data: string(b)}
 }
 
 // serveTaped answers from a taped step, in the shape the request asks
@@ -791,7 +834,7 @@ func (r *Run) serveTaped(w http.ResponseWriter, step *Step, taped Step) {
 // hop-by-hop and credential headers never passed on.
 var dropRequestHeaders = []string{
 	"Host", "Content-Length", "Connection", "Keep-Alive", "Proxy-Authorization", "Proxy-Connection",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", "X-Api-Key", "Accept-Encoding",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Authorization", "X-Api-Key", "X-Goog-Api-Key", "Accept-Encoding",
 }
 
 var dropResponseHeaders = []string{
@@ -838,7 +881,15 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 		fail(http.StatusBadGateway, fmt.Sprintf("no upstream for %s", wire))
 		return
 	}
-	u, err := target(up.BaseURL, sub, hr.URL.RawQuery)
+	query := hr.URL.RawQuery
+	if wire == WireGemini && hr.URL.Query().Has("key") {
+		// The Gemini API also takes a key in the query: never the
+		// agent's key, only the real one, in its header.
+		q := hr.URL.Query()
+		q.Del("key")
+		query = q.Encode()
+	}
+	u, err := target(up.BaseURL, sub, query)
 	if err != nil {
 		fail(http.StatusBadGateway, err.Error())
 		return
@@ -855,6 +906,8 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 	if up.APIKey != "" {
 		if wire == WireAnthropic {
 			req.Header.Set("X-Api-Key", up.APIKey)
+		} else if wire == WireGemini {
+			req.Header.Set("X-Goog-Api-Key", up.APIKey)
 		} else {
 			req.Header.Set("Authorization", "Bearer "+up.APIKey)
 		}
@@ -899,7 +952,7 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 		if fl != nil {
 			fl.Flush()
 		}
-		sr := &sseReader{r: bufio.NewReaderSize(resp.Body, 64<<10)}
+		sr := newSSEReader(resp.Body, g.opts.MaxEventBytes)
 		for {
 			rawEv, ev, ok, err := sr.next()
 			if len(rawEv) > 0 {
@@ -918,6 +971,12 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 					cut = true
 					if step != nil && step.Error == "" {
 						step.Error = "upstream stream: " + err.Error()
+					}
+					var big *sse.TooLargeError
+					if errors.As(err, &big) {
+						// Nothing of that event went on: the agent is told
+						// why in its API's words before the stream is cut.
+						_ = writeEvent(w, streamError(wire, "tine replay gateway: the upstream sent "+err.Error()))
 					}
 				}
 				break

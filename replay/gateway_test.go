@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -19,10 +20,9 @@ import (
 	"tine/internal/modelserver"
 )
 
+// placeholder is the key a plain server (no gateway's run) gets.
 const placeholder = "tine-placeholder-key"
 
-// post sends a model call the way the agent's SDK would, with the
-// placeholder key, and returns the status and the whole answer.
 // postTo is what a test posts to: a gateway's run (its URL, with its
 // key) or a plain server.
 type postTo interface {
@@ -36,6 +36,20 @@ type plainURL string
 func (u plainURL) URL() string { return string(u) }
 func (plainURL) Key() string   { return placeholder }
 
+// setKey puts key where an agent of wire sends its API key.
+func setKey(req *http.Request, wire Wire, key string) {
+	switch wire {
+	case WireAnthropic:
+		req.Header.Set("X-Api-Key", key)
+	case WireGemini:
+		req.Header.Set("X-Goog-Api-Key", key)
+	default:
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// post sends a model call the way the agent's SDK would, with to's key,
+// and returns the status and the whole answer.
 func post(t testing.TB, to postTo, p string, wire Wire, body []byte) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, to.URL()+p, bytes.NewReader(body))
@@ -43,11 +57,9 @@ func post(t testing.TB, to postTo, p string, wire Wire, body []byte) (int, []byt
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	setKey(req, wire, to.Key())
 	if wire == WireAnthropic {
-		req.Header.Set("X-Api-Key", to.Key())
 		req.Header.Set("Anthropic-Version", "2023-06-01")
-	} else {
-		req.Header.Set("Authorization", "Bearer "+to.Key())
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -70,7 +82,7 @@ func newEnv(t testing.TB) *env {
 	ms := modelserver.New(modelserver.Options{})
 	t.Cleanup(func() { ms.Close() })
 	ups := map[Wire]Upstream{}
-	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses} {
+	for _, w := range []Wire{WireAnthropic, WireChat, WireResponses, WireGemini} {
 		ups[w] = Upstream{BaseURL: ms.URL(), APIKey: "real-key"}
 	}
 	g, err := Start(Options{Upstreams: ups, Rules: testRules})
@@ -116,11 +128,11 @@ func TestRecord(t *testing.T) {
 				t.Fatalf("upstream saw %d calls, tape has %d steps", len(reqs), len(tape))
 			}
 			for k, r := range reqs {
-				key := r.Header.Get("X-Api-Key")
-				if c.wire != WireAnthropic {
+				key := map[Wire]string{WireAnthropic: r.Header.Get("X-Api-Key"), WireGemini: r.Header.Get("X-Goog-Api-Key")}[c.wire]
+				if key == "" {
 					key = r.Header.Get("Authorization")
 				}
-				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), placeholder) {
+				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), KeyPrefix) {
 					t.Errorf("step %d: upstream got key %q, headers %v", k+1, key, r.Header)
 				}
 				if !bytes.Equal(r.Body, c.main[k].Body) {
@@ -139,7 +151,7 @@ func TestRecord(t *testing.T) {
 				}
 				// What the agent got is exactly the upstream's stream.
 				var evs []Event
-				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(answers[k]))}
+				sr := newSSEReader(bytes.NewReader(answers[k]), 0)
 				for {
 					_, ev, ok, err := sr.next()
 					if ok {
@@ -223,7 +235,7 @@ func TestReplay(t *testing.T) {
 					}
 				}, want{1, KindModel, []int{400, 400, 400}}},
 				{"model setting", func(b [][]byte) {
-					b[1] = replace(t, b[1], `"model":"`, `"model":"other-`)
+					b[1] = replace(t, b[1], c.setting[0], c.setting[1])
 				}, want{2, KindModel, []int{200, 400, 400}}},
 			}
 			for _, tc := range cases {
@@ -391,8 +403,8 @@ func TestReplayShapes(t *testing.T) {
 			run, _ := e.g.NewRun(RunConfig{Tape: tape})
 			defer run.Close()
 			for k, fx := range c.main {
-				b := replace(t, fx.Body, `"stream":true`, `"stream":false`)
-				status, got := post(t, run, fx.Path, c.wire, b)
+				p, b := unstreamed(t, c.wire, fx)
+				status, got := post(t, run, p, c.wire, b)
 				if status != 200 || !jsonEqual(got, tape[k].Answer) {
 					t.Fatalf("step %d: %d %s\nwant %s", k+1, status, got, tape[k].Answer)
 				}
@@ -411,7 +423,7 @@ func TestReplayShapes(t *testing.T) {
 					t.Fatalf("step %d: %d %s", k+1, status, got)
 				}
 				var evs []Event
-				sr := &sseReader{r: bufio.NewReader(bytes.NewReader(got))}
+				sr := newSSEReader(bytes.NewReader(got), 0)
 				for {
 					_, ev, ok, err := sr.next()
 					if ok {
@@ -427,6 +439,18 @@ func TestReplayShapes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unstreamed is fx asked without a stream: its body says so, or, for the
+// Gemini API, its path.
+func unstreamed(t testing.TB, wire Wire, fx fixture) (string, []byte) {
+	if wire == WireGemini {
+		if !strings.Contains(fx.Path, ":streamGenerateContent") {
+			t.Fatalf("%s does not stream", fx.Path)
+		}
+		return strings.Replace(fx.Path, ":streamGenerateContent", ":generateContent", 1), fx.Body
+	}
+	return fx.Path, replace(t, fx.Body, `"stream":true`, `"stream":false`)
 }
 
 func jsonEqual(a, b []byte) bool {
@@ -498,7 +522,7 @@ func TestKeyStaysHome(t *testing.T) {
 	if s := rec.Steps(); len(s) != 1 || s[0].Status != http.StatusBadGateway || s[0].Error == "" {
 		t.Errorf("steps %+v", s)
 	}
-	// No key configured: the agent's placeholder does not go up either,
+	// No key configured: the run's key does not go up either,
 	// in whichever header it came.
 	plain, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: other.URL}}})
 	if err != nil {
@@ -556,15 +580,22 @@ func TestTarget(t *testing.T) {
 // TestStreamsAsItArrives: each event reaches the agent when the upstream
 // sends it, not at the end of the answer.
 func TestStreamsAsItArrives(t *testing.T) {
-	c := &clis[0]
-	loadCLI(t, c)
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) { streamsAsItArrives(t, c) })
+	}
+}
+
+func streamsAsItArrives(t *testing.T, c *cli) {
 	e := newEnv(t)
 	r := *c.main[0].Reply
+	r.Text += " And a few more words, so that it streams in several pieces."
 	r.ChunkDelay = 60 * time.Millisecond
 	e.ms.Push(r)
 	run, _ := e.g.NewRun(RunConfig{})
-	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[0].Body))
-	req.Header.Set("X-Api-Key", run.Key())
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[0].Path, bytes.NewReader(c.main[0].Body))
+	setKey(req, c.wire, run.Key())
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -630,6 +661,36 @@ func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, 
 		if len(m.ToolCalls) > 0 {
 			name, args = m.ToolCalls[0].Function.Name, m.ToolCalls[0].Function.Arguments
 		}
+	case WireGemini:
+		var a struct {
+			Candidates []struct {
+				Content struct {
+					Parts []struct {
+						Text         string
+						Thought      bool
+						FunctionCall *struct {
+							Name string
+							Args json.RawMessage
+						}
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(answer, &a); err != nil || len(a.Candidates) != 1 {
+			t.Fatalf("%v: %s", err, answer)
+		}
+		for _, p := range a.Candidates[0].Content.Parts {
+			switch {
+			case p.FunctionCall != nil:
+				if name == "" {
+					name, args = p.FunctionCall.Name, string(p.FunctionCall.Args)
+				}
+			case p.Thought:
+				thinking += p.Text
+			default:
+				text += p.Text
+			}
+		}
 	case WireResponses:
 		var a struct {
 			Output []struct {
@@ -664,16 +725,22 @@ func answerParts(t *testing.T, wire Wire, answer []byte) (text, thinking, name, 
 // TestUpstreamCut: an answer the upstream breaks off is taped with why, and
 // the agent sees it broken off too.
 func TestUpstreamCut(t *testing.T) {
-	c := &clis[0]
-	loadCLI(t, c)
+	for i := range clis {
+		c := &clis[i]
+		loadCLI(t, c)
+		t.Run(c.name, func(t *testing.T) { upstreamCut(t, c) })
+	}
+}
+
+func upstreamCut(t *testing.T, c *cli) {
 	e := newEnv(t)
 	r := *c.main[1].Reply
 	r.Fault = &modelserver.Fault{Kind: modelserver.FaultDrop, AfterEvents: 4}
 	e.ms.Push(r)
 	rec := &MemRecorder{}
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
-	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", bytes.NewReader(c.main[1].Body))
-	req.Header.Set("X-Api-Key", run.Key())
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[1].Path, bytes.NewReader(c.main[1].Body))
+	setKey(req, c.wire, run.Key())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -689,9 +756,65 @@ func TestUpstreamCut(t *testing.T) {
 	}
 }
 
+// TestUpstreamEventOverTheBound: an upstream event bigger than the bound
+// fails the model call as soon as it passes it: the agent gets the events
+// before it, then an error event saying why, then a cut stream, never the
+// big event; the step says why; and the gateway does not hold the event.
+// Not parallel: it measures the process's allocations.
+func TestUpstreamEventOverTheBound(t *testing.T) {
+	const limit = 1 << 20
+	const huge = 64 << 20
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n")
+		io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"")
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for sent := 0; sent < huge; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return // the gateway hung up
+			}
+		}
+		io.WriteString(w, "\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	defer up.Close()
+	g, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: up.URL}}, MaxEventBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	rec := &MemRecorder{}
+	run, _ := g.NewRun(RunConfig{Recorder: rec})
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Error("the stream ended cleanly: the agent would take it as a whole answer")
+	}
+	want := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n" +
+		"event: error\ndata: {\"error\":{\"message\":\"tine replay gateway: the upstream sent an event larger than 1 MB (the limit)\",\"type\":\"api_error\"},\"type\":\"error\"}\n\n"
+	if string(got) != want {
+		t.Errorf("the agent got %d bytes:\n%.300s\nwant\n%s", len(got), got, want)
+	}
+	steps := rec.Steps()
+	if len(steps) != 1 || steps[0].Error != "upstream stream: an event larger than 1 MB (the limit)" || len(steps[0].Events) != 1 || steps[0].Answer != nil {
+		t.Errorf("steps %+v", steps)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16*limit {
+		t.Errorf("allocated %d bytes while the upstream sent a %d-byte event", n, huge)
+	}
+}
+
 func TestSSEReader(t *testing.T) {
 	in := ": comment\r\n\r\nevent: a\r\ndata: {\"x\":1}\r\n\r\ndata: line1\ndata: line2\n\ndata: [DONE]\n\ndata: partial"
-	sr := &sseReader{r: bufio.NewReader(strings.NewReader(in))}
+	sr := newSSEReader(strings.NewReader(in), 0)
 	var got []Event
 	var raw strings.Builder
 	for {
@@ -720,7 +843,7 @@ func TestSSEReader(t *testing.T) {
 
 // TestGatewayRefusesRequestsWithoutTheRunsKey: a run's URL carries no
 // secret (it is on an agent's command line, which every user of the
-// machine can read: rule 14 in ARCHITECTURE.md); a request to it without
+// machine can read: rule 13 in ARCHITECTURE.md); a request to it without
 // the run's key, or with another key, is refused, never forwarded with
 // the real key nor recorded, a model call or not.
 func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
@@ -732,15 +855,19 @@ func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
 	}
 	defer run.Close()
 	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"from nobody"}]}`)
-	for _, tc := range []struct{ name, header, value string }{
-		{"no key", "", ""},
-		{"another x-api-key", "X-Api-Key", "tine-not-this-run"},
-		{"another bearer", "Authorization", "Bearer tine-not-this-run"},
+	gemini := "/v1beta/models/m:streamGenerateContent"
+	for _, tc := range []struct{ name, header, value, query string }{
+		{"no key", "", "", ""},
+		{"another x-api-key", "X-Api-Key", "tine-not-this-run", ""},
+		{"another x-goog-api-key", "X-Goog-Api-Key", "tine-not-this-run", ""},
+		{"another bearer", "Authorization", "Bearer tine-not-this-run", ""},
+		// A key in the URL opens nothing, the run's own either.
+		{"the run's key in the query", "", "", "?alt=sse&key=" + run.Key()},
 	} {
-		for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/models"} {
-			req, _ := http.NewRequest(http.MethodPost, run.URL()+p, bytes.NewReader(body))
+		for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", gemini, "/v1/models"} {
+			req, _ := http.NewRequest(http.MethodPost, run.URL()+p+tc.query, bytes.NewReader(body))
 			if p == "/v1/models" {
-				req, _ = http.NewRequest(http.MethodGet, run.URL()+p, nil)
+				req, _ = http.NewRequest(http.MethodGet, run.URL()+p+tc.query, nil)
 			}
 			if tc.header != "" {
 				req.Header.Set(tc.header, tc.value)
@@ -754,6 +881,9 @@ func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Errorf("%s, %s: %d %s", tc.name, p, resp.StatusCode, b)
 			}
+			if p == gemini && !strings.Contains(string(b), `"UNAUTHENTICATED"`) {
+				t.Errorf("%s: not the Gemini API's refusal: %s", tc.name, b)
+			}
 		}
 	}
 	if n := len(e.ms.Requests()); n != 0 {
@@ -762,20 +892,24 @@ func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
 	if n := len(rec.Steps()); n != 0 {
 		t.Errorf("%d steps recorded", n)
 	}
-	// With its key, in either header, the run's calls go through, and the
-	// upstream gets the real key.
+	// With its key, in any of the three headers, the run's calls go
+	// through, and the upstream gets the real key.
 	if s, b := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusOK {
 		t.Errorf("x-api-key: %d %s", s, b)
 	}
 	if s, b := post(t, run, "/v1/chat/completions", WireChat, body); s != http.StatusOK {
 		t.Errorf("bearer: %d %s", s, b)
 	}
+	gbody := []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	if s, b := post(t, run, "/v1beta/models/m:generateContent", WireGemini, gbody); s != http.StatusOK {
+		t.Errorf("x-goog-api-key: %d %s", s, b)
+	}
 	for _, r := range e.ms.Requests() {
-		if got := r.Header.Get("X-Api-Key") + r.Header.Get("Authorization"); got != "real-key" && got != "Bearer real-key" {
+		if got := r.Header.Get("X-Api-Key") + r.Header.Get("X-Goog-Api-Key") + r.Header.Get("Authorization"); got != "real-key" && got != "Bearer real-key" {
 			t.Errorf("the upstream got key %q", got)
 		}
 	}
-	if n := len(rec.Steps()); n != 2 {
+	if n := len(rec.Steps()); n != 3 {
 		t.Errorf("%d steps recorded", n)
 	}
 	if !strings.HasPrefix(run.Key(), KeyPrefix) || strings.Contains(run.URL(), run.Key()) || strings.Contains(run.cfg.ID, run.Key()) {

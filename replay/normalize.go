@@ -36,6 +36,11 @@ import (
 // are dropped, and so are prompt_cache_key (the session id) and
 // client_metadata (session, thread, turn and installation ids, turn start
 // time, the workspace's commit).
+//
+// Gemini API: nothing beyond the above (whether it streams and the model
+// are in the path; the gateway compares the model there). Tool-call ids
+// are functionCall.id and functionResponse.id; a tool's output is a
+// part's functionResponse.
 type normRules struct {
 	cwd     []func() *regexp.Regexp // first group that matched: the working directory
 	mangled bool                    // also replace the cwd's mangled form
@@ -47,6 +52,8 @@ type normRules struct {
 	dropItemIDs string
 	// toolOutput are the rules applied to tool outputs only.
 	toolOutput []textRule
+	// canon are the agents' rewrites of the decoded request.
+	canon []func(any)
 }
 
 type textRule struct {
@@ -67,6 +74,7 @@ var wireRules = map[Wire]normRules{
 	WireAnthropic: {drop: []string{"metadata", "stream", "stream_options"}, dropEverywhere: []string{"cache_control"}},
 	WireResponses: {drop: []string{"prompt_cache_key", "client_metadata", "stream", "stream_options"}, dropItemIDs: "input"},
 	WireChat:      {drop: []string{"stream", "stream_options"}},
+	WireGemini:    {},
 }
 
 // Rules are what a replay lets differ in each wire format's requests, and
@@ -103,6 +111,9 @@ func RulesOf(agents []harness.Agent) *Rules {
 			nr.mangled = nr.mangled || n.MangledCwd
 			nr.text = appendRewrites(nr.text, n.Text)
 			nr.toolOutput = appendRewrites(nr.toolOutput, n.ToolOutput)
+			if n.Canonical != nil {
+				nr.canon = append(slices.Clip(nr.canon), n.Canonical)
+			}
 			r.norm[w] = nr
 			for _, t := range rec.LocalTools {
 				r.local[w][t] = true
@@ -165,6 +176,9 @@ func (rs *Rules) normalizeValue(wire Wire, v any) (any, error) {
 				delete(m, "id")
 			}
 		}
+	}
+	for _, f := range r.canon {
+		f(v)
 	}
 	n := &normalizer{wire: wire, r: r, ids: map[string]string{}}
 	n.findCwd(v)
@@ -298,6 +312,14 @@ func idKey(wire Wire, m map[string]any, k string) bool {
 		return (k == "id" && isCall) || k == "tool_call_id"
 	case WireResponses:
 		return k == "call_id"
+	case WireGemini:
+		if k != "id" {
+			return false
+		}
+		_, named := m["name"].(string)
+		_, args := m["args"]
+		_, resp := m["response"]
+		return named && (args || resp)
 	}
 	return false
 }
@@ -312,6 +334,8 @@ func isToolOutput(wire Wire, m map[string]any, k string) bool {
 		return str(m["role"]) == "tool" && k == "content"
 	case WireResponses:
 		return strings.HasSuffix(str(m["type"]), "_call_output") && k == "output"
+	case WireGemini:
+		return k == "functionResponse"
 	}
 	return false
 }

@@ -549,7 +549,12 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	}
 	var aa *bool
 	aaReason := ""
-	if status == model.ReplayForked {
+	switch {
+	case status == model.ReplayForked && !st.Live:
+		// The agent asked nothing after step N (the run's last): no
+		// continuation ran, so none reproduced the original.
+		aaReason = fmt.Sprintf("nothing went live: the agent made no model call after step %d", spec.AtStep)
+	case status == model.ReplayForked:
 		aa, aaReason = p.aa(bg, spec, src, id)
 	}
 	_ = p.Store.UpdateReplay(bg, id, status, st.Replayed, divJSON, aa, aaReason)
@@ -675,14 +680,7 @@ func (p *Replayer) aa(ctx context.Context, spec Spec, src *source, id string) (*
 		return nil, "the continuation did not complete"
 	}
 	// The original's answer at the end of the turn the continuation ran.
-	end := len(src.msgs)
-	for i := src.kN; i < len(src.msgs); i++ {
-		if src.msgs[i].IsPrompt() {
-			end = i
-			break
-		}
-	}
-	want, got := lastAnswer(src.msgs[:end]), lastAnswer(msgs)
+	want, got := lastAnswer(src.msgs[:liveTurnEnd(src.msgs, src.kN)]), lastAnswer(msgs)
 	same := strings.TrimSpace(want) == strings.TrimSpace(got)
 	why := "the same final answer"
 	if !same {
@@ -724,6 +722,25 @@ func scoreText(c *model.Check) string {
 		return fmt.Sprint(*c.Score)
 	}
 	return fmt.Sprintf("exit %d", c.Exit)
+}
+
+// liveTurnEnd is where, in msgs (the original's messages), the turn ends
+// that a continuation from boundary kN ran: the turn of step N+1, the
+// first model answer after kN, up to the next prompt. When step N ended
+// its turn, the continuation went live in the next one, whose prompt (and
+// the context an agent puts before it) comes first: the original's
+// answer to compare with is that turn's, not step N's own.
+func liveTurnEnd(msgs []model.Message, kN int) int {
+	i := kN
+	for i < len(msgs) && msgs[i].Role != model.Assistant {
+		i++
+	}
+	for ; i < len(msgs); i++ {
+		if msgs[i].IsPrompt() {
+			return i
+		}
+	}
+	return len(msgs)
 }
 
 // lastAnswer is the text of the last assistant message of msgs.

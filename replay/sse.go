@@ -1,55 +1,38 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
+
+	"tine/internal/sse"
 )
 
-// sseReader splits a text/event-stream into events, keeping each event's
-// raw bytes so the gateway can pass them on unchanged.
+// sseReader splits a text/event-stream into events with the shared
+// framer (internal/sse), keeping each event's raw bytes so the gateway can
+// pass them on unchanged.
 type sseReader struct {
-	r *bufio.Reader
+	r *sse.Reader
 }
 
-// next returns the raw bytes of the next event (through its blank line)
-// and the event parsed. At the end of the stream it returns what is left
-// (possibly a partial event) with io.EOF.
+// newSSEReader reads r's events, none longer than max bytes
+// (sse.DefaultMax, the API harnesses' bound, when 0).
+func newSSEReader(r io.Reader, max int) *sseReader {
+	sr := sse.NewReader(r, max)
+	sr.KeepRaw = true
+	return &sseReader{r: sr}
+}
+
+// next returns the raw bytes of the next event (through its blank line,
+// valid until the next call) and the event parsed; ok is false for a
+// block without data or a name (comments). At the end of the stream it
+// returns what is left (possibly a partial event) with io.EOF; an event
+// over the bound returns nothing and an *sse.TooLargeError.
 func (s *sseReader) next() (raw []byte, ev Event, ok bool, err error) {
-	var data []string
-	for {
-		line, err := s.r.ReadBytes('\n')
-		raw = append(raw, line...)
-		t := strings.TrimRight(string(line), "\r\n")
-		if err != nil {
-			if t != "" {
-				parseField(t, &ev, &data)
-			}
-			ev.Data = strings.Join(data, "\n")
-			return raw, ev, len(data) > 0 || ev.Event != "", err
-		}
-		if t == "" {
-			ev.Data = strings.Join(data, "\n")
-			return raw, ev, len(data) > 0 || ev.Event != "", nil
-		}
-		parseField(t, &ev, &data)
-	}
-}
-
-func parseField(line string, ev *Event, data *[]string) {
-	if strings.HasPrefix(line, ":") {
-		return
-	}
-	name, val, _ := strings.Cut(line, ":")
-	val = strings.TrimPrefix(val, " ")
-	switch name {
-	case "event":
-		ev.Event = val
-	case "data":
-		*data = append(*data, val)
-	}
+	e, err := s.r.Next()
+	return e.Raw, Event{Event: e.Name, Data: e.Data}, e.HasData || e.Name != "", err
 }
 
 // writeEvent writes one event and flushes it.
@@ -86,6 +69,8 @@ func Assemble(wire Wire, events []Event) json.RawMessage {
 		return assembleChat(events)
 	case WireResponses:
 		return assembleResponses(events)
+	case WireGemini:
+		return assembleGemini(events)
 	}
 	return nil
 }
@@ -307,6 +292,9 @@ func assembleResponses(events []Event) json.RawMessage {
 // minimal event sequence the agents' SDKs accept (whole blocks, one delta
 // each). req is the request (for Chat Completions' include_usage).
 func encodeStream(wire Wire, answer json.RawMessage, req []byte) []Event {
+	if wire == WireGemini {
+		return encodeGemini(answer)
+	}
 	var a map[string]any
 	if json.Unmarshal(answer, &a) != nil {
 		return nil

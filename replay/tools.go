@@ -55,6 +55,8 @@ func ToolNames(wire Wire, answer json.RawMessage) []string {
 				}
 			}
 		}
+	case WireGemini:
+		names = geminiToolNames(answer)
 	case WireChat:
 		var a struct {
 			Choices []struct {

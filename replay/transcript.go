@@ -22,7 +22,7 @@ import (
 func TranscriptTape(wire Wire, msgs []model.Message, k0 int) (Tape, error) {
 	answer, path := answerer(wire)
 	if answer == nil {
-		return nil, fmt.Errorf("tapes from %s transcripts are not built (those of agents speaking Anthropic Messages, OpenAI Responses or Chat Completions are)", orWire(wire))
+		return nil, fmt.Errorf("tapes from %s transcripts are not built (those of agents speaking Anthropic Messages, OpenAI Responses, Chat Completions or the Gemini API are)", orWire(wire))
 	}
 	results := map[string]string{}
 	for _, m := range msgs[k0:] {
@@ -92,6 +92,8 @@ func answerer(wire Wire) (answerBuilder, string) {
 		return responsesAnswer, "/v1/responses"
 	case WireChat:
 		return chatAnswer, "/v1/chat/completions"
+	case WireGemini:
+		return geminiAnswer, "/v1beta/models/gemini:generateContent"
 	}
 	return nil, ""
 }
@@ -220,7 +222,8 @@ type output struct{ id, text, path string }
 
 // requestOutputs lists the tool outputs a request carries: those in its
 // last message (Anthropic), or every call output of its input (Responses,
-// whose input is the whole conversation; the caller picks by call id).
+// whose input is the whole conversation; the caller picks by call id),
+// or every tool message (Chat Completions) or function response (Gemini).
 func requestOutputs(wire Wire, body []byte) ([]output, error) {
 	var out []output
 	switch wire {
@@ -277,6 +280,8 @@ func requestOutputs(wire Wire, body []byte) ([]output, error) {
 				out = append(out, output{m.ToolCallID, resultText(m.Content), fmt.Sprintf("messages[%d].content", i)})
 			}
 		}
+	case WireGemini:
+		return geminiOutputs(body)
 	default:
 		return nil, fmt.Errorf("tool outputs of %s requests are not read", wire)
 	}

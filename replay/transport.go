@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,11 +10,14 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"tine/internal/sse"
 )
 
 // RecordingTransport returns an http.RoundTripper that sends every request
 // through next (nil: http.DefaultTransport) and records each model call (a
-// POST to .../messages, .../chat/completions or .../responses) as a Step.
+// POST to .../messages, .../chat/completions, .../responses or a Gemini
+// API .../models/M:generateContent) as a Step.
 // rec is asked, as the call starts, for the Recorder of the request's
 // context; nil leaves the call untouched. This is how tine records the
 // model-API harnesses, which talk to the API themselves: no gateway stands
@@ -160,11 +162,14 @@ func (b *recordingBody) finish(cause error) {
 	body := decoded(b.hr, b.raw)
 	s.Request = json.RawMessage(body)
 	ok := s.Status/100 == 2
-	if ok && b.stream {
-		// The three APIs stream exactly when asked to: no need to parse a
+	switch {
+	case ok && b.stream:
+		// The APIs stream exactly when asked to: no need to parse a
 		// request that grows with the conversation.
 		s.Stream = true
-	} else {
+	case s.Wire == WireGemini:
+		s.Stream, _ = geminiStep(s.Path) // asked in the path
+	default:
 		var meta struct {
 			Stream bool `json:"stream"`
 		}
@@ -176,13 +181,16 @@ func (b *recordingBody) finish(cause error) {
 	case b.stream:
 		// Split into events once the stream has ended, with the gateway's
 		// reader: the caller has had every byte as it came.
-		sr := &sseReader{r: bufio.NewReader(bytes.NewReader(b.body.Bytes()))}
+		sr := newSSEReader(bytes.NewReader(b.body.Bytes()), 0)
+		sr.r.KeepRaw = false // the caller has had the bytes
+		var split error
 		for {
 			_, ev, isEvent, err := sr.next()
 			if isEvent {
 				s.Events = append(s.Events, ev)
 			}
 			if err != nil {
+				split = err
 				break
 			}
 		}
@@ -197,6 +205,12 @@ func (b *recordingBody) finish(cause error) {
 			s.Error = "the caller closed the stream before its end"
 		default:
 			s.Error = "upstream stream: " + cause.Error()
+		}
+		var big *sse.TooLargeError
+		if errors.As(split, &big) {
+			// An event bigger than the API harnesses' bound, on which the
+			// caller's own reader failed: that is why the answer ended.
+			s.Error = "upstream stream: " + split.Error()
 		}
 	default:
 		s.Body = b.body.Bytes()

@@ -8,11 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"tine/internal/modelserver"
+	"tine/internal/sse"
 )
 
 const secretKey = "sk-real-secret-key-0123456789"
@@ -40,9 +42,12 @@ func send(t testing.TB, ctx context.Context, client *http.Client, url string, wi
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if wire == WireAnthropic {
+	switch wire {
+	case WireAnthropic:
 		req.Header.Set("X-Api-Key", secretKey)
-	} else {
+	case WireGemini:
+		req.Header.Set("X-Goog-Api-Key", secretKey)
+	default:
 		req.Header.Set("Authorization", "Bearer "+secretKey)
 	}
 	resp, err := client.Do(req)
@@ -84,9 +89,15 @@ func TestTransportRecords(t *testing.T) {
 				t.Cleanup(func() { ms.Close() })
 				fx := c.main[1]
 				ms.Push(*fx.Reply)
-				body := withStream(t, fx.Body, stream)
+				path, body := fx.Path, withStream(t, fx.Body, stream)
+				if c.wire == WireGemini { // asked in the path
+					path, body = fx.Path, fx.Body
+					if !stream {
+						path, body = unstreamed(t, c.wire, fx)
+					}
+				}
 				rec := &MemRecorder{}
-				resp := send(t, recording, recordingClient(rec), ms.URL()+fx.Path, c.wire, body)
+				resp := send(t, recording, recordingClient(rec), ms.URL()+path, c.wire, body)
 				got, err := io.ReadAll(resp.Body)
 				resp.Body.Close()
 				if err != nil || resp.StatusCode != 200 {
@@ -97,7 +108,7 @@ func TestTransportRecords(t *testing.T) {
 				if len(reqs) != 1 || !bytes.Equal(reqs[0].Body, body) {
 					t.Fatalf("the server got %d requests, the body changed: %v", len(reqs), len(reqs) == 1 && !bytes.Equal(reqs[0].Body, body))
 				}
-				if h := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("X-Api-Key"); !strings.Contains(h, secretKey) {
+				if h := reqs[0].Header.Get("Authorization") + reqs[0].Header.Get("X-Api-Key") + reqs[0].Header.Get("X-Goog-Api-Key"); !strings.Contains(h, secretKey) {
 					t.Errorf("the key did not reach the API: %q", h)
 				}
 				steps := rec.Steps()
@@ -105,7 +116,7 @@ func TestTransportRecords(t *testing.T) {
 					t.Fatalf("%d steps", len(steps))
 				}
 				s := steps[0]
-				if s.Wire != c.wire || s.Method != "POST" || s.Path != fx.Path || s.Stream != stream || s.Status != 200 ||
+				if s.Wire != c.wire || s.Method != "POST" || s.Path != path || s.Stream != stream || s.Status != 200 ||
 					s.Source != FromUpstream || s.Error != "" || s.N != 1 || s.Run != "" {
 					t.Errorf("step: wire %s %s %s stream %v status %d source %s error %q N %d run %q",
 						s.Wire, s.Method, s.Path, s.Stream, s.Status, s.Source, s.Error, s.N, s.Run)
@@ -122,7 +133,7 @@ func TestTransportRecords(t *testing.T) {
 					if !strings.HasPrefix(s.ContentType, "text/event-stream") || len(s.Events) < 3 || s.Body != nil {
 						t.Errorf("a stream taped as %q, %d events, %d body bytes", s.ContentType, len(s.Events), len(s.Body))
 					}
-					sr := &sseReader{r: bufio.NewReader(bytes.NewReader(got))}
+					sr := newSSEReader(bytes.NewReader(got), 0)
 					var evs []Event
 					for {
 						_, ev, ok, err := sr.next()
@@ -198,6 +209,7 @@ func TestTransportStreamsAsItArrives(t *testing.T) {
 			ms := modelserver.New(modelserver.Options{})
 			t.Cleanup(func() { ms.Close() })
 			r := *c.main[0].Reply
+			r.Text += " And a few more words, so that it streams in several pieces."
 			r.ChunkDelay = 60 * time.Millisecond
 			ms.Push(r)
 			rec := &MemRecorder{}
@@ -300,6 +312,31 @@ func TestTransportCut(t *testing.T) {
 			t.Errorf("error %q, answer %s", s.Error, s.Answer)
 		}
 	})
+}
+
+// TestTransportEventOverTheBound: a streamed answer holding an event over
+// the API harnesses' bound (on which their own reader fails) is taped with
+// the events before it and says why it ended.
+func TestTransportEventOverTheBound(t *testing.T) {
+	t.Parallel()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\n")
+		io.WriteString(w, "event: content_block_delta\ndata: \""+strings.Repeat("x", sse.DefaultMax)+"\"\n\n")
+		io.WriteString(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}))
+	defer up.Close()
+	rec := &MemRecorder{}
+	resp := send(t, recording, recordingClient(rec), up.URL+"/v1/messages", WireAnthropic, []byte(`{"model":"m","stream":true,"messages":[]}`))
+	_, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := rec.Steps()
+	if len(steps) != 1 || steps[0].Error != "upstream stream: an event larger than 32 MB (the limit)" || len(steps[0].Events) != 1 || steps[0].Answer != nil {
+		t.Errorf("steps %+v", steps)
+	}
 }
 
 // TestTransportUnreachable: a call that got no answer is recorded with why.

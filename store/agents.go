@@ -30,23 +30,6 @@ func (s *Store) SetCheck(ctx context.Context, id string, c model.Check) error {
 		c.Cmd, c.Number, c.Ran, c.Exit, score, c.Output, c.Duration.Milliseconds(), c.Error, id)
 }
 
-// MarkBest marks run id as the best of its siblings, as SetBest does, and
-// records why (a check picked it); the reason of every unmarked sibling
-// is cleared.
-func (s *Store) MarkBest(ctx context.Context, id, reason string) error {
-	if err := s.SetBest(ctx, id, true); err != nil {
-		return err
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE runs SET best_reason = '' WHERE best = 0 AND best_reason != ''
-			AND parent_id = (SELECT parent_id FROM runs WHERE id = ?)`, id); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET best_reason = ? WHERE id = ?`, reason, id)
-		return err
-	})
-}
-
 // AddNote appends a line to what run id's harness said along the way.
 func (s *Store) AddNote(ctx context.Context, id, note string) error {
 	return s.update(ctx, "add note", id,

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,7 +58,7 @@ func BenchmarkCreateForks10(b *testing.B) {
 	for b.Loop() {
 		batch := make([]*model.Run, 10)
 		for i := range batch {
-			batch[i] = &model.Run{ParentID: root.ID, ForkAt: 9_000 + i, Name: "fork", Harness: "script"}
+			batch[i] = &model.Run{ParentID: root.ID, ForkAt: 9_000 + i, Name: fmt.Sprintf("fork-%d", forks+i), Harness: "script"}
 		}
 		if err := s.CreateForks(ctx, batch); err != nil {
 			b.Fatal(err)
@@ -94,10 +95,11 @@ func TestForkGrowthIsConstant(t *testing.T) {
 		root, _ := createRoot(t, s, parentLen, "g")
 		before := dbBytes(t, s)
 		const n = 2_000
-		for range n / 100 {
+		for b := range n / 100 {
 			batch := make([]*model.Run, 100)
 			for i := range batch {
-				batch[i] = &model.Run{ParentID: root.ID, ForkAt: parentLen - i%4, Name: "fork", Harness: "script"}
+				// Names are unique.
+				batch[i] = &model.Run{ParentID: root.ID, ForkAt: parentLen - i%4, Name: fmt.Sprintf("fork-%d", b*100+i), Harness: "script"}
 			}
 			require.NoError(t, s.CreateForks(ctx, batch))
 		}

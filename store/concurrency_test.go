@@ -41,7 +41,8 @@ func writeMany(ctx context.Context, s *Store, tag string) error {
 		case 2:
 			err = s.CreateForks(ctx, []*model.Run{{ParentID: root.ID, ForkAt: 2}, {ParentID: root.ID, ForkAt: 4}})
 		case 3:
-			err = s.SetStatus(ctx, root.ID, model.Running, "")
+			// Not running: a run mid-turn gets no forks (case 2).
+			err = s.SetStatus(ctx, root.ID, model.Completed, "")
 		case 4:
 			err = s.AddCost(ctx, root.ID, 0.01)
 		}

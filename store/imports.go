@@ -409,7 +409,11 @@ func (s *Store) RunsBySource(ctx context.Context, path string) ([]model.Run, err
 
 // DrivenRun finds the fork tine ran whose agent session is nativeID: its
 // messages were stored as they streamed, so the session's file, when it is
-// imported, belongs to that fork and is not stored a second time.
+// imported, belongs to that fork and is not stored a second time. Two runs
+// never hold one conversation id, whichever harness drove it: Claude Code
+// behind an ACP agent (claude-agent-acp) keeps its session under the ACP
+// session's id, which the ACP run holds, so a file of harness's is that
+// fork's too; a fork of harness itself is preferred.
 func (s *Store) DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error) {
 	if nativeID == "" {
 		return model.Run{}, false, nil
@@ -419,17 +423,17 @@ func (s *Store) DrivenRun(ctx context.Context, harness, nativeID string) (model.
 	// of the cost).
 	s.drivenOnce.Do(func() {
 		s.drivenStmt, s.drivenErr = s.r.PrepareContext(context.Background(), `SELECT EXISTS (SELECT 1 FROM runs
-			WHERE native_id = ? AND harness = ? AND source = '' AND parent_id IS NOT NULL)`)
+			WHERE native_id = ? AND source = '' AND parent_id IS NOT NULL)`)
 	})
 	if s.drivenErr != nil {
 		return model.Run{}, false, s.drivenErr
 	}
 	var has int
-	if err := s.drivenStmt.QueryRowContext(ctx, nativeID, harness).Scan(&has); err != nil || has == 0 {
+	if err := s.drivenStmt.QueryRowContext(ctx, nativeID).Scan(&has); err != nil || has == 0 {
 		return model.Run{}, false, err
 	}
-	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.native_id = ? AND r.harness = ?
-		AND r.source = '' AND r.parent_id IS NOT NULL LIMIT 1`, nativeID, harness)
+	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.native_id = ?
+		AND r.source = '' AND r.parent_id IS NOT NULL ORDER BY r.harness != ?, r.created_at LIMIT 1`, nativeID, harness)
 	if err != nil || len(runs) == 0 {
 		return model.Run{}, false, err
 	}

@@ -123,6 +123,22 @@ func (s *Store) Rebase(ctx context.Context, id string, k int) error {
 	})
 }
 
+// AARates sums up the replays of each of runs ids whose A/A was measured
+// (runs without any are left out).
+func (s *Store) AARates(ctx context.Context, ids []string) (map[string]model.AARate, error) {
+	out := map[string]model.AARate{}
+	err := s.eachIn(ctx, ids, `SELECT of_run, count(aa), coalesce(sum(aa), 0) FROM replays WHERE aa IS NOT NULL AND of_run IN `, func(rows *sql.Rows) error {
+		var id string
+		var a model.AARate
+		if err := rows.Scan(&id, &a.Measured, &a.Reproduced); err != nil {
+			return err
+		}
+		out[id] = a
+		return nil
+	}, " GROUP BY of_run")
+	return out, err
+}
+
 // ReplaysOf counts the replays made of run of so far.
 func (s *Store) ReplaysOf(ctx context.Context, of string) (int, error) {
 	var n int

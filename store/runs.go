@@ -20,7 +20,7 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.source, r.spawned_by, r.spawned_call,
 	r.base_commit, r.start_tree, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
 	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
-	r.best_reason, r.note, r.owner_pid, r.cancel_requested`
+	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -42,7 +42,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
 		&r.BaseCommit, &r.StartTree, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
 		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
-		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested}
+		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -102,16 +102,24 @@ func createRun(w *writer, run *model.Run, msgs []model.Message) ([]int64, error)
 // CreateForks stores forks, each one runs row and no messages, in one
 // transaction: forking costs a row, whatever the parent's length. Every fork
 // needs a ParentID (which may be a fork created earlier in the same call);
-// the rest defaults as in CreateRun, with status pending.
+// the rest defaults as in CreateRun, with status pending. The forks are one
+// batch (what a best-of-N best is the best of), unless they say theirs.
 func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 	runs := make([]model.Run, len(forks))
+	batch := newID()
 	err := s.writeMessages(ctx, func(w *writer) error {
 		for i, f := range forks {
 			run := *f
+			if run.Batch == "" {
+				run.Batch = batch
+			}
 			if run.ParentID == "" {
 				return fmt.Errorf("fork %d has no parent", i+1)
 			}
 			if err := prepareRun(w, &run, false); err != nil {
+				return err
+			}
+			if err := refuseRunning(w, run.ParentID); err != nil {
 				return err
 			}
 			run.OwnMessages = 0
@@ -129,6 +137,28 @@ func (s *Store) CreateForks(ctx context.Context, forks []*model.Run) error {
 		*f = runs[i]
 	}
 	return nil
+}
+
+// refuseRunning refuses to fork run id while tine drives a turn of it: the
+// driver says so first, and this, in the transaction that writes the
+// forks, covers a turn that started since.
+func refuseRunning(w *writer, id string) error {
+	q, err := w.stmt(`SELECT status, name FROM runs WHERE id = ?`)
+	if err != nil {
+		return err
+	}
+	var status, name string
+	if err := q.QueryRowContext(w.ctx, id).Scan(&status, &name); err != nil {
+		return err
+	}
+	if status != string(model.Running) {
+		return nil
+	}
+	label := name
+	if label == "" {
+		label = model.ShortID(id)
+	}
+	return fmt.Errorf("run %s is in the middle of a turn: %w; wait for the turn to finish", label, ErrParentRunning)
 }
 
 // prepareRun fills r's defaults and checks it against its parent.
@@ -176,6 +206,9 @@ func prepareRun(w *writer, r *model.Run, hasMessages bool) error {
 }
 
 func insertRun(w *writer, r *model.Run, last time.Time) error {
+	if err := nameFree(w.ctx, w.Tx, r.Name, r.ID); err != nil {
+		return err
+	}
 	var parent sql.NullString
 	if r.ParentID != "" {
 		parent = sql.NullString{String: r.ParentID, Valid: true}
@@ -188,9 +221,9 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		created_at, finished_at, last_at,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call,
-		base_commit, handoff, in_place, check_cmd, check_number
+		base_commit, handoff, in_place, check_cmd, check_number, batch
 	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-		?, ?, ?, ?, ?)`)
+		?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -199,7 +232,7 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		r.CreatedAt.UnixNano(), finished, lastAt,
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
 		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall,
-		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number)
+		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number, r.Batch)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
@@ -286,20 +319,101 @@ func (s *Store) SetHidden(ctx context.Context, id string, hidden bool) error {
 	return s.update(ctx, "set hidden", id, `UPDATE runs SET hidden = ? WHERE id = ?`, hidden, id)
 }
 
-// SetBest marks run id as the best of its siblings (the forks of its
-// parent, and the parent itself), unmarking the others; best false unmarks it.
-func (s *Store) SetBest(ctx context.Context, id string, best bool) error {
+// SetBest records a person's pick: run id is the best of the runs it was
+// compared with (among), or, with none given, of its batch; they lose
+// their mark. best false unmarks id alone. Either way the reason a check
+// gave goes: it is the person's mark now (rule 11 in ARCHITECTURE.md).
+func (s *Store) SetBest(ctx context.Context, id string, best bool, among ...string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := runExists(ctx, tx, id); err != nil {
+			return err
+		}
 		if best {
-			_, err := tx.ExecContext(ctx, `UPDATE runs SET best = 0 WHERE best = 1 AND (
-				parent_id = (SELECT parent_id FROM runs WHERE id = ?1)
-				OR id = (SELECT parent_id FROM runs WHERE id = ?1)
-				OR parent_id = ?1)`, id)
-			if err != nil {
+			if err := unmarkOthers(ctx, tx, id, among); err != nil {
 				return err
 			}
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET best = ? WHERE id = ?`, best, id)
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET best = ?, best_reason = '' WHERE id = ?`, best, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set best: %w", err)
+	}
+	return nil
+}
+
+// MarkBest records a check's pick: run id is the best of its batch, for
+// reason (rule 11); the others of its batch lose their mark.
+func (s *Store) MarkBest(ctx context.Context, id, reason string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := runExists(ctx, tx, id); err != nil {
+			return err
+		}
+		if err := unmarkOthers(ctx, tx, id, nil); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET best = 1, best_reason = ? WHERE id = ?`, reason, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("mark best: %w", err)
+	}
+	return nil
+}
+
+// unmarkOthers unmarks the runs that id is now the best of, but id: those
+// of among, or, with none, the others of id's batch (none when it was made
+// in no batch).
+func unmarkOthers(ctx context.Context, tx *sql.Tx, id string, among []string) error {
+	if len(among) == 0 {
+		_, err := tx.ExecContext(ctx, `UPDATE runs SET best = 0, best_reason = '' WHERE best = 1 AND id != ?1
+			AND batch != '' AND batch = (SELECT batch FROM runs WHERE id = ?1)`, id)
+		return err
+	}
+	args := []any{id}
+	for _, a := range among {
+		args = append(args, a)
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET best = 0, best_reason = '' WHERE best = 1 AND id != ?
+		AND id IN (?`+strings.Repeat(", ?", len(among)-1)+`)`, args...)
+	return err
+}
+
+// runExists reports ErrNotFound when no run is id.
+func runExists(ctx context.Context, tx *sql.Tx, id string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// BatchRuns returns the runs made in one batch with run id, oldest first:
+// what a best-of-N best is the best of. A run made in no batch is alone in
+// its own.
+func (s *Store) BatchRuns(ctx context.Context, id string) ([]model.Run, error) {
+	runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?1 OR (r.batch != ''
+		AND r.batch = (SELECT batch FROM runs WHERE id = ?1)) ORDER BY r.created_at, r.id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("batch of %s: %w", id, err)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("run %s: %w", id, ErrNotFound)
+	}
+	return runs, nil
+}
+
+// SetName names run id ("" removes the name). A name another run has is
+// refused (model.NameTakenError).
+func (s *Store) SetName(ctx context.Context, id, name string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := nameFree(ctx, tx, name, id); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
 		if err != nil {
 			return err
 		}
@@ -309,14 +423,28 @@ func (s *Store) SetBest(ctx context.Context, id string, best bool) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("set best: %w", err)
+		return fmt.Errorf("set name: %w", err)
 	}
 	return nil
 }
 
-// SetName names run id ("" removes the name).
-func (s *Store) SetName(ctx context.Context, id, name string) error {
-	return s.update(ctx, "set name", id, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
+// nameFree reports, inside the write transaction that gives run id the
+// name, a name another run has (model.NameTakenError): names say which run
+// a command means. Write transactions run one at a time, so what it sees
+// holds until the commit; the unique index on names backs it.
+func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
+	if name == "" {
+		return nil
+	}
+	var taken bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE name = ? AND id != ?)`, name, id).Scan(&taken)
+	if err != nil {
+		return err
+	}
+	if taken {
+		return &model.NameTakenError{Name: name}
+	}
+	return nil
 }
 
 // SetTitle sets run id's title.
@@ -463,7 +591,11 @@ type TreeSummary struct {
 	Root  model.Run
 	Title string // the root's title
 	Runs  int    // the root and every fork under it
-	Forks int    // Runs - 1
+	// Forks counts the forks the tree shows: not the root, nor a subagent
+	// (it shows under the call that started it), nor a run hidden from
+	// views (replaced by its regenerations, rule 7 in ARCHITECTURE.md)
+	// unless forks hang under it.
+	Forks int
 	// Messages counts distinct messages: each run adds only its own.
 	Messages int
 	// Usage and CostUSD sum each run's own spending, so a shared prefix is
@@ -478,9 +610,12 @@ type TreeSummary struct {
 // Trees returns one summary per tree, newest activity first.
 func (s *Store) Trees(ctx context.Context) ([]TreeSummary, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+runCols+`,
-		t.runs, t.messages, t.input, t.output, t.cache_read, t.cache_write, t.cost, t.last
+		t.runs, t.forks, t.messages, t.input, t.output, t.cache_read, t.cache_write, t.cost, t.last
 	FROM (
-		SELECT tree_id, count(*) AS runs, sum(own_messages) AS messages,
+		SELECT tree_id, count(*) AS runs,
+			sum(id != tree_id AND spawned_by = '' AND (hidden = 0
+				OR EXISTS (SELECT 1 FROM runs c WHERE c.parent_id = runs.id))) AS forks,
+			sum(own_messages) AS messages,
 			sum(input_tokens) AS input, sum(output_tokens) AS output,
 			sum(cache_read_tokens) AS cache_read, sum(cache_write_tokens) AS cache_write,
 			total(cost_usd) AS cost, max(last_at) AS last
@@ -495,14 +630,13 @@ func (s *Store) Trees(ctx context.Context) ([]TreeSummary, error) {
 	for rows.Next() {
 		var t TreeSummary
 		var last int64
-		t.Root, err = scanRun(rows, &t.Runs, &t.Messages,
+		t.Root, err = scanRun(rows, &t.Runs, &t.Forks, &t.Messages,
 			&t.Usage.InputTokens, &t.Usage.OutputTokens, &t.Usage.CacheReadTokens, &t.Usage.CacheWriteTokens,
 			&t.CostUSD, &last)
 		if err != nil {
 			return nil, fmt.Errorf("list trees: %w", err)
 		}
 		t.Title, t.Harness, t.Cwd = t.Root.Title, t.Root.Harness, t.Root.Cwd
-		t.Forks = t.Runs - 1
 		t.LastActivity = time.Unix(0, last)
 		trees = append(trees, t)
 	}

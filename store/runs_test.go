@@ -422,8 +422,8 @@ func TestResolve(t *testing.T) {
 	}
 	mk("aaaa000000000001", "alpha", "")
 	mk("aaaa000000000002", "", "")
-	mk("bbbb000000000001", "twin", "")
-	mk("bbbb000000000002", "twin", "")
+	mk("bbbb000000000001", "", "twin")
+	mk("bbbb000000000002", "", "twin")
 	mk("cccc000000000001", "", "5f0c-uuid")
 	mk("dddd000000000001", "a", "") // a name that is also an id prefix
 
@@ -433,7 +433,7 @@ func TestResolve(t *testing.T) {
 	}{
 		{"aaaa000000000001", "aaaa000000000001", nil},
 		{"aaaa000000000002", "aaaa000000000002", nil},
-		{"bbbb000000000001", "bbbb000000000001", nil}, // full id wins over a shared name
+		{"bbbb000000000001", "bbbb000000000001", nil}, // full id wins over a shared native id
 		{"alpha", "aaaa000000000001", nil},
 		{" alpha ", "aaaa000000000001", nil},
 		{"cccc", "cccc000000000001", nil},
@@ -459,29 +459,61 @@ func TestResolve(t *testing.T) {
 	}
 
 	_, err := s.Resolve(ctx, "twin")
-	assert.Contains(t, err.Error(), "bbbb000000000001 (twin)")
-	assert.Contains(t, err.Error(), "bbbb000000000002 (twin)")
+	assert.Contains(t, err.Error(), "the native id of bbbb000000000001, bbbb000000000002")
 }
 
-func TestSetBestUnmarksSiblings(t *testing.T) {
+// The best is the best of a batch, the forks made together (one request
+// at one boundary): a second batch's best leaves the first's marked (it
+// once cleared it, and prune then removed the fork the person had
+// picked). A person's pick in a comparison unmarks the runs compared.
+func TestBestIsPerBatch(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx := context.Background()
 	root := model.Run{Harness: "x"}
 	require.NoError(t, s.CreateRun(ctx, &root, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "q"}}}}))
-	a := &model.Run{ParentID: root.ID, ForkAt: 1}
-	b := &model.Run{ParentID: root.ID, ForkAt: 1}
+	a, b := &model.Run{ParentID: root.ID, ForkAt: 1}, &model.Run{ParentID: root.ID, ForkAt: 1}
 	require.NoError(t, s.CreateForks(ctx, []*model.Run{a, b}))
-	require.NoError(t, s.SetBest(ctx, a.ID, true))
-	require.NoError(t, s.SetBest(ctx, b.ID, true))
-	ra, _ := s.Run(ctx, a.ID)
-	rb, _ := s.Run(ctx, b.ID)
-	assert.False(t, ra.Best)
-	assert.True(t, rb.Best)
-	require.NoError(t, s.SetBest(ctx, root.ID, true))
-	rb, _ = s.Run(ctx, b.ID)
-	assert.False(t, rb.Best, "the original competes with its forks")
+	c, d := &model.Run{ParentID: root.ID, ForkAt: 1}, &model.Run{ParentID: root.ID, ForkAt: 1}
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{c, d}))
+	assert.NotEmpty(t, a.Batch)
+	assert.Equal(t, a.Batch, b.Batch, "made together")
+	assert.Equal(t, c.Batch, d.Batch)
+	assert.NotEqual(t, a.Batch, c.Batch, "made apart, at the same boundary")
+	best := func() map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, r := range []*model.Run{&root, a, b, c, d} {
+			got, err := s.Run(ctx, r.ID)
+			require.NoError(t, err)
+			if got.Best {
+				out[r.ID] = got.BestReason
+			}
+		}
+		return out
+	}
+	batch, err := s.BatchRuns(ctx, b.ID)
+	require.NoError(t, err)
+	require.Len(t, batch, 2)
+	assert.Equal(t, []string{a.ID, b.ID}, []string{batch[0].ID, batch[1].ID})
+	alone, err := s.BatchRuns(ctx, root.ID)
+	require.NoError(t, err)
+	require.Len(t, alone, 1, "a run made in no batch is a batch of its own")
+
+	require.NoError(t, s.MarkBest(ctx, b.ID, "passed"))
+	require.NoError(t, s.MarkBest(ctx, c.ID, "passed too"))
+	assert.Equal(t, map[string]string{b.ID: "passed", c.ID: "passed too"}, best(), "the second batch's best leaves the first's")
+	require.NoError(t, s.MarkBest(ctx, a.ID, "better"))
+	assert.Equal(t, map[string]string{a.ID: "better", c.ID: "passed too"}, best(), "within a batch, one best")
+
+	// A person's pick: of its batch, or of the runs compared.
+	require.NoError(t, s.SetBest(ctx, d.ID, true))
+	assert.Equal(t, map[string]string{a.ID: "better", d.ID: ""}, best())
+	require.NoError(t, s.SetBest(ctx, root.ID, true, root.ID, c.ID, d.ID))
+	assert.Equal(t, map[string]string{a.ID: "better", root.ID: ""}, best(), "the original competes with the forks it was compared with")
 	require.NoError(t, s.SetBest(ctx, root.ID, false))
+	assert.Equal(t, map[string]string{a.ID: "better"}, best())
 	assert.ErrorIs(t, s.SetBest(ctx, "nope", true), ErrNotFound)
+	assert.ErrorIs(t, s.MarkBest(ctx, "nope", "x"), ErrNotFound)
 }
 
 func TestShapeMatchesMessages(t *testing.T) {
@@ -508,4 +540,50 @@ func TestShapeMatchesMessages(t *testing.T) {
 		assert.Equal(t, full[i].IsPrompt(), shape[i].IsPrompt())
 		assert.Len(t, shape[i].Parts, len(full[i].Parts))
 	}
+}
+
+// A run tine is driving through a turn gets no forks, even from a process
+// that read it a moment before it started: the check is in the
+// transaction that writes the forks.
+func TestCreateForksRefusesARunningParent(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	root, _ := createRoot(t, s, 4, "root")
+	require.NoError(t, s.SetRunning(ctx, root.ID))
+	a := &model.Run{ParentID: root.ID, ForkAt: 2}
+	err := s.CreateForks(ctx, []*model.Run{a})
+	require.ErrorIs(t, err, ErrParentRunning)
+	assert.Contains(t, err.Error(), "wait for the turn to finish")
+	assert.Equal(t, 1, count(t, s, "runs"))
+	require.NoError(t, s.SetStatus(ctx, root.ID, model.Completed, ""))
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{a}))
+}
+
+// Forks an older tine made have no batch: opening the file puts the forks
+// of one run at one boundary in one, which is what their best was of.
+func TestMigrationPutsOldForksInBatches(t *testing.T) {
+	ctx := context.Background()
+	raw, path := openBefore(t, "_batches.sql")
+	for _, r := range [][3]any{{"r", nil, 0}, {"a", "r", 1}, {"b", "r", 1}, {"c", "r", 2}, {"d", "a", 1}} {
+		_, err := raw.ExecContext(ctx, `INSERT INTO runs (id, tree_id, parent_id, fork_at, status, created_at, last_at)
+			VALUES (?, 'r', ?, ?, 'completed', 0, 0)`, r[0], r[1], r[2])
+		require.NoError(t, err)
+	}
+	require.NoError(t, raw.Close())
+	s, err := Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	batchOf := func(id string) []string {
+		runs, err := s.BatchRuns(ctx, id)
+		require.NoError(t, err)
+		var ids []string
+		for _, r := range runs {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	assert.Equal(t, []string{"a", "b"}, batchOf("a"))
+	assert.Equal(t, []string{"c"}, batchOf("c"))
+	assert.Equal(t, []string{"d"}, batchOf("d"))
+	assert.Equal(t, []string{"r"}, batchOf("r"))
 }

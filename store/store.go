@@ -34,6 +34,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrAmbiguous: a reference matches more than one run.
 	ErrAmbiguous = errors.New("ambiguous")
+	// ErrParentRunning: a fork was asked of a run in the middle of a turn
+	// tine is driving.
+	ErrParentRunning = errors.New("a run mid-turn cannot be forked")
 	// ErrSchemaTooNew: the file was written by a newer tine.
 	ErrSchemaTooNew = errors.New("database schema is newer than this tine")
 )
@@ -281,6 +284,11 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 	if v >= m.version {
 		return nil
 	}
+	if before := beforeMigration[m.name]; before != nil {
+		if err := before(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
@@ -288,6 +296,59 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// beforeMigration is Go a migration runs, in its transaction, before its
+// SQL: what SQL alone says badly. Keyed by the migration's file name.
+var beforeMigration = map[string]func(context.Context, *sql.Tx) error{
+	"0006_unique_names.sql": dedupeNames,
+}
+
+// dedupeNames renames the later runs of a name that several share (by
+// creation; the oldest keeps it) "<name>-2", "<name>-3", ...: the first
+// suffix no run has, so the unique index on names can be made. A database
+// from before names were unique may have them: forks started at once got
+// one name.
+func dedupeNames(ctx context.Context, tx *sql.Tx) error {
+	rows, err := tx.QueryContext(ctx, `SELECT id, name FROM runs WHERE name IN (
+		SELECT name FROM runs WHERE name != '' GROUP BY name HAVING count(*) > 1)
+		ORDER BY name, created_at, id`)
+	if err != nil {
+		return err
+	}
+	type run struct{ id, name string }
+	var dups []run
+	for rows.Next() {
+		var r run
+		if err := rows.Scan(&r.id, &r.name); err != nil {
+			rows.Close()
+			return err
+		}
+		dups = append(dups, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i, r := range dups {
+		if i == 0 || dups[i-1].name != r.name {
+			continue // the oldest keeps the name
+		}
+		for n := 2; ; n++ {
+			name := fmt.Sprintf("%s-%d", r.name, n)
+			var taken bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE name = ?)`, name).Scan(&taken); err != nil {
+				return err
+			}
+			if !taken {
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET name = ? WHERE id = ?`, name, r.id); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // write runs fn in one write transaction. Once the file has reported

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness"
@@ -37,6 +36,13 @@ type Options struct {
 	Watch bool
 	// Replayer replays recorded runs (R on a message); nil turns it off.
 	Replayer *replay.Replayer
+	// Offline says why the backends of Agents that Driver lacks cannot run
+	// turns here (the demo's sessions were made up): the Fork screen lists
+	// them with it.
+	Offline string
+	// NewDatabase is the database's path when it was made just now (there
+	// was none where tine was told to look): the empty library says so.
+	NewDatabase string
 	// Agents are every backend tine is built with, for what the screens
 	// say of a run's agent: the formats an import reads, how a run opens
 	// in its agent, what its harness can do. Default: the driver's.
@@ -51,23 +57,12 @@ const (
 	screenCompare
 )
 
-// level orders status messages.
-type level int
-
-const (
-	levelInfo level = iota
-	levelWarn
-	levelError
-)
-
-// statusClearAfter is how long a status message stays.
-const statusClearAfter = 5 * time.Second
-
-// App is the root model.
+// App is the root model. It routes every message: a key to whatever has
+// the keys (keyTable), and a command's answer to the part that asked.
 type App struct {
-	// ctx is the program's: every command and background job runs under
-	// it, and quitting cancels it.
-	ctx    context.Context
+	// env is the program's context, the store, the clock, the timer and
+	// spawn; quitting cancels the context.
+	env
 	cancel context.CancelFunc
 	// kill stops the program after a panic in a goroutine (crash.go);
 	// crashed says what happened and logPath where the stack went.
@@ -75,15 +70,12 @@ type App struct {
 	crashMu sync.Mutex
 	crashed *crashed
 	logPath string
-	st      *store.Store
 	// dataPath is the database's path as help shows it.
 	dataPath string
 	opts     Options
 	keys     KeyMap
+	tables   keyTables // each screen's keys, what they do and why they are off
 	styles   Styles
-	now      func() time.Time
-	// tick schedules a message later (tea.Tick); tests replace it.
-	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 	// openEnv is where e, E and o look for programs (open.go).
 	openEnv openEnv
 	// agents are the backends' descriptors (Options.Agents), and formats
@@ -93,58 +85,47 @@ type App struct {
 
 	width, height int
 	screen        screenID
-	showHelp      bool
-	helpOffset    int // the first help line shown
+	help          helpState
 	// confirmQuit is set while asking whether to quit and lose what was
 	// typed in a dialog.
 	confirmQuit bool
+	// confirmApply is the fork Compare asks whether to apply (y applies).
+	confirmApply *model.Run
 
-	lib       libraryScreen
-	tree      *treeScreen
-	compare   *compareScreen
-	treeTitle string
-	loading   string
+	lib     libraryScreen
+	tree    *treeScreen
+	compare *compareScreen
+	// fromCompare is the comparison a tree was opened from (enter on a
+	// column): esc on the tree goes back to it.
+	fromCompare *compareScreen
+	treeTitle   string
+	loading     string
 	// view counts the user's moves between screens. A tree or comparison
 	// is read for the view it was asked from and dropped when the user
 	// has moved on since.
 	view int
-
-	imp       importState
-	dialog    *forkDialog
-	dialogGen int          // tells a dialog's async answers from an older one's
-	descs     *descCache   // what the harnesses said of themselves, for the dialogs
-	turn      *turnDialog  // the next-turn dialog (m)
-	replay    *replayPanel // the Replay panel (R on a message)
-	// compareReloading: the open comparison is being read again.
-	compareReloading bool
-	batches          map[int]*forkBatch
-	pending          map[int]launchReq // launched, forks not created yet
-	nextBatch        int
-	// follow is a run that R or m started: the cursor goes to it once the
-	// tree has been read again.
-	follow string
-	wg     sync.WaitGroup // running batches, waited for on quit
+	// treeGen numbers what the tree screen shows: each tree opened and
+	// each read of it again gets the next number (treeScreen.gen), and
+	// work done for it (a reload, a find) says the number it answers.
+	treeGen int
 	// reloading is set while the open tree is being re-read; again asks
 	// for one more read when it returns (events came in meanwhile).
 	reloading, again bool
-	spinning         bool
-	spinFrame        int
 
-	// changes is the store's change counter; checking is set while it is
-	// being asked; lastReap is when orphaned runs were last looked for.
-	changes  *store.Changes
-	checking bool
-	lastReap time.Time
+	imp importState
+	// The overlays over the tree: the Fork dialog, the next-turn dialog
+	// (m) and the Replay panel (R on a message).
+	dialog *forkDialog
+	turn   *turnDialog
+	replay *replayPanel
+	// compareReloading: the open comparison is being read again.
+	compareReloading bool
 
-	// watching is set while a watch import runs (watch.go); watchErr and
-	// watchFileErrs are what it last failed with, said once.
-	watching                bool
-	watchEvery              time.Duration
-	watchErr, watchFileErrs string
-
-	status      string
-	statusLevel level
-	statusID    int
+	forks  forkState
+	live   liveState
+	watch  watchState
+	status statusLine
+	wg     sync.WaitGroup // background work (batches, imports), waited for on quit
 
 	// shortHelp caches the footer's key hints, which cost a lot to lay out
 	// for what they are, by what they depend on.
@@ -171,26 +152,34 @@ func New(st *store.Store, opts Options) *App {
 	a := &App{
 		agents:   agents,
 		formats:  importer.FormatsOf(agents.Agents()),
-		ctx:      ctx,
+		env:      env{ctx: ctx, st: st, now: time.Now, tick: tea.Tick},
 		cancel:   cancel,
-		st:       st,
 		dataPath: dbPath(st),
 		opts:     opts,
 		keys:     DefaultKeyMap(),
-		styles:   NewStyles(true),
-		now:      time.Now,
-		tick:     tea.Tick,
+		styles:   NewStyles(backgroundIsDark(os.Getenv("COLORFGBG"))),
 		lib:      newLibraryScreen(),
-
-		openEnv: osOpenEnv(),
-
-		descs:      &descCache{},
-		watchEvery: watchEvery,
-		batches:    map[int]*forkBatch{},
-		pending:    map[int]launchReq{},
+		openEnv:  osOpenEnv(),
+		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
+		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery, formats: importer.FormatsOf(agents.Agents())},
 	}
 	a.lib.empty.agents = agents.Agents()
+	if opts.NewDatabase != "" {
+		a.lib.empty.made = homeShort(opts.NewDatabase)
+	}
+	a.tables = newKeyTables(a.keys)
+	a.spawn = a.background
 	return a
+}
+
+// background runs fn in a goroutine that quitting waits for (shutdown),
+// with its panics caught (goSafe).
+func (a *App) background(where string, fn func()) {
+	a.wg.Add(1)
+	a.goSafe(where, func() {
+		defer a.wg.Done()
+		fn()
+	})
 }
 
 // Run starts the program on the terminal and blocks until it quits.
@@ -226,13 +215,17 @@ type (
 		trees []store.TreeSummary
 		err   error
 	}
+	// treeLoadedMsg is a tree read for the view it was asked from (to
+	// open it) or, reload set, read again for the tree screen of
+	// generation gen (keeping its cursor and folds).
 	treeLoadedMsg struct {
 		id       string
 		view     int // App.view when it was asked for
+		gen      int // the treeScreen.gen a reload was asked for
 		data     *treeData
 		focusRun string
 		focusSeq int
-		reload   bool // a refresh of the open tree: keep the cursor and folds
+		reload   bool
 		err      error
 	}
 	searchDoneMsg struct {
@@ -241,12 +234,13 @@ type (
 		more  bool // there are more than maxHits
 		err   error
 	}
-	clearStatusMsg struct{ id int }
 )
 
 // Init loads the library and asks the terminal for its background.
 func (a *App) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), a.watch(), a.watchImport()}
+	var watch tea.Cmd
+	a.watch, watch = a.watch.start(a.env, a.imp.running)
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, a.loadTrees(), openChanges(a.env), watch}
 	if a.opts.OpenTree != "" {
 		cmds = append(cmds, a.loadTree(a.opts.OpenTree, "", 0))
 	}
@@ -270,12 +264,17 @@ func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
 	}
 }
 
-// show moves to screen s: whatever was being read for the screen left
-// behind is dropped when it arrives.
+// show moves to screen s: whatever was being read or searched for the
+// screen left behind is dropped when it arrives.
+// What the status line said was of the screen left behind: it goes too.
 func (a *App) show(s screenID) {
 	a.screen = s
 	a.view++
 	a.loading = ""
+	a.status.text = ""
+	if a.tree != nil {
+		a.tree.finder.pending = ""
+	}
 }
 
 // LoadTree reads one tree from the store: its runs and their own messages.
@@ -318,6 +317,13 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 	if td.replays, err = st.Replays(ctx, ids); err != nil {
 		return nil, err
 	}
+	rates, err := st.AARates(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for _, rd := range td.runs {
+		rd.aa = rates[rd.run().ID]
+	}
 	return td, nil
 }
 
@@ -337,23 +343,8 @@ func (a *App) search(q string) tea.Cmd {
 	}
 }
 
-// setStatus shows text in the status line until it is cleared.
-func (a *App) setStatus(text string, lvl level) tea.Cmd {
-	if text == "" {
-		return nil
-	}
-	a.statusID++
-	a.status, a.statusLevel = text, lvl
-	id := a.statusID
-	return a.tick(statusClearAfter, func(time.Time) tea.Msg { return clearStatusMsg{id: id} })
-}
-
-func (a *App) errorStatus(err error) tea.Cmd { return a.setStatus(errorText(err), levelError) }
-
-// errorText is an error on one line, safe for the terminal.
-func errorText(err error) string { return model.OneLine(err.Error(), 300) }
-
-// Update routes every message.
+// Update routes every message: keys to whatever has them, and each
+// command's answer to the part that asked for it.
 func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -361,224 +352,173 @@ func (a *App) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			panic(r) // Bubble Tea restores the terminal
 		}
 	}()
+	return a, a.route(msg)
+}
+
+func (a *App) route(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		a.width, a.height = msg.Width, msg.Height
-		return a, a.relayout()
+		return a.relayout()
 	case tea.BackgroundColorMsg:
 		a.styles = NewStyles(msg.IsDark())
 		if a.tree != nil {
 			a.tree.invalidate()
 		}
-		return a, a.relayout()
+		return a.relayout()
+	case tea.KeyPressMsg:
+		return a.key(msg)
+	case tea.MouseWheelMsg:
+		return a.wheel(msg)
+	case tea.PasteMsg:
+		return a.paste(msg)
+	case clearStatusMsg:
+		a.status = a.status.update(msg)
+		return nil
+	case changesReadyMsg, liveTickMsg, liveCheckedMsg:
+		var cmd tea.Cmd
+		var changed bool
+		a.live, cmd, changed = a.live.update(msg, a.env)
+		if changed {
+			cmd = tea.Batch(cmd, a.storeChanged())
+		}
+		return cmd
+	case watchTickMsg, watchDoneMsg:
+		var cmd tea.Cmd
+		var r watchReport
+		a.watch, cmd, r = a.watch.update(msg, a.env, a.imp.running)
+		return tea.Batch(cmd, a.watched(r))
+	case treesLoadedMsg, searchDoneMsg, foundMsg, importProgressMsg, importDoneMsg:
+		return a.updateLibrary(msg)
+	case treeLoadedMsg, findDoneMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
+		return a.updateTree(msg)
+	case compareLoadedMsg, bestSetMsg, diffLoadedMsg, applyDoneMsg:
+		return a.updateCompare(msg)
+	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg:
+		return a.updateForks(msg)
+	case replayStartedMsg, replayTickMsg, replayReadMsg, replayDoneMsg:
+		return a.updateReplay(msg)
+	}
+	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
+		var cmd tea.Cmd
+		a.lib.filter, cmd = a.lib.filter.Update(msg) // a cursor's blink
+		return cmd
+	}
+	return nil
+}
+
+// paste puts pasted text into the field being typed, if any.
+func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
+	var cmd tea.Cmd
+	switch {
+	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
+		a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
+	case a.dialog != nil:
+		cmd = a.dialog.paste(msg)
+	case a.turn != nil:
+		cmd = a.turn.paste(msg)
+	case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
+		a.replay.base, cmd = a.replay.base.Update(msg)
+	case a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch):
+		a.lib.filter, cmd = a.lib.filter.Update(msg)
+		if a.lib.mode == libFilter {
+			a.lib.refilter()
+			a.layoutLibrary()
+		}
+	}
+	return cmd
+}
+
+// updateLibrary takes the library's answers: the trees, search hits, and
+// importing this machine's sessions.
+func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case treesLoadedMsg:
 		if msg.err != nil {
 			a.lib.loaded = true
-			return a, a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
+			return a.errorStatus(fmt.Errorf("could not read the library: %w", msg.err))
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return a, discover(a.formats)
+			return discover(a.formats, a.agents.Agents())
 		}
-		return a, nil
+	case searchDoneMsg:
+		if msg.err != nil {
+			return a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
+		}
+		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
+		a.lib.moreHits = msg.more
+		a.layoutLibrary()
+		a.status.text = ""
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
-		a.lib.empty = emptyState{found: msg.files, agents: a.agents.Agents()}
-		return a, nil
+		a.lib.empty = emptyState{found: msg.files, looked: msg.looked, err: msg.err, agents: a.agents.Agents(), made: a.lib.empty.made}
 	case importProgressMsg:
 		a.imp.progress = msg.p
 		a.lib.empty.progress = &a.imp.progress
-		return a, a.nextImportEvent()
+		return a.nextImportEvent()
 	case importDoneMsg:
 		a.imp.running = false
 		a.lib.empty.progress = nil
 		if msg.err != nil {
-			return a, tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
+			return tea.Batch(a.errorStatus(fmt.Errorf("import: %w", msg.err)), a.loadTrees())
 		}
 		a.imp.last = &msg.sum
+		if msg.sum.Files == 0 && len(a.lib.trees) == 0 {
+			return tea.Batch(a.setStatus("found no agent sessions to import, in the folders above", levelInfo), a.loadTrees())
+		}
 		text := fmt.Sprintf("imported %s, %s from %s (%.1f MB in %.1fs)", plural(msg.sum.Runs, "run"),
 			plural(msg.sum.Messages, "message"), plural(msg.sum.Files, "file"), float64(msg.sum.Bytes)/1e6, msg.sum.Seconds)
 		if n := len(msg.sum.Skipped); n > 0 {
 			text += fmt.Sprintf("; skipped %s (tine import lists them)", plural(n, "unreadable line"))
 		}
-		return a, tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
+		return tea.Batch(a.setStatus(text, levelInfo), a.loadTrees())
+	}
+	return nil
+}
+
+// updateTree takes the tree screen's answers: the tree read (to open it,
+// or again), a search of it, a message's markdown, and what its keys started (a copy, a
+// pager, an editor or an agent).
+func (a *App) updateTree(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
 	case treeLoadedMsg:
 		if msg.reload {
-			return a, a.reloaded(msg)
+			return a.reloaded(msg)
 		}
 		if msg.view != a.view {
-			return a, nil // the user moved on while it was read
+			return nil // the user moved on while it was read
 		}
 		a.loading = ""
 		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
+			return a.errorStatus(fmt.Errorf("could not open the tree: %w", msg.err))
 		}
-		return a, a.openTree(msg)
-	case compareLoadedMsg:
-		if msg.reload {
-			return a, a.compareReloaded(msg)
-		}
-		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
-			return a, nil // asked for from a screen the user has left
-		}
-		a.loading = ""
-		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
-		}
-		a.compare = msg.screen
-		a.show(screenCompare)
-		l := a.layout()
-		a.compare.layout(l.body.w, l.body.h, &a.styles)
-		return a, nil
-	case bestSetMsg:
-		if msg.err != nil {
-			return a, a.errorStatus(msg.err)
-		}
-		if a.compare != nil {
-			for i := range a.compare.cols {
-				c := &a.compare.cols[i]
-				c.run.Best = msg.best && c.run.ID == msg.id
-			}
-		}
-		return a, a.reloadTree()
-	case forksCreatedMsg:
-		return a, a.forksCreated(msg)
-	case harnessInfoMsg:
-		if a.dialog != nil && a.dialog.gen == msg.gen {
-			a.dialog.info(msg)
-		}
-		if a.turn != nil && a.turn.gen == msg.gen {
-			a.turn.descs = msg.descs
-		}
-		return a, nil
-	case turnReadyMsg:
-		return a, a.turnReady(msg)
-	case replayStartedMsg:
-		return a, a.replayStarted(msg)
-	case replayTickMsg:
-		return a, a.readReplay()
-	case replayReadMsg:
-		return a, a.replayRead(msg)
-	case replayDoneMsg:
-		if a.replay != nil && a.replay.started {
-			a.replay.done = true
-		}
-		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
-		if msg.err != nil {
-			cmds = append(cmds, a.setStatus("replay: "+tuiError(msg.err), levelError))
-		}
-		return a, tea.Batch(cmds...)
-	case cancelRequestedMsg:
-		return a, a.cancelRequested(msg)
-	case diffLoadedMsg:
-		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
-			a.compare.diff.loaded(msg, &a.styles)
-		}
-		return a, nil
-	case tea.PasteMsg:
-		switch {
-		case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
-			var cmd tea.Cmd
-			a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
-			return a, cmd
-		case a.dialog != nil:
-			return a, a.dialog.paste(msg)
-		case a.turn != nil:
-			return a, a.turn.paste(msg)
-		case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
-			var cmd tea.Cmd
-			a.replay.base, cmd = a.replay.base.Update(msg)
-			return a, cmd
-		}
-	case runEventMsg:
-		b := a.batches[msg.batch]
-		if b == nil {
-			return a, nil
-		}
-		cmds := []tea.Cmd{listen(b, msg.batch)}
-		reload := false
-		for _, n := range msg.news {
-			if a.tree != nil {
-				if n.stored {
-					delete(a.tree.streaming, n.runID)
-				}
-				if n.tail != "" {
-					a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
-				}
-			}
-			reload = reload || n.stored
-			if n.status == model.Failed && n.err != nil {
-				cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
-			}
-		}
-		if reload {
-			cmds = append(cmds, a.reloadTree())
-		}
-		return a, tea.Batch(cmds...)
-	case batchDoneMsg:
-		delete(a.batches, msg.batch)
-		return a, tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo))
-	case spinTickMsg:
-		a.spinFrame++
-		if a.tree != nil {
-			a.tree.spinFrame = a.spinFrame
-		}
-		if len(a.batches) == 0 && !a.treeRunning() {
-			a.spinning = false
-			return a, nil
-		}
-		// Forks another process runs are seen when the store changes (live.go).
-		return a, a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
-	case searchDoneMsg:
-		if msg.err != nil {
-			return a, a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
-		}
-		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
-		a.lib.moreHits = msg.more
-		a.layoutLibrary()
-		a.status = ""
-		return a, nil
+		return a.openTree(msg)
+	case findDoneMsg:
+		return a.found(msg)
 	case markdownMsg:
 		if msg.err != nil || a.tree == nil {
-			return a, nil
+			return nil
 		}
 		a.tree.detail.keepMarkdown(msg.key, msg.out)
 		if msg.key.width == a.tree.detail.width && msg.key.dark == a.styles.IsDark {
-			return a, a.syncDetail()
+			return a.syncDetail()
 		}
-		return a, nil
-	case clearStatusMsg:
-		if msg.id == a.statusID {
-			a.status = ""
-		}
-		return a, nil
-	case watchReadyMsg, liveTickMsg, liveCheckedMsg:
-		return a, a.live(msg)
-	case watchTickMsg:
-		return a, a.watchImport()
-	case watchDoneMsg:
-		return a, a.watchDone(msg)
 	case copiedMsg:
-		return a, a.copied(msg)
+		return a.copied(msg)
 	case execReadyMsg:
-		return a, a.execReady(msg)
+		return a.execReady(msg)
 	case execDoneMsg:
-		return a, a.execDone(msg)
-	case tea.KeyPressMsg:
-		return a, a.key(msg)
-	case tea.MouseWheelMsg:
-		return a, a.wheel(msg)
+		return a.execDone(msg)
 	}
-	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
-		var cmd tea.Cmd
-		a.lib.filter, cmd = a.lib.filter.Update(msg)
-		return a, cmd
-	}
-	return a, nil
+	return nil
 }
 
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
+	a.fromCompare = nil
 	t := newTreeScreen(msg.data)
+	a.treeGen++
+	t.gen = a.treeGen
 	a.tree = &t
 	a.show(screenTree)
 	a.treeTitle = ""
@@ -600,214 +540,6 @@ func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// dialogKey handles a key while the Fork or next-turn dialog is open. On a
-// choice field ? is help and q quits; in a text field they are text (f1
-// is help). Quitting asks first when something was typed.
-func (a *App) dialogKey(msg tea.KeyPressMsg) tea.Cmd {
-	g := a.keys.Global
-	typing, typed := false, false
-	if a.dialog != nil {
-		typing = a.dialog.input(a.dialog.cur) != nil
-		typed = a.dialog.typed()
-	} else {
-		typing = a.turn.cur == turnMessage
-		typed = a.turn.message() != ""
-	}
-	switch {
-	case key.Matches(msg, g.Help) && (!typing || msg.String() == "f1"):
-		a.openHelp()
-		return nil
-	case key.Matches(msg, g.ForceQuit), key.Matches(msg, g.Quit) && !typing:
-		if typed {
-			a.confirmQuit = true
-			return nil
-		}
-		return tea.Quit
-	}
-	if a.dialog != nil {
-		res, cmd := a.dialog.update(msg, a.keys.Dialog)
-		switch res {
-		case dialogCancel:
-			a.dialog = nil
-		case dialogLaunch:
-			return a.launch()
-		}
-		return cmd
-	}
-	res, cmd := a.turn.update(msg, a.keys.Dialog)
-	switch res {
-	case dialogCancel:
-		a.turn = nil
-	case dialogLaunch:
-		return a.sendTurn()
-	}
-	return cmd
-}
-
-// typing reports whether keys go to a text input now.
-func (a *App) typing() bool {
-	if a.screen == screenTree && a.tree != nil {
-		return a.tree.finder.typing
-	}
-	return a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch)
-}
-
-func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
-	g := a.keys.Global
-	if a.confirmQuit {
-		a.confirmQuit = false
-		if msg.String() == "y" {
-			return tea.Quit
-		}
-		a.status = ""
-		return nil
-	}
-	if a.showHelp {
-		if a.scrollHelp(msg) {
-			return nil
-		}
-		a.showHelp = false
-		if !key.Matches(msg, g.ForceQuit) {
-			return nil
-		}
-	}
-	if a.dialog != nil || a.turn != nil {
-		return a.dialogKey(msg)
-	}
-	if a.replay != nil {
-		if key.Matches(msg, g.ForceQuit) {
-			return tea.Quit
-		}
-		if msg.String() == "f1" || (msg.String() == "?" && (a.replay.started || a.replay.cur != replayBase)) {
-			a.openHelp()
-			return nil
-		}
-		return a.replayKey(msg)
-	}
-	if key.Matches(msg, g.ForceQuit) {
-		return tea.Quit
-	}
-	if a.typing() && msg.String() == "f1" {
-		a.openHelp()
-		return nil
-	}
-	if !a.typing() {
-		switch {
-		case key.Matches(msg, g.Help):
-			a.openHelp()
-			return nil
-		case key.Matches(msg, g.Quit):
-			return tea.Quit
-		}
-	}
-	switch a.screen {
-	case screenCompare:
-		return a.compareKey(msg)
-	case screenTree:
-		t := a.tree
-		if t.finder.typing {
-			return a.findKey(msg)
-		}
-		if key.Matches(msg, g.Back) {
-			switch {
-			case t.detailOnly:
-				t.detailOnly = false
-			case t.detailFocus:
-				t.detailFocus = false
-			default:
-				a.tree = nil
-				a.show(screenLibrary)
-				return a.loadTrees()
-			}
-			return nil
-		}
-		tk := a.keys.Tree
-		switch {
-		case key.Matches(msg, tk.Fork):
-			return a.openDialog()
-		case key.Matches(msg, tk.Cancel):
-			return a.cancelSelected()
-		case key.Matches(msg, tk.Retry):
-			// On a message, R replays its run to there; on a failed or
-			// cancelled fork's ⑂ line (or anywhere in one), it retries.
-			if r, ok := t.selected(); ok && r.kind == rowMessage {
-				if run := t.data.runs[r.run].run(); run.ParentID == "" || (run.Status != model.Failed && run.Status != model.Cancelled) {
-					return a.openReplay()
-				}
-			}
-			return a.retrySelected()
-		case key.Matches(msg, tk.NextTurn):
-			return a.openTurnDialog()
-		case key.Matches(msg, tk.Find):
-			return a.startFind()
-		case key.Matches(msg, tk.Copy):
-			return a.copySelected()
-		case key.Matches(msg, tk.Pager):
-			return a.readSelected(false)
-		case key.Matches(msg, tk.Editor):
-			return a.readSelected(true)
-		case key.Matches(msg, tk.Agent):
-			return a.openAgent()
-		case key.Matches(msg, tk.Compare):
-			runs, labels, k, why := comparisonFor(t)
-			if why != "" {
-				return a.setStatus(why, levelWarn)
-			}
-			a.loading = "comparing…"
-			return loadCompare(a.ctx, a.st, a.view, runs, labels, k)
-		}
-		if key.Matches(msg, tk.Focus) {
-			if a.layout().detail.w == 0 {
-				t.detailOnly = !t.detailOnly
-			} else {
-				t.detailFocus = !t.detailFocus
-			}
-			return a.syncDetail()
-		}
-		if key.Matches(msg, tk.Detail) && !t.detailOnly {
-			if a.layout().detail.w == 0 {
-				t.detailOnly = true
-			} else {
-				t.detailFocus = true
-			}
-			return a.syncDetail()
-		}
-		before := t.cursor
-		status := t.update(msg, tk)
-		cmd := a.setStatus(status, levelWarn)
-		if t.cursor != before {
-			return tea.Batch(cmd, a.syncDetail())
-		}
-		return cmd
-	default:
-		act := a.lib.update(msg, a.keys.Library)
-		a.layoutLibrary()
-		var cmds []tea.Cmd
-		if act.cmd != nil {
-			cmds = append(cmds, act.cmd)
-		}
-		if act.status != "" {
-			cmds = append(cmds, a.setStatus(act.status, levelInfo))
-		}
-		if act.search != "" {
-			cmds = append(cmds, a.search(act.search))
-		}
-		if act.open != "" {
-			a.loading = "opening…"
-			cmds = append(cmds, a.loadTree(act.open, act.focusRun, act.focusSeq))
-		}
-		if a.lib.mode == libBrowse {
-			switch {
-			case key.Matches(msg, a.keys.Library.Refresh):
-				cmds = append(cmds, a.loadTrees())
-			case key.Matches(msg, a.keys.Library.Import):
-				cmds = append(cmds, a.startImport())
-			}
-		}
-		return tea.Batch(cmds...)
-	}
-}
-
 // wheel scrolls what is under the pointer: the detail pane or the tree's
 // list, the Compare columns, the diff, or the library.
 func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
@@ -821,7 +553,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	if a.showHelp || a.dialog != nil || a.turn != nil || a.replay != nil {
+	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil {
 		return nil
 	}
 	l := a.layout()
@@ -830,7 +562,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 		if a.compare.diff != nil {
 			a.compare.diff.update(k, a.keys.Diff)
 		} else {
-			a.compare.update(k, a.keys)
+			a.compare.scroll(k, a.keys.Compare.NavKeys)
 		}
 		return nil
 	case a.screen == screenTree && a.tree != nil:
@@ -845,8 +577,10 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 			return a.syncDetail()
 		}
 		return nil
+	case a.screen == screenLibrary && a.lib.mode == libHits:
+		a.lib.moveHit(k, a.keys.Library.NavKeys)
 	case a.screen == screenLibrary:
-		a.lib.update(k, a.keys.Library)
+		a.lib.browse(k, a.keys.Library.NavKeys)
 	}
 	return nil
 }
@@ -972,7 +706,7 @@ func (a *App) render() string {
 	footer := block(a.footerLine(), l.footer.w, 1)
 	var body string
 	switch {
-	case a.showHelp:
+	case a.help.open:
 		body = block(a.helpView(), l.body.w, l.body.h)
 	case a.dialog != nil:
 		body = block(a.dialog.view(st), l.body.w, l.body.h)
@@ -1058,106 +792,38 @@ func (a *App) footerLine() string {
 	if a.confirmQuit {
 		return st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")
 	}
-	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.showHelp {
+	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.help.open {
 		return st.Key.Render("find: ") + t.finder.input.View()
 	}
-	if a.status != "" {
-		switch a.statusLevel {
+	if s := a.status; s.text != "" {
+		switch s.level {
 		case levelError:
-			return st.Error.Render("error: ") + a.status
+			return st.Error.Render("error: ") + s.text
 		case levelWarn:
-			return st.Warn.Render(a.status)
+			return st.Warn.Render(s.text)
 		default:
-			return st.Info.Render(a.status)
+			return st.Info.Render(s.text)
 		}
 	}
-	if a.showHelp {
-		hk := a.keys.Help
-		return footerHelp([]key.Binding{withHelp(hk.Down, "↑/↓", "scroll"), hk.Close, a.keys.Global.ForceQuit}, a.width, st)
-	}
-	h := a.currentHelp()
-	k := shortHelpKey{id: h.id, width: a.width, dark: st.IsDark}
+	kt := a.keysNow()
+	k := shortHelpKey{id: kt.id, width: a.width, dark: st.IsDark}
 	if k != a.shortHelpKey || a.shortHelp == "" {
-		a.shortHelp, a.shortHelpKey = footerHelp(h.short, a.width, st), k
+		a.shortHelp, a.shortHelpKey = footerHelp(kt.short(), a.width, st), k
 	}
 	return a.shortHelp
-}
-
-// currentHelp is the help of whatever has the keys now: a dialog, the
-// diff, Compare, the detail pane, the tree or the library (in its mode).
-func (a *App) currentHelp() screenHelp {
-	switch {
-	case a.dialog != nil:
-		return dialogHelp(a.keys, false, a.dialog.input(a.dialog.cur) != nil)
-	case a.turn != nil:
-		return dialogHelp(a.keys, true, a.turn.cur == turnMessage)
-	case a.replay != nil:
-		return replayHelp(a.keys, a.replay.started)
-	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:
-		return diffHelp(a.keys)
-	case a.screen == screenCompare:
-		return compareHelp(a.keys)
-	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
-		return findHelp(a.keys)
-	case a.screen == screenTree && a.tree != nil && (a.tree.detailOnly || a.tree.detailFocus):
-		return detailHelp(a.keys, a.tree.detailOnly)
-	case a.screen == screenTree:
-		return treeHelp(a.keys)
-	}
-	return libraryHelp(a.keys, a.lib.mode)
-}
-
-func (a *App) openHelp() {
-	a.showHelp, a.helpOffset = true, 0
-}
-
-// helpContent is the whole help: the keys first (so a small terminal
-// shows them), then what the screen is for, then where the data is.
-func (a *App) helpContent() []string {
-	st := &a.styles
-	h := a.currentHelp()
-	w := max(a.width, 10)
-	lines := []string{st.Title.Render("Keys")}
-	lines = append(lines, helpLines(h.full, w, st)...)
-	lines = append(lines, "")
-	lines = append(lines, strings.Split(wrap(h.intro, w), "\n")...)
-	if p := a.dataPath; p != "" {
-		lines = append(lines, "", st.Subtle.Render(fit("Data: "+p, w)))
-	}
-	return lines
-}
-
-// scrollHelp scrolls the help; it reports whether msg was for that.
-func (a *App) scrollHelp(msg tea.KeyPressMsg) bool {
-	n := len(a.helpContent())
-	h := max(a.layout().body.h, 1)
-	v := nav{cursor: a.helpOffset, offset: a.helpOffset, height: 1}
-	hk := a.keys.Help
-	switch {
-	case key.Matches(msg, hk.PageUp):
-		v.cursor -= max(h-1, 1)
-	case key.Matches(msg, hk.PageDown):
-		v.cursor += max(h-1, 1)
-	case !v.move(msg, hk.NavKeys, n):
-		return false
-	}
-	a.helpOffset = min(max(v.cursor, 0), max(n-h, 0))
-	return true
-}
-
-func (a *App) helpView() string {
-	lines := a.helpContent()
-	off := min(a.helpOffset, len(lines))
-	return strings.Join(lines[off:], "\n")
 }
 
 func dbPath(st *store.Store) string {
 	if st == nil {
 		return ""
 	}
-	p := st.Path()
-	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home) {
+	return homeShort(st.Path())
+}
+
+// homeShort is path with ~ for the home folder, made safe to show.
+func homeShort(p string) string {
+	if home, err := os.UserHomeDir(); err == nil && home != "/" && strings.HasPrefix(p, home+"/") {
 		p = "~" + strings.TrimPrefix(p, home)
 	}
-	return p
+	return model.SafeText(p)
 }

@@ -98,10 +98,11 @@ func (d *driver) run(cmd tea.Cmd) {
 			for _, c := range msg {
 				d.run(c)
 			}
-		case treesLoadedMsg, treeLoadedMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
+		case treesLoadedMsg, treeLoadedMsg, findDoneMsg, searchDoneMsg, markdownMsg, clearStatusMsg, watchDoneMsg,
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
-			cancelRequestedMsg, diffLoadedMsg, watchReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg:
+			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg,
+			applyDoneMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here
@@ -150,17 +151,45 @@ func TestLibraryOpenTreeAndBack(t *testing.T) {
 	requireFits(t, d.screen(), 120, 35)
 }
 
+// TestEmptyLibraryTellsHowToImport: the first start on an empty database,
+// on a machine with no agent sessions, says where tine looked and that i
+// looks again, that the database was made just now, and its footer has
+// only the keys that act on something; the others say how to get trees.
 func TestEmptyLibraryTellsHowToImport(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "empty.db"))
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	for _, v := range []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR"} {
+		t.Setenv(v, "")
+	}
+	path := filepath.Join(home, "typo", "empty.db")
+	st, err := store.Open(path)
 	require.NoError(t, err)
 	defer st.Close()
-	d := newDriver(t, st, 80, 24)
+	d := newDriverOpts(t, st, Options{Title: "test", NewDatabase: path}, 80, 24)
 	s := d.plain()
 	assert.Contains(t, s, "No conversations yet")
-	assert.Contains(t, s, "tine import")
+	assert.Contains(t, s, "This database is new: there was none at ~/typo/empty.db")
+	assert.Contains(t, s, "tine looked in:")
+	assert.Contains(t, s, "Claude Code  ~/.claude/projects")
+	assert.Contains(t, s, "i looks there again and imports what it finds")
+	assert.Contains(t, s, "tine import PATH")
 	assert.Contains(t, s, "tine demo")
-	d.keys("enter")
-	assert.Contains(t, d.plain(), "nothing to open")
+	footer := lastLine(s)
+	assert.Contains(t, footer, "i import")
+	for _, off := range []string{"enter open", "/ filter", "s search", "z fold"} {
+		assert.NotContains(t, footer, off, "nothing to act on")
+	}
+	for _, k := range []string{"enter", "/", "s"} {
+		d.keys(k)
+		assert.Contains(t, lastLine(d.plain()), "the library is empty: i imports", k)
+	}
+	d.keys("i")
+	assert.Contains(t, lastLine(d.plain()), "found no agent sessions to import, in the folders above")
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return lines[len(lines)-1]
 }
 
 func TestFilterAndSearch(t *testing.T) {
@@ -250,7 +279,7 @@ func TestStatusClearsItself(t *testing.T) {
 	d := newDriver(t, seedStore(t, 0), 100, 20)
 	d.keys("enter", "h")
 	assert.Contains(t, d.plain(), "already at the root run")
-	d.send(clearStatusMsg{id: d.a.statusID})
+	d.send(clearStatusMsg{id: d.a.status.id})
 	assert.NotContains(t, d.plain(), "already at the root run")
 }
 

@@ -83,3 +83,56 @@ func BenchmarkTreeOverview200Forks(b *testing.B) {
 		_ = a.View()
 	}
 }
+
+// BenchmarkFindKeys is the key handling of find on a 10,000-message run:
+// / then enter on a typed query, and n. The search runs in a command, off
+// the UI goroutine (BenchmarkFindSearch is what it costs there); these
+// measure Update alone, which no longer reads the tree's messages.
+func BenchmarkFindKeys(b *testing.B) {
+	const q = "tests pass" // every fourth message of longTree
+	open := func() *App {
+		a := New(nil, Options{})
+		a.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+		a.openTree(treeLoadedMsg{data: longTree(10_000)})
+		return a
+	}
+	b.Run("slash-enter", func(b *testing.B) {
+		a := open()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			a.Update(press("/"))
+			a.tree.finder.input.SetValue(q) // typed
+			a.Update(press("enter"))
+		}
+		if a.tree.finder.pending != q {
+			b.Fatal("no search was asked for")
+		}
+	})
+	b.Run("n", func(b *testing.B) {
+		a := open()
+		a.Update(press("/"))
+		a.tree.finder.input.SetValue(q)
+		a.Update(press("enter"))
+		matches, at, order := findIn(a.tree.data, q)
+		a.Update(findDoneMsg{gen: a.tree.gen, query: q, matches: matches, at: at, order: order})
+		if len(a.tree.finder.matches) != 2500 {
+			b.Fatal(len(a.tree.finder.matches))
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			a.Update(press("n"))
+		}
+	})
+}
+
+// BenchmarkFindSearch is the search itself on a 10,000-message run, as
+// the command runs it.
+func BenchmarkFindSearch(b *testing.B) {
+	data := longTree(10_000)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		findIn(data, "tests pass")
+	}
+}

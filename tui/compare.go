@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -41,6 +43,8 @@ type compareColumn struct {
 	filesErr string
 	// replay says how the run was made when it is a replay (rule 9).
 	replay *model.Replay
+	// aa sums up the run's own replays (how many reproduced it).
+	aa model.AARate
 }
 
 // headRow is one line of the columns' header.
@@ -75,8 +79,11 @@ type compareScreen struct {
 	offset        int
 	width, height int
 	builtFor      [2]int // width and theme the lines were laid out for
-	// heads are the header rows some column has something to say in.
-	heads []headRow
+	// heads are the header rows some column has something to say in;
+	// bestLines is how many lines the ★ reason takes, wrapped (at most
+	// maxBestLines).
+	heads     []headRow
+	bestLines int
 	// diff, when set, is the focused column's whole diff, full screen.
 	diff *diffView
 }
@@ -117,12 +124,60 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 				}
 			}
 		}
+		if rates, err := st.AARates(ctx, ids); err == nil {
+			for i := range c.cols {
+				c.cols[i].aa = rates[c.cols[i].run.ID]
+			}
+		}
 		if len(c.cols) > 0 {
 			c.diffWords()
 		}
 		c.readFiles(ctx)
 		return compareLoadedMsg{view: view, screen: c}
 	}
+}
+
+// updateCompare takes the Compare screen's answers: the comparison read
+// (to open it, or again), a run marked best, a column's diff.
+func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case compareLoadedMsg:
+		if msg.reload {
+			return a.compareReloaded(msg)
+		}
+		if msg.view != a.view || a.screen != screenTree || a.tree == nil {
+			return nil // asked for from a screen the user has left
+		}
+		a.loading = ""
+		if msg.err != nil {
+			return a.errorStatus(fmt.Errorf("could not compare: %w", msg.err))
+		}
+		a.compare, a.fromCompare = msg.screen, nil
+		a.show(screenCompare)
+		l := a.layout()
+		a.compare.layout(l.body.w, l.body.h, &a.styles)
+	case applyDoneMsg:
+		if msg.err != nil {
+			return a.errorStatus(msg.err)
+		}
+		return a.setStatus(msg.applied.Summary(), levelInfo)
+	case bestSetMsg:
+		if msg.err != nil {
+			return a.errorStatus(msg.err)
+		}
+		if a.compare != nil {
+			for i := range a.compare.cols {
+				c := &a.compare.cols[i]
+				c.run.Best = msg.best && c.run.ID == msg.id
+			}
+		}
+		return a.reloadTree()
+	case diffLoadedMsg:
+		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
+			a.compare.diff.loaded(msg, &a.styles)
+		}
+	}
+	return nil
 }
 
 // reloadCompare reads the open comparison again (the same runs), for a
@@ -242,6 +297,9 @@ func indentWidth(line string) int {
 // out with their own line breaks (an edit's old and new text read as
 // code, not as one line of \n and \t).
 func compareText(m model.Message) string {
+	if m.Role == model.System {
+		return foldedText(m)
+	}
 	var parts []string
 	for _, p := range m.Parts {
 		switch p.Kind {
@@ -257,6 +315,21 @@ func compareText(m model.Message) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// foldedText is a system message folded to its first line, as the tree
+// shows it: it is what an agent put in the conversation itself (Codex's
+// <permissions instructions> and <environment_context>, a compaction's
+// summary), which forks differ in only by where they ran, and which would
+// fill the columns. How many lines are folded is said; the tree's detail
+// pane reads it whole.
+func foldedText(m model.Message) string {
+	lines := strings.Split(strings.TrimSpace(model.SafeText(m.PlainText())), "\n")
+	first := ansi.Truncate(strings.TrimSpace(lines[0]), 80, "…")
+	if len(lines) > 1 {
+		first += fmt.Sprintf(" ⋯ %s folded", plural(len(lines)-1, "more line"))
+	}
+	return first
 }
 
 // toolInputText writes a tool call's input out: a JSON object as one
@@ -436,7 +509,14 @@ func changedTokens(a, b []token) []bool {
 // width or theme changed.
 func (c *compareScreen) layout(w, h int, st *Styles) {
 	c.heads = c.headRows()
-	c.width, c.height = w, max(h-len(c.heads), 1)
+	c.width = w
+	c.bestLines = 1
+	if slices.Contains(c.heads, headBest) {
+		for _, col := range c.cols {
+			c.bestLines = max(c.bestLines, len(c.bestReason(col, c.colWidth()-1)))
+		}
+	}
+	c.height = max(h-len(c.heads)-(c.bestLines-1), 1)
 	if c.diff != nil {
 		c.diff.setSize(w, h)
 	}
@@ -591,49 +671,24 @@ func (c *compareScreen) clamp() {
 	c.offset = min(max(c.offset, 0), max(c.maxLines()-c.height, 0))
 }
 
-// compareAction is what a key on the Compare screen asks the app to do.
-type compareAction struct {
-	open string // run to open in the tree
-	best *model.Run
-	back bool
-	diff bool // show the focused column's diff
-	// baseline makes the focused column the one the others are diffed
-	// against.
-	baseline bool
+// moveFocus moves the focus d columns, paging it into view.
+func (c *compareScreen) moveFocus(d int) {
+	c.focus += d
+	c.clamp()
 }
 
-func (c *compareScreen) update(msg tea.KeyPressMsg, k KeyMap) compareAction {
-	ck := k.Compare
-	nk := ck.NavKeys
+// scroll scrolls every column together by a navigation key.
+func (c *compareScreen) scroll(msg tea.KeyPressMsg, nk NavKeys) {
+	v := nav{cursor: c.offset, offset: c.offset, height: 1}
 	switch {
-	case key.Matches(msg, k.Global.Back):
-		return compareAction{back: true}
-	case key.Matches(msg, ck.Next):
-		c.focus++
-	case key.Matches(msg, ck.Prev):
-		c.focus--
-	case key.Matches(msg, ck.Best):
-		r := c.cols[c.focus].run
-		return compareAction{best: &r}
-	case key.Matches(msg, ck.Open):
-		return compareAction{open: c.cols[c.focus].run.ID}
-	case key.Matches(msg, ck.Diff):
-		return compareAction{diff: true}
-	case key.Matches(msg, ck.Baseline):
-		return compareAction{baseline: true}
-	default:
-		v := nav{cursor: c.offset, offset: c.offset, height: 1}
-		switch {
-		case key.Matches(msg, nk.PageUp):
-			c.offset -= max(c.height-1, 1)
-		case key.Matches(msg, nk.PageDown):
-			c.offset += max(c.height-1, 1)
-		case v.move(msg, nk, c.maxLines()):
-			c.offset = v.cursor
-		}
+	case key.Matches(msg, nk.PageUp):
+		c.offset -= max(c.height-1, 1)
+	case key.Matches(msg, nk.PageDown):
+		c.offset += max(c.height-1, 1)
+	case v.move(msg, nk, c.maxLines()):
+		c.offset = v.cursor
 	}
 	c.clamp()
-	return compareAction{}
 }
 
 // headRows lists the header rows that some column fills: the name, the
@@ -667,6 +722,18 @@ func (c *compareScreen) view(st *Styles) string {
 	var bodies []string
 	for i := c.first; i < c.first+v; i++ {
 		for j, row := range c.heads {
+			if row == headBest {
+				// The reason the fork is the best, whole: wrapped, not cut.
+				lines := c.bestReason(c.cols[i], cw-1)
+				for k := 0; k < c.bestLines; k++ {
+					cell := ""
+					if k < len(lines) {
+						cell = st.Warn.Render(lines[k])
+					}
+					heads[j] = append(heads[j], fit(cell, cw-1)+" ")
+				}
+				continue
+			}
 			heads[j] = append(heads[j], fit(c.headCell(i, row, cw-1, st), cw-1)+" ")
 		}
 		col := c.cols[i]
@@ -678,7 +745,17 @@ func (c *compareScreen) view(st *Styles) string {
 		bodies = append(bodies, block(strings.Join(body, "\n"), cw-1, c.height))
 	}
 	var b strings.Builder
-	for _, h := range heads {
+	for j, h := range heads {
+		if c.heads[j] == headBest {
+			// bestLines cells a column, one line after another.
+			for k := 0; k < c.bestLines; k++ {
+				for col := 0; col < v; col++ {
+					b.WriteString(h[col*c.bestLines+k])
+				}
+				b.WriteByte('\n')
+			}
+			continue
+		}
 		b.WriteString(strings.Join(h, ""))
 		b.WriteByte('\n')
 	}
@@ -687,6 +764,28 @@ func (c *compareScreen) view(st *Styles) string {
 		out = sideBySide(out, " ", body)
 	}
 	return b.String() + out
+}
+
+// maxBestLines bounds how many lines the ★ reason takes in the header.
+const maxBestLines = 4
+
+// bestReason is why col's run is the best, wrapped at w: the lines it
+// takes (none for a run that is not the best), at most maxBestLines.
+func (c *compareScreen) bestReason(col compareColumn, w int) []string {
+	r := col.run
+	if !r.Best {
+		return nil
+	}
+	why := "★ marked best"
+	if r.BestReason != "" {
+		why = "★ " + model.OneLine(r.BestReason, 0)
+	}
+	lines := strings.Split(wrap(why, w), "\n")
+	if len(lines) > maxBestLines {
+		lines = lines[:maxBestLines]
+		lines[maxBestLines-1] = ansi.Truncate(lines[maxBestLines-1]+" …", w, "…")
+	}
+	return lines
 }
 
 // headCell is one column's header line of one row, at most w cells: parts
@@ -735,6 +834,9 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		if col.replay != nil {
 			parts = append(parts, st.Fork.Render("↻ "+replayText(*col.replay)))
 		}
+		if a := col.aa; a.Measured > 0 {
+			parts = append(parts, st.Subtle.Render(fmt.Sprintf("A/A %d/%d", a.Reproduced, a.Measured)))
+		}
 		if r.Handoff {
 			parts = append(parts, st.Warn.Render("handoff"))
 		}
@@ -756,18 +858,14 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 			return fileSummary(col.files, w, st)
 		case r.InPlace:
 			return st.Subtle.Render("in place: its files are not kept apart")
+		case worktreeRemoved(r):
+			return st.Subtle.Render("worktree removed")
 		}
 		return st.Subtle.Render("no worktree")
 	case headCheck:
 		return checkSummary(r, st)
 	case headBest:
-		switch {
-		case r.Best && r.BestReason != "":
-			return st.Warn.Render("★ " + model.SafeText(r.BestReason))
-		case r.Best:
-			return st.Warn.Render("★ marked best")
-		}
-		return ""
+		return st.Warn.Render(strings.Join(c.bestReason(col, w), " "))
 	}
 	return st.Subtle.Render(strings.Repeat("─", max(w, 0)))
 }
@@ -887,60 +985,175 @@ type bestSetMsg struct {
 	err  error
 }
 
-func (a *App) compareKey(msg tea.KeyPressMsg) tea.Cmd {
-	if v := a.compare.diff; v != nil {
-		if key.Matches(msg, a.keys.Global.Back) {
-			a.compare.diff = nil
-			return nil
-		}
-		v.update(msg, a.keys.Diff)
+const compareIntro = "Compare: the runs side by side from where they part, scrolling together. Each column is diffed against the baseline (◆; the original at first, a picks the focused column): a line that differs is marked ▌ and the words that changed in it are underlined. Each column says its harness, the files it changed, its check and whether it is the best (★, and why). Columns that do not fit page sideways."
+
+func compareTable(k KeyMap) keyTable {
+	c, g := k.Compare, k.Global
+	scroll := func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		a.compare.scroll(msg, c.NavKeys)
 		return nil
 	}
-	act := a.compare.update(msg, a.keys)
+	focus := func(d int) keyRun {
+		return do(func(a *App) tea.Cmd { a.compare.moveFocus(d); return nil })
+	}
+	return keyTable{id: "compare", intro: compareIntro, keys: []binding{
+		{key: c.Prev, run: focus(-1), footer: 1}, {key: c.Next, run: focus(+1), footer: 2},
+		{key: c.Up, run: scroll}, {key: c.Down, run: scroll, footer: 3, brief: brief("↑/↓", "scroll")},
+		{key: c.PageUp, run: scroll}, {key: c.PageDown, run: scroll}, {key: c.Top, run: scroll}, {key: c.Bottom, run: scroll},
+		{key: c.Baseline, run: do((*App).compareBaseline), footer: 4},
+		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 5},
+		{key: c.Best, run: do((*App).compareBest), footer: 6},
+		{key: c.Apply, run: do((*App).compareAskApply), disabled: compareApplyOff},
+		{key: c.Open, run: do((*App).compareOpen), footer: 7},
+		{key: g.Back, run: do(func(a *App) tea.Cmd {
+			a.compare = nil
+			a.show(screenTree)
+			return a.reloadTree()
+		}), footer: 8},
+		helpKey(g.Help).at(9), quitKey(g.Quit).at(10), quitKey(g.ForceQuit),
+	}}
+}
+
+func diffTable(k KeyMap) keyTable {
+	d, g := k.Diff, k.Global
+	scroll := func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		a.compare.diff.update(msg, d)
+		return nil
+	}
+	return keyTable{id: "diff",
+		intro: "Diff: everything the fork changed in its worktree against the files it started with, untracked files included.",
+		keys: []binding{
+			{key: d.Up, run: scroll}, {key: d.Down, run: scroll, footer: 1, brief: brief("↑/↓", "scroll")},
+			{key: d.PageUp, run: scroll}, {key: d.PageDown, run: scroll, footer: 2},
+			{key: d.Top, run: scroll, footer: 3}, {key: d.Bottom, run: scroll, footer: 4},
+			{key: g.Back, run: do(func(a *App) tea.Cmd { a.compare.diff = nil; return nil }), footer: 5},
+			helpKey(g.Help).at(6), quitKey(g.Quit).at(7), quitKey(g.ForceQuit),
+		}}
+}
+
+// compareDiff shows everything the focused column's run changed in its
+// worktree.
+func (a *App) compareDiff() tea.Cmd {
+	col := a.compare.cols[a.compare.focus]
+	r := col.run
+	l := a.layout()
+	a.compare.diff = newDiffView(col, l.body.w, l.body.h)
+	return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
+}
+
+func compareDiffOff(a *App) string {
+	col := a.compare.cols[a.compare.focus]
+	label := model.SafeText(col.label)
 	switch {
-	case act.diff:
-		col := a.compare.cols[a.compare.focus]
-		r := col.run
-		label := model.SafeText(col.label)
-		switch {
-		case r.Worktree != "":
-			l := a.layout()
-			a.compare.diff = newDiffView(col, l.body.w, l.body.h)
-			return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
-		case r.InPlace:
-			return a.setStatus(label+" ran in place: its files are not kept apart", levelWarn)
-		}
-		return a.setStatus(label+" has no worktree of its own: no files to show", levelWarn)
-	case act.baseline:
-		c := a.compare
-		c.baseline = c.focus
-		c.diffWords()
-		c.builtFor = [2]int{}
-		l := a.layout()
-		c.layout(l.body.w, l.body.h, &a.styles)
-		return a.setStatus("the columns are diffed against "+model.SafeText(c.cols[c.focus].label), levelInfo)
-	case act.back:
-		a.compare = nil
-		a.show(screenTree)
-		return a.reloadTree()
-	case act.open != "":
-		a.compare = nil
-		a.show(screenTree)
-		if ri, ok := a.tree.data.index[act.open]; ok {
-			rd := a.tree.data.runs[ri]
-			a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})
-			if len(rd.own) == 0 {
-				a.tree.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
-			}
-		}
-		return a.syncDetail()
-	case act.best != nil:
-		ctx, st, id, best := a.ctx, a.st, act.best.ID, !act.best.Best
-		return func() tea.Msg {
-			return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best)}
+	case col.run.Worktree != "":
+		return ""
+	case col.run.InPlace:
+		return label + " ran in place: its files are not kept apart"
+	case worktreeRemoved(col.run):
+		return label + "'s worktree was removed (tine worktree rm or prune): no files to show"
+	}
+	return label + " has no worktree of its own: no files to show"
+}
+
+// compareBaseline diffs the other columns against the focused one.
+func (a *App) compareBaseline() tea.Cmd {
+	c := a.compare
+	c.baseline = c.focus
+	c.diffWords()
+	c.builtFor = [2]int{}
+	l := a.layout()
+	c.layout(l.body.w, l.body.h, &a.styles)
+	return a.setStatus("the columns are diffed against "+model.SafeText(c.cols[c.focus].label), levelInfo)
+}
+
+// compareOpen goes back to the tree, on the focused column's run.
+func (a *App) compareOpen() tea.Cmd {
+	id := a.compare.cols[a.compare.focus].run.ID
+	a.fromCompare, a.compare = a.compare, nil
+	a.show(screenTree)
+	if ri, ok := a.tree.data.index[id]; ok {
+		rd := a.tree.data.runs[ri]
+		a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})
+		if len(rd.own) == 0 {
+			a.tree.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
 		}
 	}
-	return nil
+	return a.syncDetail()
+}
+
+// compareBest marks the focused column's run best, or unmarks it.
+func (a *App) compareBest() tea.Cmd {
+	r := a.compare.cols[a.compare.focus].run
+	ctx, st, id, best := a.ctx, a.st, r.ID, !r.Best
+	// The best of the runs compared: they lose their mark.
+	among := make([]string, len(a.compare.cols))
+	for i, col := range a.compare.cols {
+		among[i] = col.run.ID
+	}
+	return func() tea.Msg {
+		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best, among...)}
+	}
+}
+
+// compareApplyOff says why the focused column cannot be applied ("" when
+// it can): it is no fork of tine's with a worktree of its own, or it runs.
+func compareApplyOff(a *App) string {
+	r := a.compare.cols[a.compare.focus].run
+	label := model.SafeText(r.Label())
+	switch {
+	case r.ParentID == "":
+		return label + " is no fork: there is no other checkout to bring its work into"
+	case r.Worktree == "" && r.InPlace:
+		return label + " ran in place: its work is in its checkout already"
+	case worktreeRemoved(r):
+		return label + "'s worktree was removed (tine worktree rm or prune): nothing to apply"
+	case r.Worktree == "":
+		return label + " has no worktree of its own: nothing to apply"
+	case r.Status == model.Running:
+		return label + " is running: apply it when its turn has ended"
+	}
+	return ""
+}
+
+// compareAskApply asks before applying the focused fork (y applies).
+func (a *App) compareAskApply() tea.Cmd {
+	r := a.compare.cols[a.compare.focus].run
+	a.confirmApply = &r
+	return a.setStatus(fmt.Sprintf("apply %s's work into %s? y applies it as uncommitted changes; any other key leaves the checkout as it is",
+		model.SafeText(r.Label()), model.SafeText(r.Cwd)), levelWarn)
+}
+
+// applyDoneMsg says how applying a fork went.
+type applyDoneMsg struct {
+	applied fork.Applied
+	err     error
+}
+
+// applyConfirmed applies the fork the question was about, off the UI
+// goroutine.
+func (a *App) applyConfirmed() tea.Cmd {
+	r := a.confirmApply
+	a.confirmApply = nil
+	if r == nil {
+		return nil
+	}
+	ctx, run := a.ctx, *r
+	return tea.Batch(a.setStatus("applying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
+		ap, err := fork.Apply(ctx, run, false)
+		return applyDoneMsg{applied: ap, err: err}
+	})
+}
+
+// confirmApplyTable is the question before applying: y applies, any other
+// key leaves the checkout as it is.
+func confirmApplyTable() keyTable {
+	return keyTable{id: "confirm-apply",
+		keys: []binding{{key: key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply the fork's work")), run: do((*App).applyConfirmed)}},
+		rest: do(func(a *App) tea.Cmd {
+			a.confirmApply = nil
+			return a.setStatus("not applied: the checkout is as it was", levelInfo)
+		}),
+	}
 }
 
 // compareHeader is the screen's header line on the Compare screen, fitted
@@ -969,4 +1182,10 @@ func (a *App) compareHeader(name string) string {
 		}
 	}
 	return st.Title.Render("tine") + sep + what
+}
+
+// worktreeRemoved reports whether r had a worktree of its own that was
+// removed since (tine worktree rm or prune keep its branch and base).
+func worktreeRemoved(r model.Run) bool {
+	return r.Worktree == "" && !r.InPlace && r.BaseCommit != ""
 }

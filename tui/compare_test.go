@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,6 +65,14 @@ func TestCompareScreen(t *testing.T) {
 	d.keys("l", "b")
 	assert.True(t, d.a.compare.cols[1].run.Best)
 	assert.Contains(t, d.plain(), "★ terse")
+	// b picks the best of the runs compared: the original's mark takes
+	// terse's, in the store too.
+	d.keys("h", "b")
+	terse, err := d.a.st.Run(context.Background(), d.a.compare.cols[1].run.ID)
+	require.NoError(t, err)
+	assert.False(t, terse.Best, "the runs compared lose their mark")
+	d.keys("l", "b")
+	assert.True(t, d.a.compare.cols[1].run.Best)
 	d.keys("enter")
 	require.Equal(t, screenTree, d.a.screen)
 	r, _ := d.a.tree.selected()
@@ -90,9 +99,8 @@ func TestCompareColumnsPageSideways(t *testing.T) {
 		}
 	}
 	c.layout(120, 30, &st)
-	keys := DefaultKeyMap()
 	for i := 0; i < 9; i++ {
-		c.update(press("l"), keys)
+		c.moveFocus(+1)
 	}
 	assert.Equal(t, 9, c.focus)
 	assert.Equal(t, 6, c.first, "the focused column pages into view")
@@ -215,4 +223,84 @@ func TestCompareShowsToolCallsAsCode(t *testing.T) {
 	assert.Contains(t, plain, "\n       return 1", "the edit's own indentation (a tab) under its key")
 	assert.Contains(t, plain, "\n         y()", "code keeps its indentation")
 	assert.Contains(t, plain, "file_path: p.go")
+}
+
+// TestCompareFoldsInjectedContext: the context an agent writes into the
+// conversation itself (Codex's <permissions instructions> and
+// <environment_context>, as system messages) shows as one line a message,
+// as in the tree, not as columns of it; and forks that differ only in it
+// (where they ran) do not differ on Compare.
+func TestCompareFoldsInjectedContext(t *testing.T) {
+	context := func(cwd string) modelMsg {
+		body := "<permissions instructions>\n" + strings.Repeat("Filesystem sandboxing defines which files can be read or written.\n", 30) + "</permissions instructions>"
+		env := "<environment_context>\n  <cwd>" + cwd + "</cwd>\n  <shell>bash</shell>\n</environment_context>"
+		return modelMsg{Role: model.System, Parts: []model.Part{{Kind: model.Text, Text: body}, {Kind: model.Text, Text: env}}}
+	}
+	col := func(cwd, answer string) compareColumn {
+		msgs := []modelMsg{context(cwd), text(model.User, "fix it"), text(model.Assistant, answer)}
+		return compareColumn{msgs: msgs, tokens: tokenize(msgs)}
+	}
+	c := &compareScreen{cols: []compareColumn{col("/wt/fork-1", "done"), col("/wt/fork-2", "done")}}
+	c.diffWords()
+	st := NewStyles(true)
+	c.layout(120, 40, &st)
+	out := ansi.Strip(c.view(&st))
+	assert.Contains(t, out, "<permissions instructions> ⋯ 35 more lines folded")
+	assert.NotContains(t, out, "Filesystem sandboxing", "the instructions are folded")
+	assert.NotContains(t, out, "/wt/fork-1", "so is where each ran")
+	for _, ch := range c.cols[1].lineChanged {
+		assert.False(t, ch, "the forks differ only in the folded context")
+	}
+}
+
+// TestCompareAndTreeGoBackWhereTheyCameFrom: a tree opened from Compare
+// (enter on a column) goes back to Compare on esc, not past it to the
+// library; and Compare does not show what the tree's status line said.
+func TestCompareAndTreeGoBackWhereTheyCameFrom(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter", "/")
+	d.typeText("paris")
+	d.keys("enter")
+	require.Contains(t, lastLine(d.plain()), "match 1 of")
+	d.cursorTo("terse")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	assert.NotContains(t, lastLine(d.plain()), "match 1 of", "the tree's status stays with the tree")
+	d.keys("l", "enter")
+	require.Equal(t, screenTree, d.a.screen)
+	d.keys("esc")
+	require.Equal(t, screenCompare, d.a.screen, "back to the comparison the tree was opened from")
+	assert.Contains(t, d.plain(), "compare 2 runs from K=5")
+	d.keys("esc")
+	require.Equal(t, screenTree, d.a.screen)
+	d.keys("esc")
+	assert.Equal(t, screenLibrary, d.a.screen, "then, from a tree not opened from Compare, the library")
+}
+
+// TestCompareBestReasonIsWhole: why a fork is the best is wrapped in its
+// column's header, never cut, and the columns below give it the room.
+func TestCompareBestReasonIsWhole(t *testing.T) {
+	why := "the only fork of 3 whose check passed, with the fewest tokens"
+	best := compareColumn{run: model.Run{Name: "a", Best: true, BestReason: why}, label: "a", msgs: []modelMsg{textMsg("x")}}
+	best.tokens = tokenize(best.msgs)
+	other := compareColumn{run: model.Run{Name: "b"}, label: "b", msgs: []modelMsg{textMsg("y")}}
+	other.tokens = tokenize(other.msgs)
+	c := &compareScreen{cols: []compareColumn{best, other}}
+	c.diffWords()
+	st := NewStyles(true)
+	c.layout(60, 20, &st)
+	out := ansi.Strip(c.view(&st))
+	lines := strings.Split(out, "\n")
+	assert.Len(t, lines, 20, "the header's extra lines come out of the body")
+	var said []string
+	for _, l := range lines {
+		if cell := strings.TrimSpace(ansi.Truncate(l, 30, "")); cell != "" {
+			said = append(said, cell)
+		}
+	}
+	assert.Contains(t, strings.Join(said, " "), "★ "+why, "every word of it, in order")
+	assert.NotContains(t, out, "…")
+	for _, l := range lines {
+		assert.LessOrEqual(t, ansi.StringWidth(l), 60)
+	}
 }

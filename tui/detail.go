@@ -167,6 +167,9 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	if r.Worktree != "" {
 		row("branch", r.Branch)
 	}
+	if worktreeRemoved(r) {
+		row("worktree", "removed (tine worktree rm or prune); its branch "+r.Branch+" stays if it has commits of its own")
+	}
 	if r.BaseCommit != "" {
 		row("base", model.ShortID(r.BaseCommit)+" ("+r.BaseCommit+")")
 	}
@@ -186,6 +189,9 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 			reason = "marked by hand"
 		}
 		row("best", "★ "+reason)
+	}
+	if rd.aa.Measured > 0 {
+		row("A/A", rd.aa.String())
 	}
 	row("note", r.Note)
 	if r.Status == model.Running && r.OwnerPID != 0 {
@@ -232,7 +238,7 @@ func tailLines(s string, n int) string {
 	if len(lines) <= n {
 		return s
 	}
-	return fmt.Sprintf("… %d lines before\n", len(lines)-n) + strings.Join(lines[len(lines)-n:], "\n")
+	return "… " + plural(len(lines)-n, "line") + " before\n" + strings.Join(lines[len(lines)-n:], "\n")
 }
 
 func usageLine(u model.Usage) string {

@@ -28,6 +28,7 @@ type runNews struct {
 	stored bool
 	status model.Status // the latest status change, "" for none
 	err    error        // the error of a failure
+	note   string       // the latest note (a retry), "" for none
 }
 
 func newRunMailbox() *runMailbox {
@@ -52,6 +53,9 @@ func (m *runMailbox) put(ev fork.RunEvent) {
 	}
 	if ev.Status != "" {
 		n.status, n.err = ev.Status, ev.Err
+	}
+	if ev.Note != "" {
+		n.note = ev.Note
 	}
 	m.mu.Unlock()
 	m.wake()

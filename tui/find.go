@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -18,81 +18,151 @@ import (
 // treeFind is search within the open tree (/, then n and N): every run's
 // own messages, so inherited messages are searched once, where they were
 // written, and forks folded away are searched too (a match opens them).
+// The search runs in a command (findIn), never in Update: on a long tree
+// it reads every message.
 type treeFind struct {
 	input  textinput.Model
 	typing bool   // the query is being typed
-	query  string // the query applied
+	query  string // the query applied: its matches show
+	// pending is the query being searched now, "" for none: only its
+	// answer is taken; refreshing says that search only marks matches.
+	pending    string
+	refreshing bool
 	// matches are the matching messages in the order of the tree with
-	// every fork unfolded; hit says which rows are matches.
+	// every fork unfolded, and at their places in that order; hit says
+	// which rows are matches; order is every row's place, as the search
+	// saw the tree.
 	matches []rowKey
+	at      []int
 	hit     map[rowKey]bool
+	order   map[rowKey]int
 }
 
-// find runs query over the tree and moves to the first match at or after
-// the cursor; it returns what to say.
-func (t *treeScreen) find(query string) string {
-	t.finder = treeFind{input: t.finder.input, query: query, hit: map[rowKey]bool{}}
-	t.invalidate()
-	if query == "" {
-		return ""
-	}
+// findDoneMsg answers a search of the tree screen's data of generation
+// gen (treeScreen.gen) for query. refresh: the tree was read again, so
+// its matches are marked anew without moving the cursor.
+type findDoneMsg struct {
+	gen     int
+	query   string
+	refresh bool
+	matches []rowKey
+	at      []int
+	order   map[rowKey]int
+}
+
+// findIn searches data for query. It runs off the UI goroutine: a tree's
+// data is never changed once read (a reload reads a new one).
+func findIn(data *treeData, query string) (matches []rowKey, at []int, order map[rowKey]int) {
 	lq := strings.ToLower(query)
-	for _, r := range t.data.flatten(nil) {
+	rows := data.flatten(nil)
+	order = make(map[rowKey]int, len(rows))
+	for i, r := range rows {
+		order[r.key()] = i
 		if r.kind != rowMessage {
 			continue
 		}
-		m := t.data.runs[r.run].message(int(r.msg))
+		m := data.runs[r.run].message(int(r.msg))
 		if strings.Contains(strings.ToLower(model.SafeText(m.PlainText())), lq) {
-			t.finder.matches = append(t.finder.matches, r.key())
-			t.finder.hit[r.key()] = true
+			matches = append(matches, r.key())
+			at = append(at, i)
 		}
 	}
-	if len(t.finder.matches) == 0 {
-		return fmt.Sprintf("no message in this tree has “%s”", harnessLine(query))
+	return matches, at, order
+}
+
+// find searches the open tree for query in a command; its answer (found)
+// moves to the first match at or after the cursor, or, refresh set, only
+// marks the matches.
+func (a *App) find(query string, refresh bool) tea.Cmd {
+	t := a.tree
+	t.finder.pending, t.finder.refreshing = query, refresh
+	data, gen := t.data, t.gen
+	return func() tea.Msg {
+		matches, at, order := findIn(data, query)
+		return findDoneMsg{gen: gen, query: query, refresh: refresh, matches: matches, at: at, order: order}
 	}
-	return t.nextMatch(+1, true)
+}
+
+// found takes a search's answer. One for a tree read again since, for a
+// query other than the one asked last, or after the screen was left
+// (show abandons the search) is dropped: it would move the cursor on a
+// tree that is no longer the one searched.
+func (a *App) found(msg findDoneMsg) tea.Cmd {
+	t := a.tree
+	if t == nil || msg.gen != t.gen || msg.query != t.finder.pending {
+		return nil
+	}
+	f := &t.finder
+	f.pending, f.query = "", msg.query
+	f.matches, f.at, f.order = msg.matches, msg.at, msg.order
+	f.hit = make(map[rowKey]bool, len(msg.matches))
+	for _, k := range msg.matches {
+		f.hit[k] = true
+	}
+	t.invalidate()
+	if msg.refresh {
+		return nil
+	}
+	if len(f.matches) == 0 {
+		return a.setStatus(f.off(), levelInfo)
+	}
+	before := t.cursor
+	cmd := a.setStatus(t.nextMatch(+1, true), levelInfo)
+	if t.cursor != before {
+		return tea.Batch(cmd, a.syncDetail())
+	}
+	return cmd
+}
+
+// refind searches the tree read again for the query shown, or the one
+// being searched: matches are rows of the tree as it was read.
+func (a *App) refind() tea.Cmd {
+	f := &a.tree.finder
+	switch {
+	case f.pending != "":
+		return a.find(f.pending, f.refreshing)
+	case f.query != "":
+		return a.find(f.query, true)
+	}
+	return nil
 }
 
 // nextMatch moves to the next (dir 1) or previous (dir -1) match from the
 // cursor, unfolding the forks it is in; inclusive counts the cursor's own
-// row.
+// row. It looks the cursor's row up in the order the search saw (the
+// search itself does not run again).
 func (t *treeScreen) nextMatch(dir int, inclusive bool) string {
 	f := &t.finder
-	if f.query == "" {
-		return "nothing to find yet: / searches this tree"
-	}
-	if len(f.matches) == 0 {
-		return fmt.Sprintf("no message in this tree has “%s”", harnessLine(f.query))
-	}
-	full := t.data.flatten(nil)
-	pos := map[rowKey]int{}
-	for i, r := range full {
-		pos[r.key()] = i
+	if why := f.off(); why != "" {
+		return why
 	}
 	cur := -1
 	if r, ok := t.selected(); ok {
-		cur = pos[r.key()]
+		if p, ok := f.order[r.key()]; ok {
+			cur = p
+		}
 	}
-	pick := -1
-	for i, m := range f.matches {
-		p := pos[m]
-		if dir > 0 && (p > cur || inclusive && p == cur) {
-			pick = i
-			break
+	var pick int
+	if dir > 0 {
+		if inclusive {
+			pick = sort.SearchInts(f.at, cur) // the first at or after cur
+		} else {
+			pick = sort.SearchInts(f.at, cur+1)
 		}
-		if dir < 0 && p < cur {
-			pick = i
-		}
+	} else {
+		pick = sort.SearchInts(f.at, cur) - 1 // the last before cur
 	}
 	wrapped := ""
-	if pick < 0 {
-		// Around the end (or the start) of the tree.
-		pick, wrapped = 0, " (from the top)"
-		if dir < 0 {
-			pick, wrapped = len(f.matches)-1, " (from the bottom)"
-		}
+	switch {
+	case pick >= len(f.matches):
+		pick, wrapped = 0, " (from the top)" // around the end of the tree
+	case pick < 0:
+		pick, wrapped = len(f.matches)-1, " (from the bottom)"
 	}
 	k := f.matches[pick]
+	if int(k.run) >= len(t.data.runs) {
+		return "" // a match in a run gone since: its new search comes next
+	}
 	t.unfoldTo(int(k.run))
 	t.moveTo(k)
 	return fmt.Sprintf("match %d of %d for “%s”%s · n next, N previous", pick+1, len(f.matches), harnessLine(f.query), wrapped)
@@ -150,10 +220,7 @@ type copiedMsg struct {
 // file under the state dir, so it is somewhere for sure.
 func (a *App) copySelected() tea.Cmd {
 	t := a.tree
-	r, ok := t.selected()
-	if !ok || r.kind != rowMessage {
-		return a.setStatus("y copies a message: put the cursor on one", levelWarn)
-	}
+	r, _ := t.selected() // on a message: copyOff
 	text := t.data.runs[r.run].message(int(r.msg)).PlainText()
 	what := fmt.Sprintf("message %d", r.msg+1)
 	return tea.Batch(tea.SetClipboard(text), func() tea.Msg {
@@ -188,38 +255,75 @@ func (a *App) copied(msg copiedMsg) tea.Cmd {
 	return a.setStatus(fmt.Sprintf("copied %s (%s) to %s, and to %s if your terminal ignores that", msg.what, plural(msg.bytes, "byte"), where, model.SafeText(p)), levelInfo)
 }
 
-// findKey handles a key while the tree's search is typed.
-func (a *App) findKey(msg tea.KeyPressMsg) tea.Cmd {
-	t := a.tree
-	f := &t.finder
-	l := a.keys.Library
-	switch {
-	case key.Matches(msg, l.CancelInput):
-		f.typing = false
-		f.input.Blur()
-		return nil
-	case key.Matches(msg, l.Apply):
-		f.typing = false
-		f.input.Blur()
-		before := t.cursor
-		cmd := a.setStatus(t.find(strings.TrimSpace(f.input.Value())), levelInfo)
-		if t.cursor != before {
-			return tea.Batch(cmd, a.syncDetail())
-		}
-		return cmd
+// findTable is the tree's while a search is typed: keys are text but
+// for these.
+func findTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	return keyTable{id: "tree-find",
+		intro: "Find in this tree: the text of every message, in every fork (folded ones open when a match is in them). enter finds, then n and N move between matches; esc cancels.",
+		keys: []binding{
+			{key: withHelp(l.Apply, "enter", "find"), run: do((*App).applyFind), footer: 1},
+			{key: l.CancelInput, run: do(func(a *App) tea.Cmd {
+				f := &a.tree.finder
+				f.typing = false
+				f.input.Blur()
+				return nil
+			}), footer: 2},
+			helpKey(g.HelpTyping).at(3), quitKey(g.ForceQuit).at(4),
+		},
+		rest: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			var cmd tea.Cmd
+			a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
+			return cmd
+		},
 	}
-	var cmd tea.Cmd
-	f.input, cmd = f.input.Update(msg)
-	return cmd
 }
 
-// startFind opens the search line, holding the last query.
+// applyFind ends typing the query and searches for it; an empty query
+// clears the matches.
+func (a *App) applyFind() tea.Cmd {
+	t := a.tree
+	f := &t.finder
+	f.typing = false
+	f.input.Blur()
+	q := strings.TrimSpace(f.input.Value())
+	if q == "" {
+		had := f.query
+		t.finder = treeFind{input: f.input, hit: map[rowKey]bool{}}
+		t.invalidate()
+		if had != "" {
+			return a.setStatus(fmt.Sprintf("cleared the matches of “%s”", harnessLine(had)), levelInfo)
+		}
+		return nil
+	}
+	return tea.Batch(a.setStatus(fmt.Sprintf("finding “%s”…", harnessLine(q)), levelInfo), a.find(q, false))
+}
+
+// off says why n and N have nothing to move to.
+func (f *treeFind) off() string {
+	switch {
+	case f.pending != "" && f.pending != f.query:
+		return fmt.Sprintf("finding “%s”…", harnessLine(f.pending))
+	case f.query == "":
+		return "nothing to find yet: / searches this tree"
+	case len(f.matches) == 0:
+		return fmt.Sprintf("no message in this tree has “%s”", harnessLine(f.query))
+	}
+	return ""
+}
+
+// startFind opens the search line empty, for a new query (as / in less
+// or vim does); the last one is named in its placeholder.
 func (a *App) startFind() tea.Cmd {
 	f := &a.tree.finder
 	if f.input.Placeholder == "" {
-		f.input = newInput("words in any message of this tree")
+		f.input = newInput("")
 	}
-	f.input.SetValue(f.query)
+	f.input.Placeholder = "words in any message of this tree"
+	if f.query != "" {
+		f.input.Placeholder = fmt.Sprintf("a new search (enter alone clears “%s”)", harnessLine(f.query))
+	}
+	f.input.SetValue("")
 	f.input.SetWidth(max(a.width-8, 4))
 	f.typing = true
 	return f.input.Focus()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,7 @@ func TestFindInTheTree(t *testing.T) {
 	require.True(t, tr.finder.typing)
 	assert.Contains(t, d.plain(), "find: ")
 	d.typeText("paris")
-	assert.True(t, d.a.typing(), "q and ? are text while finding")
+	assert.Equal(t, "tree-find", d.a.keysNow().id, "q and ? are text while finding")
 	d.keys("enter")
 	s := d.plain()
 	assert.Contains(t, s, "match 1 of 5 for “paris”")
@@ -92,4 +93,126 @@ func TestFindTakesAPaste(t *testing.T) {
 	d.send(tea.PasteMsg{Content: "Oslo"})
 	d.keys("enter")
 	assert.Contains(t, d.plain(), "for “Oslo”")
+}
+
+// answerOf runs cmd (a batch too) and returns the first message of type T
+// it gives.
+func answerOf[T tea.Msg](t *testing.T, cmd tea.Cmd) T {
+	t.Helper()
+	var found []T
+	var run func(tea.Cmd)
+	run = func(c tea.Cmd) {
+		if c == nil {
+			return
+		}
+		switch m := c().(type) {
+		case tea.BatchMsg:
+			for _, c := range m {
+				run(c)
+			}
+		case T:
+			found = append(found, m)
+		}
+	}
+	run(cmd)
+	require.NotEmpty(t, found, "the command answers with a %T", *new(T))
+	return found[0]
+}
+
+// TestFindRunsOffUpdate: enter on a query only asks for the search; the
+// matches come with its answer, and Update reads no message for it.
+func TestFindRunsOffUpdate(t *testing.T) {
+	a := New(nil, Options{})
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	a.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	a.openTree(treeLoadedMsg{data: longTree(10_000)})
+	a.Update(press("/"))
+	a.tree.finder.input.SetValue("tests pass")
+	_, cmd := a.Update(press("enter"))
+	assert.Empty(t, a.tree.finder.matches, "nothing is found in Update")
+	assert.Equal(t, "tests pass", a.tree.finder.pending)
+	a.Update(answerOf[findDoneMsg](t, cmd))
+	assert.Len(t, a.tree.finder.matches, 2500, "the answer brings them")
+	allocs := testing.AllocsPerRun(20, func() {
+		a.Update(press("/"))
+		a.tree.finder.input.SetValue("tests pass")
+		a.Update(press("enter"))
+		a.Update(press("n"))
+	})
+	assert.Less(t, allocs, 500.0, "a search of 10,000 messages in Update makes some 17,000")
+}
+
+// TestAStaleFindIsDropped: a search's answer is for the tree screen's
+// data it searched and the query asked last; one for a tree read again
+// since, a query typed since, a screen left since (Compare, the library,
+// the tree opened again) is dropped, never moving the cursor.
+func TestAStaleFindIsDropped(t *testing.T) {
+	for name, since := range map[string]func(d *driver){
+		"the tree read again": func(d *driver) {
+			tr := d.a.tree
+			d.a.Update(treeLoadedMsg{id: tr.data.root.Run.ID, gen: tr.gen, data: tr.data, reload: true}) // its search again not run
+		},
+		"another query": func(d *driver) {
+			d.keys("/")
+			d.send(press("backspace"))
+			for range 10 {
+				d.send(press("backspace"))
+			}
+			d.typeText("oslo")
+			d.a.Update(press("enter")) // its answer not taken
+		},
+		"Compare opened": func(d *driver) {
+			d.cursorTo("terse")
+			d.keys("c")
+			require.Equal(d.t, screenCompare, d.a.screen)
+			d.keys("esc")
+			require.Equal(d.t, screenTree, d.a.screen)
+		},
+		"the library": func(d *driver) { d.keys("esc") },
+		"the tree opened again": func(d *driver) {
+			d.keys("esc", "enter")
+			require.NotNil(d.t, d.a.tree)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := newDriver(t, seedStore(t, 0), 140, 30)
+			d.keys("enter", "j") // on message 2, no match
+			d.keys("/")
+			d.typeText("paris")
+			_, cmd := d.a.Update(press("enter"))
+			answer := answerOf[findDoneMsg](t, cmd)
+			require.Len(t, answer.matches, 5)
+			since(d)
+			cursor := -1
+			if d.a.tree != nil {
+				d.a.tree.cursor = 1
+				cursor = d.a.tree.cursor
+			}
+			d.send(answer)
+			if d.a.tree == nil {
+				return // nothing it could land on
+			}
+			assert.NotEqual(t, "paris", d.a.tree.finder.query, "the stale answer is not applied")
+			assert.Equal(t, cursor, d.a.tree.cursor, "nor moves the cursor")
+			assert.NotContains(t, d.plain(), "match 1 of 5")
+		})
+	}
+}
+
+// TestFindStartsANewQuery: / after a search starts a new query, not the
+// last one with more typed after it; the last one is named in the line.
+func TestFindStartsANewQuery(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 140, 30)
+	d.keys("enter", "/")
+	d.typeText("paris")
+	d.keys("enter")
+	require.Contains(t, d.plain(), "for “paris”")
+	d.keys("/")
+	assert.Contains(t, d.plain(), "enter alone clears “paris”")
+	d.typeText("oslo")
+	d.keys("enter")
+	assert.Contains(t, d.plain(), "for “oslo”")
+	d.keys("/", "enter")
+	assert.Contains(t, d.plain(), "cleared the matches of “oslo”", "enter alone clears the matches")
+	assert.Empty(t, d.a.tree.finder.matches)
 }

@@ -62,12 +62,16 @@ type forkDialog struct {
 	reg        *harness.Registry
 	getenv     func(string) string
 
-	where       forkWhere
-	n           int
-	perFork     bool
-	replace     bool // regenerating: hide the original in views
-	harnesses   []string
-	harness     int
+	where     forkWhere
+	n         int
+	perFork   bool
+	replace   bool // regenerating: hide the original in views
+	harnesses []string
+	harness   int
+	// absent are the harnesses tine is built with that cannot run turns
+	// here (the demo forks offline), and absentWhy says why.
+	absent      []string
+	absentWhy   string
 	handoff     bool
 	inPlace     bool
 	checkNumber bool
@@ -100,7 +104,7 @@ type forkDialog struct {
 // that holds the prefix); def is the harness chosen first.
 func newForkDialog(parent model.Run, transcript []model.Message, selected int, reg *harness.Registry, def string, runs map[string]model.Run) *forkDialog {
 	d := &forkDialog{parent: parent, transcript: transcript, selected: selected, n: 1, reg: reg, runs: runs,
-		harnesses: reg.Names(), getenv: os.Getenv, api: map[string]*apiInputs{}, width: 80, height: 20}
+		harnesses: ownFirst(reg.Names(), parent.Harness), getenv: os.Getenv, api: map[string]*apiInputs{}, width: 80, height: 20}
 	for i, h := range d.harnesses {
 		if h == def {
 			d.harness = i
@@ -347,7 +351,7 @@ func (d *forkDialog) problem() string {
 		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
 	}
 	if api, ok := apiOf(d.reg, name); ok && d.api[name] != nil {
-		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent); p != "" {
+		if p := apiProblem(name, api, d.settings(name), d.getenv, d.parent, true); p != "" {
 			return p
 		}
 	}
@@ -724,10 +728,58 @@ func (d *forkDialog) harnessList(st *Styles) []string {
 			lines = append(lines, "                "+st.Error.Render(l))
 		}
 	}
+	const indent = "                "
+	under := indent + strings.Repeat(" ", nameW+2) // under a harness's description
+	wrapped := func(style lipgloss.Style, s string) []string {
+		var out []string
+		for _, l := range strings.Split(wrap(s, max(d.width-len(under), 10)), "\n") {
+			out = append(out, under+style.Render(l))
+		}
+		return out
+	}
+	// The run's own harness comes first, runnable or not; one that cannot
+	// run turns here says why.
 	if own := d.parent.Harness; own != "" && !slices.Contains(d.harnesses, own) {
-		lines = append(lines, "                "+st.Dim.Render(fit(model.SafeText(own), nameW)+"  this run's own harness: it cannot run turns here"))
+		why := "tine has no harness of that name, so it cannot continue this run"
+		switch {
+		case slices.Contains(d.absent, own) && d.absentWhy != "":
+			why = d.absentWhy
+		case slices.Contains(d.absent, own):
+			why = "tine is built with it, but this program was started without it"
+		}
+		head := []string{indent + st.Dim.Render(fit(model.SafeText(own), nameW)+"  this run's own harness cannot run turns here:")}
+		lines = append(append(head, wrapped(st.Dim, why)...), lines...)
+	}
+	var others []string
+	for _, n := range d.absent {
+		if n != d.parent.Harness {
+			others = append(others, n)
+		}
+	}
+	if len(others) > 0 {
+		s := "also built in, not run here: " + strings.Join(others, ", ")
+		if d.absentWhy != "" && slices.Contains(d.harnesses, d.parent.Harness) {
+			s += " (" + d.absentWhy + ")" // not said above
+		}
+		for i, l := range strings.Split(wrap(s, max(d.width-len(indent), 10)), "\n") {
+			if i > 0 {
+				l = "  " + l
+			}
+			lines = append(lines, indent+st.Dim.Render(l))
+		}
 	}
 	return lines
+}
+
+// ownFirst is names with own, when it is there, moved to the front: the
+// run's own harness is the first one offered.
+func ownFirst(names []string, own string) []string {
+	i := slices.Index(names, own)
+	if i <= 0 {
+		return names
+	}
+	out := append([]string{own}, names[:i]...)
+	return append(out, names[i+1:]...)
 }
 
 // Messages for forks launched from the TUI.

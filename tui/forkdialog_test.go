@@ -131,8 +131,9 @@ func TestForkDialogDefaults(t *testing.T) {
 
 	// Another agent cannot branch claude's session: a handoff, off.
 	focusField(t, d, fieldHarness)
-	d.update(press("right"), dialogKeys)
-	require.Equal(t, "codex", d.harnessName())
+	for d.harnessName() != "codex" { // after the run's own, claude
+		d.update(press("right"), dialogKeys)
+	}
 	assert.Contains(t, d.fields(), fieldHandoff)
 	text = dialogText(d)
 	assert.Contains(t, text, "codex needs npm i -g @openai/codex", "what stops the chosen harness, in full")
@@ -228,10 +229,10 @@ func TestForkDialogAPIFields(t *testing.T) {
 	for d.cur != fieldHarness {
 		d.update(press("up"), dialogKeys)
 	}
-	d.update(press("left"), dialogKeys)
+	d.update(press("right"), dialogKeys) // from the run's own, openai, first
 	assert.Equal(t, "anthropic", d.harnessName())
 	assert.Contains(t, d.problem(), "anthropic needs an API key for api.anthropic.com: set ANTHROPIC_API_KEY")
-	d.update(press("right"), dialogKeys)
+	d.update(press("left"), dialogKeys)
 	assert.Equal(t, apiSettings{model: "llama3", baseURL: "http://127.0.0.1:8080/v1", key: "sk-very-secret"}, d.settings("openai"))
 	spec := d.spec()
 	assert.Equal(t, "llama3", spec.Model)

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
+	"tine/harness/anthropic"
 	"tine/harness/fork"
 	"tine/harness/openai"
 	"tine/harness/script"
@@ -387,6 +389,41 @@ func TestCompareShowsFilesChecksAndBest(t *testing.T) {
 	assert.Contains(t, d.plain(), "+func Parse() { regexp() }")
 }
 
+// TestCompareAppliesTheFocusedFork: A asks before it applies the focused
+// fork's work into its checkout; any key but y leaves the checkout as it
+// was; y applies and says what.
+func TestCompareAppliesTheFocusedFork(t *testing.T) {
+	st := worktreeFixture(t)
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	d.cursorTo("table")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	col := d.a.compare.cols[d.a.compare.focus]
+	require.Equal(t, "table", col.run.Name)
+	checkout := col.run.Cwd
+	before, err := os.ReadFile(filepath.Join(checkout, "parser.go"))
+	require.NoError(t, err)
+
+	d.keys("A")
+	assert.Contains(t, d.plain(), "apply table's work into "+checkout+"?")
+	d.keys("n")
+	assert.Contains(t, d.plain(), "not applied")
+	_, err = os.Stat(filepath.Join(checkout, "table.go"))
+	assert.True(t, os.IsNotExist(err), "nothing applied without y")
+
+	d.keys("A", "y")
+	assert.Contains(t, d.plain(), "applied table into "+checkout+": 2 files +5 −1 (parser.go, table.go), as uncommitted changes")
+	_, err = os.Stat(filepath.Join(checkout, "table.go"))
+	assert.NoError(t, err)
+	after, err := os.ReadFile(filepath.Join(checkout, "parser.go"))
+	require.NoError(t, err)
+	assert.NotEqual(t, string(before), string(after))
+
+	d.keys("A", "y")
+	assert.Contains(t, d.plain(), "uncommitted changes to parser.go, table.go", "a second apply clashes: refused")
+}
+
 // TestCompareHeaderFitsAt80: at 80 columns the header keeps what the
 // screen is and gives up the tree's title first.
 func TestCompareHeaderFitsAt80(t *testing.T) {
@@ -461,5 +498,124 @@ func TestNewViewsFitTheTerminal(t *testing.T) {
 			d.keys("x", "esc", "esc")
 			requireFits(t, d.screen(), w, h)
 		})
+	}
+}
+
+// TestNextTurnDialogNamesOnlyWhatItHas: the next-turn dialog has no API
+// key or model field, so what an API harness lacks is said as what to set
+// (or the Fork screen, which has those fields), never "type one under".
+func TestNextTurnDialogNamesOnlyWhatItHas(t *testing.T) {
+	for _, v := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL"} {
+		t.Setenv(v, "")
+	}
+	reg := harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))
+	run := model.Run{ID: "run00000", Name: "chat", Harness: "openai", Status: model.Completed}
+	d := newTurnDialog(run, reg, "openai")
+	s, ok := d.explain()
+	assert.False(t, ok)
+	assert.Equal(t, "openai needs an API key for api.openai.com: set OPENAI_API_KEY (a local server, in OPENAI_BASE_URL, needs none); or fork with f, whose screen takes a model, base URL and key", s)
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	s, _ = d.explain()
+	assert.Equal(t, "openai needs a model: set OPENAI_MODEL; or fork with f, whose screen takes a model, base URL and key", s)
+	assert.NotContains(t, d.view(&Styles{}), "under")
+}
+
+// TestDemoForkScreenListsEveryHarness: in the demo, whose driver forks
+// offline, the Fork screen on a Claude run puts the run's own agent first,
+// saying why it cannot run turns here, then the harnesses that can, then
+// every other one tine is built with; outside the demo the run's own
+// harness is the first choice.
+func TestDemoForkScreenListsEveryHarness(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	run := model.Run{Title: "a claude session", Harness: "claude", Status: model.Completed, Cwd: t.TempDir()}
+	require.NoError(t, st.CreateRun(ctx, &run, []model.Message{text(model.User, "hi"), text(model.Assistant, "hello")}))
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{})), DefaultHarness: "script"}
+	a := New(st, Options{Title: "demo", Driver: drv, Agents: testAgents, Offline: "the demo's sessions were made up"})
+	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	d := &driver{t: t, a: a}
+	d.send(tea.WindowSizeMsg{Width: 120, Height: 50})
+	d.run(a.Init())
+	d.run(a.loadTree(run.ID, "", 0))
+	d.keys("R")
+	assert.Contains(t, lastLine(d.plain()), "replay is not available here: a replay runs the run's own agent again, and the demo's sessions were made up",
+		"R in the demo says why it replays nothing")
+	d.keys("f")
+	s := d.plain()
+	own := strings.Index(s, "claude  this run's own harness cannot run turns here:")
+	require.GreaterOrEqual(t, own, 0, s)
+	assert.Contains(t, s, "the demo's sessions were made up")
+	first := strings.Index(s, "openai ")
+	assert.Less(t, own, first, "the run's own agent first")
+	assert.Regexp(t, `also built in, not run here: .*codex.*pi`, s)
+	assert.NotRegexp(t, `also built in, not run here: [^\n]*claude`, s, "said once, first")
+	assert.Equal(t, "script", d.a.dialog.harnessName(), "the choice the demo runs")
+
+	data := sampleTree()
+	reg := harness.NewRegistry(&script.Harness{}, openai.New(openai.Config{}), anthropic.New(anthropic.Config{}))
+	fd := newForkDialog(data.runs[0].run(), data.transcript(0), 5, reg, "openai", nil)
+	assert.Equal(t, []string{"openai", "anthropic", "script"}, fd.harnesses, "the run's own harness first")
+}
+
+// TestARetryingForkSaysWhy: a note from a running fork's turn (its model
+// cannot be reached, and is retried) shows on its line and in the status
+// line at once, instead of only "running"; it goes when the fork ends.
+func TestARetryingForkSaysWhy(t *testing.T) {
+	st := seedStore(t, 0)
+	d := newDriver(t, st, 200, 30)
+	d.keys("enter")
+	nested := d.runNamed("nested")
+	require.NoError(t, st.SetRunning(context.Background(), nested.ID))
+	d.run(d.a.reloadTree())
+	b := &forkBatch{cancel: func() {}, events: newRunMailbox(), runs: map[string]bool{nested.ID: true}}
+	d.a.forks.batches[7] = b
+	note := "claude cannot reach the model API at http://127.0.0.1:9; retry 2 of 10 in 1.1 s"
+	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, note: note}}}) // its listen is not run
+	s := d.plain()
+	assert.Regexp(t, `nested  . running: claude cannot reach the model API at http://127.0.0.1:9`, s)
+	assert.Contains(t, lastLine(s), note)
+
+	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, status: model.Failed, err: errors.New("API Error: Connection refused")}}})
+	assert.Empty(t, d.a.tree.notes, "a fork that ended says no retry")
+}
+
+// TestANewForkIsInView: a fork made after the last message on the screen
+// is shown, the cursor on it, not added below the screen.
+func TestANewForkIsInView(t *testing.T) {
+	st := seedStore(t, 40)
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{}), DefaultHarness: "script"}
+	d := newDriverWith(t, st, 80, 12, drv)
+	d.keys("j", "enter") // the 40-message run
+	d.keys("G", "f", "ctrl+s")
+	require.Nil(t, d.a.dialog, d.plain())
+	assert.Regexp(t, `⑂ [0-9a-f]{8}-fork-1  ○ pending`, d.plain(), "the new fork's line is on the screen")
+	r, _ := d.a.tree.selected()
+	assert.Equal(t, rowFork, r.kind)
+}
+
+// TestARemovedWorktreeIsSaidSo: after tine worktree rm (the worktree gone,
+// its branch and base kept), the fork's detail, Compare's header and its d
+// and A say the worktree was removed, not that it never had one.
+func TestARemovedWorktreeIsSaidSo(t *testing.T) {
+	st := worktreeFixture(t)
+	ctx := context.Background()
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	table := d.runNamed("table")
+	require.NoError(t, st.SetWorktree(ctx, table.ID, "", table.Branch, table.BaseCommit, table.StartTree))
+	d.run(d.a.reloadTree())
+	d.cursorTo("table")
+	assert.Contains(t, d.plain(), "removed (tine worktree rm or prune)")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	assert.Contains(t, d.plain(), "worktree removed")
+	for d.a.compare.cols[d.a.compare.focus].run.Name != "table" {
+		d.keys("l")
+	}
+	for _, k := range []string{"d", "A"} {
+		d.keys(k)
+		assert.Contains(t, lastLine(d.plain()), "table's worktree was removed (tine worktree rm or prune)", k)
+		assert.NotContains(t, lastLine(d.plain()), "has no worktree of its own", k)
 	}
 }

@@ -18,13 +18,131 @@ const spinEvery = 120 * time.Millisecond
 
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
+// forkState is the fork work this program runs: the batches of turns
+// running, the launches whose forks are being created, the run to follow,
+// the spinner, and the numbers that tell the dialogs' answers apart.
+type forkState struct {
+	batches   map[int]*forkBatch
+	pending   map[int]launchReq // launched, forks not created yet
+	nextBatch int
+	// follow is a run that R or m started: the cursor goes to it once the
+	// tree has been read again.
+	follow string
+	spin   spinner
+	// dialogGen numbers the dialogs and Replay panels opened: each says
+	// its number, and so does each answer asked for it.
+	dialogGen int
+	descs     *descCache // what the harnesses said of themselves, for the dialogs
+}
+
+// spinner turns while forks run.
+type spinner struct {
+	on    bool
+	frame int
+}
+
+// start starts the spinner unless it turns.
+func (s spinner) start(tick ticker) (spinner, tea.Cmd) {
+	if s.on {
+		return s, nil
+	}
+	s.on = true
+	return s, tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+}
+
+// update turns it one frame, and on while busy.
+func (s spinner) update(_ spinTickMsg, busy bool, tick ticker) (spinner, tea.Cmd) {
+	s.frame++
+	if !busy {
+		s.on = false
+		return s, nil
+	}
+	return s, tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+}
+
+// updateForks takes the answers of fork work: the harnesses described for
+// a dialog, forks created, a turn's run ready, runs' events, a batch done,
+// the spinner's tick, a cancel requested.
+func (a *App) updateForks(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case harnessInfoMsg:
+		// Each dialog asks when it opens; an answer for one closed since
+		// is not this one's.
+		if a.dialog != nil && a.dialog.gen == msg.gen {
+			a.dialog.info(msg)
+		}
+		if a.turn != nil && a.turn.gen == msg.gen {
+			a.turn.descs = msg.descs
+		}
+	case forksCreatedMsg:
+		return a.forksCreated(msg)
+	case turnReadyMsg:
+		return a.turnReady(msg)
+	case runEventMsg:
+		return a.runEvents(msg)
+	case batchDoneMsg:
+		delete(a.forks.batches, msg.batch)
+		return tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo))
+	case spinTickMsg:
+		// Forks another process runs are seen when the store changes (live.go).
+		var cmd tea.Cmd
+		a.forks.spin, cmd = a.forks.spin.update(msg, len(a.forks.batches) > 0 || a.treeRunning(), a.tick)
+		if a.tree != nil {
+			a.tree.spinFrame = a.forks.spin.frame
+		}
+		return cmd
+	case cancelRequestedMsg:
+		return a.cancelRequested(msg)
+	}
+	return nil
+}
+
+// runEvents shows what a batch's runs did since last looked: the text
+// streaming in, a failure, and the tree read again when something was
+// stored.
+func (a *App) runEvents(msg runEventMsg) tea.Cmd {
+	b := a.forks.batches[msg.batch]
+	if b == nil {
+		return nil
+	}
+	cmds := []tea.Cmd{listen(b, msg.batch)}
+	reload := false
+	for _, n := range msg.news {
+		if a.tree != nil {
+			if n.stored {
+				delete(a.tree.streaming, n.runID)
+			}
+			if n.tail != "" {
+				a.tree.streaming[n.runID] = lastRunes(a.tree.streaming[n.runID]+n.tail, 200)
+			}
+			switch {
+			case n.note != "":
+				// While it runs its line says the latest (a retry), so a
+				// fork that waits on the model says why.
+				a.tree.notes[n.runID] = n.note
+				a.tree.invalidateForks()
+			case n.status != "" && n.status != model.Running:
+				delete(a.tree.notes, n.runID)
+			}
+		}
+		reload = reload || n.stored
+		switch {
+		case n.status == model.Failed && n.err != nil:
+			cmds = append(cmds, a.setStatus("a fork failed: "+errorText(n.err), levelWarn))
+		case n.note != "":
+			cmds = append(cmds, a.setStatus(model.OneLine(n.note, 300), levelWarn))
+		}
+	}
+	if reload {
+		cmds = append(cmds, a.reloadTree())
+	}
+	return tea.Batch(cmds...)
+}
+
 // openDialog opens the Fork screen on the selected message, and asks the
 // harnesses whether they are installed here.
 func (a *App) openDialog() tea.Cmd {
 	t := a.tree
-	if a.opts.Driver == nil {
-		return a.setStatus("forking is not available here", levelWarn)
-	}
 	r, ok := t.selected()
 	if !ok {
 		return nil
@@ -44,16 +162,30 @@ func (a *App) openDialog() tea.Cmd {
 	for _, rd := range t.data.runs {
 		runs[rd.run().ID] = rd.run()
 	}
-	a.dialogGen++
+	a.forks.dialogGen++
 	a.dialog = newForkDialog(run, transcript, selected, reg, a.ownHarness(run), runs)
-	a.dialog.gen = a.dialogGen
+	a.dialog.absent, a.dialog.absentWhy = a.absentHarnesses(), a.opts.Offline
+	a.dialog.gen = a.forks.dialogGen
 	l := a.layout()
 	a.dialog.setSize(l.body.w, l.body.h)
 	dir := run.Worktree
 	if dir == "" {
 		dir = run.Cwd
 	}
-	return describeHarnesses(a.ctx, a.dialogGen, a.descs, reg, dir)
+	return describeHarnesses(a.ctx, a.forks.dialogGen, a.forks.descs, reg, dir)
+}
+
+// absentHarnesses are the backends tine is built with (Options.Agents)
+// that the driver cannot run turns through (the demo's, which forks
+// offline), in the registry's order.
+func (a *App) absentHarnesses() []string {
+	var out []string
+	for _, ag := range a.agents.Agents() {
+		if _, err := a.opts.Driver.Harnesses.Get(ag.Name); err != nil {
+			out = append(out, ag.Name)
+		}
+	}
+	return out
 }
 
 // ownHarness is the harness a run continues with by default: its own when
@@ -78,28 +210,33 @@ func (a *App) launch() tea.Cmd {
 	d := a.dialog
 	spec := d.spec()
 	drv := d.driver(a.opts.Driver)
-	a.nextBatch++
-	d.launching, d.batch = true, a.nextBatch
-	a.pending[a.nextBatch] = launchReq{spec: spec, driver: drv}
+	a.forks.nextBatch++
+	d.launching, d.batch = true, a.forks.nextBatch
+	a.forks.pending[a.forks.nextBatch] = launchReq{spec: spec, driver: drv}
 	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo),
-		createForks(a.ctx, drv, spec, a.nextBatch))
+		createForks(a.ctx, drv, spec, a.forks.nextBatch))
 }
 
 // forksCreated shows the new forks at once and starts their turns.
 func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
-	req := a.pending[msg.batch]
-	delete(a.pending, msg.batch)
+	req := a.forks.pending[msg.batch]
+	delete(a.forks.pending, msg.batch)
 	inDialog := a.dialog != nil && a.dialog.launching && a.dialog.batch == msg.batch
 	if msg.err != nil {
 		if inDialog {
 			a.dialog.launching, a.dialog.err = false, tuiError(msg.err)
-			a.status = ""
+			a.status.text = ""
 			return nil
 		}
 		return a.setStatus("fork: "+tuiError(msg.err), levelError)
 	}
 	if inDialog {
 		a.dialog = nil
+	}
+	// The cursor goes to the first new fork, so it is in view even when it
+	// was made after the last message on the screen.
+	if len(msg.runs) > 0 {
+		a.forks.follow = msg.runs[0].ID
 	}
 	spec := req.spec
 	note := fmt.Sprintf("%s at K=%d", plural(len(msg.runs), "fork"), msg.cut.K)
@@ -134,10 +271,8 @@ func (a *App) startTurns(id int, drv *fork.Driver, turns []fork.Turn) tea.Cmd {
 	for _, t := range turns {
 		b.runs[t.RunID] = true
 	}
-	a.batches[id] = b
-	a.wg.Add(1)
-	a.goSafe("fork turns", func() {
-		defer a.wg.Done()
+	a.forks.batches[id] = b
+	a.background("fork turns", func() {
 		defer b.events.close()
 		// Events are merged per run, so a screen that is behind (or has
 		// quit) never slows a turn.
@@ -158,59 +293,60 @@ type turnReadyMsg struct {
 
 // retrySelected retries the failed or cancelled fork under the cursor: a
 // new sibling made the same way gets the same message (the failed one
-// stays, as history does).
+// stays, as history does). retryOff says when it cannot.
 func (a *App) retrySelected() tea.Cmd {
-	rd := a.tree.currentRun()
-	if rd == nil {
-		return nil
-	}
-	run := rd.run()
-	switch {
-	case a.opts.Driver == nil:
-		return a.setStatus("forking is not available here", levelWarn)
-	case run.ParentID == "" || rd.subagent:
-		return a.setStatus("R retries a failed or cancelled fork; "+model.SafeText(run.Label())+" is not a fork", levelWarn)
-	case run.Status != model.Failed && run.Status != model.Cancelled:
-		return a.setStatus(fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status), levelWarn)
-	}
-	if r, ok := a.tree.data.replays[run.ID]; ok {
-		return a.setStatus(fmt.Sprintf("%s is a replay of step %d: R on a message of the run it replays replays it again", model.SafeText(run.Label()), r.Step), levelWarn)
-	}
-	a.nextBatch++
-	ctx, batch, drv, id := a.ctx, a.nextBatch, a.opts.Driver, run.ID
+	run := a.tree.currentRun().run()
+	a.forks.nextBatch++
+	ctx, batch, drv, id := a.ctx, a.forks.nextBatch, a.opts.Driver, run.ID
 	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
 		r, input, err := drv.PrepareRetry(ctx, id)
 		return turnReadyMsg{batch: batch, run: r, input: input, err: err, retry: true}
 	})
 }
 
-// openTurnDialog asks for the next turn of the run under the cursor.
+// retryOff says why R cannot retry the run under the cursor.
+func (a *App) retryOff() string {
+	rd := a.tree.currentRun()
+	if rd == nil {
+		return "R on a message replays its run to that message's step; on a failed fork's ⑂ line it retries the fork"
+	}
+	run := rd.run()
+	switch {
+	case a.opts.Driver == nil:
+		return "forking is not available here: this program was started without a fork driver"
+	case run.ParentID == "" || rd.subagent:
+		return "R retries a failed or cancelled fork; " + model.SafeText(run.Label()) + " is not a fork"
+	case run.Status != model.Failed && run.Status != model.Cancelled:
+		return fmt.Sprintf("R retries a failed or cancelled fork; %s is %s", model.SafeText(run.Label()), run.Status)
+	}
+	if r, ok := a.tree.data.replays[run.ID]; ok {
+		return fmt.Sprintf("%s is a replay of step %d: R on a message of the run it replays replays it again", model.SafeText(run.Label()), r.Step)
+	}
+	return ""
+}
+
+// openTurnDialog asks for the next turn of the run under the cursor
+// (nextTurnOff says when it cannot).
 func (a *App) openTurnDialog() tea.Cmd {
 	rd := a.tree.currentRun()
 	if rd == nil {
 		return nil
 	}
-	if a.opts.Driver == nil {
-		return a.setStatus("running turns is not available here", levelWarn)
-	}
 	run := rd.run()
-	if run.Status == model.Running {
-		return a.setStatus(model.SafeText(run.Label())+" is running: wait for it, or stop it with x", levelWarn)
-	}
 	a.turn = newTurnDialog(run, a.opts.Driver.Harnesses, a.ownHarness(run))
-	a.dialogGen++
-	a.turn.gen = a.dialogGen
+	a.forks.dialogGen++
+	a.turn.gen = a.forks.dialogGen
 	l := a.layout()
 	a.turn.setSize(l.body.w, l.body.h)
-	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.dialogGen, a.descs, a.opts.Driver.Harnesses, ""))
+	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.forks.dialogGen, a.forks.descs, a.opts.Driver.Harnesses, ""))
 }
 
 // sendTurn asks the driver which run gets the dialog's turn.
 func (a *App) sendTurn() tea.Cmd {
 	d := a.turn
-	a.nextBatch++
-	d.launching, d.batch = true, a.nextBatch
-	ctx, batch, drv, id, name, input := a.ctx, a.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
+	a.forks.nextBatch++
+	d.launching, d.batch = true, a.forks.nextBatch
+	ctx, batch, drv, id, name, input := a.ctx, a.forks.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
 	return func() tea.Msg {
 		r, err := drv.NextTurnRun(ctx, id, name)
 		return turnReadyMsg{batch: batch, run: r, input: input, err: err}
@@ -234,7 +370,7 @@ func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 	if inDialog {
 		a.turn = nil
 	}
-	a.follow = msg.run.ID
+	a.forks.follow = msg.run.ID
 	label := model.SafeText(msg.run.Label())
 	status := "running " + label
 	if msg.retry {
@@ -244,13 +380,11 @@ func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 		a.startTurns(msg.batch, a.opts.Driver, []fork.Turn{{RunID: msg.run.ID, Input: msg.input}}))
 }
 
-// spin starts the spinner unless it runs.
+// spin starts the spinner unless it turns.
 func (a *App) spin() tea.Cmd {
-	if a.spinning {
-		return nil
-	}
-	a.spinning = true
-	return a.tick(spinEvery, func(time.Time) tea.Msg { return spinTickMsg{} })
+	var cmd tea.Cmd
+	a.forks.spin, cmd = a.forks.spin.start(a.tick)
+	return cmd
 }
 
 // treeRunning reports whether the open tree has a run in progress.
@@ -284,9 +418,6 @@ func (a *App) cancelSelected() tea.Cmd {
 	}
 	run := rd.run()
 	label := model.SafeText(run.Label())
-	if run.Status != model.Running && run.Status != model.Pending {
-		return a.setStatus(fmt.Sprintf("%s is not running (%s)", label, run.Status), levelWarn)
-	}
 	ctx, st, id := a.ctx, a.st, run.ID
 	return func() tea.Msg {
 		was, err := st.RequestCancel(ctx, id)
@@ -318,7 +449,7 @@ func (a *App) reloadTree() tea.Cmd {
 		return nil
 	}
 	a.reloading = true
-	ctx, st, id, prev := a.ctx, a.st, a.tree.data.root.Run.ID, a.tree.data
+	ctx, st, id, prev, gen := a.ctx, a.st, a.tree.data.root.Run.ID, a.tree.data, a.tree.gen
 	src := a.tree.data.root.Run.Source
 	return func() tea.Msg {
 		data, err := LoadTree(ctx, st, id, prev)
@@ -329,22 +460,24 @@ func (a *App) reloadTree() tea.Cmd {
 				data, err = LoadTree(ctx, st, runs[0].TreeID, nil)
 			}
 		}
-		return treeLoadedMsg{id: id, data: data, reload: true, err: err}
+		return treeLoadedMsg{id: id, gen: gen, data: data, reload: true, err: err}
 	}
 }
 
 // reloaded swaps in fresh data for the open tree, keeping the cursor on
-// the same message and the same forks folded.
+// the same message and the same forks folded. A read asked for another
+// tree screen (the tree was left, another or the same opened since) or for
+// this one's older data is dropped: gen numbers every screen and read.
 func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	a.reloading = false
-	var next tea.Cmd
-	if a.again {
-		a.again = false
-		next = a.reloadTree()
-	}
+	again := a.again
+	a.again = false
 	t := a.tree
-	if msg.err != nil || t == nil || t.data.root == nil || msg.id != t.data.root.Run.ID {
-		return next
+	if msg.err != nil || t == nil || msg.gen != t.gen {
+		if again {
+			return a.reloadTree()
+		}
+		return nil
 	}
 	var keepRun string
 	var keep row
@@ -352,6 +485,8 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 		keep, keepRun = r, t.data.runs[r.run].run().ID
 	}
 	t.data = msg.data
+	a.treeGen++
+	t.gen = a.treeGen
 	t.rows = t.data.flatten(t.folded)
 	t.invalidate()
 	ri, ok := t.data.index[keepRun]
@@ -361,16 +496,19 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	if ok {
 		t.moveTo(rowKey{run: int32(ri), msg: keep.msg, kind: keep.kind})
 	}
-	if ri, ok := t.data.index[a.follow]; ok {
+	if ri, ok := t.data.index[a.forks.follow]; ok {
 		// A run that R or m started: show it as it runs.
-		a.follow = ""
+		a.forks.follow = ""
 		t.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
 		if own := t.data.runs[ri].own; len(own) > 0 && t.data.runs[ri].parent < 0 {
 			t.moveTo(rowKey{run: int32(ri), msg: int32(t.data.runs[ri].run().Len() - 1), kind: rowMessage})
 		}
 	}
 	t.clamp()
-	cmds := []tea.Cmd{next, a.syncDetail(), a.closeStale()}
+	cmds := []tea.Cmd{a.syncDetail(), a.closeStale(), a.refind()}
+	if again {
+		cmds = append(cmds, a.reloadTree())
+	}
 	if a.treeRunning() {
 		cmds = append(cmds, a.spin())
 	}
@@ -404,8 +542,8 @@ func (a *App) closeStale() tea.Cmd {
 // were cancelled.
 func (a *App) shutdown() {
 	a.cancel()
-	if a.changes != nil {
-		a.changes.Close()
+	if a.live.changes != nil {
+		a.live.changes.Close()
 	}
 	done := make(chan struct{})
 	go func() { a.wg.Wait(); close(done) }()

@@ -158,8 +158,9 @@ type apiSettings struct {
 // apiProblem checks an API harness's settings before launch: the base URL
 // parses with an http or https scheme; a key is there when the API needs
 // one (the vendor's own endpoint); a model is named somewhere. It never
-// repeats the key.
-func apiProblem(name string, api harness.API, s apiSettings, getenv func(string) string, parent model.Run) string {
+// repeats the key. typed says whether the dialog asking has fields to type
+// them in (the Fork screen has; the next-turn dialog has not).
+func apiProblem(name string, api harness.API, s apiSettings, getenv func(string) string, parent model.Run, typed bool) string {
 	raw := s.baseURL
 	from := "base URL"
 	if raw == "" {
@@ -181,9 +182,15 @@ func apiProblem(name string, api harness.API, s apiSettings, getenv func(string)
 	if vendor && s.key == "" && getenv(api.KeyEnv) == "" {
 		host := strings.TrimPrefix(api.DefaultURL, "https://")
 		host, _, _ = strings.Cut(host, "/")
+		if !typed {
+			return fmt.Sprintf("%s needs an API key for %s: set %s (a local server, in %s, needs none)", name, host, api.KeyEnv, api.URLEnv)
+		}
 		return fmt.Sprintf("%s needs an API key for %s: set %s or type one under API key (a local server's base URL needs none)", name, host, api.KeyEnv)
 	}
 	if s.model == "" && getenv(api.ModelEnv) == "" && (parent.Harness != name || parent.Model == "") {
+		if !typed {
+			return fmt.Sprintf("%s needs a model: set %s", name, api.ModelEnv)
+		}
 		return fmt.Sprintf("%s needs a model: type one under model (or set %s)", name, api.ModelEnv)
 	}
 	return ""
@@ -237,7 +244,7 @@ func fitOf(reg *harness.Registry, name string, runs map[string]model.Run, parent
 	origin, ok := originIn(runs, parent, k, name)
 	switch {
 	case !ok && parent.Harness == name:
-		f.handoff = fmt.Sprintf("no %s session holds these %d messages", name, k)
+		f.handoff = fmt.Sprintf("no %s session holds these %s", name, plural(k, "message"))
 	case !ok:
 		made := "this"
 		if parent.Harness != "" {

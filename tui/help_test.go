@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 					assert.NotContains(t, foot, m, "the footer names no other screen's keys")
 				}
 				d.send(tea.KeyPressMsg{Code: tea.KeyF1})
-				require.True(t, d.a.showHelp, "f1 opens help")
+				require.True(t, d.a.help.open, "f1 opens help")
 				requireFits(t, d.screen(), w, h)
 				body := strings.Split(d.plain(), "\n")[1:]
 				assert.Contains(t, body[0], "Keys", "the keys come first")
@@ -81,24 +82,9 @@ func TestHelpTellsTheTruthEverywhere(t *testing.T) {
 					assert.NotContains(t, all.String(), m)
 				}
 				d.keys("x")
-				assert.False(t, d.a.showHelp, "another key closes it")
+				assert.False(t, d.a.help.open, "another key closes it")
 			})
 		}
-	}
-}
-
-// TestEveryHelpedKeyIsHandled: each screen's help names only bindings that
-// have keys, and its footer is made of the same bindings.
-func TestEveryHelpedKeyIsHandled(t *testing.T) {
-	k := DefaultKeyMap()
-	for _, h := range []screenHelp{libraryHelp(k, libBrowse), libraryHelp(k, libHits), libraryHelp(k, libFilter), treeHelp(k),
-		detailHelp(k, false), compareHelp(k), diffHelp(k), dialogHelp(k, false, true), dialogHelp(k, true, false)} {
-		for _, g := range append(h.full, h.short) {
-			for _, b := range g {
-				assert.NotEmpty(t, b.Keys(), "%s: %q has keys", h.id, b.Help().Key)
-			}
-		}
-		assert.Equal(t, "quit", h.short[len(h.short)-1].Help().Desc, "%s: quit is last in the footer", h.id)
 	}
 }
 
@@ -112,7 +98,7 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 	require.NotNil(t, d.a.dialog)
 	require.Nil(t, d.a.dialog.input(d.a.dialog.cur), "the first field is a choice")
 	d.keys("?")
-	assert.True(t, d.a.showHelp, "? on a choice is help")
+	assert.True(t, d.a.help.open, "? on a choice is help")
 	d.keys("esc")
 	d.keys("w")
 	assert.Contains(t, d.plain(), "this field is a choice", "a typed character is not dropped silently")
@@ -121,9 +107,16 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 	}
 	d.typeText("q?")
 	assert.Equal(t, "q?", d.a.dialog.inputs[0].Value(), "in a text field ? and q are text")
-	assert.False(t, d.a.showHelp)
+	assert.False(t, d.a.help.open)
 	_, cmd := d.a.Update(press("ctrl+c"))
 	assert.Nil(t, cmd, "ctrl+c with typed text asks first")
+	assert.Contains(t, d.plain(), "quit and lose what you typed?")
+	d.keys("n")
+	require.NotNil(t, d.a.dialog, "any other key goes back")
+	d.send(tea.KeyPressMsg{Code: tea.KeyF1})
+	require.True(t, d.a.help.open)
+	_, cmd = d.a.Update(press("ctrl+c"))
+	assert.Nil(t, cmd, "over the help too")
 	assert.Contains(t, d.plain(), "quit and lose what you typed?")
 	d.keys("n")
 	require.NotNil(t, d.a.dialog, "any other key goes back")
@@ -138,12 +131,53 @@ func TestForkScreenHelpAndQuit(t *testing.T) {
 
 func TestFooterKeepsHelpAndQuit(t *testing.T) {
 	st := NewStyles(true)
-	h := treeHelp(DefaultKeyMap())
+	h := treeTable(DefaultKeyMap())
 	for _, w := range []int{30, 60, 120, 200} {
-		f := ansi.Strip(footerHelp(h.short, w, &st))
+		f := ansi.Strip(footerHelp(h.short(), w, &st))
 		assert.LessOrEqual(t, ansi.StringWidth(f), w)
 		if w >= 40 {
 			assert.True(t, strings.HasSuffix(strings.TrimSpace(f), "? help · q quit"), "%d: %q", w, f)
 		}
 	}
+}
+
+// TestHelpNamesTheKeysPeopleUse: keys that work but that help left
+// unnamed are named where they work: z folds a fork (as space does), tab
+// folds a project, space changes a dialog's choice, q leaves the Replay
+// panel (whose footer has ? help), and pgup/pgdn page the search hits.
+func TestHelpNamesTheKeysPeopleUse(t *testing.T) {
+	tables := newKeyTables(DefaultKeyMap())
+	named := func(kt *keyTable, k string) bool {
+		for _, b := range kt.keys {
+			answers := false
+			for _, x := range b.key.Keys() {
+				answers = answers || x == k
+			}
+			if answers && slices.Contains(labelKeys(b.key.Help().Key), k) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		kt   *keyTable
+		keys []string
+	}{
+		{&tables.tree, []string{"space", "z"}},
+		{&tables.library, []string{"z", "tab"}},
+		{&tables.forkDialog[0], []string{"space"}},
+		{&tables.turnDialog[0], []string{"space"}},
+		{&tables.replayTrials, []string{"esc", "q", "?"}},
+		{&tables.libHits, []string{"pgup", "pgdown"}},
+	} {
+		for _, k := range c.keys {
+			assert.True(t, named(c.kt, k), "%s: %s works but help does not name it", c.kt.id, k)
+		}
+	}
+	var footer []string
+	for _, b := range tables.replayTrials.short() {
+		footer = append(footer, b.Help().Key)
+	}
+	assert.Contains(t, footer, "?", "the Replay panel's footer says ? is help")
+	assert.Contains(t, footer, "esc/q")
 }

@@ -24,9 +24,11 @@ type importState struct {
 }
 
 type (
+	// foundMsg is what discovery found, and where it looked.
 	foundMsg struct {
-		files []importer.Found
-		err   error
+		files  []importer.Found
+		looked []lookedIn
+		err    error
 	}
 	importProgressMsg struct{ p importer.Progress }
 	importDoneMsg     struct {
@@ -35,11 +37,26 @@ type (
 	}
 )
 
-// discover looks for agent sessions off the UI goroutine.
-func discover(formats importer.Formats) tea.Cmd {
+// lookedIn is where discovery looked for one agent's sessions.
+type lookedIn struct {
+	agent string // as people know it
+	dirs  []string
+}
+
+// discover looks for agent sessions off the UI goroutine, saying where
+// it looked (each format's folders, as this environment has them).
+func discover(formats importer.Formats, agents []harness.Agent) tea.Cmd {
 	return func() tea.Msg {
 		files, err := importer.Discover(formats)
-		return foundMsg{files: files, err: err}
+		var looked []lookedIn
+		for _, a := range agents {
+			if a.Sessions != nil && a.Sessions.Dirs != nil {
+				if dirs := a.Sessions.Dirs(); len(dirs) > 0 {
+					looked = append(looked, lookedIn{agent: a.Display, dirs: dirs})
+				}
+			}
+		}
+		return foundMsg{files: files, looked: looked, err: err}
 	}
 }
 
@@ -52,7 +69,7 @@ func (a *App) startImport() tea.Cmd {
 	if a.st == nil {
 		return nil
 	}
-	if a.watching {
+	if a.watch.running {
 		im.queued = true // after the watch import that is running
 		return a.setStatus("importing this machine's agent sessions…", levelInfo)
 	}

@@ -3,7 +3,6 @@ package tui
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -70,7 +69,7 @@ func (l *libraryScreen) setTrees(trees []store.TreeSummary) {
 	for _, t := range trees {
 		// Runs of a file that was rewritten stay stored for the forks made
 		// from them; alone, they would only repeat the file's new import.
-		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Forks == 0
+		retired := t.Root.Hidden && strings.HasPrefix(t.Root.Source, store.RetiredPrefix) && t.Runs == 1
 		if t.Root.SpawnedBy == "" && !retired {
 			l.trees = append(l.trees, t)
 		}
@@ -191,116 +190,41 @@ func (l *libraryScreen) setSize(w, h int) {
 	l.clamp()
 }
 
-// libAction is what a library key asks the app to do.
-type libAction struct {
-	open     string // tree to open
-	focusRun string // run to put the cursor in, with focusSeq
-	focusSeq int
-	search   string // message-text query to run
-	status   string
-	cmd      tea.Cmd
+// browse moves the list's cursor by a navigation key, off the headers of
+// unfolded projects; it reports whether msg was one.
+func (l *libraryScreen) browse(msg tea.KeyPressMsg, k NavKeys) bool {
+	before := l.cursor
+	if !l.move(msg, k, len(l.rows)) {
+		return false
+	}
+	dir := 1
+	if l.cursor < before || key.Matches(msg, k.Top) {
+		dir = -1
+	}
+	l.skipHeaders(dir)
+	return true
 }
 
-func (l *libraryScreen) update(msg tea.KeyPressMsg, keys LibraryKeys) libAction {
-	switch l.mode {
-	case libFilter, libSearch:
-		switch {
-		case key.Matches(msg, keys.CancelInput):
-			if l.mode == libFilter {
-				l.filter.SetValue("")
-				l.refilter()
-			}
-			l.mode = libBrowse
-			l.filter.Blur()
-			return libAction{}
-		case key.Matches(msg, keys.Apply):
-			l.filter.Blur()
-			if l.mode == libSearch {
-				q := strings.TrimSpace(l.filter.Value())
-				l.mode = libBrowse
-				l.filter.SetValue("")
-				if q == "" {
-					return libAction{}
-				}
-				return libAction{search: q, status: "searching…"}
-			}
-			l.mode = libBrowse
-			return libAction{}
-		case slices.Contains([]string{"up", "down", "pgup", "pgdown"}, msg.String()):
-			// Let the list move while typing a filter (the arrows only:
-			// k, j and the ctrl keys are the text's).
-		default:
-			var cmd tea.Cmd
-			l.filter, cmd = l.filter.Update(msg)
-			if l.mode == libFilter {
-				l.refilter()
-			}
-			return libAction{cmd: cmd}
-		}
-	case libHits:
-		switch {
-		case key.Matches(msg, keys.ClearFilter):
-			l.mode = libBrowse
-			return libAction{}
-		case key.Matches(msg, keys.Up):
-			l.hitCursor--
-		case key.Matches(msg, keys.Down):
-			l.hitCursor++
-		case key.Matches(msg, keys.Top):
-			l.hitCursor = 0
-		case key.Matches(msg, keys.Bottom):
-			l.hitCursor = len(l.hits) - 1
-		case key.Matches(msg, keys.Open):
-			if l.hitCursor < len(l.hits) {
-				h := l.hits[l.hitCursor]
-				return libAction{open: h.TreeID, focusRun: h.RunID, focusSeq: h.Seq}
-			}
-		case key.Matches(msg, keys.Search):
-			return l.startInput(libSearch)
-		}
-		l.clamp()
-		return libAction{}
-	}
-	before := l.cursor
-	if l.move(msg, keys.NavKeys, len(l.rows)) {
-		dir := 1
-		if l.cursor < before || key.Matches(msg, keys.Top) {
-			dir = -1
-		}
-		l.skipHeaders(dir)
-		return libAction{}
-	}
-	if key.Matches(msg, keys.FoldProject) {
-		if len(l.rows) > 0 {
-			l.toggleProject(l.rows[l.cursor].project)
-		}
-		return libAction{}
-	}
+// moveHit moves the cursor through the search hits.
+func (l *libraryScreen) moveHit(msg tea.KeyPressMsg, k NavKeys) {
 	switch {
-	case key.Matches(msg, keys.Open):
-		if t, ok := l.selected(); ok {
-			return libAction{open: t.Root.ID}
-		}
-		if l.cursor < len(l.rows) {
-			l.toggleProject(l.rows[l.cursor].project)
-			return libAction{}
-		}
-		return libAction{status: "nothing to open: the list is empty"}
-	case key.Matches(msg, keys.Filter):
-		return l.startInput(libFilter)
-	case key.Matches(msg, keys.Search):
-		return l.startInput(libSearch)
-	case key.Matches(msg, keys.ClearFilter):
-		if l.filter.Value() != "" {
-			l.filter.SetValue("")
-			l.refilter()
-		}
+	case key.Matches(msg, k.Up):
+		l.hitCursor--
+	case key.Matches(msg, k.Down):
+		l.hitCursor++
+	case key.Matches(msg, k.PageUp):
+		l.hitCursor -= max(l.height, 1)
+	case key.Matches(msg, k.PageDown):
+		l.hitCursor += max(l.height, 1)
+	case key.Matches(msg, k.Top):
+		l.hitCursor = 0
+	case key.Matches(msg, k.Bottom):
+		l.hitCursor = len(l.hits) - 1
 	}
 	l.clamp()
-	return libAction{}
 }
 
-func (l *libraryScreen) startInput(m libMode) libAction {
+func (l *libraryScreen) startInput(m libMode) tea.Cmd {
 	l.mode = m
 	if m == libSearch {
 		l.filter.SetValue("")
@@ -308,7 +232,169 @@ func (l *libraryScreen) startInput(m libMode) libAction {
 	} else {
 		l.filter.Placeholder = "type to filter by title, project, harness"
 	}
-	return libAction{cmd: l.filter.Focus()}
+	return l.filter.Focus()
+}
+
+// The library's keys: browsing, typing a filter or a search, and the
+// search hits. Each leaves the list laid out for its mode.
+
+const libraryIntro = "Library: every conversation tree, grouped by project, newest first. / filters by title, project or harness; s searches the text of every message; i imports this machine's agent sessions (only what changed)."
+
+func libraryTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	move := libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { a.lib.browse(msg, l.NavKeys); return nil })
+	return keyTable{id: "lib", intro: libraryIntro, keys: []binding{
+		{key: l.Up, run: move}, {key: l.Down, run: move}, {key: l.PageUp, run: move},
+		{key: l.PageDown, run: move}, {key: l.Top, run: move}, {key: l.Bottom, run: move},
+		{key: l.Open, run: libKey(libOpen), disabled: libOpenOff, footer: 1},
+		{key: l.Filter, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { return a.lib.startInput(libFilter) }), footer: 2},
+		{key: l.Search, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { return a.lib.startInput(libSearch) }), footer: 3},
+		{key: l.ClearFilter, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+			if a.lib.filter.Value() != "" {
+				a.lib.filter.SetValue("")
+				a.lib.refilter()
+			}
+			return nil
+		})},
+		{key: l.Refresh, run: do((*App).loadTrees), footer: 6},
+		{key: l.Import, run: do((*App).startImport), footer: 4},
+		{key: l.FoldProject, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+			if len(a.lib.rows) > 0 {
+				a.lib.toggleProject(a.lib.rows[a.lib.cursor].project)
+			}
+			return nil
+		}), footer: 5},
+		helpKey(g.Help).at(7), quitKey(g.Quit).at(8), quitKey(g.ForceQuit),
+	}}
+}
+
+// libraryEmptyTable is the library's while it holds no tree: only the
+// keys that act on something; any other says how to get some.
+func libraryEmptyTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	return keyTable{id: "lib-empty",
+		intro: "The library is empty: i imports this machine's agent sessions (Claude Code, Codex, pi…), or tine import PATH a file or folder; tine demo shows demo data.",
+		keys: []binding{
+			{key: l.Import, run: do((*App).startImport), footer: 1},
+			{key: l.Refresh, run: do((*App).loadTrees), footer: 2},
+			helpKey(g.Help).at(3), quitKey(g.Quit).at(4), quitKey(g.ForceQuit),
+		},
+		rest: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			if key.Matches(msg, l.Open, l.Filter, l.Search, l.FoldProject, l.Up, l.Down) {
+				return a.setStatus("the library is empty: i imports this machine's agent sessions (or tine import PATH)", levelWarn)
+			}
+			return nil
+		},
+	}
+}
+
+// libKey is a library key's run, which leaves the list laid out for what
+// it changed (the input line comes and goes with the mode).
+func libKey(f keyRun) keyRun {
+	return func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		cmd := f(a, msg)
+		a.layoutLibrary()
+		return cmd
+	}
+}
+
+// libOpen opens the tree under the cursor, or folds the project whose
+// header it is on.
+func libOpen(a *App, _ tea.KeyPressMsg) tea.Cmd {
+	if t, ok := a.lib.selected(); ok {
+		a.loading = "opening…"
+		return a.loadTree(t.Root.ID, "", 0)
+	}
+	a.lib.toggleProject(a.lib.rows[a.lib.cursor].project)
+	return nil
+}
+
+func libOpenOff(a *App) string {
+	if a.lib.cursor >= len(a.lib.rows) {
+		return "nothing to open: the list is empty"
+	}
+	return ""
+}
+
+// libInputTable is the library's while a filter (or, search set, a
+// search) is typed: keys are text but for these.
+func libInputTable(k KeyMap, search bool) keyTable {
+	l, g := k.Library, k.Global
+	id, apply := "lib-filter", l.Apply
+	if search {
+		id, apply = "lib-search", withHelp(l.Apply, "enter", "search")
+	}
+	move := libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { a.lib.browse(msg, l.InputNav); return nil })
+	return keyTable{id: id,
+		intro: "Typing a filter or a search: keys go to the text (f1 is help, ctrl+c quits); ↑/↓ still move the list.",
+		keys: []binding{
+			{key: apply, run: libKey(libApply), footer: 1},
+			{key: l.CancelInput, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+				if a.lib.mode == libFilter {
+					a.lib.filter.SetValue("")
+					a.lib.refilter()
+				}
+				a.lib.mode = libBrowse
+				a.lib.filter.Blur()
+				return nil
+			}), footer: 3},
+			{key: l.InputNav.Up, run: move}, {key: l.InputNav.Down, run: move, footer: 2, brief: brief("↑/↓", "move")},
+			{key: l.InputNav.PageUp, run: move}, {key: l.InputNav.PageDown, run: move},
+			helpKey(g.HelpTyping).at(4), quitKey(g.ForceQuit).at(5),
+		},
+		rest: libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			var cmd tea.Cmd
+			a.lib.filter, cmd = a.lib.filter.Update(msg)
+			if a.lib.mode == libFilter {
+				a.lib.refilter()
+			}
+			return cmd
+		}),
+	}
+}
+
+// libApply ends the typing: a filter stays applied; a search is run.
+func libApply(a *App, _ tea.KeyPressMsg) tea.Cmd {
+	l := &a.lib
+	l.filter.Blur()
+	if l.mode != libSearch {
+		l.mode = libBrowse
+		return nil
+	}
+	q := strings.TrimSpace(l.filter.Value())
+	l.mode = libBrowse
+	l.filter.SetValue("")
+	if q == "" {
+		return nil
+	}
+	return tea.Batch(a.setStatus("searching…", levelInfo), a.search(q))
+}
+
+func libHitsTable(k KeyMap) keyTable {
+	l, g := k.Library, k.Global
+	move := libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { a.lib.moveHit(msg, l.NavKeys); return nil })
+	return keyTable{id: "lib-hits",
+		intro: "Search hits: every message whose text matched, newest first; enter opens its tree on that message.",
+		keys: []binding{
+			{key: l.Up, run: move}, {key: l.Down, run: move, footer: 2}, {key: l.Top, run: move}, {key: l.Bottom, run: move},
+			{key: l.PageUp, run: move}, {key: l.PageDown, run: move},
+			{key: withHelp(l.Open, "enter", "open at the hit"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+				h := a.lib.hits[a.lib.hitCursor]
+				a.loading = "opening…"
+				return a.loadTree(h.TreeID, h.RunID, h.Seq)
+			}), disabled: func(a *App) string {
+				if a.lib.hitCursor >= len(a.lib.hits) {
+					return "no message matched: s searches again"
+				}
+				return ""
+			}, footer: 1},
+			{key: withHelp(l.Search, "s", "search again"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { return a.lib.startInput(libSearch) }),
+				footer: 3, brief: brief("s", "search messages")},
+			{key: withHelp(l.ClearFilter, "esc", "back to the list"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { a.lib.mode = libBrowse; return nil }),
+				footer: 4, brief: brief("esc", "back")},
+			helpKey(g.Help).at(5), quitKey(g.Quit).at(6), quitKey(g.ForceQuit),
+		},
+	}
 }
 
 // showsInput reports whether inputLine has anything to show.
@@ -436,22 +522,50 @@ func sessionsOf(agents []harness.Agent) string {
 type emptyState struct {
 	found    []importer.Found
 	progress *importer.Progress
+	// looked is where discovery looked, err why it could not look.
+	looked []lookedIn
+	err    error
 	// agents say whose sessions an import looks for.
 	agents []harness.Agent
+	// made is the database's path when it was made just now.
+	made string
 }
 
 func (e emptyState) view(st *Styles, width int) string {
-	lines := []string{st.Title.Render("No conversations yet."), ""}
+	lines := []string{st.Title.Render("No conversations yet.")}
+	if e.made != "" {
+		lines = append(lines, st.Subtle.Render(wrap("This database is new: there was none at "+e.made+", so tine made it. A mistyped --db or TINE_DB? Quit (q) and start again with the right one.", width)))
+	}
+	lines = append(lines, "")
 	switch {
 	case e.progress != nil:
 		lines = append(lines, "Importing…", progressLine(*e.progress, width, st))
 	case len(e.found) > 0:
 		lines = append(lines, "Found "+foundSummary(e.found, e.agents)+" on this machine.",
 			"  "+st.Key.Render("i")+" imports them all (later imports read only what changed).")
+	case e.err != nil:
+		lines = append(lines, st.Error.Render(wrap("Could not look for sessions: "+errorText(e.err), width)),
+			"  "+st.Key.Render("i")+" looks again and imports what it finds.")
+	case len(e.looked) > 0:
+		lines = append(lines, wrap("No agent sessions are on this machine; tine looked in:", width))
+		nameW := 0
+		for _, l := range e.looked {
+			nameW = max(nameW, ansi.StringWidth(l.agent))
+		}
+		for _, l := range e.looked {
+			var dirs []string
+			for _, d := range l.dirs {
+				dirs = append(dirs, homeShort(d))
+			}
+			lines = append(lines, "  "+fit(l.agent, nameW)+"  "+st.Subtle.Render(strings.Join(dirs, " or ")))
+		}
+		lines = append(lines, "  "+st.Key.Render("i")+" looks there again and imports what it finds;",
+			"  "+st.Key.Render("tine import PATH")+" imports a file or folder (openai chat format too).")
 	default:
 		lines = append(lines, "Import a transcript to see it as a tree:",
-			"  "+st.Key.Render("tine import")+"                 every "+sessionsOf(e.agents)+" session here",
-			"  "+st.Key.Render("tine import chat.json")+"       a file or folder (openai chat format too)")
+			"  "+st.Key.Render("i")+"                           this machine's agent sessions",
+			"  "+st.Key.Render("tine import chat.json")+"       a file or folder (openai chat format too)",
+			wrap("tine reads the sessions of "+sessionsOf(e.agents)+".", width))
 	}
 	lines = append(lines, "", "Or look around with demo data first:", "  "+st.Key.Render("tine demo"), "",
 		st.Subtle.Render("Press ? for keys, q to quit."))

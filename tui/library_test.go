@@ -1,10 +1,13 @@
 package tui
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
 	"tine/harness/registry"
@@ -13,7 +16,9 @@ import (
 )
 
 func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
-	l := newLibraryScreen()
+	a := New(nil, Options{})
+	a.width, a.height = 100, 22
+	l := &a.lib
 	l.setSize(100, 20)
 	tree := func(id, title, cwd string) store.TreeSummary {
 		return store.TreeSummary{Root: model.Run{ID: id}, Title: title, Cwd: cwd}
@@ -29,7 +34,6 @@ func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"# /src/x", "newest", "oldest", "# /src/y", "middle"}, shown, "projects by their newest tree")
-	keys := DefaultKeyMap().Library
 	sel := func() string {
 		if t, ok := l.selected(); ok {
 			return t.Title
@@ -37,21 +41,21 @@ func TestLibraryGroupsByProjectAndSkipsHeaders(t *testing.T) {
 		return "# " + l.rows[l.cursor].project
 	}
 	assert.Equal(t, "newest", sel(), "the cursor starts on a tree")
-	l.update(press("j"), keys)
-	l.update(press("j"), keys)
+	a.key(press("j"))
+	a.key(press("j"))
 	assert.Equal(t, "middle", sel(), "moving skips an open project's header")
-	l.update(press("k"), keys)
+	a.key(press("k"))
 	assert.Equal(t, "oldest", sel())
-	l.update(press("g"), keys)
+	a.key(press("g"))
 	assert.Equal(t, "newest", sel())
-	l.update(press("z"), keys)
+	a.key(press("z"))
 	assert.Equal(t, "# /src/x", sel(), "z folds the project, the cursor on its header")
 	assert.Len(t, l.rows, 3)
-	l.update(press("j"), keys)
+	a.key(press("j"))
 	assert.Equal(t, "middle", sel())
-	l.update(press("k"), keys)
+	a.key(press("k"))
 	assert.Equal(t, "# /src/x", sel(), "a folded project's header can be reached")
-	l.update(press("enter"), keys)
+	a.key(press("enter"))
 	assert.Equal(t, "newest", sel(), "enter unfolds it")
 	assert.Len(t, l.rows, 5)
 }
@@ -76,4 +80,36 @@ func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
 		{Path: "dir", Err: errors.New("permission denied")},
 	}, registry.Agents())
 	assert.Equal(t, "1 session file (2.0 MB): Claude Code 1", got)
+}
+
+// TestLibraryCountsTheForksTheTreeShows: the library's ⑂N is the number
+// of fork lines the tree shows: a fork hidden by its regenerations, with
+// nothing under it, is counted in neither; one with a fork under it is
+// counted in both.
+func TestLibraryCountsTheForksTheTreeShows(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	trees, err := st.Trees(ctx)
+	require.NoError(t, err)
+	require.Len(t, trees, 1)
+	root := trees[0].Root
+	replaced := model.Run{ParentID: root.ID, ForkAt: 1, Name: "replaced", Harness: "script", Status: model.Completed}
+	kept := model.Run{ParentID: root.ID, ForkAt: 5, Name: "replaced-but-forked", Harness: "script", Status: model.Completed}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&replaced, &kept}))
+	under := model.Run{ParentID: kept.ID, ForkAt: 5, Name: "under", Harness: "script", Status: model.Pending}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&under}))
+	require.NoError(t, st.SetHidden(ctx, replaced.ID, true))
+	require.NoError(t, st.SetHidden(ctx, kept.ID, true))
+
+	d := newDriver(t, st, 120, 30)
+	lib := d.plain()
+	d.keys("enter")
+	forks := 0
+	for _, r := range d.a.tree.rows {
+		if r.kind == rowFork {
+			forks++
+		}
+	}
+	assert.Equal(t, 5, forks, "the seed's three, the replaced one with a fork under it, and that fork")
+	assert.Contains(t, lib, fmt.Sprintf("⑂%d", forks))
 }

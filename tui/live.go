@@ -20,8 +20,16 @@ const (
 	reapEvery = 3 * time.Second
 )
 
+// liveState is following the store: its change counter once open, whether
+// it is being asked now, and when orphaned runs were last looked for.
+type liveState struct {
+	changes  *store.Changes
+	checking bool
+	lastReap time.Time
+}
+
 type (
-	watchReadyMsg struct {
+	changesReadyMsg struct {
 		changes *store.Changes
 		err     error
 	}
@@ -32,35 +40,59 @@ type (
 	}
 )
 
-// watch opens the change counter.
-func (a *App) watch() tea.Cmd {
-	if a.st == nil {
+// openChanges opens the change counter.
+func openChanges(e env) tea.Cmd {
+	if e.st == nil {
 		return nil
 	}
-	ctx, st := a.ctx, a.st
+	ctx, st := e.ctx, e.st
 	return func() tea.Msg {
 		c, err := st.WatchChanges(ctx)
-		return watchReadyMsg{changes: c, err: err}
+		return changesReadyMsg{changes: c, err: err}
 	}
 }
 
-func (a *App) liveTick() tea.Cmd {
-	return a.tick(liveEvery, func(time.Time) tea.Msg { return liveTickMsg{} })
+// update handles the change counter's messages; changed reports that the
+// store changed, so the screens read again.
+func (l liveState) update(msg tea.Msg, e env) (_ liveState, _ tea.Cmd, changed bool) {
+	var check tea.Cmd
+	next := func() tea.Cmd { return e.tick(liveEvery, func(time.Time) tea.Msg { return liveTickMsg{} }) }
+	switch msg := msg.(type) {
+	case changesReadyMsg:
+		if msg.err != nil {
+			slog.Warn("the screen will not follow the store", "err", msg.err)
+			return l, nil, false
+		}
+		l.changes = msg.changes
+		l, check = l.check(e)
+		return l, tea.Batch(check, next()), false
+	case liveTickMsg:
+		l, check = l.check(e)
+		return l, tea.Batch(check, next()), false
+	case liveCheckedMsg:
+		l.checking = false
+		if msg.err != nil {
+			slog.Warn("watch the store", "err", msg.err)
+			return l, nil, false
+		}
+		return l, nil, msg.changed
+	}
+	return l, nil, false
 }
 
-// checkLive asks whether the store changed (and, every few seconds, marks
-// the runs of dead owners interrupted); one check at a time.
-func (a *App) checkLive() tea.Cmd {
-	if a.changes == nil || a.checking {
-		return nil
+// check asks whether the store changed (and, every few seconds, marks the
+// runs of dead owners interrupted); one check at a time.
+func (l liveState) check(e env) (liveState, tea.Cmd) {
+	if l.changes == nil || l.checking {
+		return l, nil
 	}
-	a.checking = true
-	reap := a.now().Sub(a.lastReap) >= reapEvery
+	l.checking = true
+	reap := e.now().Sub(l.lastReap) >= reapEvery
 	if reap {
-		a.lastReap = a.now()
+		l.lastReap = e.now()
 	}
-	ctx, st, c := a.ctx, a.st, a.changes
-	return func() tea.Msg {
+	ctx, st, c := e.ctx, e.st, l.changes
+	return l, func() tea.Msg {
 		reaped := 0
 		if reap {
 			n, err := st.ReapOrphans(ctx)
@@ -74,32 +106,12 @@ func (a *App) checkLive() tea.Cmd {
 	}
 }
 
-// live handles the change counter's messages.
-func (a *App) live(msg tea.Msg) tea.Cmd {
-	switch msg := msg.(type) {
-	case watchReadyMsg:
-		if msg.err != nil {
-			slog.Warn("the screen will not follow the store", "err", msg.err)
-			return nil
-		}
-		a.changes = msg.changes
-		return tea.Batch(a.checkLive(), a.liveTick())
-	case liveTickMsg:
-		return tea.Batch(a.checkLive(), a.liveTick())
-	case liveCheckedMsg:
-		a.checking = false
-		if msg.err != nil {
-			slog.Warn("watch the store", "err", msg.err)
-			return nil
-		}
-		if !msg.changed {
-			return nil
-		}
-		cmds := []tea.Cmd{a.reloadTree(), a.reloadCompare()}
-		if a.screen == screenLibrary && a.lib.mode != libHits {
-			cmds = append(cmds, a.loadTrees())
-		}
-		return tea.Batch(cmds...)
+// storeChanged reads again what shows: the open tree, an open comparison,
+// and the library unless it lists search hits.
+func (a *App) storeChanged() tea.Cmd {
+	cmds := []tea.Cmd{a.reloadTree(), a.reloadCompare()}
+	if a.screen == screenLibrary && a.lib.mode != libHits {
+		cmds = append(cmds, a.loadTrees())
 	}
-	return nil
+	return tea.Batch(cmds...)
 }

@@ -18,7 +18,7 @@ import (
 func TestLiveFollowsTheStore(t *testing.T) {
 	st := seedStore(t, 0)
 	d := newDriver(t, st, 140, 30)
-	require.NotNil(t, d.a.changes, "the change counter is open")
+	require.NotNil(t, d.a.live.changes, "the change counter is open")
 	d.keys("enter")
 	require.Equal(t, screenTree, d.a.screen)
 
@@ -31,7 +31,7 @@ func TestLiveFollowsTheStore(t *testing.T) {
 	require.NoError(t, other.CreateForks(ctx, []*model.Run{&elsewhere}))
 	require.NoError(t, other.AppendMessages(ctx, elsewhere.ID, []model.Message{text(model.User, "and Madrid?")}))
 	require.NoError(t, other.SetStatus(ctx, elsewhere.ID, model.Running, "")) // no owner: it died
-	d.a.lastReap = d.a.now().Add(-reapEvery)                                  // a few seconds later
+	d.a.live.lastReap = d.a.now().Add(-reapEvery)                             // a few seconds later
 	d.send(liveTickMsg{})
 	s := d.plain()
 	assert.Contains(t, s, "from-elsewhere", "the fork appears without a key")

@@ -1,11 +1,14 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -296,7 +299,84 @@ func (a *App) execReady(msg execReadyMsg) tea.Cmd {
 	spec := msg.spec
 	c := exec.CommandContext(a.ctx, spec.argv[0], spec.argv[1:]...)
 	c.Dir = spec.dir
-	return tea.ExecProcess(c, func(err error) tea.Msg { return execDoneMsg{spec: spec, err: err} })
+	return tea.Exec(newHeldExec(a.ctx, c, spec.name), func(err error) tea.Msg { return execDoneMsg{spec: spec, err: err} })
+}
+
+// holdUnder is how soon a program given the terminal may end before tine
+// keeps its screen until enter: one that ends at once (cat as $PAGER,
+// less -F on a short text) would otherwise be drawn over before a person
+// could read it.
+const holdUnder = 2 * time.Second
+
+// heldExec runs a program on the terminal tine gave up (tea.Exec). When it
+// fails, or ends within holdUnder, what it printed stays on the screen
+// until enter is pressed: an agent that cannot start prints why on the
+// terminal's main screen, which tine's screen would cover at once.
+type heldExec struct {
+	ctx  context.Context // quitting tine stops the program and holds nothing
+	cmd  *exec.Cmd
+	name string
+	in   io.Reader
+	out  io.Writer
+	// since is how long the program has run (time.Since; tests give their own).
+	since func(time.Time) time.Duration
+}
+
+func newHeldExec(ctx context.Context, c *exec.Cmd, name string) *heldExec {
+	return &heldExec{ctx: ctx, cmd: c, name: name, since: time.Since}
+}
+
+func (h *heldExec) SetStdin(r io.Reader) {
+	h.in = r
+	if h.cmd.Stdin == nil {
+		h.cmd.Stdin = r
+	}
+}
+
+func (h *heldExec) SetStdout(w io.Writer) {
+	h.out = w
+	if h.cmd.Stdout == nil {
+		h.cmd.Stdout = w
+	}
+}
+
+func (h *heldExec) SetStderr(w io.Writer) {
+	if h.cmd.Stderr == nil {
+		h.cmd.Stderr = w
+	}
+}
+
+// Run runs the program, then holds the screen when it failed or ended at
+// once.
+func (h *heldExec) Run() error {
+	start := time.Now()
+	err := h.cmd.Run()
+	if (err == nil && h.since(start) >= holdUnder) || h.out == nil || h.in == nil || h.ctx.Err() != nil {
+		return err
+	}
+	how := "ended"
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		how = fmt.Sprintf("ended with status %d", exit.ExitCode())
+	case err != nil:
+		how = "could not run: " + model.OneLine(err.Error(), 200)
+	}
+	fmt.Fprintf(h.out, "\r\n[tine] %s %s. Press enter to go back to tine.", model.SafeText(h.name), how)
+	waitForEnter(h.in)
+	return err
+}
+
+// waitForEnter reads r up to a line's end (or its end): the terminal is
+// the program's again, in whatever mode it left it, so \r counts too.
+func waitForEnter(r io.Reader) {
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n > 0 && (b[0] == '\n' || b[0] == '\r') || err != nil {
+			return
+		}
+	}
 }
 
 func (a *App) execDone(msg execDoneMsg) tea.Cmd {
@@ -306,9 +386,9 @@ func (a *App) execDone(msg execDoneMsg) tea.Cmd {
 	if msg.err != nil {
 		var exit *exec.ExitError
 		if errors.As(msg.err, &exit) {
-			// What it printed went to the terminal's main screen, which
-			// shows again when tine quits.
-			return a.setStatus(fmt.Sprintf("%s ended with status %d (what it printed shows when tine quits)", msg.spec.name, exit.ExitCode()), levelWarn)
+			// What it printed was held on the screen until enter
+			// (heldExec); it also shows again when tine quits.
+			return a.setStatus(fmt.Sprintf("%s ended with status %d (what it printed shows again when tine quits)", msg.spec.name, exit.ExitCode()), levelWarn)
 		}
 		return a.errorStatus(fmt.Errorf("%s: %w", msg.spec.name, msg.err))
 	}

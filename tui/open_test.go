@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,7 +85,7 @@ func TestAgentCommand(t *testing.T) {
 		{name: "anthropic run", run: model.Run{Harness: "anthropic", Status: done}, why: "an anthropic run is a chat tine sent to the API itself"},
 		{name: "script run", run: model.Run{Harness: "script", Status: done}, why: "offline harness"},
 		{name: "acp run", run: model.Run{Harness: "acp", NativeID: "s1", Status: done}, why: "reached over ACP only"},
-		{name: "unknown harness", run: model.Run{Harness: "gone-agent", NativeID: "s1", Status: done}, why: "claude, codex and pi sessions can"},
+		{name: "unknown harness", run: model.Run{Harness: "gone-agent", NativeID: "s1", Status: done}, why: "cannot be opened in an agent: only claude, codex, pi"},
 		{name: "subagent", run: model.Run{Harness: "claude", NativeID: "agent-1", Cwd: "/work/app", SpawnedBy: "r1", Status: done}, why: "subagent"},
 		{name: "running", run: model.Run{Harness: "claude", NativeID: "x", Cwd: "/work/app", Status: model.Running}, why: "is running"},
 		{name: "never ran", run: model.Run{Harness: "codex", Cwd: "/work/app", Status: model.Pending}, why: "never ran"},
@@ -263,4 +265,48 @@ func TestExecLeavesAndReturnsTheAltScreen(t *testing.T) {
 	assert.True(t, leave >= 0 && leave < text && text < back, "left before the agent, back after: %q", got)
 	tm.Send(press("q"))
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+}
+
+// TestAProgramThatFailsKeepsItsScreen: a program given the terminal that
+// fails (an agent that cannot start) or ends at once (cat as $PAGER)
+// keeps what it printed on the screen until enter; one that ran a while
+// and ended well gives the terminal back at once.
+func TestAProgramThatFailsKeepsItsScreen(t *testing.T) {
+	run := func(script string, ran time.Duration, in string) (out, rest string, err error) {
+		h := newHeldExec(context.Background(), exec.Command("sh", "-c", script), "claude")
+		h.since = func(time.Time) time.Duration { return ran }
+		h.cmd.Stdin = strings.NewReader("") // a terminal is a file, which the program does not drain
+		var screen bytes.Buffer
+		r := strings.NewReader(in)
+		h.SetStdin(r)
+		h.SetStdout(&screen)
+		h.SetStderr(&screen)
+		err = h.Run()
+		left, _ := io.ReadAll(r)
+		return screen.String(), string(left), err
+	}
+	out, rest, err := run("echo 'Error: no conversation found' >&2; exit 3", 10*time.Second, "\nafter")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Contains(t, out, "Error: no conversation found")
+	assert.Contains(t, out, "[tine] claude ended with status 3. Press enter to go back to tine.")
+	assert.Equal(t, "after", rest, "it waited for enter, and read no further")
+
+	out, _, err = run("echo the whole text", 10*time.Millisecond, "\r")
+	require.NoError(t, err)
+	assert.Contains(t, out, "[tine] claude ended. Press enter", "a program that ends at once is held too")
+
+	out, rest, err = run("echo a long session", 10*time.Minute, "\n")
+	require.NoError(t, err)
+	assert.NotContains(t, out, "[tine]")
+	assert.Equal(t, "\n", rest, "nothing was read")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h := newHeldExec(ctx, exec.Command("sh", "-c", "exit 1"), "claude")
+	var buf bytes.Buffer
+	h.SetStdin(strings.NewReader(""))
+	h.SetStdout(&buf)
+	assert.Error(t, h.Run())
+	assert.NotContains(t, buf.String(), "[tine]", "quitting tine holds nothing")
 }

@@ -87,7 +87,7 @@ func TestFoldByDepth(t *testing.T) {
 	ts.cursor = deep
 	deepRun := ts.rows[deep].run
 
-	st := ts.update(press("1"), DefaultKeyMap().Tree)
+	st := treeKey(&ts, "1")
 	assert.Contains(t, st, "folded 200 forks from depth 1 down")
 	forks := 0
 	for _, r := range ts.rows {
@@ -113,7 +113,7 @@ func TestFoldByDepth(t *testing.T) {
 	require.Positive(t, hides)
 	assert.Contains(t, line, fmt.Sprintf("+%d fork", hides))
 
-	ts.update(press("2"), DefaultKeyMap().Tree)
+	treeKey(&ts, "2")
 	for _, r := range ts.rows {
 		if r.kind == rowFork {
 			assert.LessOrEqual(t, ts.data.runs[r.run].depth, 2)
@@ -122,7 +122,7 @@ func TestFoldByDepth(t *testing.T) {
 	}
 	assert.Less(t, len(ts.rows), all)
 
-	st = ts.update(press("0"), DefaultKeyMap().Tree)
+	st = treeKey(&ts, "0")
 	assert.Contains(t, st, "unfolded every fork")
 	assert.Equal(t, all, len(ts.rows))
 }
@@ -141,26 +141,25 @@ func TestNextForkWithChanges(t *testing.T) {
 		}
 	}
 	require.Less(t, len(want), 200, "some forks are empty")
-	ts.update(press("1"), DefaultKeyMap().Tree) // everything folded
+	treeKey(&ts, "1") // everything folded
 	ts.cursor = 0
-	keys := DefaultKeyMap().Tree
 	var got []string
 	for range want {
-		st := ts.update(press(">"), keys)
+		st := treeKey(&ts, ">")
 		require.Contains(t, st, "with changes")
 		sel, _ := ts.selected()
 		require.Equal(t, rowFork, sel.kind)
 		got = append(got, ts.data.runs[sel.run].run().Name)
 	}
 	assert.Equal(t, want, got)
-	st := ts.update(press(">"), keys)
+	st := treeKey(&ts, ">")
 	assert.Contains(t, st, "fork 1 of")
 	assert.Contains(t, st, "(from the top)")
-	st = ts.update(press("<"), keys)
+	st = treeKey(&ts, "<")
 	assert.Contains(t, st, "(from the bottom)")
 	sel, _ := ts.selected()
 	assert.Equal(t, want[len(want)-1], ts.data.runs[sel.run].run().Name)
-	ts.update(press("<"), keys)
+	treeKey(&ts, "<")
 	sel, _ = ts.selected()
 	assert.Equal(t, want[len(want)-2], ts.data.runs[sel.run].run().Name)
 }

@@ -31,6 +31,9 @@ const (
 )
 
 type replayPanel struct {
+	// gen tells this panel's answers (its plan, its trials read, its end)
+	// from those of a panel opened before it.
+	gen   int
 	run   model.Run
 	steps int // the run's own steps
 	step  int
@@ -40,6 +43,9 @@ type replayPanel struct {
 	cur   int
 	err   string
 	width int
+	// preparing is set from the first enter on [ replay ] until the
+	// replay is prepared (or refused): a second enter prepares no other.
+	preparing bool
 	// Once started: the trials, as last read from the store.
 	started bool
 	plan    *replay.Plan
@@ -64,31 +70,20 @@ func stepAt(rd *runData, i int) (step, total int) {
 	return step, total
 }
 
-// openReplay opens the Replay panel at the message under the cursor.
+// openReplay opens the Replay panel at the message under the cursor
+// (replayOff says when it cannot).
 func (a *App) openReplay() tea.Cmd {
-	r, ok := a.tree.selected()
+	r, _ := a.tree.selected()
 	rd := a.tree.currentRun()
-	if !ok || rd == nil || r.kind != rowMessage {
-		return a.setStatus("R on a message replays its run to that message's step; on a failed fork's ⑂ line it retries the fork", levelWarn)
-	}
 	run := rd.run()
-	switch {
-	case a.opts.Replayer == nil:
-		return a.setStatus("replay is not available here", levelWarn)
-	case !a.replayable(run):
-		return a.setStatus(fmt.Sprintf("%s runs cannot be replayed: tine replays runs of %s", orDash(run.Harness), model.List(a.agents.Replayable())), levelWarn)
-	case run.Status == model.Running:
-		return a.setStatus(model.SafeText(run.Label())+" is running: replay it when it has finished", levelWarn)
-	}
 	step, total := stepAt(rd, int(r.msg))
-	if total == 0 {
-		return a.setStatus(model.SafeText(run.Label())+" made no model calls of its own: nothing to replay", levelWarn)
-	}
 	p := &replayPanel{run: run, steps: total, step: max(step, 1), k: 1, base: newInput("a commit, e.g. HEAD~2 (default: the run's own)"), width: 80}
 	if run.BaseCommit == "" {
 		p.base.Placeholder = "the commit the run started from (needed: tine did not start it)"
 		p.cur = replayBase
 	}
+	a.forks.dialogGen++
+	p.gen = a.forks.dialogGen
 	a.replay = p
 	l := a.layout()
 	p.setSize(l.body.w, l.body.h)
@@ -96,6 +91,31 @@ func (a *App) openReplay() tea.Cmd {
 		return p.base.Focus()
 	}
 	return nil
+}
+
+// replayOff says why R cannot replay the run under the cursor to the
+// message there.
+func (a *App) replayOff() string {
+	r, ok := a.tree.selected()
+	rd := a.tree.currentRun()
+	if !ok || rd == nil || r.kind != rowMessage {
+		return "R on a message replays its run to that message's step; on a failed fork's ⑂ line it retries the fork"
+	}
+	run := rd.run()
+	switch {
+	case a.opts.Replayer == nil && a.opts.Offline != "":
+		return "replay is not available here: a replay runs the run's own agent again, and " + a.opts.Offline
+	case a.opts.Replayer == nil:
+		return "replay is not available here: this program was started without a replayer"
+	case !a.replayable(run):
+		return fmt.Sprintf("%s runs cannot be replayed: tine replays runs of %s", orDash(run.Harness), model.List(a.agents.Replayable()))
+	case run.Status == model.Running:
+		return model.SafeText(run.Label()) + " is running: replay it when it has finished"
+	}
+	if _, total := stepAt(rd, int(r.msg)); total == 0 {
+		return model.SafeText(run.Label()) + " made no model calls of its own: nothing to replay"
+	}
+	return ""
 }
 
 // replayText is how a replay's fork line says what it is, after "↻":
@@ -129,63 +149,134 @@ func (p *replayPanel) setSize(w, _ int) {
 	p.base.SetWidth(max(w-22, 8))
 }
 
-// replayKey handles a key while the panel is open.
-func (a *App) replayKey(msg tea.KeyPressMsg) tea.Cmd {
-	p := a.replay
-	s := msg.String()
-	if p.started {
-		switch s {
-		case "esc", "q":
+const replayIntro = "Replay: rebuilds the run's world at step N. A fresh worktree at the run's base commit (or --base: the commit you give) holds the files the run started with; the run's own agent is started as it was and answered from the run's tape for steps 1..N, so it runs every tool call again for real, and each request is checked against the tape. The first difference is a divergence: model (the request differs outside tool outputs), tool (a tool output differs), network (it differs and shows a network error: replays get no network) or tree (the files the tools left differ). Then each continuation goes live from step N as a fork of its own; 0 continuations only verifies."
+
+// replayFormTable is the Replay panel's before it starts: on a choice,
+// or (typing) in the base field, where keys but these are text.
+func replayFormTable(k KeyMap, typing bool) keyTable {
+	r, g := k.Replay, k.Global
+	kt := keyTable{id: "replay-form", intro: replayIntro}
+	kt.keys = []binding{
+		{key: r.NextField, run: replayField(+1), disabled: replayBusy, footer: 1, brief: brief("tab", "next")},
+		{key: r.PrevField, run: replayField(-1), disabled: replayBusy},
+	}
+	if !typing {
+		kt.keys = append(kt.keys,
+			binding{key: r.Change, run: replayChange, disabled: replayBusy, footer: 2, brief: brief("←/→", "change")},
+			binding{key: r.Continuations, run: replayContinuations, disabled: continuationsOff})
+	}
+	kt.keys = append(kt.keys,
+		binding{key: r.Enter, run: do(func(a *App) tea.Cmd {
+			if a.replay.cur != replayButton {
+				return a.replayFocus(+1)
+			}
+			return a.startReplay()
+		}), disabled: replayBusy, footer: 3, brief: brief("enter", "next/replay")},
+		binding{key: r.Start, run: do((*App).startReplay), disabled: replayBusy},
+		binding{key: r.Cancel, run: do(func(a *App) tea.Cmd { a.replay = nil; return nil }), footer: 4},
+	)
+	if typing {
+		kt.id += "-typing"
+		kt.keys = append(kt.keys, helpKey(g.HelpTyping).at(5), quitKey(g.ForceQuit).at(6))
+		kt.rest = func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			if why := replayBusy(a); why != "" {
+				return a.setStatus(why, levelWarn)
+			}
+			var cmd tea.Cmd
+			a.replay.base, cmd = a.replay.base.Update(msg)
+			return cmd
+		}
+	} else {
+		kt.keys = append(kt.keys, helpKey(g.Help).at(5), quitKey(g.ForceQuit).at(6))
+	}
+	return kt
+}
+
+// replayTrialsTable is the panel's once the replay runs.
+func replayTrialsTable(k KeyMap) keyTable {
+	r, g := k.Replay, k.Global
+	return keyTable{id: "replay-trials", intro: replayIntro, keys: []binding{
+		{key: r.Trial, run: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			p := a.replay
+			if s := msg.String(); s == "up" || s == "k" {
+				p.sel, p.offset = max(p.sel-1, 0), 0
+			} else {
+				p.sel, p.offset = min(p.sel+1, max(len(p.trials)-1, 0)), 0
+			}
+			return nil
+		}, footer: 1, brief: brief("↑/↓", "trial")},
+		{key: r.Open, run: do(func(a *App) tea.Cmd {
+			a.forks.follow = a.replay.trials[a.replay.sel].Run.ID
 			a.replay = nil
-			if !p.done {
+			return a.reloadTree()
+		}), disabled: func(a *App) string {
+			if a.replay.sel >= len(a.replay.trials) {
+				return "no trial to open yet: the replay is starting"
+			}
+			return ""
+		}, footer: 2, brief: brief("enter", "open in tree")},
+		{key: r.Scroll, run: func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+			p := a.replay
+			if s := msg.String(); s == "pgup" || s == "K" {
+				p.offset = max(p.offset-10, 0)
+			} else {
+				p.offset += 10
+			}
+			return nil
+		}, footer: 3, brief: brief("pgup/pgdn", "diff")},
+		{key: r.Back, run: do(func(a *App) tea.Cmd {
+			done := a.replay.done
+			a.replay = nil
+			if !done {
 				return a.setStatus("the replay goes on in the background; its forks show in the tree", levelInfo)
 			}
 			return a.reloadTree()
-		case "up", "k":
-			p.sel, p.offset = max(p.sel-1, 0), 0
-		case "down", "j":
-			p.sel, p.offset = min(p.sel+1, max(len(p.trials)-1, 0)), 0
-		case "pgdown", "space", "J":
-			p.offset += 10
-		case "pgup", "K":
-			p.offset = max(p.offset-10, 0)
-		case "enter":
-			if p.sel < len(p.trials) {
-				a.follow = p.trials[p.sel].Run.ID
-				a.replay = nil
-				return a.reloadTree()
-			}
-		}
-		return nil
-	}
-	switch {
-	case s == "esc":
-		a.replay = nil
-		return nil
-	case s == "tab" || s == "down" || (s == "enter" && p.cur != replayButton):
-		p.cur = (p.cur + 1) % replayFields
-	case s == "shift+tab" || s == "up":
-		p.cur = (p.cur + replayFields - 1) % replayFields
-	case s == "enter" || (s == "ctrl+s"):
-		return a.startReplay()
-	case p.cur == replayBase:
-		var cmd tea.Cmd
-		p.base, cmd = p.base.Update(msg)
-		return cmd
-	case s == "left" || s == "h" || s == "-":
-		p.change(-1)
-	case s == "right" || s == "l" || s == "+" || s == " " || s == "space":
-		p.change(+1)
-	default:
-		if d, err := strconv.Atoi(s); err == nil && p.cur == replayK {
-			p.k = d
-		}
-	}
+		}), footer: 4, brief: brief("esc/q", "back")},
+		helpKey(g.Help).at(5), quitKey(g.ForceQuit).at(6),
+	}}
+}
+
+// replayField moves the form's focus d fields.
+func replayField(d int) keyRun {
+	return do(func(a *App) tea.Cmd { return a.replayFocus(d) })
+}
+
+func (a *App) replayFocus(d int) tea.Cmd {
+	p := a.replay
+	p.cur = (p.cur + d + replayFields) % replayFields
 	if p.cur == replayBase {
 		return p.base.Focus()
 	}
 	p.base.Blur()
 	return nil
+}
+
+// replayChange moves the focused choice: ←, h and - down, the others up.
+func replayChange(a *App, msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "left", "h", "-":
+		a.replay.change(-1)
+	default:
+		a.replay.change(+1)
+	}
+	return nil
+}
+
+func replayContinuations(a *App, msg tea.KeyPressMsg) tea.Cmd {
+	if d, err := strconv.Atoi(msg.String()); err == nil {
+		a.replay.k = d
+	}
+	return nil
+}
+
+func continuationsOff(a *App) string {
+	if why := replayBusy(a); why != "" {
+		return why
+	}
+	if a.replay.cur != replayK {
+		return "a digit sets the continuations: move to that field first"
+	}
+	return ""
 }
 
 func (p *replayPanel) change(d int) {
@@ -199,23 +290,57 @@ func (p *replayPanel) change(d int) {
 	}
 }
 
-// replayStartedMsg: the trials exist (or why they do not).
-type replayStartedMsg struct {
-	plan *replay.Plan
-	err  error
+// updateReplay takes the Replay panel's answers: the replay prepared (or
+// why not), the trials read, the replay done. Each says the panel it
+// answers (replayPanel.gen): an answer for a panel closed since, or for
+// one opened before this one, never lands in the panel open now.
+func (a *App) updateReplay(msg tea.Msg) tea.Cmd {
+	switch msg := msg.(type) {
+	case replayStartedMsg:
+		return a.replayStarted(msg)
+	case replayTickMsg:
+		if p := a.replay; p != nil && p.gen == msg.gen {
+			return a.readReplay()
+		}
+	case replayReadMsg:
+		return a.replayRead(msg)
+	case replayDoneMsg:
+		if p := a.replay; p != nil && p.gen == msg.gen && p.started {
+			p.done = true
+		}
+		cmds := []tea.Cmd{a.readReplay(), a.reloadTree()}
+		if msg.err != nil {
+			cmds = append(cmds, a.setStatus("replay: "+tuiError(msg.err), levelError))
+		}
+		return tea.Batch(cmds...)
+	}
+	return nil
 }
 
-// replayTickMsg asks for the trials again.
-type replayTickMsg struct{}
-
-// replayReadMsg is the trials as stored now.
-type replayReadMsg struct {
-	trials []replay.TrialResult
-	err    error
-}
-
-// replayDoneMsg: Execute returned.
-type replayDoneMsg struct{ err error }
+// The Replay panel's answers, each for the panel of generation gen.
+type (
+	// replayStartedMsg: the trials exist (or why they do not); label
+	// names the run replayed.
+	replayStartedMsg struct {
+		gen   int
+		label string
+		plan  *replay.Plan
+		err   error
+	}
+	// replayTickMsg asks for the trials again.
+	replayTickMsg struct{ gen int }
+	// replayReadMsg is the trials as stored now.
+	replayReadMsg struct {
+		gen    int
+		trials []replay.TrialResult
+		err    error
+	}
+	// replayDoneMsg: Execute returned.
+	replayDoneMsg struct {
+		gen int
+		err error
+	}
+)
 
 func (p *replayPanel) spec() replay.Spec {
 	od := replay.Stop
@@ -225,53 +350,79 @@ func (p *replayPanel) spec() replay.Spec {
 	return replay.Spec{Run: p.run.ID, AtStep: p.step, Continuations: p.k, OnDivergence: od, Base: strings.TrimSpace(p.base.Value())}
 }
 
+// startReplay prepares the replay the form describes, once: until it is
+// prepared the form takes no change (replayBusy).
 func (a *App) startReplay() tea.Cmd {
 	p := a.replay
 	if p.k == 0 && p.live {
 		p.err = "with 0 continuations the replay only verifies: on divergence it stops"
 		return nil
 	}
-	rp, spec, ctx := a.opts.Replayer, p.spec(), a.ctx
-	p.err = ""
+	rp, spec, ctx, gen, label := a.opts.Replayer, p.spec(), a.ctx, p.gen, model.SafeText(p.run.Label())
+	p.err, p.preparing = "", true
 	return func() tea.Msg {
 		plan, err := rp.Prepare(ctx, spec)
-		return replayStartedMsg{plan: plan, err: err}
+		return replayStartedMsg{gen: gen, label: label, plan: plan, err: err}
 	}
 }
 
-// replayStarted runs the prepared replay in the background and starts
-// watching its trials.
+// replayBusy says why the form takes no key but esc, help and quit: the
+// replay asked for is being prepared.
+func replayBusy(a *App) string {
+	if a.replay.preparing {
+		return replayBusyText
+	}
+	return ""
+}
+
+const replayBusyText = "preparing the replay: its trials show here in a moment (esc leaves it to go on in the background)"
+
+// replayStarted runs the prepared replay in the background and, when it
+// was prepared for the panel open now, shows its trials there. Its trials
+// exist in the store either way, so a replay whose panel was closed (or
+// replaced) runs all the same; only the panel it was asked from shows it.
 func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 	p := a.replay
+	mine := p != nil && p.gen == msg.gen
+	if mine {
+		p.preparing = false
+		if a.status.text == replayBusyText {
+			a.status.text = "" // it was, and is no more
+		}
+	}
 	if msg.err != nil {
-		if p != nil && !p.started {
+		if mine && !p.started {
 			p.err = tuiError(msg.err)
 			return nil
 		}
-		return a.setStatus("replay: "+tuiError(msg.err), levelError)
+		return a.setStatus("replay of "+msg.label+": "+tuiError(msg.err), levelError)
 	}
-	if p != nil {
+	if mine {
 		p.started, p.plan = true, msg.plan
 	}
-	rp, plan := a.opts.Replayer, msg.plan
-	a.nextBatch++
-	id := a.nextBatch
+	rp, plan, gen := a.opts.Replayer, msg.plan, msg.gen
+	a.forks.nextBatch++
+	id := a.forks.nextBatch
 	ctx, cancel := context.WithCancel(a.ctx)
 	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
 	for _, t := range plan.Trials {
 		b.runs[t] = true
 	}
-	a.batches[id] = b
-	a.wg.Add(1)
+	a.forks.batches[id] = b
 	done := make(chan error, 1)
-	a.goSafe("replay", func() {
-		defer a.wg.Done()
+	a.background("replay", func() {
 		defer b.events.close()
 		_, err := rp.Execute(ctx, plan, b.events.put)
 		done <- err
 	})
-	wait := func() tea.Msg { return replayDoneMsg{err: <-done} }
-	return tea.Batch(listen(b, id), a.spin(), wait, a.readReplay(), a.reloadTree())
+	wait := func() tea.Msg { return replayDoneMsg{gen: gen, err: <-done} }
+	cmds := []tea.Cmd{listen(b, id), a.spin(), wait, a.reloadTree()}
+	if mine {
+		cmds = append(cmds, a.readReplay())
+	} else {
+		cmds = append(cmds, a.setStatus("the replay of "+msg.label+" goes on in the background; its forks show in the tree", levelInfo))
+	}
+	return tea.Batch(cmds...)
 }
 
 // readReplay reads the open panel's trials from the store.
@@ -280,16 +431,18 @@ func (a *App) readReplay() tea.Cmd {
 	if p == nil || p.plan == nil {
 		return nil
 	}
-	ctx, st, ids := a.ctx, a.st, p.plan.Trials
+	ctx, st, ids, gen := a.ctx, a.st, p.plan.Trials, p.gen
 	return func() tea.Msg {
 		trials, err := replay.Trials(ctx, st, ids)
-		return replayReadMsg{trials: trials, err: err}
+		return replayReadMsg{gen: gen, trials: trials, err: err}
 	}
 }
 
+// replayRead shows the trials read, and reads them again in a while
+// until the replay is done.
 func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
 	p := a.replay
-	if p == nil || !p.started {
+	if p == nil || p.gen != msg.gen || !p.started {
 		return nil
 	}
 	if msg.err == nil {
@@ -298,7 +451,8 @@ func (a *App) replayRead(msg replayReadMsg) tea.Cmd {
 	if p.done {
 		return nil
 	}
-	return a.tick(300*time.Millisecond, func(time.Time) tea.Msg { return replayTickMsg{} })
+	gen := p.gen
+	return a.tick(300*time.Millisecond, func(time.Time) tea.Msg { return replayTickMsg{gen: gen} })
 }
 
 // view draws the form, or the trials once started.
@@ -336,6 +490,9 @@ func (p *replayPanel) view(st *Styles) string {
 			btn = st.Key.Render(btn)
 		}
 		b.WriteString("\n  " + btn + "\n")
+		if p.preparing {
+			b.WriteString("\n" + st.Subtle.Render("preparing the replay…") + "\n")
+		}
 		if p.err != "" {
 			b.WriteString("\n" + st.Error.Render(p.err) + "\n")
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -164,8 +165,83 @@ func TestDialogsCloseWhenTheirRunIsReadAgain(t *testing.T) {
 		require.NoError(t, st.CreateRun(context.Background(), again, []model.Message{text(model.User, "append a line and read it")}))
 		data, err := LoadTree(context.Background(), st, again.TreeID, nil)
 		require.NoError(t, err)
-		d.send(treeLoadedMsg{id: old, data: data, reload: true})
+		d.send(treeLoadedMsg{id: old, data: data, gen: d.a.tree.gen, reload: true})
 		assert.False(t, open(), key)
 		assert.Contains(t, d.plain(), "its runs replaced", key)
 	}
+}
+
+// answersOf runs cmd (a batch too) and returns the messages of type T it
+// gives.
+func answersOf[T tea.Msg](cmd tea.Cmd) []T {
+	var found []T
+	var run func(tea.Cmd)
+	run = func(c tea.Cmd) {
+		if c == nil {
+			return
+		}
+		switch m := c().(type) {
+		case tea.BatchMsg:
+			for _, c := range m {
+				run(c)
+			}
+		case T:
+			found = append(found, m)
+		}
+	}
+	run(cmd)
+	return found
+}
+
+// TestADoubleEnterPreparesOneReplay: enter on [ replay ] prepares the
+// replay; a second enter while it is being prepared prepares no other,
+// and says why; once it is answered, enter works again.
+func TestADoubleEnterPreparesOneReplay(t *testing.T) {
+	d := atStep2(t, claudeStore(t), harness.NewRegistry(&script.Harness{}))
+	d.keys("R", "tab") // past the base field, onto [ replay ]
+	require.NotNil(t, d.a.replay)
+	require.Equal(t, replayButton, d.a.replay.cur)
+	_, first := d.a.Update(press("enter"))
+	_, second := d.a.Update(press("enter"))
+	_, third := d.a.Update(press("ctrl+s"))
+	answers := answersOf[replayStartedMsg](first)
+	require.Len(t, answers, 1, "the first enter prepares the replay")
+	assert.Empty(t, answersOf[replayStartedMsg](second), "the second prepares nothing")
+	assert.Empty(t, answersOf[replayStartedMsg](third), "nor does ctrl+s")
+	assert.Contains(t, d.plain(), "preparing the replay: its trials show here in a moment", "it says why")
+	d.send(answers[0])
+	assert.Contains(t, d.plain(), "no gateway path for claude", "the answer lands in the panel")
+	assert.NotContains(t, d.plain(), "preparing the replay", "and what was said meanwhile goes")
+	_, again := d.a.Update(press("enter"))
+	assert.Len(t, answersOf[replayStartedMsg](again), 1, "then enter prepares again")
+}
+
+// TestALateReplayAnswerStaysInItsPanel: what was prepared, read or ended
+// for a Replay panel closed since does not land in the panel open now
+// (its refusal is said in the status line; a plan runs in the
+// background).
+func TestALateReplayAnswerStaysInItsPanel(t *testing.T) {
+	d := atStep2(t, claudeStore(t), harness.NewRegistry(&script.Harness{}))
+	d.keys("R", "tab")
+	_, cmd := d.a.Update(press("enter"))
+	late := answerOf[replayStartedMsg](t, cmd)
+	require.Error(t, late.err)
+	d.keys("esc", "R") // closed while it was prepared; another panel
+	p := d.a.replay
+	require.NotNil(t, p)
+	require.NotEqual(t, late.gen, p.gen)
+
+	d.send(late)
+	assert.Empty(t, p.err, "the late refusal is not this panel's")
+	assert.Contains(t, d.plain(), "no gateway path for claude", "it is said in the status line")
+	d.send(replayStartedMsg{gen: late.gen, label: "an old one", plan: &replay.Plan{Spec: replay.Spec{Run: "gone"}}})
+	assert.False(t, p.started, "nor does a late plan start this panel")
+
+	p.started, p.plan = true, &replay.Plan{} // this panel's replay runs
+	d.send(replayReadMsg{gen: late.gen, trials: []replay.TrialResult{{Run: model.Run{Name: "someone else's"}}}})
+	assert.Empty(t, p.trials, "another panel's trials do not show here")
+	_, tick := d.a.Update(replayTickMsg{gen: late.gen})
+	assert.Nil(t, tick, "its clock does not read this panel's trials twice over")
+	d.send(replayDoneMsg{gen: late.gen})
+	assert.False(t, p.done, "nor does its end end this one")
 }

@@ -2,6 +2,8 @@ package tui
 
 import (
 	"image/color"
+	"strconv"
+	"strings"
 
 	"charm.land/lipgloss/v2"
 
@@ -41,7 +43,10 @@ func NewStyles(isDark bool) Styles {
 	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
 	fg := c("#1f2328", "#e6edf3")
 	subtle := c("#57606a", "#8b949e")
-	dim := c("#8c959f", "#6e7681")
+	// Dim is the faintest text, still 4.5:1 on its background; faint only
+	// on a dark one (on a light one it fades into the white).
+	dim := c("#6e7781", "#6e7681")
+	faint := isDark
 	accent := c("#0969da", "#58a6ff")
 	green := c("#1a7f37", "#3fb950")
 	red := c("#cf222e", "#f85149")
@@ -55,7 +60,7 @@ func NewStyles(isDark bool) Styles {
 		IsDark:       isDark,
 		Title:        base.Bold(true).Foreground(accent),
 		Subtle:       base.Foreground(subtle),
-		Dim:          base.Foreground(dim).Faint(true),
+		Dim:          base.Foreground(dim).Faint(faint),
 		Bold:         base.Bold(true),
 		Selected:     base.Background(selBg).Foreground(fg),
 		CursorMark:   base.Foreground(accent).Bold(true),
@@ -75,7 +80,7 @@ func NewStyles(isDark bool) Styles {
 		ToolName:   base.Foreground(cyan),
 		Tokens:     base.Foreground(subtle),
 		Checkpoint: base.Foreground(green),
-		Unsafe:     base.Foreground(dim).Faint(true),
+		Unsafe:     base.Foreground(dim).Faint(faint),
 		Fork:       base.Foreground(purple),
 		ForkName:   base.Foreground(purple).Bold(true),
 		RunStatus: map[model.Status]lipgloss.Style{
@@ -101,7 +106,7 @@ func NewStyles(isDark bool) Styles {
 	code := c("#953800", "#ffa657")
 	s.Markdown = markdown.Theme{
 		Heading:     base.Foreground(accent).Bold(true),
-		HeadingMark: base.Foreground(dim).Faint(true),
+		HeadingMark: base.Foreground(dim).Faint(faint),
 		Emph:        base.Italic(true),
 		Strong:      base.Bold(true),
 		Strike:      base.Strikethrough(true),
@@ -109,7 +114,7 @@ func NewStyles(isDark bool) Styles {
 		CodeBlock:   base.Foreground(code),
 		CodeLabel:   base.Foreground(subtle).Italic(true),
 		Link:        base.Foreground(accent).Underline(true),
-		URL:         base.Foreground(dim).Faint(true),
+		URL:         base.Foreground(dim).Faint(faint),
 		Quote:       base.Foreground(subtle).Italic(true),
 		QuoteBar:    base.Foreground(dim),
 		Bullet:      base.Foreground(accent),
@@ -134,4 +139,17 @@ func (s Styles) status(st model.Status) lipgloss.Style {
 		return x
 	}
 	return lipgloss.NewStyle()
+}
+
+// backgroundIsDark reads COLORFGBG ("fg;bg", or "fg;default;bg"), which
+// some terminals set: a background of 7 or 9-15 is light. Without it, or
+// when it cannot be read, the background is taken to be dark, until the
+// terminal answers tea.RequestBackgroundColor.
+func backgroundIsDark(colorfgbg string) bool {
+	fields := strings.Split(colorfgbg, ";")
+	bg, err := strconv.Atoi(strings.TrimSpace(fields[len(fields)-1]))
+	if err != nil || len(fields) < 2 {
+		return true
+	}
+	return !(bg == 7 || (bg >= 9 && bg <= 15))
 }

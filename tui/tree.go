@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"tine/model"
@@ -14,6 +12,9 @@ import (
 
 // treeScreen shows one fork tree, one line a message, with a detail pane.
 type treeScreen struct {
+	// gen says which read of the tree data is (App.treeGen): work asked
+	// for it says the gen it answers, and is dropped once data is newer.
+	gen    int
 	data   *treeData
 	rows   []row
 	folded map[string]bool
@@ -28,8 +29,10 @@ type treeScreen struct {
 	renders  int
 
 	spinFrame int // advanced while forks run
-	// streaming holds the tail of the text a running fork is writing now.
+	// streaming holds the tail of the text a running fork is writing now,
+	// notes the latest note of one this program runs (a retry).
 	streaming   map[string]string
+	notes       map[string]string
 	detail      detailPane
 	detailFocus bool
 	detailOnly  bool // narrow terminals read a message full-screen
@@ -38,7 +41,7 @@ type treeScreen struct {
 }
 
 func newTreeScreen(data *treeData) treeScreen {
-	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}, streaming: map[string]string{}}
+	t := treeScreen{data: data, folded: map[string]bool{}, rowCache: map[rowKey]string{}, streaming: map[string]string{}, notes: map[string]string{}}
 	for _, r := range data.runs {
 		if r.subagent {
 			t.folded[r.run().ID] = true // a subagent's transcript opens on demand
@@ -108,48 +111,6 @@ func (t *treeScreen) forkRow(ri int32) int {
 		}
 	}
 	return -1
-}
-
-// update handles a key on the tree screen and returns a status to show.
-func (t *treeScreen) update(msg tea.KeyPressMsg, keys TreeKeys) (status string) {
-	if t.detailFocus || t.detailOnly {
-		if t.detail.update(msg, keys) {
-			return ""
-		}
-	}
-	if t.move(msg, keys.NavKeys, len(t.rows)) {
-		return ""
-	}
-	switch {
-	case key.Matches(msg, keys.Into):
-		return t.into()
-	case key.Matches(msg, keys.Out):
-		return t.out()
-	case key.Matches(msg, keys.NextSibling):
-		return t.sibling(+1)
-	case key.Matches(msg, keys.PrevSibling):
-		return t.sibling(-1)
-	case key.Matches(msg, keys.Fold):
-		return t.fold()
-	case key.Matches(msg, keys.FoldAll):
-		return t.foldAll()
-	case key.Matches(msg, keys.FoldDepth):
-		return t.foldDepth(int(msg.Code - '0'))
-	case key.Matches(msg, keys.NextChanged):
-		return t.nextChanged(+1)
-	case key.Matches(msg, keys.PrevChanged):
-		return t.nextChanged(-1)
-	case key.Matches(msg, keys.NextMatch):
-		return t.nextMatch(+1, false)
-	case key.Matches(msg, keys.PrevMatch):
-		return t.nextMatch(-1, false)
-	case key.Matches(msg, keys.NextCheckpoint):
-		return t.checkpoint(+1)
-	case key.Matches(msg, keys.PrevCheckpoint):
-		return t.checkpoint(-1)
-	}
-	t.clamp()
-	return ""
 }
 
 // into enters the fork under the cursor, or the first fork made right
@@ -246,6 +207,9 @@ func (t *treeScreen) sibling(dir int) string {
 	}
 	next := at + dir
 	if next < 0 || next >= len(sibs) {
+		if len(sibs) == 1 {
+			return fmt.Sprintf("no %s sibling: this is the only fork of its parent", map[int]string{1: "next", -1: "previous"}[dir])
+		}
 		return fmt.Sprintf("no %s sibling: %d forks share this parent", map[int]string{1: "next", -1: "previous"}[dir], len(sibs))
 	}
 	if h := t.forkRow(int32(sibs[next])); h >= 0 {
@@ -425,6 +389,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	}
 	if run.Status == model.Failed && run.Error != "" {
 		status += ": " + model.OneLine(run.Error, 60)
+	}
+	if note := t.notes[run.ID]; note != "" && run.Status == model.Running {
+		status += ": " + model.OneLine(note, 90)
 	}
 	if live := t.streaming[run.ID]; live != "" && run.Status == model.Running {
 		status += " “" + model.OneLine(lastRunes(live, 40), 40) + "”"

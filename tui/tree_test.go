@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -44,6 +45,16 @@ func press(k string) tea.KeyPressMsg {
 	return tea.KeyPressMsg{Code: r, Text: k}
 }
 
+// treeKey presses k on ts as the root routes a key to the tree screen's
+// table, and returns what the key said.
+func treeKey(ts *treeScreen, k string) string {
+	a := New(nil, Options{})
+	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
+	a.tree, a.screen = ts, screenTree
+	a.key(press(k))
+	return a.status.text
+}
+
 // describe names the row under the cursor: "run:K" or "fork:name".
 func describe(t *treeScreen) string {
 	r, _ := t.selected()
@@ -81,8 +92,7 @@ func TestFlattenPlacesForksAtTheirBoundary(t *testing.T) {
 func TestTreeKeys(t *testing.T) {
 	ts := newTreeScreen(sampleTree())
 	ts.setSize(80, 20)
-	keys := DefaultKeyMap().Tree
-	do := func(k string) string { return ts.update(press(k), keys) }
+	do := func(k string) string { return treeKey(&ts, k) }
 
 	assert.Equal(t, "root0000:1", describe(&ts))
 	assert.Empty(t, do("l"), "into the fork that starts after message 1")
@@ -138,15 +148,14 @@ func TestMovingTheCursorRendersNoOffscreenRow(t *testing.T) {
 	st := NewStyles(true)
 	ts.view(&st)
 	assert.Equal(t, 48, ts.renders, "the first frame renders exactly the visible rows")
-	keys := DefaultKeyMap().Tree
 	for i := 0; i < 10; i++ {
 		ts.renders = 0
-		ts.update(press("j"), keys)
+		treeKey(&ts, "j")
 		ts.view(&st)
 		assert.LessOrEqual(t, ts.renders, 2, "a cursor move renders the old and new cursor rows only")
 	}
 	ts.renders = 0
-	ts.update(press("pgdown"), keys)
+	treeKey(&ts, "pgdown")
 	ts.view(&st)
 	assert.LessOrEqual(t, ts.renders, 48, "a page renders at most one screen")
 	assert.Less(t, len(ts.rowCache), 200, "nothing off-screen was cached")
@@ -225,10 +234,10 @@ func TestSubagentShowsUnderItsCall(t *testing.T) {
 	require.Positive(t, idx)
 	assert.Contains(t, lines[idx-1], "⚙ bash ×3", "right under the tool call that started it")
 	ts.cursor = idx
-	ts.update(press("l"), DefaultKeyMap().Tree)
+	treeKey(&ts, "l")
 	assert.Equal(t, "sub00000:1", describe(&ts), "→ opens it")
-	ts.update(press("h"), DefaultKeyMap().Tree)
-	ts.update(press("h"), DefaultKeyMap().Tree)
+	treeKey(&ts, "h")
+	treeKey(&ts, "h")
 	assert.Equal(t, "root0000:2", describe(&ts), "← goes back to the call")
 }
 
@@ -289,13 +298,12 @@ func TestZFoldsEveryForkLine(t *testing.T) {
 	ts := newTreeScreen(sampleTree())
 	ts.setSize(80, 20)
 	st := NewStyles(true)
-	keys := DefaultKeyMap().Tree
 	ts.view(&st) // every row cached, unfolded
-	assert.Contains(t, ts.update(press("Z"), keys), "folded every fork")
+	assert.Contains(t, treeKey(&ts, "Z"), "folded every fork")
 	plain := ansi.Strip(ts.view(&st))
 	assert.NotContains(t, plain, "▾", plain)
 	assert.Equal(t, 2, strings.Count(plain, "▸"), plain)
-	assert.Contains(t, ts.update(press("Z"), keys), "unfolded every fork")
+	assert.Contains(t, treeKey(&ts, "Z"), "unfolded every fork")
 	plain = ansi.Strip(ts.view(&st))
 	assert.NotContains(t, plain, "▸", plain)
 }
@@ -366,4 +374,15 @@ func TestForkDetailSaysWhereItBranched(t *testing.T) {
 	}
 	assert.Contains(t, at(3), "after message 3 (K=3)")
 	assert.Contains(t, at(0), "before its first message (K=0)")
+}
+
+// TestForkDetailSaysItsAARate: a run whose replays were measured says how
+// many reproduced it; one never replayed says nothing of it.
+func TestForkDetailSaysItsAARate(t *testing.T) {
+	t.Parallel()
+	st := NewStyles(true)
+	rd := &runData{node: &model.Node{Run: model.Run{ID: "f", Name: "f", ParentID: "p", ForkAt: 3}}}
+	assert.NotContains(t, ansi.Strip(forkDetail(rd, 80, &st)), "A/A")
+	rd.aa = model.AARate{Measured: 4, Reproduced: 3}
+	assert.Contains(t, ansi.Strip(forkDetail(rd, 80, &st)), "A/A       3 of 4 replays reproduced it")
 }

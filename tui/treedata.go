@@ -34,6 +34,8 @@ type runData struct {
 	// depth is how many forks deep the run is (the root 0, its forks 1);
 	// below counts the forks and subagents shown under it, at any depth.
 	depth, below int
+	// aa sums up the run's own replays (how many reproduced it).
+	aa model.AARate
 }
 
 func (r *runData) run() model.Run { return r.node.Run }

@@ -91,8 +91,8 @@ func (d *turnDialog) explain() (string, bool) {
 	caps := h.Capabilities()
 	own := name == r.Harness
 	if api, ok := apiOf(d.reg, name); ok {
-		if p := apiProblem(name, api, apiSettings{}, d.getenv, r); p != "" {
-			return p + "; or fork with f, which takes a model, base URL and key", false
+		if p := apiProblem(name, api, apiSettings{}, d.getenv, r, false); p != "" {
+			return p + "; or fork with f, whose screen takes a model, base URL and key", false
 		}
 	}
 	if desc, ok := d.descs[name]; ok {

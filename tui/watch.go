@@ -17,11 +17,22 @@ import (
 // Watch mode: while the TUI is open on the user's own database
 // (Options.Watch), the agents' default folders are imported every few
 // seconds, incrementally (an unchanged file costs one stat), so a session
-// Claude Code, Codex or pi is writing now grows in the library and in its
+// an agent is writing now grows in the library and in its
 // open tree. The screens follow the store as always (live.go); watch mode
 // only writes to it. It waits until something was imported once: on an
 // empty database the library offers the first import instead.
 const watchEvery = 2 * time.Second
+
+// watchState is watch mode's: whether it is on, whether an import runs
+// now, how often one starts, and what it last failed with (err for the
+// import, fileErrs for the files it could not read), each said once.
+type watchState struct {
+	on, running   bool
+	every         time.Duration
+	err, fileErrs string
+	// formats are what a watch import reads (App.formats).
+	formats importer.Formats
+}
 
 type (
 	watchTickMsg struct{}
@@ -33,33 +44,52 @@ type (
 	}
 )
 
-// watchTick schedules the next watch import.
-func (a *App) watchTick() tea.Cmd {
-	if !a.opts.Watch || a.st == nil {
-		return nil
-	}
-	return a.tick(a.watchEvery, func(time.Time) tea.Msg { return watchTickMsg{} })
+// watchReport is what a watch message asks of the rest of the program:
+// done says an import ended (so the library's, if queued, may start);
+// news is what arrived ("" for nothing), warn a failure to say.
+type watchReport struct {
+	done       bool
+	news, warn string
 }
 
-// watchImport runs one incremental import in a goroutine of its own,
-// never two at once nor beside the library's import (i); quitting cancels
-// it through the program's context.
-func (a *App) watchImport() tea.Cmd {
-	if !a.opts.Watch || a.st == nil || a.watching {
+// update handles watch mode's messages: a tick starts an import unless
+// one runs (or the library's runs: importing), a done import schedules
+// the next one and says what it brought.
+func (w watchState) update(msg tea.Msg, e env, importing bool) (watchState, tea.Cmd, watchReport) {
+	switch msg := msg.(type) {
+	case watchTickMsg:
+		var cmd tea.Cmd
+		w, cmd = w.start(e, importing)
+		return w, cmd, watchReport{}
+	case watchDoneMsg:
+		return w.done(msg, e)
+	}
+	return w, nil, watchReport{}
+}
+
+// next schedules the next watch import.
+func (w watchState) next(e env) tea.Cmd {
+	if !w.on {
 		return nil
 	}
-	if a.imp.running {
-		return a.watchTick()
+	return e.tick(w.every, func(time.Time) tea.Msg { return watchTickMsg{} })
+}
+
+// start runs one incremental import in a goroutine of its own, never two
+// at once nor beside the library's import (i); quitting cancels it
+// through the program's context.
+func (w watchState) start(e env, importing bool) (watchState, tea.Cmd) {
+	if !w.on || w.running {
+		return w, nil
 	}
-	a.watching = true
-	ctx, st, formats := a.ctx, a.st, a.formats
+	if importing {
+		return w, w.next(e)
+	}
+	w.running = true
+	ctx, st, formats := e.ctx, e.st, w.formats
 	done := make(chan watchDoneMsg, 1)
-	a.wg.Add(1)
-	a.goSafe("watch", func() {
-		defer a.wg.Done()
-		done <- watchOnce(ctx, st, formats)
-	})
-	return func() tea.Msg {
+	e.spawn("watch", func() { done <- watchOnce(ctx, st, formats) })
+	return w, func() tea.Msg {
 		select {
 		case m := <-done:
 			return m
@@ -69,6 +99,9 @@ func (a *App) watchImport() tea.Cmd {
 	}
 }
 
+// watchOnce imports what changed in the agents' folders, once something
+// was imported: on an empty database the library asks first (watch mode
+// never makes the first import).
 func watchOnce(ctx context.Context, st *store.Store, formats importer.Formats) watchDoneMsg {
 	known, err := st.Sources(ctx)
 	if err != nil || len(known) == 0 {
@@ -88,43 +121,53 @@ func watchOnce(ctx context.Context, st *store.Store, formats importer.Formats) w
 	return watchDoneMsg{sum: sum, fresh: fresh, err: err}
 }
 
-// watchDone says what a watch import brought, if anything, and shows it
-// at once; a failure is logged and shown once, not every two seconds.
-func (a *App) watchDone(msg watchDoneMsg) tea.Cmd {
-	a.watching = false
-	cmds := []tea.Cmd{a.watchTick()}
-	if a.imp.queued {
-		a.imp.queued = false
-		cmds = append(cmds, a.startImport())
+// done takes a watch import's end: the next one is scheduled; a failure
+// is logged and said once, not every two seconds.
+func (w watchState) done(msg watchDoneMsg, e env) (watchState, tea.Cmd, watchReport) {
+	w.running = false
+	if errors.Is(msg.err, context.Canceled) {
+		return w, nil, watchReport{} // quitting
 	}
+	r := watchReport{done: true}
 	if msg.err != nil {
-		if errors.Is(msg.err, context.Canceled) {
-			return nil
-		}
-		if text := errorText(msg.err); text != a.watchErr {
-			a.watchErr = text
+		if text := errorText(msg.err); text != w.err {
+			w.err = text
 			slog.Warn("watch: import", "err", msg.err)
-			cmds = append(cmds, a.setStatus("watching the agents' sessions: "+text, levelWarn))
+			r.warn = "watching the agents' sessions: " + text
 		}
-		return tea.Batch(cmds...)
+		return w, w.next(e), r
 	}
-	a.watchErr = ""
-	if errs := strings.Join(msg.sum.Errors, "\n"); errs != a.watchFileErrs {
-		a.watchFileErrs = errs
+	w.err = ""
+	if errs := strings.Join(msg.sum.Errors, "\n"); errs != w.fileErrs {
+		w.fileErrs = errs
 		if errs != "" {
 			slog.Warn("watch: files not imported", "errors", errs)
 		}
 	}
-	news := watchNews(msg.sum, msg.fresh)
-	if news == "" {
-		return tea.Batch(cmds...)
+	r.news = watchNews(msg.sum, msg.fresh)
+	return w, w.next(e), r
+}
+
+// watched does what a watch report asks: the library's import queued
+// behind the watch's starts, a failure is said, and news reads the
+// screens again and is said unless something louder is showing.
+func (a *App) watched(r watchReport) tea.Cmd {
+	var cmds []tea.Cmd
+	if r.done && a.imp.queued {
+		a.imp.queued = false
+		cmds = append(cmds, a.startImport())
 	}
-	cmds = append(cmds, a.reloadTree())
-	if a.screen == screenLibrary && a.lib.mode != libHits {
-		cmds = append(cmds, a.loadTrees())
+	if r.warn != "" {
+		cmds = append(cmds, a.setStatus(r.warn, levelWarn))
 	}
-	if a.status == "" || a.statusLevel == levelInfo {
-		cmds = append(cmds, a.setStatus(news, levelInfo))
+	if r.news != "" {
+		cmds = append(cmds, a.reloadTree())
+		if a.screen == screenLibrary && a.lib.mode != libHits {
+			cmds = append(cmds, a.loadTrees())
+		}
+		if a.status.quiet() {
+			cmds = append(cmds, a.setStatus(r.news, levelInfo))
+		}
 	}
 	return tea.Batch(cmds...)
 }

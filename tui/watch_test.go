@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,7 @@ func TestWatchGrowsTheOpenTree(t *testing.T) {
 
 	// Nothing changed: the watch says nothing.
 	d.send(watchTickMsg{})
-	assert.Empty(t, d.a.status)
+	assert.Empty(t, d.a.status.text)
 
 	grow()
 	d.send(watchTickMsg{}) // what the timer sends every two seconds
@@ -47,7 +48,7 @@ func TestWatchFollowsAFileReadAgain(t *testing.T) {
 	before := d.a.tree.data.runs[0].run().Len()
 	grow()
 	d.send(watchTickMsg{})
-	assert.Equal(t, "1 session grew", d.a.status, "read again, not appended")
+	assert.Equal(t, "1 session grew", d.a.status.text, "read again, not appended")
 	after := d.a.tree.data.runs[0].run().Len()
 	require.Greater(t, after, before, "the open tree follows its file")
 	assert.Contains(t, d.plain(), "K=1/"+strconv.Itoa(after))
@@ -93,13 +94,15 @@ func watchedSession(t *testing.T, name string, n int) (*driver, func()) {
 // TestWatchOnlyWhenAsked: without Options.Watch (tine demo) the agents'
 // folders are not read, however the session grows.
 func TestWatchOnlyWhenAsked(t *testing.T) {
-	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
-	d.a.opts.Watch = false
+	watched, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
+	d := newDriverOpts(t, watched.a.st, Options{Title: "test"}, 140, 30)
+	d.keys("enter")
 	before := d.a.tree.data.runs[0].run().Len()
 	grow()
 	d.send(watchTickMsg{})
 	assert.Equal(t, before, d.a.tree.data.runs[0].run().Len())
-	assert.Nil(t, d.a.watchTick(), "and no next round is scheduled")
+	d.a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return func() tea.Msg { return nil } }
+	assert.Nil(t, d.a.watch.next(d.a.env), "and no next round is scheduled")
 }
 
 func TestWatchNews(t *testing.T) {
@@ -126,7 +129,7 @@ func TestWatchInTheRealProgram(t *testing.T) {
 	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
 	st := d.a.st
 	a := New(st, Options{Watch: true, OpenTree: d.a.tree.data.root.Run.ID, Agents: testAgents})
-	a.watchEvery = 50 * time.Millisecond
+	a.watch.every = 50 * time.Millisecond
 	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 30))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("K=1/2")) },
 		teatest.WithDuration(5*time.Second))

@@ -106,11 +106,14 @@ func dirsFrom(getenv func(string) string) []string {
 
 // Detect reports whether head, the first bytes of a file, looks like a
 // Claude Code transcript: its first line is a JSON object with Claude's
-// camel-case chain or session keys (parentUuid, sessionId, leafUuid) or a
-// type only Claude writes first. Codex (session_meta, payload) and pi (a
-// "session" header) do not match. The line is read as JSON, whatever its
-// spacing and key order; head may end mid-line, and then what was read of
-// it decides.
+// camel-case chain or session keys (parentUuid, sessionId, leafUuid), a
+// type only Claude writes first, or the shape of its message records
+// (type user or assistant, a uuid, a message with a role or content), as
+// other tools export them without the session keys. Codex (session_meta,
+// payload), pi (a "session" header) and Qwen Code (whose records carry
+// provenance or systemPayload, and messages of parts) do not match. The
+// line is read as JSON, whatever its spacing and key order; head may end
+// mid-line, and then what was read of it decides.
 func Detect(head []byte) bool {
 	head = bytes.TrimPrefix(head, []byte("\xef\xbb\xbf"))
 	head = bytes.TrimLeft(head, " \t\r\n")
@@ -121,32 +124,53 @@ func Detect(head []byte) bool {
 	if i := bytes.IndexByte(line, '\n'); i >= 0 {
 		line = line[:i]
 	}
-	claude := false
+	claude, record, uuid, message := false, false, false, false
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"payload"`:
+		case "payload":
 			return false // Codex's envelope
-		case `"type"`:
+		case "provenance", "systemPayload":
+			return false // Qwen Code's records (uuid, parentUuid and sessionId too, but these)
+		case "uuid":
+			_, uuid = str(v)
+		case "message":
+			message = claudeMessage(v)
+		case "type":
 			switch t := strOr(v); t {
 			case "session_meta", "session":
 				return false // Codex's and pi's headers
 			case "queue-operation", "file-history-snapshot", "fork-context-ref", "atis-latch", "tools-used", "custom-title", "ai-title":
 				claude = true
+			case "user", "assistant":
+				record = true
 			}
-		case `"parentUuid"`:
+		case "parentUuid":
 			claude = true
-		case `"sessionId"`, `"leafUuid"`:
+		case "sessionId", "leafUuid":
 			if _, isStr := str(v); isStr {
 				claude = true
 			}
 		}
 	}
-	return claude
+	return claude || record && uuid && message
+}
+
+// claudeMessage reports whether v is a message as Claude Code's records
+// hold one: an object with a role or content, and no parts (Gemini's and
+// Qwen Code's messages hold parts).
+func claudeMessage(v []byte) bool {
+	shaped := false
+	m := members(v)
+	for k := range m.Members() {
+		switch string(k) {
+		case "role", "content":
+			shaped = true
+		case "parts":
+			return false
+		}
+	}
+	return shaped && m.Err() == nil
 }
 
 // ParseFile reads the transcript at path. For a subagent's file
@@ -233,36 +257,24 @@ func scanAgentCall(path string, needle []byte) string {
 // toolResultID returns the tool_use_id of the first tool result in a user
 // record's content.
 func toolResultID(line []byte) string {
-	var msg []byte
+	var msg, content []byte
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
-		if keyIs(k, "message") {
+	for k, v := range o.Members() {
+		if string(k) == "message" {
 			msg = v
 		}
 	}
-	var content []byte
 	o = members(msg)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
-		if keyIs(k, "content") {
+	for k, v := range o.Members() {
+		if string(k) == "content" {
 			content = v
 		}
 	}
 	a := elements(content)
-	for {
-		v, ok := a.next()
-		if !ok {
-			return ""
-		}
+	for v := range a.Elements() {
 		if b, ok := readBlock(v); ok && strOr(b.typ) == "tool_result" {
 			return strOr(b.toolUseID)
 		}
 	}
+	return ""
 }

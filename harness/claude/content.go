@@ -20,23 +20,19 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 	}
 	var content, usage, id, mdl []byte
 	o := members(raw)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"content"`:
+		case "content":
 			content = v
-		case `"usage"`:
+		case "usage":
 			usage = v
-		case `"id"`:
+		case "id":
 			id = v
-		case `"model"`:
+		case "model":
 			mdl = v
 		}
 	}
-	if o.bad {
+	if o.Err() != nil {
 		return pay{}, 0, errors.New("malformed message")
 	}
 	var pl pay
@@ -105,20 +101,16 @@ func readUsage(raw []byte) model.Usage {
 func checkedUsage(raw []byte) (model.Usage, error) {
 	var u model.Usage
 	o := members(raw)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		var field *int64
 		switch string(k) {
-		case `"input_tokens"`:
+		case "input_tokens":
 			field = &u.InputTokens
-		case `"output_tokens"`:
+		case "output_tokens":
 			field = &u.OutputTokens
-		case `"cache_read_input_tokens"`:
+		case "cache_read_input_tokens":
 			field = &u.CacheReadTokens
-		case `"cache_creation_input_tokens"`:
+		case "cache_creation_input_tokens":
 			field = &u.CacheWriteTokens
 		default:
 			continue
@@ -128,7 +120,7 @@ func checkedUsage(raw []byte) (model.Usage, error) {
 		}
 		n, err := model.ParseTokens(string(v))
 		if err != nil {
-			return model.Usage{}, fmt.Errorf("%s: %w", k[1:len(k)-1], err)
+			return model.Usage{}, fmt.Errorf("%s: %w", k, err)
 		}
 		*field = n
 	}
@@ -146,48 +138,40 @@ type block struct {
 func readBlock(raw []byte) (block, bool) {
 	b := block{raw: raw}
 	o := members(raw)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			b.typ = v
-		case `"text"`:
+		case "text":
 			b.text = v
-		case `"thinking"`:
+		case "thinking":
 			b.thinking = v
-		case `"id"`:
+		case "id":
 			b.id = v
-		case `"name"`:
+		case "name":
 			b.name = v
-		case `"input"`:
+		case "input":
 			b.input = v
-		case `"tool_use_id"`:
+		case "tool_use_id":
 			b.toolUseID = v
-		case `"content"`:
+		case "content":
 			b.content = v
-		case `"is_error"`:
+		case "is_error":
 			b.isErr = v
-		case `"source"`:
+		case "source":
 			b.source = v
-		case `"data"`:
+		case "data":
 			b.data = v
 		}
 	}
-	return b, !o.bad
+	return b, o.Err() == nil
 }
 
 // blocks converts a content array in order. It counts the tool results
 // and the other blocks, which tell a tool-result carrier from a prompt.
 func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results, others int, err error) {
 	a := elements(raw)
-	for {
-		v, ok := a.next()
-		if !ok {
-			break
-		}
+	for v := range a.Elements() {
 		b, ok := readBlock(v)
 		if !ok {
 			return nil, 0, 0, errors.New("malformed content block")
@@ -230,7 +214,7 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 			}
 		}
 	}
-	if a.bad {
+	if a.Err() != nil {
 		return nil, 0, 0, errors.New("malformed content")
 	}
 	return parts, results, others, nil
@@ -239,15 +223,12 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 // member is the raw value of key in the JSON object obj, nil when absent.
 func member(obj []byte, key string) []byte {
 	o := members(obj)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			return nil
-		}
-		if keyIs(k, key) {
+	for k, v := range o.Members() {
+		if string(k) == key {
 			return v
 		}
 	}
+	return nil
 }
 
 // resultContent reads a tool_result's content: a string, or blocks whose
@@ -263,11 +244,7 @@ func resultContent(raw []byte) (string, []model.Part) {
 	var texts []string
 	var extra []model.Part
 	a := elements(raw)
-	for {
-		v, ok := a.next()
-		if !ok {
-			break
-		}
+	for v := range a.Elements() {
 		b, ok := readBlock(v)
 		if !ok {
 			continue
@@ -311,19 +288,15 @@ func imagePlaceholder(source []byte) string {
 	var kind, mediaType, url string
 	n := 0
 	o := members(source)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			kind = strOr(v)
-		case `"media_type"`:
+		case "media_type":
 			mediaType = strOr(v)
-		case `"url"`:
+		case "url":
 			url = strOr(v)
-		case `"data"`:
+		case "data":
 			n = base64Len(v)
 		}
 	}

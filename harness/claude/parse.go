@@ -215,59 +215,55 @@ func (p *parser) handle(line []byte) {
 	}
 	var f fields
 	o := newObject(line)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			f.typ = v
-		case `"uuid"`:
+		case "uuid":
 			f.uuid = v
-		case `"parentUuid"`:
+		case "parentUuid":
 			f.parent = v
-		case `"logicalParentUuid"`:
+		case "logicalParentUuid":
 			f.logicalParent = v
-		case `"sessionId"`:
+		case "sessionId":
 			f.session = v
-		case `"timestamp"`:
+		case "timestamp":
 			f.timestamp = v
-		case `"cwd"`:
+		case "cwd":
 			f.cwd = v
-		case `"gitBranch"`:
+		case "gitBranch":
 			f.branch = v
-		case `"isSidechain"`:
+		case "isSidechain":
 			f.sidechain = v
-		case `"agentId"`:
+		case "agentId":
 			f.agentID = v
-		case `"requestSessionId"`:
+		case "requestSessionId":
 			f.requestSession = v
-		case `"isMeta"`:
+		case "isMeta":
 			f.isMeta = v
-		case `"isCompactSummary"`:
+		case "isCompactSummary":
 			f.compactSummary = v
-		case `"message"`:
+		case "message":
 			f.message = v
-		case `"subtype"`:
+		case "subtype":
 			f.subtype = v
-		case `"compactMetadata"`:
+		case "compactMetadata":
 			f.compactMeta = v
-		case `"summary"`:
+		case "summary":
 			f.summary = v
-		case `"leafUuid"`:
+		case "leafUuid":
 			f.leaf = v
-		case `"customTitle"`:
+		case "customTitle":
 			f.customTitle = v
-		case `"aiTitle"`:
+		case "aiTitle":
 			f.aiTitle = v
-		case `"totalCostUSD"`:
+		case "totalCostUSD":
 			f.totalCost = v
-		case `"content"`:
+		case "content":
 			f.content = v
 		}
 	}
-	if o.bad {
+	if o.Err() != nil {
 		p.skip("malformed JSON")
 		return
 	}
@@ -450,15 +446,11 @@ func compactText(meta []byte) string {
 	var trigger string
 	var pre int64
 	o := members(meta)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"trigger"`:
+		case "trigger":
 			trigger = strOr(v)
-		case `"preTokens"`:
+		case "preTokens":
 			pre, _ = model.ParseTokens(string(v))
 		}
 	}
@@ -514,12 +506,17 @@ func (p *parser) build() []harness.ParsedRun {
 	return runs
 }
 
-// own is the file's session id: from its name, else from its records.
+// own is the file's session id: from its name when that is a session id,
+// else from its records, else (records other tools exported without
+// one) the file's name.
 func (p *parser) own() string {
-	if p.ownSession != "" {
+	switch {
+	case p.ownSession != "":
 		return p.ownSession
+	case p.lastSession != "":
+		return p.lastSession
 	}
-	return p.lastSession
+	return strings.TrimSuffix(filepath.Base(p.name), ".jsonl")
 }
 
 // link resolves parentUuid to node indexes. A parent that is missing (a
@@ -553,8 +550,12 @@ func (p *parser) link() {
 				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
-				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
-					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)})
+				s := harness.Skip{File: p.name, Line: int(n.line),
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)}
+				if !ok {
+					s.MissingParent = n.parentUUID
+				}
+				p.file.Skipped = append(p.file.Skipped, s)
 			}
 		}
 		prev[g] = int32(i)

@@ -13,57 +13,24 @@ import (
 // the values kept are walked again (members, elements) without validating.
 // These are the names the parser and turn.go read it by.
 
-// object walks the members of a JSON object. Keys come with their quotes
-// (`"type"`), unescaped.
-type object struct {
-	walk jsonscan.Object
-	bad  bool // the walk stopped at something that is not JSON
-	kbuf []byte
-}
-
 // newObject walks the object s holds, validating it: a line, whitespace
-// around it allowed, and nothing else after it.
-func newObject(s []byte) object { return object{walk: jsonscan.NewObject(s)} }
+// around it allowed, and nothing else after it. Its members are ranged
+// over with Members, keys unescaped; Err is set after the loop when the
+// line is not JSON.
+func newObject(s []byte) jsonscan.Object { return jsonscan.NewObject(s) }
 
-// members walks v, a value from a validated line; bad when v is not an
-// object (null or absent included).
-func members(v []byte) object {
-	w, ok := jsonscan.ObjectValue(v)
-	return object{walk: w, bad: !ok}
+// members walks v, a value from a validated line; its Err is set when v
+// is not an object (null or absent included).
+func members(v []byte) jsonscan.Object {
+	o, _ := jsonscan.ObjectValue(v)
+	return o
 }
 
-// next returns the next member's key and raw value. ok is false at the end
-// of the object or on malformed input (then bad is set).
-func (o *object) next() (key, val []byte, ok bool) {
-	k, v, ok := o.walk.Next()
-	if !ok {
-		o.bad = o.bad || o.walk.Err() != nil
-		return nil, nil, false
-	}
-	if o.walk.Verbatim() {
-		return o.walk.RawKey(), v, true // the common case
-	}
-	o.kbuf = append(append(append(o.kbuf[:0], '"'), k...), '"')
-	return o.kbuf, v, true
-}
-
-// array walks the elements of an array value from a validated line.
-type array struct {
-	walk jsonscan.Array
-	bad  bool
-}
-
-func elements(v []byte) array {
-	w, ok := jsonscan.ArrayValue(v)
-	return array{walk: w, bad: !ok}
-}
-
-func (a *array) next() (val []byte, ok bool) {
-	v, ok := a.walk.Next()
-	if !ok {
-		a.bad = a.bad || a.walk.Err() != nil
-	}
-	return v, ok
+// elements walks the elements of an array value from a validated line,
+// like members.
+func elements(v []byte) jsonscan.Array {
+	a, _ := jsonscan.ArrayValue(v)
+	return a
 }
 
 // str decodes a JSON string value; ok is false when raw is not a string
@@ -92,8 +59,3 @@ func isTrue(raw []byte) bool { return string(raw) == "true" }
 
 // isNull reports an absent or null value.
 func isNull(raw []byte) bool { return len(raw) == 0 || string(raw) == "null" }
-
-// keyIs compares a key from next (with its quotes) to name.
-func keyIs(key []byte, name string) bool {
-	return len(key) == len(name)+2 && string(key[1:len(key)-1]) == name
-}

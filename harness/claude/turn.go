@@ -106,6 +106,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	s.sawLine = h.sawLine
 	s.now = h.now
 	env := append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...)
+	s.api = modelAPI(append(os.Environ(), env...))
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:    "claude",
 		Package: NPMPackage,
@@ -379,6 +380,7 @@ type stdinContent struct {
 // merges a message's records.
 type stream struct {
 	emit    func(harness.Event)
+	api     string // where its model calls go, for a note saying it fails
 	pl      plan
 	now     func() time.Time
 	sawLine func([]byte)
@@ -416,29 +418,25 @@ func (s *stream) line(b []byte) error {
 	}
 	var typ, subtype, session, parentTool, uuid, event, message []byte
 	o := newObject(b)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			typ = v
-		case `"subtype"`:
+		case "subtype":
 			subtype = v
-		case `"session_id"`:
+		case "session_id":
 			session = v
-		case `"parent_tool_use_id"`:
+		case "parent_tool_use_id":
 			parentTool = v
-		case `"uuid"`:
+		case "uuid":
 			uuid = v
-		case `"event"`:
+		case "event":
 			event = v
-		case `"message"`:
+		case "message":
 			message = v
 		}
 	}
-	if o.bad || !isNull(parentTool) {
+	if o.Err() != nil || !isNull(parentTool) {
 		// A subagent's own conversation: its transcript is a file of
 		// its own, a run of its own when imported.
 		return nil
@@ -533,19 +531,15 @@ func (s *stream) start(session string) {
 func (s *stream) event(raw []byte) {
 	var typ, msg, delta, usage []byte
 	o := newObject(raw)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			break
-		}
+	for k, v := range o.Members() {
 		switch string(k) {
-		case `"type"`:
+		case "type":
 			typ = v
-		case `"message"`:
+		case "message":
 			msg = v
-		case `"delta"`:
+		case "delta":
 			delta = v
-		case `"usage"`:
+		case "usage":
 			usage = v
 		}
 	}
@@ -615,12 +609,33 @@ func (s *stream) retry(b []byte) {
 	if json.Unmarshal(b, &r) != nil {
 		return
 	}
-	what := r.Error
-	if r.Status != nil {
-		what = fmt.Sprintf("%d %s", *r.Status, r.Error)
+	where := s.api
+	if where == "" {
+		where = "its model API"
 	}
-	s.emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("claude: the model API failed (%s); retry %d of %d in %.1f s",
+	// No status: no answer came at all (the server is down, or the
+	// address is wrong), which Claude reports as "unknown".
+	what := "claude cannot reach the model API at " + where
+	if e := strings.TrimSpace(r.Error); e != "" && e != "unknown" {
+		what += " (" + e + ")"
+	}
+	if r.Status != nil {
+		what = fmt.Sprintf("claude: the model API at %s answered %d %s", where, *r.Status, strings.TrimSpace(r.Error))
+	}
+	s.emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("%s; retry %d of %d in %.1f s",
 		strings.TrimSpace(what), r.Attempt, r.MaxRetries, float64(r.DelayMS)/1000)})
+}
+
+// modelAPI is where Claude Code sends its model calls in environ (the last
+// ANTHROPIC_BASE_URL wins, as agentproc merges them), else Anthropic's.
+func modelAPI(environ []string) string {
+	url := "https://api.anthropic.com"
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_BASE_URL="); ok && v != "" {
+			url = v
+		}
+	}
+	return url
 }
 
 // resultRecord is the stream's last line.
@@ -738,15 +753,12 @@ func messageID(msg []byte) string { return strOr(field(msg, "id")) }
 // field is the raw value of key in a JSON object, nil when absent.
 func field(obj []byte, key string) []byte {
 	o := newObject(obj)
-	for {
-		k, v, ok := o.next()
-		if !ok {
-			return nil
-		}
-		if keyIs(k, key) {
+	for k, v := range o.Members() {
+		if string(k) == key {
 			return v
 		}
 	}
+	return nil
 }
 
 // flushCompact emits a compaction boundary no summary followed.

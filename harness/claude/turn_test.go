@@ -681,18 +681,21 @@ func TestFaults(t *testing.T) {
 			assert.Len(t, g.msgs, 4, "prompt, call, refusal, answer")
 		})
 	}
-	for _, c := range []struct{ name, stdout, want string }{
-		{"500 until retries run out", "http500", "claude: API Error: 500 modelserver: injected HTTP 500."},
-		{"429 until retries run out", "ratelimit", "claude: API Error: Request rejected (429) · modelserver: injected HTTP 429"},
-		{"model server down", "down", "claude: API Error: Connection refused"},
+	// Each retry is a note, saying whether the API answered (and how) or
+	// could not be reached at all.
+	for _, c := range []struct{ name, stdout, want, note string }{
+		{"500 until retries run out", "http500", "claude: API Error: 500 modelserver: injected HTTP 500.", "claude: the model API at http://127.0.0.1:7/x answered 500 "},
+		{"429 until retries run out", "ratelimit", "claude: API Error: Request rejected (429) · modelserver: injected HTTP 429", "claude: the model API at http://127.0.0.1:7/x answered 429 "},
+		{"model server down", "down", "claude: API Error: Connection refused", "claude cannot reach the model API at http://127.0.0.1:7/x; retry 1 of 1 in "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			g, err := run(t, "", nil, "FAKE_STDOUT="+turnData(c.stdout+".stdout.jsonl"), "FAKE_EXIT=1")
+			g, err := run(t, "", nil, "FAKE_STDOUT="+turnData(c.stdout+".stdout.jsonl"), "FAKE_EXIT=1", "ANTHROPIC_BASE_URL=http://127.0.0.1:7/x")
 			require.Error(t, err)
 			assert.True(t, strings.HasPrefix(err.Error(), c.want), err.Error())
 			require.Len(t, g.notes, 1)
 			assert.Contains(t, g.notes[0], "retry 1 of 1")
+			assert.True(t, strings.HasPrefix(g.notes[0], c.note), g.notes[0])
 			require.Len(t, g.msgs, 2, "the prompt and Claude's own error message")
 			assert.Equal(t, syntheticModel, g.msgs[1].Model)
 		})

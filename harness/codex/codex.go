@@ -88,12 +88,12 @@ func Dirs() []string {
 // first line.
 func Detect(head []byte) bool {
 	head = bytes.TrimPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("\ufeff"))
-	it := objIter{b: head}
-	if it.open() != nil {
+	it := objectLine(head)
+	if it.Err() != nil {
 		return false
 	}
 	var hasTS, hasID, hasLegacy bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "type":
 			return isRecordType(v)

@@ -513,6 +513,24 @@ func TestLegacyCopiedFork(t *testing.T) {
 	assert.Equal(t, "019ad9a0-0000-7000-8000-0000000000c1", pf.Runs[0].Fork.ParentSession)
 }
 
+// TestProvenanceDecidesWhoWrote: a user-role message whose content items
+// name a provenance is the person's when one of them is "user", Codex's
+// otherwise, whatever its text opens with.
+func TestProvenanceDecidesWhoWrote(t *testing.T) {
+	t.Parallel()
+	msg := func(ord int, text, prov string) string {
+		return fmt.Sprintf(`{"timestamp":"2026-02-01T00:00:0%d.000Z","ordinal":%d,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":%q}],"internal_chat_message_metadata_passthrough":{"content_item_metadata":[%s]}}}`+"\n", ord, ord, text, prov)
+	}
+	in := `{"timestamp":"2026-02-01T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"0000cccc-0000-7000-8000-000000000003","cwd":"/w"}}` + "\n" +
+		msg(1, "plain words from the harness", `{"provenance":{"type":"harness"}}`) +
+		msg(2, "<environment_context> typed by a person", `{"provenance":{"type":"harness"}},{"provenance":{"type":"user"}}`) +
+		msg(3, "no provenance named", `{"other":1}`)
+	pf, err := Parse(strings.NewReader(in), "prov.jsonl")
+	require.NoError(t, err)
+	require.Len(t, pf.Runs, 1)
+	assert.Equal(t, []model.Role{model.System, model.User, model.User}, roles(pf.Runs[0].Messages))
+}
+
 func TestToolsAndInjected(t *testing.T) {
 	pf := parseEdge(t, "tools.jsonl")
 	assert.Empty(t, pf.Skipped)

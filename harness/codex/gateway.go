@@ -18,7 +18,7 @@ import (
 // env_key overridden with -c, env_key naming the variable that holds the
 // run's key. The -c options are on Codex's command line, which every user
 // of the machine can read: they hold the gateway's URL, which is no
-// secret, and the name of a variable, never a key (rule 14 in
+// secret, and the name of a variable, never a key (rule 13 in
 // ARCHITECTURE.md). The person's config.toml is never written.
 
 // Provider is the model provider Codex uses, from config.toml.

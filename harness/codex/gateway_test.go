@@ -13,7 +13,7 @@ import (
 // session's provider (so it can be resumed without the gateway): the
 // built-in one through openai_base_url, a config.toml one through its own
 // base_url and env_key; the key the agent gets is the gateway run's, in
-// its environment only, never among its arguments (rule 14).
+// its environment only, never among its arguments (rule 13).
 func TestGatewayKeepsTheProvider(t *testing.T) {
 	t.Parallel()
 	home := t.TempDir()

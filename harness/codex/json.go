@@ -7,49 +7,17 @@ import "tine/internal/jsonscan"
 // walked again without validating. These are the names the parser and
 // turn.go read it by.
 
-// objIter walks the members of an object: the one at b[i:] once open is
-// called, validating it, or a validated value given to object. After the
-// last member (ok false), err says whether the object was valid.
-type objIter struct {
-	b    []byte
-	i    int
-	err  error
-	walk jsonscan.Object
-}
+// objectLine walks the object a line holds, validating it as its members
+// are ranged over (Members): whitespace around it allowed, and nothing
+// after it. Err, after the loop, says whether it was valid.
+func objectLine(b []byte) jsonscan.Object { return jsonscan.NewObject(b) }
 
-// open starts walking the object at b[i:], which must be all that follows
-// but whitespace.
-func (it *objIter) open() error {
-	it.walk = jsonscan.NewObject(it.b[it.i:])
-	it.err = it.walk.Err()
-	return it.err
-}
-
-// next returns the next member's key (unescaped) and raw value.
-func (it *objIter) next() (key, val []byte, ok bool) {
-	key, val, ok = it.walk.Next()
-	if !ok {
-		it.err = it.walk.Err()
-	}
-	return key, val, ok
-}
-
-// arrIter walks the elements of an array value.
-type arrIter struct{ walk jsonscan.Array }
-
-func (it *arrIter) next() (val []byte, ok bool) { return it.walk.Next() }
-
-// object walks v, a raw value from a validated line, when it is an object.
-func object(v []byte) (objIter, bool) {
-	w, ok := jsonscan.ObjectValue(v)
-	return objIter{walk: w}, ok
-}
+// object walks v, a raw value from a validated line, when it is an
+// object: its members are ranged over with Members.
+func object(v []byte) (jsonscan.Object, bool) { return jsonscan.ObjectValue(v) }
 
 // array walks v, a raw value from a validated line, when it is an array.
-func array(v []byte) (arrIter, bool) {
-	w, ok := jsonscan.ArrayValue(v)
-	return arrIter{w}, ok
-}
+func array(v []byte) (jsonscan.Array, bool) { return jsonscan.ArrayValue(v) }
 
 // str returns the string a raw value holds, "" when it is not a string.
 func str(v []byte) string {

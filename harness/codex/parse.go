@@ -108,7 +108,7 @@ func parseUsage(v []byte) (t tokenUsage, ok bool, err error) {
 	if !ok {
 		return tokenUsage{}, false, nil
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		var field *int64
 		switch string(k) {
 		case "input_tokens":
@@ -177,6 +177,20 @@ type parser struct {
 	turnOpen bool
 	aborted  string // why the last turn was aborted ("" when it was not)
 
+	// A person's prompt is a user response item, an event_msg
+	// user_message, or both (see userMessage). itemPrompts counts the
+	// items since the last output that no event repeated yet,
+	// eventPrompts the prompts taken from events that no item repeated.
+	itemPrompts, eventPrompts int
+	// answered holds the calls that have their result; byCollab, the
+	// result message of those a collaboration event answered (a
+	// function_call_output for one replaces it).
+	answered map[string]bool
+	byCollab map[string]int
+	// spawnedBy is the thread whose spawn_agent call started this one
+	// (session_meta source subagent.thread_spawn), "" when none did.
+	spawnedBy string
+
 	buf []byte // scratch for unquoting
 
 	seenOrds  []seenRecord    // the records read, by ordinal
@@ -185,7 +199,8 @@ type parser struct {
 }
 
 func newParser(name string) *parser {
-	return &parser{name: name, open: -1, unbilled: -1, toolNames: map[string]string{}}
+	return &parser{name: name, open: -1, unbilled: -1, toolNames: map[string]string{},
+		answered: map[string]bool{}, byCollab: map[string]int{}}
 }
 
 func (p *parser) skip(reason string) {
@@ -194,13 +209,24 @@ func (p *parser) skip(reason string) {
 
 // prime sets the state a tail's parse starts from (see ParseTail): it
 // reads, backwards from off, the last usage report (the last
-// token_usage_record when the file has them, token_count repeating them)
-// and the last start or end of a turn, and takes their totals and turn
-// state without making anything of them.
+// token_usage_record when the file has them, token_count repeating them),
+// the last start or end of a turn, and the prompts since the model last
+// answered (their items and events pair up across the cut), and takes
+// their totals, turn state and prompts without making anything of them.
 func (p *parser) prime(f io.ReaderAt, off int64) {
 	var record, count, turn []byte
+	var prompts [][]byte // last first
+	windowDone := false
 	sinceReport := 0
 	eachLineBefore(f, off, func(line []byte) bool {
+		if !windowDone {
+			switch promptWindow(line) {
+			case windowPrompt:
+				prompts = append(prompts, bytes.Clone(line))
+			case windowStart:
+				windowDone = true
+			}
+		}
 		switch typ, sub := envelope(line); {
 		case typ == "token_usage_record":
 			if record == nil {
@@ -220,7 +246,7 @@ func (p *parser) prime(f io.ReaderAt, off int64) {
 		}
 		// A token_count repeats the token_usage_record a few lines above
 		// it: look that far for one before taking the count.
-		return turn == nil || (record == nil && (count == nil || sinceReport < 64))
+		return turn == nil || (record == nil && (count == nil || sinceReport < 64)) || !windowDone
 	})
 	p.priming = true
 	if turn != nil {
@@ -232,8 +258,71 @@ func (p *parser) prime(f io.ReaderAt, off int64) {
 	case count != nil:
 		p.line(count)
 	}
+	for i := len(prompts) - 1; i >= 0; i-- {
+		p.line(prompts[i])
+	}
 	p.priming = false
+	// What the prompts made was stored by the last import: only their
+	// pairing is kept.
+	p.msgs, p.open, p.unbilled = nil, -1, -1
 	p.skipped, p.lastTS = nil, nil
+}
+
+// What a record is to the prompts since the model last answered.
+const (
+	windowOther  = iota // neither
+	windowPrompt        // a user response item, or a user_message event
+	windowStart         // the model's output or a turn's start: the window begins after it
+)
+
+// promptWindow says what line is to the prompts since the model last
+// answered (see userMessage).
+func promptWindow(line []byte) int {
+	isItem := bytes.Contains(line, []byte(`"response_item"`))
+	if !isItem && !bytes.Contains(line, []byte(`"user_message"`)) && !bytes.Contains(line, []byte(`"task_started"`)) {
+		return windowOther
+	}
+	it, ok := object(line)
+	if !ok {
+		return windowOther
+	}
+	var typ string
+	var payload []byte
+	for k, v := range it.Members() {
+		switch string(k) {
+		case "type":
+			typ = str(v)
+		case "payload":
+			payload = v
+		}
+	}
+	pl, ok := object(payload)
+	if !ok {
+		return windowOther
+	}
+	var sub, role string
+	for k, v := range pl.Members() {
+		switch string(k) {
+		case "type":
+			sub = str(v)
+		case "role":
+			role = str(v)
+		}
+	}
+	switch {
+	case typ == "event_msg" && sub == "user_message":
+		return windowPrompt
+	case typ == "event_msg" && sub == "task_started":
+		return windowStart
+	case typ != "response_item":
+		return windowOther
+	case sub == "message" && role == "user":
+		return windowPrompt
+	case sub == "message" && role != "assistant":
+		return windowOther // developer and system context
+	default:
+		return windowStart // the model's output, or a tool's
+	}
 }
 
 // envelope is a record's type and, for an event_msg, its payload's type,
@@ -247,7 +336,7 @@ func envelope(line []byte) (typ, sub string) {
 		return "", ""
 	}
 	var payload []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "type":
 			typ = str(v)
@@ -262,7 +351,7 @@ func envelope(line []byte) (typ, sub string) {
 	if !ok {
 		return typ, ""
 	}
-	for k, v, ok := pl.next(); ok; k, v, ok = pl.next() {
+	for k, v := range pl.Members() {
 		if string(k) == "type" {
 			return typ, str(v)
 		}
@@ -306,7 +395,6 @@ func (p *parser) line(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	it := objIter{b: b}
 	if b[0] != '{' {
 		if jsonscan.Valid(b) {
 			p.skip("not a JSON object")
@@ -315,10 +403,10 @@ func (p *parser) line(b []byte) {
 		}
 		return
 	}
-	it.open()
+	it := objectLine(b)
 	var ts, ord, typ, payload []byte
 	var hasID, recordType bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "timestamp":
 			ts = v
@@ -334,7 +422,7 @@ func (p *parser) line(b []byte) {
 			recordType = true
 		}
 	}
-	err := it.err // the scanner also refuses data after the object
+	err := it.Err() // the scanner also refuses data after the object
 	if err != nil {
 		p.skip("invalid JSON: " + err.Error())
 		return
@@ -466,6 +554,9 @@ func (p *parser) native() string {
 // being read.
 func (p *parser) add(role model.Role, parts ...model.Part) {
 	p.open = -1
+	if role == model.Tool {
+		p.itemPrompts, p.eventPrompts = 0, 0
+	}
 	p.msgs = append(p.msgs, model.Message{Role: role, Parts: parts, Time: p.time(), NativeID: p.native()})
 }
 
@@ -473,6 +564,7 @@ func (p *parser) add(role model.Role, parts ...model.Part) {
 // its first output item.
 func (p *parser) assistant() *model.Message {
 	if p.open < 0 {
+		p.itemPrompts, p.eventPrompts = 0, 0 // the model answered: the prompts before are paired or alone
 		p.msgs = append(p.msgs, model.Message{
 			Role: model.Assistant, Model: p.model, Time: p.time(), NativeID: p.native(),
 			Usage: p.pending,
@@ -540,12 +632,15 @@ func (p *parser) usageRecord(pl []byte) {
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
 	var err error
-	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "usage":
 			last, haveLast, err = parseUsage(v)
 		case "thread_token_usage":
 			total, haveTotal, err = parseUsage(v)
+		}
+		if err != nil {
+			break
 		}
 	}
 	if err != nil {
@@ -565,8 +660,10 @@ func (p *parser) usageRecord(pl []byte) {
 }
 
 // event reads the event_msg records that matter: token_count for usage,
-// and the start and end of turns; the others repeat response items or
-// report progress.
+// the start and end of turns, the person's prompts (user_message, when no
+// response item holds them) and the results of the collaboration tools
+// (spawn_agent, wait_agent, ...), which no function_call_output answers;
+// the others repeat response items or report progress.
 func (p *parser) event(pl []byte) {
 	it, ok := object(pl)
 	if !ok {
@@ -574,22 +671,30 @@ func (p *parser) event(pl []byte) {
 	}
 	// "type" comes first: most events (item_completed repeating a tool's
 	// whole output) need no more than that.
-	k, typ, ok := it.next()
-	for ok && string(k) != "type" {
-		k, typ, ok = it.next()
+	var typ []byte
+	for k, v := range it.Members() {
+		if string(k) == "type" {
+			typ = v
+			break
+		}
 	}
 	var reason []byte
 	if jsonscan.Equal(typ, "turn_aborted") {
 		it, _ = object(pl)
-		for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+		for k, v := range it.Members() {
 			if string(k) == "reason" {
 				reason = v
 			}
 		}
 	}
-	switch string(name(typ)) {
+	switch t := string(name(typ)); t {
 	case "task_started":
 		p.turnOpen, p.aborted = true, ""
+		p.itemPrompts, p.eventPrompts = 0, 0
+	case "user_message":
+		p.userMessage(pl)
+	case "collab_agent_spawn_end", "collab_waiting_end", "collab_agent_interaction_end", "collab_close_end", "collab_resume_end":
+		p.collabEnd(t, pl)
 	case "task_complete":
 		p.turnOpen, p.aborted = false, ""
 	case "turn_aborted":
@@ -613,7 +718,7 @@ func (p *parser) tokenCount(pl []byte) {
 	it, _ := object(pl)
 	var info []byte
 	var isFlat bool
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "info":
 			info = v
@@ -639,12 +744,15 @@ func (p *parser) tokenCount(pl []byte) {
 	var last, total tokenUsage
 	var haveLast, haveTotal bool
 	var err error
-	for k, v, ok := it.next(); ok && err == nil; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "last_token_usage":
 			last, haveLast, err = parseUsage(v)
 		case "total_token_usage":
 			total, haveTotal, err = parseUsage(v)
+		}
+		if err != nil {
+			break
 		}
 	}
 	switch {
@@ -662,7 +770,7 @@ func (p *parser) turnContext(pl []byte) {
 	if !ok {
 		return
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "model":
 			if m := str(v); m != "" {
@@ -682,10 +790,10 @@ func (p *parser) sessionMeta(pl []byte) {
 		p.skip("session_meta: payload is not an object")
 		return
 	}
-	var id, sessionID, cwd, branch, forkedFrom string
+	var id, sessionID, cwd, branch, forkedFrom, parent string
 	var created time.Time
 	before := 0
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "id":
 			id = str(v)
@@ -697,7 +805,7 @@ func (p *parser) sessionMeta(pl []byte) {
 			cwd = str(v)
 		case "git":
 			if git, ok := object(v); ok {
-				for k, v, ok := git.next(); ok; k, v, ok = git.next() {
+				for k, v := range git.Members() {
 					if string(k) == "branch" {
 						branch = str(v)
 					}
@@ -705,13 +813,15 @@ func (p *parser) sessionMeta(pl []byte) {
 			}
 		case "forked_from_id":
 			forkedFrom = str(v)
+		case "source":
+			parent = spawnedBy(v)
 		case "forked_from_ordinal_exclusive":
 			if n, ok := num(v); ok {
 				before = int(n)
 			}
 		case "history_base":
 			if hb, ok := object(v); ok && before == 0 {
-				for k, v, ok := hb.next(); ok; k, v, ok = hb.next() {
+				for k, v := range hb.Members() {
 					if string(k) == "end_ordinal_exclusive" {
 						if n, ok := num(v); ok {
 							before = int(n)
@@ -733,7 +843,7 @@ func (p *parser) sessionMeta(pl []byte) {
 		return
 	}
 	p.haveMeta = true
-	p.id, p.branch, p.forkedFrom, p.beforeOrd = id, branch, forkedFrom, before
+	p.id, p.branch, p.forkedFrom, p.beforeOrd, p.spawnedBy = id, branch, forkedFrom, before, parent
 	if cwd != "" {
 		p.cwd = cwd
 	}
@@ -748,7 +858,7 @@ func (p *parser) compacted(pl []byte) {
 	if !ok {
 		return
 	}
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		if string(k) == "message" {
 			if s := str(v); s != "" {
 				p.add(model.System, model.Part{Kind: model.Text, Text: s})
@@ -772,7 +882,7 @@ func (p *parser) responseItem(pl []byte) {
 		return
 	}
 	var f item
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "type":
 			f.typ = v
@@ -818,17 +928,13 @@ func (p *parser) responseItem(pl []byte) {
 		if ns := str(f.namespace); ns != "" {
 			callName = ns + "." + callName
 		}
-		p.call(str(f.callID), callName, p.jsonText(f.args))
+		p.call(callID(&f), callName, p.jsonText(f.args))
 	case "custom_tool_call":
 		// Freeform input (an apply_patch patch): kept as a JSON string so
 		// that ToolInput is always JSON.
-		p.call(str(f.callID), str(f.name), rawText(f.input))
+		p.call(callID(&f), str(f.name), rawText(f.input))
 	case "local_shell_call":
-		id := str(f.callID)
-		if id == "" {
-			id = str(f.id)
-		}
-		p.call(id, "local_shell", rawText(f.action))
+		p.call(callID(&f), "local_shell", rawText(f.action))
 	case "tool_search_call":
 		if id := str(f.callID); id != "" {
 			p.call(id, "tool_search", rawText(f.args))
@@ -845,6 +951,7 @@ func (p *parser) responseItem(pl []byte) {
 		p.result(str(f.callID), f.output)
 	case "tool_search_output":
 		if id := str(f.callID); id != "" {
+			p.answered[id] = true
 			p.add(model.Tool, model.Part{Kind: model.ToolResult, ToolCallID: id, ToolName: p.toolNames[id], Text: rawText(f.tools)})
 		}
 	case "agent_message":
@@ -853,6 +960,15 @@ func (p *parser) responseItem(pl []byte) {
 		head := str(f.author) + " → " + str(f.recipient)
 		p.add(model.System, model.Part{Kind: model.Text, Text: head + ": " + text})
 	}
+}
+
+// callID is the id an item's output names it by: its call_id, else (as
+// some tools write calls) its id.
+func callID(f *item) string {
+	if id := str(f.callID); id != "" {
+		return id
+	}
+	return str(f.id)
 }
 
 func (p *parser) message(f *item) {
@@ -865,9 +981,14 @@ func (p *parser) message(f *item) {
 		m := p.assistant()
 		m.Parts = append(m.Parts, parts...)
 	case "user":
-		if injected(parts, f.meta) {
+		switch {
+		case injected(parts, f.meta):
 			p.add(model.System, parts...)
-		} else {
+		case p.eventPrompts > 0:
+			// Its event came first and holds the prompt already.
+			p.eventPrompts--
+		default:
+			p.itemPrompts++
 			p.add(model.User, parts...)
 		}
 	default: // developer, system
@@ -931,10 +1052,23 @@ func rawText(v []byte) string { return jsonscan.Text(v) }
 // result adds a tool output. output is a string, an array of content items
 // (text and images), or in older files {content, success}.
 func (p *parser) result(id string, output []byte) {
+	parts := p.resultParts(id, output)
+	if i, ok := p.byCollab[id]; ok {
+		// A collaboration event answered the call already: the output,
+		// which is what the model saw, takes its place.
+		delete(p.byCollab, id)
+		p.msgs[i].Parts = parts
+		return
+	}
+	p.answered[id] = true
+	p.add(model.Tool, parts...)
+}
+
+func (p *parser) resultParts(id string, output []byte) []model.Part {
 	part := model.Part{Kind: model.ToolResult, ToolCallID: id, ToolName: p.toolNames[id]}
 	var extra []model.Part
 	if obj, ok := object(output); ok {
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			switch string(k) {
 			case "content":
 				output = v
@@ -956,7 +1090,7 @@ func (p *parser) result(id string, output []byte) {
 	} else {
 		part.Text = str(output)
 	}
-	p.add(model.Tool, append([]model.Part{part}, extra...)...)
+	return append([]model.Part{part}, extra...)
 }
 
 // contentParts reads a message's content array.
@@ -972,13 +1106,13 @@ func contentParts(v []byte) []model.Part {
 		return nil
 	}
 	var parts []model.Part
-	for c, ok := arr.next(); ok; c, ok = arr.next() {
+	for c := range arr.Elements() {
 		obj, ok := object(c)
 		if !ok {
 			continue
 		}
 		var typ, text []byte
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			switch string(k) {
 			case "type":
 				typ = v
@@ -1017,7 +1151,7 @@ func webSearchText(action []byte) string {
 		return ""
 	}
 	var s string
-	for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+	for k, v := range obj.Members() {
 		switch string(k) {
 		case "query", "url", "pattern":
 			if s == "" {
@@ -1059,30 +1193,17 @@ var injectedPrefixes = []string{
 func injected(parts []model.Part, meta []byte) bool {
 	if obj, ok := object(meta); ok {
 		saw := false
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			if string(k) != "content_item_metadata" {
 				continue
 			}
 			arr, _ := array(v)
-			for e, ok := arr.next(); ok; e, ok = arr.next() {
-				item, ok := object(e)
-				if !ok {
-					continue
+			for e := range arr.Elements() {
+				typed, user := provenance(e)
+				if user {
+					return false
 				}
-				for k, v, ok := item.next(); ok; k, v, ok = item.next() {
-					if string(k) != "provenance" {
-						continue
-					}
-					prov, _ := object(v)
-					for k, v, ok := prov.next(); ok; k, v, ok = prov.next() {
-						if string(k) == "type" {
-							saw = true
-							if jsonscan.Equal(v, "user") {
-								return false
-							}
-						}
-					}
-				}
+				saw = saw || typed
 			}
 		}
 		if saw {
@@ -1102,6 +1223,30 @@ func injected(parts []model.Part, meta []byte) bool {
 		return false
 	}
 	return false
+}
+
+// provenance reads a content item's metadata: typed when it names a
+// provenance type, user when that type is "user" (the person typed it).
+func provenance(item []byte) (typed, user bool) {
+	obj, ok := object(item)
+	if !ok {
+		return false, false
+	}
+	for k, v := range obj.Members() {
+		if string(k) != "provenance" {
+			continue
+		}
+		prov, _ := object(v)
+		for k, v := range prov.Members() {
+			if string(k) == "type" {
+				typed = true
+				if jsonscan.Equal(v, "user") {
+					return true, true
+				}
+			}
+		}
+	}
+	return typed, false
 }
 
 // finish makes the file's run from what was read.
@@ -1166,8 +1311,15 @@ func (p *parser) finish(off int64) harness.ParsedFile {
 		inherited = h.Inherited
 		pr.Fork = h
 	}
-	run.OwnMessages = len(p.msgs) - inherited
 	run.Usage = model.OwnUsage(p.msgs, inherited)
+	if p.spawnedBy != "" {
+		// A thread a spawn_agent call started is a subagent of the thread
+		// that made the call, whatever history it was given: a relation,
+		// nothing inherited (a copied parent's usage still is not its own).
+		pr.Fork, inherited = nil, 0
+		pr.Subagent = &harness.SubagentHint{ParentSession: p.spawnedBy, ToolCallID: spawningCall(p.name, p.spawnedBy, id)}
+	}
+	run.OwnMessages = len(p.msgs) - inherited
 	if len(p.msgs) == 0 {
 		run.Usage = p.pending
 	}

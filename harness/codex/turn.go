@@ -628,12 +628,12 @@ type record struct {
 
 func parseRecord(line []byte) record {
 	r := record{line: line}
-	it := objIter{b: bytes.TrimRight(line, " \t\r\n")}
-	if it.open() != nil {
+	it := objectLine(bytes.TrimRight(line, " \t\r\n"))
+	if it.Err() != nil {
 		return r
 	}
 	var payload []byte
-	for k, v, ok := it.next(); ok; k, v, ok = it.next() {
+	for k, v := range it.Members() {
 		switch string(k) {
 		case "ordinal":
 			r.ord, r.hasOrd = num(v)
@@ -644,7 +644,7 @@ func parseRecord(line []byte) record {
 		}
 	}
 	if obj, ok := object(payload); ok {
-		for k, v, ok := obj.next(); ok; k, v, ok = obj.next() {
+		for k, v := range obj.Members() {
 			if string(k) == "type" {
 				r.sub = str(v)
 				break
@@ -1117,6 +1117,11 @@ var refusalMarks = []string{
 	"Operation not permitted",
 	"Permission denied",
 	"approval policy is Never",
+	// Where bubblewrap is installed Codex sandboxes a command with it; a
+	// sandbox that cannot start (its helper codex-linux-sandbox not found)
+	// runs nothing: "bwrap: execvp codex-linux-sandbox: No such file or
+	// directory".
+	"bwrap: ",
 }
 
 // refusalStarts begin a line of a command's output when Codex's sandbox

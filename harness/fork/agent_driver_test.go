@@ -318,6 +318,27 @@ func TestBestOfNByCheck(t *testing.T) {
 	runs = d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "3"}, {RunID: forks[1].ID, Input: "7"}}, nil)
 	assert.True(t, runs[1].Best)
 	assert.Equal(t, "highest score: 7 (next 3)", runs[1].BestReason)
+
+	// The best is the best of its batch: the second batch's leaves the
+	// first's marked (prune keeps the best's worktree).
+	stored, err = d.Store.Run(ctx, stored.ID)
+	require.NoError(t, err)
+	assert.True(t, stored.Best, "the first batch's best is still marked")
+	assert.Contains(t, stored.BestReason, "2 passed; fewest tokens")
+
+	// A batch whose turns run apart (tine run on each) is scored whole.
+	forks, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2, Check: "grep -q good out.txt"})
+	require.NoError(t, err)
+	first := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "good-but-long"}}, nil)
+	assert.True(t, first[0].Best)
+	assert.Equal(t, "the only fork of 1 whose check passed", first[0].BestReason)
+	second := d.RunTurns(ctx, []fork.Turn{{RunID: forks[1].ID, Input: "good"}}, nil)
+	assert.True(t, second[0].Best)
+	assert.Equal(t, "2 passed; fewest tokens (405 vs 1305)", second[0].BestReason)
+	got, err := d.Store.Run(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.False(t, got.Best, "one best a batch")
+	assert.Empty(t, got.BestReason)
 }
 
 func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
@@ -350,6 +371,10 @@ func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
 	assert.NotEqual(t, runs[0].Worktree, again.Worktree)
 	_, err = d.Retry(ctx, again.ID, nil)
 	assert.ErrorContains(t, err, "only a failed or cancelled fork is retried")
+	// Retrying the failed fork again: try-retry is taken, names are unique.
+	twice, _, err := d.PrepareRetry(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, "try-retry-2", twice.Name)
 }
 
 func TestAPanickingHarnessFailsItsTurnOnly(t *testing.T) {
@@ -386,4 +411,142 @@ func TestForkBranchIsNamedAfterTheCheckedOutBranch(t *testing.T) {
 	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "x"}}, nil)
 	require.Equal(t, model.Completed, runs[0].Status, runs[0].Error)
 	assert.Equal(t, "main-fork-1", runs[0].Branch)
+}
+
+// A turn of a fork runs only in that fork's worktree. Once it is gone
+// (tine worktree rm or prune, or deleted by hand) it is made again, from
+// the fork's branch or from its base and the files it started with; when
+// it cannot be, the turn is refused. It never runs in the session's own
+// checkout instead: that once wrote an agent's `echo leak > leak.txt`
+// into the person's repository.
+func TestAForkWhoseWorktreeIsGoneNeverRunsInTheCheckout(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	a := newAgent("claude")
+	var found []string // what out.txt held when each turn began
+	a.turn = func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+		b, _ := os.ReadFile(filepath.Join(req.Dir, "out.txt"))
+		found = append(found, string(b))
+		if req.Run.NativeID == "" {
+			emit(harness.Event{Kind: harness.EventSession, NativeID: "fork-session"})
+		}
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.Assistant, "ok", model.Usage{})})
+		return os.WriteFile(filepath.Join(req.Dir, "out.txt"), []byte(req.Input), 0o644)
+	}
+	st, d, root := agentSetup(t, repo, a)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"f"}, Messages: []string{"one"}})
+	require.NoError(t, err)
+	run := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "one"}}, nil)[0]
+	require.Equal(t, model.Completed, run.Status, run.Error)
+	wt := func(r model.Run) worktree.Worktree {
+		return worktree.Worktree{Path: r.Worktree, Branch: r.Branch, Base: r.BaseCommit, Start: r.StartTree}
+	}
+	turn := func(input string) model.Run {
+		t.Helper()
+		r, err := d.Continue(ctx, run.ID, input, "", nil)
+		require.NoError(t, err)
+		require.Equal(t, run.ID, r.ID, "the fork's own next turn")
+		_, err = os.Stat(filepath.Join(repo, "out.txt"))
+		require.True(t, os.IsNotExist(err), "nothing is written into the session's checkout")
+		return r
+	}
+	// What tine worktree prune does: its work committed to its branch,
+	// then the worktree removed. The next turn finds it back.
+	_, err = worktree.Save(ctx, wt(run), "tine: save")
+	require.NoError(t, err)
+	require.ErrorIs(t, worktree.Remove(ctx, wt(run), false), worktree.ErrHasCommits)
+	require.NoError(t, st.SetWorktree(ctx, run.ID, "", run.Branch, run.BaseCommit, run.StartTree))
+	run = turn("two")
+	require.Equal(t, model.Completed, run.Status, run.Error)
+	assert.Equal(t, "one", found[1], "made again from its branch, with its work")
+	assert.NotEmpty(t, run.Worktree)
+	assert.Contains(t, run.Note, "its worktree was gone; tine made it again from branch main-fork-1")
+	b, err := os.ReadFile(filepath.Join(run.Worktree, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "two", string(b))
+
+	// Deleted by hand: made again too.
+	require.NoError(t, os.RemoveAll(run.Worktree))
+	run = turn("three")
+	require.Equal(t, model.Completed, run.Status, run.Error)
+	assert.Equal(t, "one", found[2], "its branch's last commit")
+
+	// tine worktree rm --force: work and branch gone; the fork starts over
+	// from the files it first had.
+	require.NoError(t, worktree.Remove(ctx, wt(run), true))
+	require.NoError(t, st.SetWorktree(ctx, run.ID, "", run.Branch, run.BaseCommit, run.StartTree))
+	run = turn("four")
+	require.Equal(t, model.Completed, run.Status, run.Error)
+	assert.Equal(t, "", found[3])
+	w, err := os.ReadFile(filepath.Join(run.Worktree, "wip.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "uncommitted\n", string(w), "what it carried from the checkout")
+
+	// Its branch now checked out in the person's own checkout: it cannot
+	// be made again, and the turn is refused.
+	require.NoError(t, worktree.Remove(ctx, wt(run), true))
+	require.NoError(t, st.SetWorktree(ctx, run.ID, "", run.Branch, run.BaseCommit, run.StartTree))
+	gitIn := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	gitIn("checkout", "-q", "-b", run.Branch)
+	calls := len(a.requests())
+	run = turn("five")
+	assert.Equal(t, model.Failed, run.Status)
+	assert.Contains(t, run.Error, "fork f's worktree is gone (removed by tine worktree rm or prune, or by hand) and could not be made again; it never runs in "+repo+" instead")
+	assert.Len(t, a.requests(), calls, "the agent was not started")
+
+	// A fork with no worktree recorded that ran before: refused too.
+	gitIn("checkout", "-q", "main")
+	old := model.Run{ParentID: root.ID, ForkAt: 6, Harness: "claude", NativeID: "old-session", Cwd: repo, Name: "old"}
+	require.NoError(t, st.CreateRun(ctx, &old, []model.Message{msg(model.User, "x", model.Usage{})}))
+	_, err = d.Continue(ctx, old.ID, "six", "", nil)
+	require.NoError(t, err)
+	got, err := st.Run(ctx, old.ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, got.Status)
+	assert.Contains(t, got.Error, "fork old has run before without a worktree recorded")
+	_, err = os.Stat(filepath.Join(repo, "out.txt"))
+	assert.True(t, os.IsNotExist(err), "nothing is written into the session's checkout")
+}
+
+// A replay's turn runs in the sandbox the replay made, and when that is
+// gone it is refused: never in the recorded run's own checkout. A check
+// of an agent's fork that has no worktree is not run there either.
+func TestReplaysAndChecksNeverFallBackToTheCheckout(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	a := newAgent("claude")
+	st, d, root := agentSetup(t, repo, a)
+	ctx := context.Background()
+	for _, gone := range []string{"", filepath.Join(t.TempDir(), "removed")} {
+		forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
+		require.NoError(t, err)
+		require.NoError(t, st.SetWorktree(ctx, forks[0].ID, gone, "main-replay-1", "abc", ""))
+		runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "again", Rebuild: &fork.Rebuild{ModelURL: "http://127.0.0.1:1"}}}, nil)
+		assert.Equal(t, model.Failed, runs[0].Status)
+		what := "the replay's worktree"
+		if gone != "" {
+			what += " " + gone
+		}
+		assert.Contains(t, runs[0].Error, what+" is gone; it never runs in "+repo+" instead")
+	}
+	assert.Empty(t, a.requests(), "the agent was not started")
+	_, err := os.Stat(filepath.Join(repo, "out.txt"))
+	assert.True(t, os.IsNotExist(err), "nothing is written into the checkout")
+
+	dir, err := d.CheckDir(model.Run{Name: "x", Harness: "claude", Cwd: repo})
+	assert.ErrorContains(t, err, "fork x has no worktree to check; it is not checked in "+repo+" instead")
+	assert.Empty(t, dir)
+	dir, err = d.CheckDir(model.Run{Harness: "claude", Cwd: repo, InPlace: true})
+	require.NoError(t, err)
+	assert.Equal(t, repo, dir, "in place is the person's choice")
+	dir, err = d.CheckDir(model.Run{Harness: "claude", Cwd: repo, Worktree: "/w"})
+	require.NoError(t, err)
+	assert.Equal(t, "/w", dir)
 }

@@ -166,7 +166,8 @@ func firstChecked(runs []model.Run) *model.Check {
 }
 
 // runChecks runs the checks of the runs that finished with one, at most
-// Parallel at a time, stores each result, then marks the best (rule 11).
+// Parallel at a time, stores each result, then marks the best of each
+// batch they are of (rule 11).
 // It returns the runs as stored afterwards.
 func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(RunEvent)) []model.Run {
 	bg := context.WithoutCancel(ctx)
@@ -184,11 +185,12 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			dir := r.Worktree
-			if dir == "" {
-				dir = r.Cwd
+			var c model.Check
+			if dir, err := d.CheckDir(r); err != nil {
+				c = model.Check{Cmd: r.Check.Cmd, Number: r.Check.Number, Ran: true, Exit: -1, Error: err.Error()}
+			} else {
+				c = RunCheck(ctx, dir, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 			}
-			c := RunCheck(ctx, dir, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 			if err := d.Store.SetCheck(bg, r.ID, c); err != nil {
 				c.Error = err.Error()
 			}
@@ -200,16 +202,56 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 	if !started {
 		return runs
 	}
-	if id, reason := PickBest(runs); id != "" {
-		if err := d.Store.MarkBest(bg, id, reason); err == nil {
-			for i := range runs {
+	// The best is the best of its batch (the forks made together), all of
+	// it as stored: some of its forks may have run elsewhere, or before.
+	done := map[string]bool{}
+	for _, r := range runs {
+		if r.Check == nil || !r.Check.Ran || done[batchKey(r)] {
+			continue
+		}
+		done[batchKey(r)] = true
+		batch, err := d.Store.BatchRuns(bg, r.ID)
+		if err != nil {
+			continue
+		}
+		id, reason := PickBest(batch)
+		if id == "" || d.Store.MarkBest(bg, id, reason) != nil {
+			continue
+		}
+		for i := range runs {
+			if batchKey(runs[i]) == batchKey(r) {
 				runs[i].Best = runs[i].ID == id
+				runs[i].BestReason = ""
 				if runs[i].Best {
 					runs[i].BestReason = reason
 				}
 			}
-			onEvent(RunEvent{RunID: id})
 		}
+		onEvent(RunEvent{RunID: id})
 	}
 	return runs
+}
+
+// CheckDir is where fork r's check runs: its worktree; its directory when
+// it ran in place or has no files of its own (a model API's fork). An
+// agent's fork without a worktree is not checked in the session's own
+// checkout instead (rule 12 in ARCHITECTURE.md).
+func (d *Driver) CheckDir(r model.Run) (string, error) {
+	if r.Worktree != "" {
+		return r.Worktree, nil
+	}
+	if !r.InPlace {
+		if _, h, err := d.harnessFor(r, r.Harness); err == nil && h.Capabilities().OwnSessions {
+			return "", fmt.Errorf("fork %s has no worktree to check; it is not checked in %s instead", r.Label(), r.Cwd)
+		}
+	}
+	return r.Cwd, nil
+}
+
+// batchKey names r's batch; a run made in none is a batch of its own.
+func batchKey(r model.Run) string {
+	if r.Batch == "" {
+		return "run:" + r.ID
+	}
+	return r.Batch
 }

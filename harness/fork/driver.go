@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,7 +45,10 @@ type Store interface {
 	AddCost(ctx context.Context, id string, usd float64) error
 	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
 	SetCheck(ctx context.Context, id string, c model.Check) error
+	// MarkBest marks id the best of its batch, for reason; BatchRuns are
+	// the runs made in one batch with id (rule 11).
 	MarkBest(ctx context.Context, id, reason string) error
+	BatchRuns(ctx context.Context, id string) ([]model.Run, error)
 	AddNote(ctx context.Context, id, note string) error
 	// SetRunning marks id running, owned by this process.
 	SetRunning(ctx context.Context, id string) error
@@ -95,7 +99,10 @@ type RunEvent struct {
 	Status  model.Status // set when the status changed
 	Message *model.Message
 	Delta   string
-	Err     error
+	// Note is something the person should know while the turn goes on
+	// (the model cannot be reached and is being retried), as stored.
+	Note string
+	Err  error
 }
 
 // Driver makes forks and runs their turns, persisting as it goes.
@@ -146,12 +153,21 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if len(spec.Names) != 0 && len(spec.Names) != spec.N {
 		return nil, model.Cut{}, fmt.Errorf("%d names for %d forks: give none or one per fork", len(spec.Names), spec.N)
 	}
+	if err := CheckNames(spec.Names); err != nil {
+		return nil, model.Cut{}, err
+	}
 	if len(spec.Messages) > 1 && len(spec.Messages) != spec.N {
 		return nil, model.Cut{}, fmt.Errorf("%d messages for %d forks: give one for all or one per fork", len(spec.Messages), spec.N)
 	}
 	parent, err := d.Store.Run(ctx, spec.Parent)
 	if err != nil {
 		return nil, model.Cut{}, err
+	}
+	// Running is what tine sets while it drives a turn (SetRunning); an
+	// imported session its agent is still writing is not (the store
+	// checks again when it writes the forks).
+	if parent.Status == model.Running {
+		return nil, model.Cut{}, midTurnError(parent)
 	}
 	msgs, err := d.Store.Shape(ctx, parent.ID)
 	if err != nil {
@@ -192,21 +208,12 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if spec.Check != "" {
 		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
 	}
-	taken, err := d.Store.ForkNames(ctx, parent.ID)
-	if err != nil {
-		return nil, cut, err
-	}
-	names := ForkNames(parent, taken, spec.N)
 	forks := make([]*model.Run, spec.N)
 	now := d.now()
 	for i := range forks {
-		name := names[i]
-		if len(spec.Names) > 0 {
-			name = spec.Names[i]
-		}
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: len(msgs), Name: name, Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
+			ParentLen: len(msgs), Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
 			Check: check,
 			// Distinct times keep siblings in the order they were asked for.
@@ -216,7 +223,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 			forks[i].Model = parent.Model
 		}
 	}
-	if err := d.Store.CreateForks(ctx, forks); err != nil {
+	if err := d.createNamed(ctx, parent, forks, spec.Names); err != nil {
 		return nil, cut, err
 	}
 	if spec.ReplaceOriginal {
@@ -229,6 +236,63 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 		out[i] = *f
 	}
 	return out, cut, nil
+}
+
+// maxNameAttempts bounds how often Fork picks default names again because
+// other forks took them meanwhile: each attempt lost to one that won.
+const maxNameAttempts = 50
+
+// createNamed writes forks of parent in one transaction, named names, or,
+// with none, "<parent>-fork-<i>" numbered on from its forks'. Names are
+// unique (the store refuses a taken one): when another process took a
+// default name meanwhile, or some other run has it, the next numbers are
+// tried. A name asked for is never changed.
+func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*model.Run, names []string) error {
+	var others []string
+	for attempt := 1; ; attempt++ {
+		given := names
+		if len(given) == 0 {
+			taken, err := d.Store.ForkNames(ctx, parent.ID)
+			if err != nil {
+				return err
+			}
+			given = ForkNames(parent, append(taken, others...), len(forks))
+		}
+		for i, f := range forks {
+			f.Name = given[i]
+		}
+		err := d.Store.CreateForks(ctx, forks)
+		var nt *model.NameTakenError
+		if errors.As(err, &nt) && len(names) == 0 && attempt < maxNameAttempts {
+			others = append(others, nt.Name)
+			continue
+		}
+		return err
+	}
+}
+
+// CheckNames refuses fork names that are empty or given twice: a name
+// says which run a command means, so each names one.
+func CheckNames(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if strings.TrimSpace(n) == "" {
+			return errors.New("a fork's name cannot be empty")
+		}
+		if seen[n] {
+			return fmt.Errorf("the name %q is given twice: each fork needs a name of its own", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}
+
+// midTurnError is why run r, in the middle of a turn tine is driving,
+// cannot be forked: its transcript and its agent's session are still being
+// written, so the cut could fall inside the turn.
+func midTurnError(r model.Run) error {
+	return fmt.Errorf("run %s is in the middle of a turn: a run mid-turn cannot be forked; wait for the turn to finish (or stop it: tine cancel %s)",
+		r.Label(), model.ShortID(r.ID))
 }
 
 // harnessFor picks the harness a run continues with.
@@ -499,6 +563,16 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			finish(model.Failed, fmt.Errorf("%s cannot be replayed: tine cannot point its model calls at its gateway", hname))
 			return
 		}
+		// A replay runs in the sandbox it was made with, or not at all
+		// (rule 12 in ARCHITECTURE.md).
+		if _, err := os.Stat(run.Worktree); !run.InPlace && (run.Worktree == "" || err != nil) {
+			what := "the replay's worktree"
+			if run.Worktree != "" {
+				what += " " + run.Worktree
+			}
+			finish(model.Failed, fmt.Errorf("%s is gone; it never runs in %s instead: replay the run again", what, run.Cwd))
+			return
+		}
 		req.Dir = d.agentDir(run)
 		req.ModelURL, req.ModelKey, req.Env, req.Sandbox = rb.ModelURL, rb.ModelKey, rb.Env, rb.Sandbox
 		if run.NativeID == "" {
@@ -545,7 +619,10 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
 			}
 		case harness.EventNote:
-			storeErr = d.Store.AddNote(bg, run.ID, model.OneLine(e.Note, 300))
+			note := model.OneLine(e.Note, 300)
+			if storeErr = d.Store.AddNote(bg, run.ID, note); storeErr == nil {
+				onEvent(RunEvent{RunID: run.ID, Note: note})
+			}
 		case harness.EventMessage:
 			m := e.Message
 			if inherited(m) {
@@ -619,10 +696,28 @@ func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps harn
 
 // ensureWorktree gives an agent's fork its own git worktree before its
 // first turn (rule 10), from the directory the fork starts from, and
-// records it on run.
+// records it on run. A turn of a fork runs only in that fork's worktree
+// (rule 12 in ARCHITECTURE.md): one that is gone (tine worktree rm or
+// prune, or deleted by hand) is made again, and when it cannot be, the
+// turn is refused; it never falls back to the session's own checkout.
+// Only a fork made in place runs there.
 func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
-	if run.Worktree != "" || run.ParentID == "" || run.InPlace || run.NativeID != "" {
+	if run.ParentID == "" || run.InPlace {
 		return nil
+	}
+	switch {
+	case run.Worktree != "":
+		if _, err := os.Stat(run.Worktree); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("fork %s's worktree %s: %w", run.Label(), run.Worktree, err)
+		}
+		return d.restoreWorktree(ctx, run)
+	case run.BaseCommit != "":
+		return d.restoreWorktree(ctx, run)
+	case run.NativeID != "" || run.OwnMessages > 0:
+		return fmt.Errorf("fork %s has run before without a worktree recorded, so tine cannot tell where its files are; it never runs in %s instead: fork it again (tine fork %s)",
+			run.Label(), run.Cwd, run.Label())
 	}
 	// The branch is named after the one checked out where the fork starts
 	// (its HEAD is what the fork is made from), not the one the transcript
@@ -640,6 +735,65 @@ func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
 	}
 	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
 	return nil
+}
+
+// restoreWorktree makes fork run's worktree again, now that it is gone:
+// from its branch, or from its base commit and the files it started with
+// (worktree.Restore), and notes that it did. It says why it cannot.
+func (d *Driver) restoreWorktree(ctx context.Context, run *model.Run) error {
+	bg := context.WithoutCancel(ctx)
+	gone := func(err error) error {
+		return fmt.Errorf("fork %s's worktree is gone (removed by tine worktree rm or prune, or by hand) and could not be made again; it never runs in %s instead (fork %s again, or free its branch %s): %w",
+			run.Label(), run.Cwd, run.Label(), run.Branch, err)
+	}
+	repo, err := d.repoOf(bg, *run)
+	if err != nil {
+		return gone(err)
+	}
+	had, err := worktree.BranchHasCommits(ctx, repo, run.Branch, run.BaseCommit)
+	if err != nil {
+		return gone(err)
+	}
+	wt, err := worktree.Restore(ctx, worktree.Spec{Source: repo, Root: d.worktreeRoot()},
+		worktree.Worktree{Branch: run.Branch, Base: run.BaseCommit, Start: run.StartTree})
+	if err != nil {
+		return gone(err)
+	}
+	if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
+		return err
+	}
+	from := "its base commit, holding the files it started with"
+	if had {
+		from = "branch " + wt.Branch
+	}
+	_ = d.Store.AddNote(bg, run.ID, "its worktree was gone; tine made it again from "+from)
+	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
+	return nil
+}
+
+// repoOf is a directory of the repository fork run's worktree belongs to:
+// the directory it was made from, or, when that is gone (its parent's
+// worktree, removed too), an ancestor's.
+func (d *Driver) repoOf(ctx context.Context, run model.Run) (string, error) {
+	r := run
+	for {
+		for _, dir := range []string{r.Cwd, r.Worktree} {
+			if dir == "" {
+				continue
+			}
+			if _, _, err := worktree.Repo(ctx, dir); err == nil {
+				return dir, nil
+			}
+		}
+		if r.ParentID == "" {
+			return "", fmt.Errorf("%s, the directory it was made from, is not a git work tree any more", run.Cwd)
+		}
+		parent, err := d.Store.Run(ctx, r.ParentID)
+		if err != nil {
+			return "", err
+		}
+		r = parent
+	}
 }
 
 // agentDir is where an agent works on run: its worktree, at the place the
@@ -862,11 +1016,18 @@ func (d *Driver) PrepareRetry(ctx context.Context, id string) (model.Run, string
 	if run.Check != nil {
 		spec.Check, spec.CheckNumber = run.Check.Cmd, run.Check.Number
 	}
-	forks, _, err := d.Fork(ctx, spec)
-	if err != nil {
-		return model.Run{}, "", err
+	// Names are unique: a fork retried before has its a-retry already.
+	for attempt := 1; ; attempt++ {
+		forks, _, err := d.Fork(ctx, spec)
+		if errors.Is(err, model.ErrNameTaken) && attempt < maxNameAttempts {
+			spec.Names[0] = retryName(spec.Names[0])
+			continue
+		}
+		if err != nil {
+			return model.Run{}, "", err
+		}
+		return forks[0], input, nil
 	}
-	return forks[0], input, nil
 }
 
 // retryName is name with a retry counter: a-retry, a-retry-2, ...

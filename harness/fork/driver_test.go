@@ -3,6 +3,7 @@ package fork_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -276,4 +277,117 @@ func TestFailureCancellationAndParallelism(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.NotEmpty(t, events)
+}
+
+// A parent in the middle of a turn that tine drives cannot be forked: its
+// transcript is still growing (the cut could fall inside the turn) and its
+// agent's session is being written. Once the turn ends it can.
+func TestARunMidTurnIsNotForked(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	started, release := make(chan struct{}), make(chan struct{})
+	f.turn = func(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.User, req.Input, model.Usage{})})
+		close(started)
+		<-release
+		emit(harness.Event{Kind: harness.EventMessage, Message: msg(model.Assistant, "done", model.Usage{})})
+		return nil
+	}
+	_, d, root := setup(t, f)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"busy"}})
+	require.NoError(t, err)
+	done := make(chan []model.Run)
+	go func() { done <- d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go"}}, nil) }()
+	<-started
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "end"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "busy is in the middle of a turn")
+	assert.Contains(t, err.Error(), "wait for the turn to finish")
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "1"})
+	assert.ErrorContains(t, err, "in the middle of a turn", "at any boundary")
+	close(release)
+	require.Equal(t, model.Completed, (<-done)[0].Status)
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: forks[0].ID, At: "end"})
+	assert.NoError(t, err, "once the turn has ended")
+}
+
+// Forks started at once, from several processes, each get a name of their
+// own (five once were all named <parent>-fork-13, and then no command could
+// find any of them by it): the store refuses a second run of a name, and
+// the driver takes the next number. Names given twice are refused before
+// anything is made.
+func TestConcurrentForksGetNamesOfTheirOwn(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	st, _, root := setup(t, f)
+	ctx := context.Background()
+	const procs, each = 6, 2
+	var wg sync.WaitGroup
+	got := make([][]model.Run, procs)
+	errs := make([]error, procs)
+	start := make(chan struct{})
+	// Every process reads the names taken before any writes its forks:
+	// the race, every time.
+	var read sync.WaitGroup
+	read.Add(procs)
+	for i := range procs {
+		// A store of its own on the file: another process's connection.
+		other, err := store.Open(st.Path())
+		require.NoError(t, err)
+		defer other.Close()
+		d := &fork.Driver{Store: &readTogether{Store: other, read: &read}, Harnesses: harness.NewRegistry(f)}
+		wg.Go(func() {
+			<-start
+			got[i], _, errs[i] = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: each})
+		})
+	}
+	close(start)
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range procs {
+		require.NoError(t, errs[i])
+		for _, r := range got[i] {
+			assert.False(t, seen[r.Name], "%s given twice", r.Name)
+			seen[r.Name] = true
+			found, err := st.Resolve(ctx, r.Name)
+			require.NoError(t, err, "the name finds the fork")
+			assert.Equal(t, r.ID, found.ID)
+		}
+	}
+	for i := 1; i <= procs*each; i++ {
+		assert.True(t, seen[fmt.Sprintf("root-fork-%d", i)], "root-fork-%d", i)
+	}
+
+	d := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(f)}
+	before, err := st.Runs(ctx)
+	require.NoError(t, err)
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"a", "a"}})
+	assert.ErrorContains(t, err, `the name "a" is given twice`)
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{"root-fork-3"}})
+	assert.ErrorIs(t, err, model.ErrNameTaken, "a name asked for is never changed")
+	_, _, err = d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Names: []string{" "}})
+	assert.ErrorContains(t, err, "a fork's name cannot be empty")
+	after, err := st.Runs(ctx)
+	require.NoError(t, err)
+	assert.Len(t, after, len(before), "nothing was made")
+
+	// A default name some other run took is passed over.
+	other := model.Run{Name: "root-fork-13"}
+	require.NoError(t, st.CreateRun(ctx, &other, nil))
+	next, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
+	require.NoError(t, err)
+	assert.Equal(t, "root-fork-14", next[0].Name)
+}
+
+// readTogether is a store whose first ForkNames returns only once every
+// other process sharing read has read the names too.
+type readTogether struct {
+	fork.Store
+	read *sync.WaitGroup
+	once sync.Once
+}
+
+func (s *readTogether) ForkNames(ctx context.Context, id string) ([]string, error) {
+	names, err := s.Store.ForkNames(ctx, id)
+	s.once.Do(func() { s.read.Done(); s.read.Wait() })
+	return names, err
 }

@@ -1,7 +1,8 @@
 // Package importer brings the transcripts already on this machine into
-// tine: it finds every agent's session files, detects their format, parses
-// them with the backend that owns the format, and stores them through a
-// small interface the store satisfies. It reads only what changed: an
+// tine, for every harness alike: it finds the session files in the
+// folders each backend's descriptor names (harness.Sessions), detects
+// their format, parses them with the backend that owns it, and stores
+// them through a small interface the store satisfies; it names no agent. It reads only what changed: an
 // unchanged file is skipped by size and time, a grown one is read from
 // where the last import stopped, and one rewritten in place is read again.
 package importer
@@ -38,7 +39,9 @@ type Store interface {
 	ImportFile(ctx context.Context, src model.Source, runs []model.FileRun) ([]model.Run, error)
 	AppendFile(ctx context.Context, src model.Source, runID string, msgs []model.Message, u model.Usage) error
 	SkipFile(ctx context.Context, src model.Source, reason string) error
-	// DrivenRun finds the fork tine ran as the agent's session nativeID.
+	// DrivenRun finds the fork tine ran as the session nativeID, whichever
+	// harness drove it (Claude Code behind an ACP agent keeps its session
+	// under the ACP run's id).
 	DrivenRun(ctx context.Context, harness, nativeID string) (model.Run, bool, error)
 	// SetImportedEnd records how a grown file's run ends now (a Codex
 	// rollout read mid-turn ends interrupted until the turn completes).
@@ -114,6 +117,7 @@ func discover(formats Formats, readDir func(string) ([]fs.DirEntry, error)) ([]F
 		if f.Dirs == nil {
 			continue
 		}
+		w.want = f.Files // a format that names its own files (Gemini CLI's older session-*.json)
 		for _, dir := range f.Dirs() {
 			n := len(w.found)
 			if err := w.root(dir); err != nil {
@@ -173,7 +177,9 @@ func expand(paths []string, readDir func(string) ([]fs.DirEntry, error)) ([]Foun
 // why, rather than hang on it (a FIFO) or drop it silently (an unreadable
 // folder).
 type walker struct {
-	exts    []string
+	exts []string
+	// want, when set, tells the files wanted by name instead of exts.
+	want    func(name string) bool
 	readDir func(string) ([]fs.DirEntry, error)
 	dirs    map[string]bool // real paths of the folders read
 	files   map[string]bool // real paths of the files listed
@@ -290,6 +296,9 @@ func (w *walker) file(p, real string, info fs.FileInfo) {
 }
 
 func (w *walker) wanted(name string) bool {
+	if w.want != nil {
+		return w.want(name)
+	}
 	name = strings.ToLower(name)
 	return slices.Contains(w.exts, filepath.Ext(name)) && !strings.HasSuffix(name, ".meta.json")
 }
@@ -345,6 +354,9 @@ type Summary struct {
 	Skipped  []harness.Skip `json:"skipped"`
 	// SkippedFiles are paths not read, with why (Found.Skip).
 	SkippedFiles []FileSkip `json:"skipped_files"`
+	// Empty are the files read that held no message: nothing to show,
+	// though some counted tokens (a rollout of token counts only).
+	Empty []EmptyFile `json:"empty"`
 	// Errors say what failed, one line each, made safe for a terminal.
 	Errors []string `json:"errors"`
 	RunIDs []string `json:"run_ids"`
@@ -352,7 +364,51 @@ type Summary struct {
 
 // newSummary is an empty summary whose lists are empty, not null, in JSON.
 func newSummary() Summary {
-	return Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Errors: []string{}, RunIDs: []string{}}
+	return Summary{Skipped: []harness.Skip{}, SkippedFiles: []FileSkip{}, Empty: []EmptyFile{}, Errors: []string{}, RunIDs: []string{}}
+}
+
+// EmptyFile is a file an import read that held no message, and the
+// tokens it counted all the same.
+type EmptyFile struct {
+	Path  string      `json:"path"`
+	Usage model.Usage `json:"usage"`
+}
+
+// empty notes a file that held no message, and stores it as read so an
+// unchanged file is not read again. The tokens it counted are said (in
+// the summary and the file's reason) rather than stored on a run: a run
+// without messages has nothing to open, fork or replay, and would stand
+// in the library as an empty conversation.
+func empty(ctx context.Context, st Store, src model.Source, u model.Usage, sum *Summary) error {
+	sum.Empty = append(sum.Empty, EmptyFile{Path: src.Path, Usage: u})
+	reason := "no messages"
+	if !u.IsZero() {
+		reason = "no messages, only token counts (" + UsageText(u) + "): nothing to show"
+	}
+	return st.SkipFile(ctx, src, reason)
+}
+
+// UsageText says u in words: "1200 input, 300 cached, 40 output tokens".
+func UsageText(u model.Usage) string {
+	parts := []string{fmt.Sprintf("%d input", u.InputTokens)}
+	if u.CacheReadTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d cached", u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d cache-write", u.CacheWriteTokens))
+	}
+	return strings.Join(parts, ", ") + fmt.Sprintf(", %d output tokens", u.OutputTokens)
+}
+
+// unshown is the usage of a parsed file's runs that hold no message.
+func unshown(pf harness.ParsedFile) model.Usage {
+	var u model.Usage
+	for _, pr := range pf.Runs {
+		if len(pr.Messages) == 0 {
+			u = u.Add(pr.Run.Usage)
+		}
+	}
+	return u
 }
 
 // FileSkip is a path an import did not read, and why.
@@ -521,6 +577,7 @@ type parsedFile struct {
 	src     model.Source
 	runs    []model.FileRun
 	skipped []harness.Skip
+	unshown model.Usage // what its runs without messages counted, when none has one
 	bytes   int64
 	records int64
 	err     error
@@ -573,6 +630,9 @@ func (fmts Formats) readNew(f Found) parsedFile {
 		p.src.Leaf = lastChainID(file, p.src.Offset, format)
 	}
 	p.runs = fileRuns(parsed, format.Name)
+	if len(p.runs) == 0 {
+		p.unshown = unshown(parsed)
+	}
 	return p
 }
 
@@ -702,7 +762,7 @@ func (b *batch) add(ctx context.Context, p parsedFile) error {
 		if err := b.flush(ctx); err != nil {
 			return err
 		}
-		return b.st.SkipFile(ctx, p.src, "no messages")
+		return empty(ctx, b.st, p.src, p.unshown, sum)
 	}
 	// A session a fork of tine's ran in is that fork: its messages were
 	// stored as they streamed.
@@ -852,7 +912,7 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 	}
 	runs := fileRuns(parsed, format.Name)
 	if len(runs) == 0 {
-		return st.SkipFile(ctx, src, "no messages")
+		return empty(ctx, st, src, unshown(parsed), sum)
 	}
 	// A session a fork of tine's ran in is that fork: its messages were
 	// stored as they streamed.
@@ -915,9 +975,26 @@ func appendTail(ctx context.Context, st Store, file *os.File, format Format, src
 	if len(parsed.Runs) > 1 || (len(parsed.Runs) == 1 && (parsed.Runs[0].Fork != nil || parsed.Runs[0].Subagent != nil)) {
 		return false, nil
 	}
+	// A chained format's new part starts with a record whose parent is
+	// the last one read before (firstParent said so): not in the part,
+	// and not missing from the file. Any other record hanging off one
+	// read before starts a branch there: the file is read again, as a
+	// fresh import reads it.
+	skipped := make([]harness.Skip, 0, len(parsed.Skipped))
+	joined := false
+	for _, s := range parsed.Skipped {
+		switch {
+		case s.MissingParent == "":
+			skipped = append(skipped, s)
+		case s.MissingParent == prev.Leaf && !joined:
+			joined = true
+		default:
+			return false, nil
+		}
+	}
 	sum.Bytes += counter.n
 	sum.Records += counter.lines
-	for _, s := range parsed.Skipped {
+	for _, s := range skipped {
 		s.Line = -1 // line numbers of a tail are relative; say so rather than mislead
 		sum.Skipped = append(sum.Skipped, s)
 	}

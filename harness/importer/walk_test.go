@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
 	"tine/model"
 	"tine/store"
 )
@@ -494,4 +495,29 @@ func TestDamagedDatabaseStopsWithOneLine(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(line, "nothing more is written"), "said once: %s", line)
 	assert.Contains(t, line, "import stopped at "+filepath.Join(dir, "b.json")+": the database file is damaged")
 	assert.Contains(t, line, "(database disk image is malformed")
+}
+
+// TestAFormatNamesItsFiles: discovery reads the .jsonl files of a
+// format's folders, and, for a format that says which names are its
+// sessions (Gemini CLI's older session-*.json), those instead; another
+// format's folders keep the default.
+func TestAFormatNamesItsFiles(t *testing.T) {
+	own, other := t.TempDir(), t.TempDir()
+	for _, n := range []string{"session-a.json", "b.jsonl", "settings.json", "c.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(own, n), []byte("{}\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(other, n), []byte("{}\n"), 0o644))
+	}
+	fmts := Formats{
+		{Name: "named", Sessions: harness.Sessions{Dirs: func() []string { return []string{own} },
+			Files: func(n string) bool { return strings.HasPrefix(n, "session-") || strings.HasSuffix(n, ".jsonl") }}},
+		{Name: "plain", Sessions: harness.Sessions{Dirs: func() []string { return []string{other} }}},
+	}
+	found, err := Discover(fmts)
+	require.NoError(t, err)
+	got := map[string][]string{}
+	for _, f := range found {
+		got[f.Format] = append(got[f.Format], filepath.Base(f.Path))
+	}
+	assert.ElementsMatch(t, []string{"session-a.json", "b.jsonl"}, got["named"])
+	assert.Equal(t, []string{"b.jsonl"}, got["plain"])
 }

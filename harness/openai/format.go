@@ -7,8 +7,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"tine/harness"
@@ -164,6 +166,29 @@ func convert(raw []byte) (m model.Message, warn string, err error) {
 	return m, warn, err
 }
 
+// noRole says why raw, a JSON object without a role, is no chat message,
+// naming the keys it has: a record of an agent's own transcript (its
+// message inside, under "message") is not "a message without a role".
+func noRole(raw []byte) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || len(obj) == 0 {
+		return errors.New(`not a chat message: no "role"`)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > 8 {
+		keys = append(keys[:8], "...")
+	}
+	what := ""
+	if _, inner := obj["message"]; inner {
+		what = ", a record holding a message, as an agent's transcript has them"
+	}
+	return fmt.Errorf(`not a chat message: no "role" at its top%s (its keys: %s)`, what, model.OneLine(strings.Join(keys, ", "), 200))
+}
+
 func convertMessage(raw []byte, warn *string) (model.Message, error) {
 	var cm chatMessage
 	if err := json.Unmarshal(raw, &cm); err != nil {
@@ -180,7 +205,7 @@ func convertMessage(raw []byte, warn *string) (model.Message, error) {
 	case "tool", "function":
 		m.Role = model.Tool
 	case "":
-		return m, fmt.Errorf("message has no role")
+		return m, noRole(raw)
 	default:
 		return m, fmt.Errorf("unknown role %q", cm.Role)
 	}

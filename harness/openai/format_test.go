@@ -105,3 +105,16 @@ func FuzzParse(f *testing.F) {
 		model.Checkpoints(tr.Messages)
 	})
 }
+
+// TestALineWithoutARoleSaysWhatItIs: a line that is no chat message (an
+// agent's record, its message inside) is skipped saying so, not as a
+// message without a role.
+func TestALineWithoutARoleSaysWhatItIs(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"type":"user","uuid":"u1","message":{"role":"user","content":"hi"}}` + "\n" + `{"role":"user","content":"hello"}` + "\n")
+	tr, err := Parse(data, "export.jsonl")
+	require.NoError(t, err)
+	require.Len(t, tr.Skipped, 1)
+	assert.Equal(t, `not a chat message: no "role" at its top, a record holding a message, as an agent's transcript has them (its keys: message, type, uuid)`, tr.Skipped[0].Reason)
+	assert.Len(t, tr.Messages, 1)
+}

@@ -16,7 +16,7 @@ import (
 // "tine-gateway", a copy of the provider the turn uses whose baseUrl is the
 // gateway and whose apiKey names TINE_GATEWAY_KEY, the variable holding the
 // gateway run's key (the folder and its files are the person's own to
-// read: rule 14 in ARCHITECTURE.md); the person's settings.json and
+// read: rule 13 in ARCHITECTURE.md); the person's settings.json and
 // auth.json alongside; sessions where they always are
 // (PI_CODING_AGENT_SESSION_DIR). pi's built-in providers (those in
 // builtins) are recorded through pi's own way to route one through a
@@ -267,7 +267,7 @@ func gatewayDir(env []string, model, url, key string) (dir string, extraEnv, arg
 		}
 	}
 	// The run's key by the environment (models.json names the variable),
-	// never on pi's command line (rule 14 in ARCHITECTURE.md). A login
+	// never on pi's command line (rule 13 in ARCHITECTURE.md). A login
 	// token would take precedence over it.
 	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + key, "ANTHROPIC_OAUTH_TOKEN="}
 	if pr.Builtin {

@@ -78,7 +78,7 @@ func TestGatewayDirKeepsTheUpstreamsShape(t *testing.T) {
 		assert.Equal(t, []string{"--provider", prov, "--model", id}, args, "the turn keeps its built-in provider and model")
 		assert.Contains(t, extra, "PI_CODING_AGENT_DIR="+gw)
 		// The run's key goes by the environment; models.json names the
-		// variable, and only its user reads the folder (rule 14).
+		// variable, and only its user reads the folder (rule 13).
 		assert.Contains(t, extra, "TINE_GATEWAY_KEY=tine-gw-secret")
 		// pi reads a built-in provider's own variable before models.json.
 		assert.Contains(t, extra, builtins[prov].keyEnv+"=tine-gw-secret", model)

@@ -314,7 +314,7 @@ func (p *parser) link() {
 			placed = fmt.Sprintf("placed after the entry on line %d", p.nodes[n.parent].line)
 		}
 		p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: int(n.line),
-			Reason: fmt.Sprintf("its parent %s is not in the file; %s", n.parentID, placed)})
+			Reason: fmt.Sprintf("its parent %s is not in the file; %s", n.parentID, placed), MissingParent: n.parentID})
 	}
 	var stack []int32
 	for i := range p.nodes {

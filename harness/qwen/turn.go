@@ -302,7 +302,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 }
 
 // gatewayEnv points the turn's qwen at tine's gateway at url: the OpenAI
-// base URL and the gateway run's key, by the environment (rule 14 in
+// base URL and the gateway run's key, by the environment (rule 13 in
 // ARCHITECTURE.md; the real key stays in tine), and a
 // system settings file with the background memory extractor off, so the
 // tape holds the conversation's model calls only. cleanup removes the

@@ -10,6 +10,7 @@ import (
 	"tine/harness/anthropic"
 	"tine/harness/claude"
 	"tine/harness/codex"
+	"tine/harness/gemini"
 	"tine/harness/openai"
 	"tine/harness/pi"
 	"tine/harness/qwen"
@@ -21,10 +22,11 @@ import (
 // openai's), and the order they are listed in where a list is not sorted.
 func Agents() []harness.Agent {
 	return []harness.Agent{
-		qwen.Agent, // before claude: its records look like Claude Code's, and its detector is the stricter
 		claude.Agent,
 		codex.Agent,
 		pi.Agent,
+		qwen.Agent,
+		gemini.Agent, // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,

@@ -45,7 +45,7 @@ func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error)
 		parent = head[:min(7, len(head))]
 	}
 	src.head, src.tree = head, tree
-	wt, err := add(ctx, src, src.home(s.Root), parent, "replay")
+	wt, err := add(ctx, src, s.Root, parent, "replay")
 	if err == nil {
 		err = populate(ctx, wt.Path, tree, "", start)
 	}

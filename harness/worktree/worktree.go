@@ -1,6 +1,8 @@
 // Package worktree gives each fork of a coding agent its own git worktree
-// (rule 10 in ARCHITECTURE.md), so N forks of one run never write into one checkout and
-// comparing forks can include what each changed on disk.
+// (rule 10 in ARCHITECTURE.md), so N forks of one run never write into one
+// checkout and comparing forks can include what each changed on disk. It
+// serves every harness alike, through the fork driver: it knows git, not
+// agents. Apply brings a fork's work back into the checkout it came from.
 //
 // A fork starts from exactly the files its parent had: Create checks out the
 // parent's HEAD on a new branch "<parent branch>-fork-<i>" and carries over
@@ -8,7 +10,9 @@
 // without committing it, so the fork's diff against its Base shows both the
 // carried and its own work. The parent's work tree, index and stash are never
 // touched. Diff and DiffStat report a fork's changes including untracked
-// files; Remove and Prune clean up.
+// files; Remove and Prune clean up, and Remove loses no uncommitted work
+// unless forced (Unsaved says what it would lose, Save commits it to the
+// fork's branch); Restore makes a removed fork's worktree again.
 //
 // Git runs as a subprocess (git 2.31 or newer), never through a shell.
 package worktree
@@ -36,7 +40,24 @@ var (
 	ErrMissing = fmt.Errorf("directory is missing: %w", os.ErrNotExist)
 	// ErrHasCommits: Remove kept a branch because it has commits of its own.
 	ErrHasCommits = errors.New("branch has commits of its own")
+	// ErrUnsaved: Remove kept a worktree because it holds work that is in
+	// no commit (an *UnsavedError says how much).
+	ErrUnsaved = errors.New("uncommitted work")
 )
+
+// UnsavedError is why Remove kept a worktree: Files paths in it hold work
+// that is in no commit. It is ErrUnsaved.
+type UnsavedError struct {
+	Path  string
+	Files int
+}
+
+func (e *UnsavedError) Error() string {
+	return fmt.Sprintf("worktree: kept %s: its work in %s is in no commit (commit it, or delete it with force)", e.Path, plural(e.Files, "file"))
+}
+
+// Is makes errors.Is(err, ErrUnsaved) hold.
+func (e *UnsavedError) Is(target error) bool { return target == ErrUnsaved }
 
 // Files tine keeps in Root/<repo key>/ next to the worktrees.
 const (
@@ -218,8 +239,7 @@ func Create(ctx context.Context, s Spec) (Worktree, error) {
 		snapc <- r
 	}()
 
-	home := src.home(s.Root)
-	wt, err := add(ctx, src, home, parent, "fork")
+	wt, err := add(ctx, src, s.Root, parent, "fork")
 	if err != nil {
 		cancel() // the snapshot is of no use now
 	}
@@ -316,14 +336,12 @@ func countChanged(ctx context.Context, dir, a, b string) (int, error) {
 	return strings.Count(string(out), "\x00"), nil
 }
 
-// add picks the fork's name and runs `git worktree add`. Two Creates racing
-// for one name are told apart by git itself: the loser's add fails with
-// "already exists" and it moves on to the next number.
-func add(ctx context.Context, src source, home, parent, kind string) (Worktree, error) {
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return Worktree{}, fmt.Errorf("worktree: %w", err)
-	}
-	if err := writeRepoFile(home, src.common); err != nil {
+// add picks the fork's name and runs `git worktree add` under root. Two
+// Creates racing for one name are told apart by git itself: the loser's add
+// fails with "already exists" and it moves on to the next number.
+func add(ctx context.Context, src source, root, parent, kind string) (Worktree, error) {
+	home, err := makeHome(src, root)
+	if err != nil {
 		return Worktree{}, err
 	}
 	prefix := parent + "-" + kind + "-"
@@ -367,6 +385,35 @@ func add(ctx context.Context, src source, home, parent, kind string) (Worktree, 
 	}
 }
 
+// makeHome makes root and src's folder in it (home), both private (0700):
+// the worktrees hold copies of the person's uncommitted files, beside a
+// database of mode 0600. A root made by an older tine with 0755 is made
+// private too. The forks' own folders inside are as git makes them.
+func makeHome(src source, root string) (string, error) {
+	home := src.home(root)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	for _, dir := range []string{root, home} {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return "", fmt.Errorf("worktree: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+				return "", fmt.Errorf("worktree: %w", err)
+			}
+		}
+	}
+	if err := writeRepoFile(home, src.common); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
 // takenNames are the names that may not be given out: existing branches with
 // the prefix and every name in the ledger.
 func takenNames(ctx context.Context, src source, home, prefix string) (map[string]bool, error) {
@@ -402,7 +449,7 @@ func takenNames(ctx context.Context, src source, home, prefix string) (map[strin
 // appendLedger records name; one short O_APPEND write, so concurrent
 // Creates do not interleave within a line.
 func appendLedger(home, name string) error {
-	f, err := os.OpenFile(filepath.Join(home, ledgerFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(home, ledgerFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
@@ -472,18 +519,29 @@ func undo(src source, wt Worktree) {
 	git(ctx, src.top, "update-ref", "-d", "refs/heads/"+wt.Branch, wt.Base)
 }
 
-// Remove removes a fork's worktree at path and its branch. The directory goes
-// even when it holds uncommitted changes (they are the fork's output, and the
-// caller asked). The branch is deleted only when it has no commits beyond
-// base, or when force is set; otherwise Remove keeps it and returns an error
-// wrapping ErrHasCommits that says so. A path that is already gone is pruned.
-// An empty branch removes only the worktree.
-func Remove(ctx context.Context, path, branch, base string, force bool) error {
+// Remove removes a fork's worktree wt.Path and its branch wt.Branch. Unless
+// force, it loses nothing: a worktree holding work that is in no commit
+// (Unsaved) is kept, with an *UnsavedError, and the branch is
+// deleted only when it has no commits beyond wt.Base, otherwise kept with
+// an error wrapping ErrHasCommits that says so. With force both go. A path
+// that is already gone is pruned. An empty branch removes only the
+// worktree.
+func Remove(ctx context.Context, wt Worktree, force bool) error {
+	path, branch, base := wt.Path, wt.Branch, wt.Base
 	common, err := repoOf(ctx, path)
 	if err != nil {
 		return err
 	}
 	if _, err := os.Lstat(path); err == nil {
+		if !force {
+			n, err := Unsaved(ctx, wt)
+			if err != nil {
+				return fmt.Errorf("worktree: kept %s: cannot tell whether it holds work that is in no commit: %w", path, err)
+			}
+			if n > 0 {
+				return &UnsavedError{Path: path, Files: n}
+			}
+		}
 		args := []string{"worktree", "remove", "--force", path}
 		if force { // also when the worktree is locked
 			args = []string{"worktree", "remove", "--force", "--force", path}
@@ -527,6 +585,107 @@ func Remove(ctx context.Context, path, branch, base string, force bool) error {
 		return fmt.Errorf("worktree: removed %s; kept branch %q: %w", path, branch, err)
 	}
 	return nil
+}
+
+// Unsaved counts the paths of fork wt's worktree (tracked and untracked,
+// not ignored) that removing it would lose: those whose files differ from
+// what Restore brings back, its branch's last commit when the branch has
+// commits beyond wt.Base, else the files the fork started with (wt.Start;
+// what it carried from its parent comes back with it). An error says why
+// that cannot be told: the worktree's HEAD is not on its branch, say.
+func Unsaved(ctx context.Context, wt Worktree) (int, error) {
+	if err := checkDir(wt.Path); err != nil {
+		return 0, err
+	}
+	head, headTree, err := onBranch(ctx, wt)
+	if err != nil {
+		return 0, err
+	}
+	kept := headTree
+	if head == wt.Base && wt.Start != "" {
+		kept = wt.Start
+	}
+	now, err := Tree(ctx, wt.Path)
+	if err != nil {
+		return 0, err
+	}
+	if now == kept {
+		return 0, nil
+	}
+	return countChanged(ctx, wt.Path, kept, now)
+}
+
+// onBranch returns the commit and tree of wt's HEAD, which must be its
+// branch (when it has one).
+func onBranch(ctx context.Context, wt Worktree) (head, tree string, err error) {
+	if wt.Branch != "" {
+		ref, err := git(ctx, wt.Path, "symbolic-ref", "-q", "HEAD")
+		if err != nil || ref != "refs/heads/"+wt.Branch {
+			return "", "", fmt.Errorf("worktree: %s is not on its branch %q", wt.Path, wt.Branch)
+		}
+	}
+	out, err := git(ctx, wt.Path, "rev-parse", "HEAD", "HEAD^{tree}")
+	if err != nil {
+		return "", "", fmt.Errorf("worktree: %w", err)
+	}
+	f := strings.Split(out, "\n")
+	if len(f) != 2 {
+		return "", "", fmt.Errorf("worktree: unexpected rev-parse output %q", out)
+	}
+	return f[0], f[1], nil
+}
+
+// Saver is who Save's commits are by.
+const Saver = "tine <tine@localhost>"
+
+// Save commits the files fork wt's worktree holds (tracked and untracked,
+// not ignored) to its branch, on top of its HEAD, with message, as tine
+// (Saver), and returns the commit ("" when the files are its HEAD's
+// already). It uses git's plumbing, so none of the repository's hooks run
+// and nothing asks to sign; the worktree's index is then set to the
+// commit, so it reads clean. Removing the worktree afterwards loses
+// nothing: the branch holds the work, and Restore brings it back.
+func Save(ctx context.Context, wt Worktree, message string) (string, error) {
+	if err := checkDir(wt.Path); err != nil {
+		return "", err
+	}
+	if wt.Branch == "" {
+		return "", fmt.Errorf("worktree: %s has no branch to save its work to", wt.Path)
+	}
+	head, headTree, err := onBranch(ctx, wt)
+	if err != nil {
+		return "", err
+	}
+	now, err := Tree(ctx, wt.Path)
+	if err != nil {
+		return "", err
+	}
+	if now == headTree {
+		return "", nil
+	}
+	name, email, _ := strings.Cut(strings.TrimSuffix(Saver, ">"), " <")
+	as := cmd{dir: wt.Path, env: []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email,
+		"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email}}
+	commit, err := as.line(ctx, "commit-tree", "--no-gpg-sign", now, "-p", head, "-m", message)
+	if err != nil {
+		return "", fmt.Errorf("worktree: saving %s: %w", wt.Path, err)
+	}
+	// Only from the HEAD we read: a commit made meanwhile is not lost.
+	if _, err := git(ctx, wt.Path, "update-ref", "-m", "tine: saved the worktree's work", "refs/heads/"+wt.Branch, commit, head); err != nil {
+		return "", fmt.Errorf("worktree: saving %s: %w", wt.Path, err)
+	}
+	if _, err := git(ctx, wt.Path, "reset", "-q"); err != nil {
+		return commit, fmt.Errorf("worktree: saved %s as %s, but its index is behind: %w", wt.Path, short(commit), err)
+	}
+	return commit, nil
+}
+
+// plural is n what, with an s when n is not 1: "1 file", "2 files".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // checkedOut returns a worktree that has ref checked out, or "".

@@ -100,7 +100,7 @@ func BenchmarkCreate10kFiles(b *testing.B) {
 		if wt.Carried != 5 {
 			b.Fatalf("carried %d files, want 5", wt.Carried)
 		}
-		if err := Remove(ctx, wt.Path, wt.Branch, wt.Base, true); err != nil {
+		if err := Remove(ctx, wt, true); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()

@@ -338,7 +338,7 @@ func TestCreateNames(t *testing.T) {
 
 	// After Remove deleted fork 1 and its branch, the name is still not
 	// handed out again.
-	require.NoError(t, Remove(ctx, w1.Path, w1.Branch, w1.Base, false))
+	require.NoError(t, Remove(ctx, w1, false))
 	assert.Equal(t, "", gitT(t, repo, "branch", "--list", "main-fork-1"))
 	w6, err := Create(ctx, spec)
 	require.NoError(t, err)
@@ -470,11 +470,12 @@ func TestRemove(t *testing.T) {
 	root := tempDir(t)
 	spec := Spec{Source: repo, Root: root, Branch: "main"}
 
-	// No commits of its own, uncommitted changes: worktree and branch go.
+	// No commits of its own, uncommitted changes, force: worktree and
+	// branch go.
 	plain, err := Create(ctx, spec)
 	require.NoError(t, err)
 	write(t, filepath.Join(plain.Path, "output.txt"), "the fork's work\n", 0o644)
-	require.NoError(t, Remove(ctx, plain.Path, plain.Branch, plain.Base, false))
+	require.NoError(t, Remove(ctx, plain, true))
 	assert.NoDirExists(t, plain.Path)
 	assert.Equal(t, "", gitT(t, repo, "branch", "--list", plain.Branch))
 	assert.NotContains(t, gitT(t, repo, "worktree", "list"), plain.Path)
@@ -487,7 +488,7 @@ func TestRemove(t *testing.T) {
 	gitT(t, committed.Path, "add", "feature.go")
 	gitT(t, committed.Path, "commit", "-q", "-m", "fork work")
 	tip := gitT(t, committed.Path, "rev-parse", "HEAD")
-	err = Remove(ctx, committed.Path, committed.Branch, committed.Base, false)
+	err = Remove(ctx, committed, false)
 	require.ErrorIs(t, err, ErrHasCommits)
 	assert.Contains(t, err.Error(), "kept branch \""+committed.Branch+"\"")
 	assert.Contains(t, err.Error(), "1 commit")
@@ -496,7 +497,7 @@ func TestRemove(t *testing.T) {
 	assert.NotContains(t, gitT(t, repo, "worktree", "list"), committed.Path)
 
 	// With force the branch goes too (the directory is already gone).
-	require.NoError(t, Remove(ctx, committed.Path, committed.Branch, committed.Base, true))
+	require.NoError(t, Remove(ctx, committed, true))
 	assert.Equal(t, "", gitT(t, repo, "branch", "--list", committed.Branch))
 
 	// A worktree deleted by hand: Remove still finds the repository,
@@ -504,15 +505,15 @@ func TestRemove(t *testing.T) {
 	gone, err := Create(ctx, spec)
 	require.NoError(t, err)
 	require.NoError(t, os.RemoveAll(gone.Path))
-	require.NoError(t, Remove(ctx, gone.Path, gone.Branch, gone.Base, false))
+	require.NoError(t, Remove(ctx, gone, false))
 	assert.Equal(t, "", gitT(t, repo, "branch", "--list", gone.Branch))
 	assert.NotContains(t, gitT(t, repo, "worktree", "list", "--porcelain"), gone.Path)
 
 	// A path that is gone, with no record of its repository.
-	require.ErrorIs(t, Remove(ctx, filepath.Join(tempDir(t), "nowhere"), "x", gone.Base, false), ErrMissing)
+	require.ErrorIs(t, Remove(ctx, Worktree{Path: filepath.Join(tempDir(t), "nowhere"), Branch: "x", Base: gone.Base}, false), ErrMissing)
 
 	// Remove never removes the main work tree.
-	require.Error(t, Remove(ctx, repo, "main", "", true))
+	require.Error(t, Remove(ctx, Worktree{Path: repo, Branch: "main"}, true))
 	assert.FileExists(t, filepath.Join(repo, "a.txt"))
 	assert.Equal(t, "main", gitT(t, repo, "symbolic-ref", "--short", "HEAD"))
 }
@@ -549,7 +550,7 @@ func TestCreateCancelledLeavesNothing(t *testing.T) {
 		wt, err := Create(ctx, Spec{Source: repo, Root: root, Branch: "main"})
 		cancel()
 		if err == nil {
-			require.NoError(t, Remove(context.Background(), wt.Path, wt.Branch, wt.Base, true))
+			require.NoError(t, Remove(context.Background(), wt, true))
 		}
 	}
 	assert.Equal(t, "", gitT(t, repo, "branch", "--list", "main-fork-*"))
@@ -660,4 +661,207 @@ func TestGitEnvironment(t *testing.T) {
 	assert.Contains(t, env, "GIT_TERMINAL_PROMPT=0")
 	assert.Contains(t, env, "LC_ALL=C")
 	assert.NotRegexp(t, regexp.MustCompile(`(?m)^GIT_(DIR|INDEX_FILE|WORK_TREE)=`), env)
+}
+
+// The folder of worktrees sits beside the 0600 database and holds copies
+// of the person's uncommitted files: it is theirs only (0700), whether
+// Create makes it or finds it made by an older tine with 0755. The fork's
+// own folder is as git makes it.
+func TestRootIsPrivate(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	perm := func(p string) fs.FileMode {
+		fi, err := os.Stat(p)
+		require.NoError(t, err)
+		return fi.Mode().Perm()
+	}
+	fresh := filepath.Join(tempDir(t), "data", "worktrees")
+	wt, err := Create(ctx, Spec{Source: repo, Root: fresh, Branch: "main"})
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), perm(fresh))
+	assert.Equal(t, fs.FileMode(0o700), perm(filepath.Dir(wt.Path)), "the repository's folder inside it")
+	assert.FileExists(t, filepath.Join(wt.Path, "a.txt"))
+
+	old := filepath.Join(tempDir(t), "worktrees")
+	require.NoError(t, os.Mkdir(old, 0o755))
+	require.NoError(t, os.Chmod(old, 0o755))
+	_, err = CreateAt(ctx, Spec{Source: repo, Root: old, Branch: "main"}, wt.Base, "")
+	require.NoError(t, err)
+	assert.Equal(t, fs.FileMode(0o700), perm(old), "an old 0755 folder is made private")
+}
+
+// Removing a fork's worktree loses nothing unless forced: Unsaved counts
+// what would be lost (the files that differ from what Restore would bring
+// back: its last commit when it has commits of its own, else the files it
+// started with), and Remove keeps a worktree that has any.
+func TestRemoveKeepsUncommittedWork(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	spec := Spec{Source: repo, Root: tempDir(t), Branch: "main"}
+	unsaved := func(wt Worktree) int {
+		t.Helper()
+		n, err := Unsaved(ctx, wt)
+		require.NoError(t, err)
+		return n
+	}
+
+	// The agent's edits, never committed (they rarely commit).
+	edited, err := Create(ctx, spec)
+	require.NoError(t, err)
+	assert.Zero(t, unsaved(edited))
+	write(t, filepath.Join(edited.Path, "output.txt"), "the fork's work\n", 0o644)
+	write(t, filepath.Join(edited.Path, "a.txt"), "changed\n", 0o644)
+	write(t, filepath.Join(edited.Path, "debug.log"), "ignored: not work\n", 0o644)
+	assert.Equal(t, 2, unsaved(edited))
+	err = Remove(ctx, edited, false)
+	require.ErrorIs(t, err, ErrUnsaved)
+	assert.Contains(t, err.Error(), "its work in 2 files is in no commit")
+	var ue *UnsavedError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, 2, ue.Files)
+	assert.FileExists(t, filepath.Join(edited.Path, "output.txt"), "kept, work and all")
+	assert.Equal(t, edited.Base, gitT(t, repo, "rev-parse", "refs/heads/"+edited.Branch))
+
+	// Committed as well, then more edits: those are unsaved.
+	gitT(t, edited.Path, "add", "-A")
+	gitT(t, edited.Path, "commit", "-q", "-m", "the agent's commit")
+	assert.Zero(t, unsaved(edited))
+	write(t, filepath.Join(edited.Path, "more.txt"), "after the commit\n", 0o644)
+	assert.Equal(t, 1, unsaved(edited))
+	require.ErrorIs(t, Remove(ctx, edited, false), ErrUnsaved)
+
+	// A fork of a dirty checkout that changed nothing holds nothing of its
+	// own: what it carried comes back with it. One that undid what it
+	// carried holds work: its files are not what it started with.
+	dirty(t, repo)
+	untouched, err := Create(ctx, spec)
+	require.NoError(t, err)
+	assert.Zero(t, unsaved(untouched))
+	require.NoError(t, Remove(ctx, untouched, false))
+	assert.NoDirExists(t, untouched.Path)
+	undone, err := Create(ctx, spec)
+	require.NoError(t, err)
+	gitT(t, undone.Path, "reset", "-q", "--hard")
+	gitT(t, undone.Path, "clean", "-qfd")
+	assert.Equal(t, untouched.Carried, unsaved(undone))
+
+	// A worktree whose HEAD left its branch: what removing it loses cannot
+	// be told, so it is kept.
+	gitT(t, undone.Path, "checkout", "-q", "-b", "elsewhere")
+	_, err = Unsaved(ctx, undone)
+	assert.ErrorContains(t, err, `not on its branch "main-fork-3"`)
+	require.Error(t, Remove(ctx, undone, false))
+	assert.DirExists(t, undone.Path)
+	require.NoError(t, Remove(ctx, undone, true))
+}
+
+// Save commits what a fork's worktree holds to its branch, as tine, with
+// none of the repository's hooks: afterwards nothing is unsaved, the
+// branch has a commit of its own (Remove keeps it), and the worktree reads
+// clean.
+func TestSaveCommitsTheWorkToTheBranch(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	dirty(t, repo)
+	hooks := filepath.Join(repo, ".git", "hooks")
+	write(t, filepath.Join(hooks, "pre-commit"), "#!/bin/sh\nexit 1\n", 0o755)
+	write(t, filepath.Join(hooks, "post-commit"), "#!/bin/sh\ntouch \"$GIT_DIR/../hook-ran\"\n", 0o755)
+	gitT(t, repo, "config", "commit.gpgSign", "true")
+	wt, err := Create(ctx, Spec{Source: repo, Root: tempDir(t), Branch: "main"})
+	require.NoError(t, err)
+
+	write(t, filepath.Join(wt.Path, "output.txt"), "the fork's work\n", 0o644)
+	sha, err := Save(ctx, wt, "tine: save fork x's work")
+	require.NoError(t, err)
+	require.NotEmpty(t, sha)
+	assert.Equal(t, sha, gitT(t, repo, "rev-parse", "refs/heads/"+wt.Branch))
+	assert.Equal(t, wt.Base, gitT(t, repo, "rev-parse", sha+"^"))
+	assert.Equal(t, "tine <tine@localhost>|tine: save fork x's work", gitT(t, repo, "log", "-1", "--format=%an <%ae>|%s", sha))
+	assert.Equal(t, "the fork's work", gitT(t, repo, "show", sha+":output.txt"))
+	assert.Equal(t, "added", gitT(t, repo, "show", sha+":staged-new.txt"), "what it carried too")
+	assert.Equal(t, "", gitT(t, wt.Path, "status", "--porcelain"))
+	assert.NoFileExists(t, filepath.Join(repo, "hook-ran"))
+	again, err := Save(ctx, wt, "tine: nothing new")
+	require.NoError(t, err)
+	assert.Empty(t, again, "nothing new to save")
+	n, err := Unsaved(ctx, wt)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	require.ErrorIs(t, Remove(ctx, wt, false), ErrHasCommits)
+	assert.NoDirExists(t, wt.Path)
+	assert.Equal(t, sha, gitT(t, repo, "rev-parse", "refs/heads/"+wt.Branch), "the branch keeps the work")
+}
+
+// Restore makes a fork's worktree again after it went (Remove, prune, or
+// by hand), at the same place: from its branch when the branch has
+// commits of its own (Save's included), else from its base commit holding
+// the files it started with. It never takes another branch's checkout.
+func TestRestore(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	dirty(t, repo)
+	root := tempDir(t)
+	spec := Spec{Source: repo, Root: root, Branch: "main"}
+
+	// Saved and removed: back from the branch, work and all.
+	saved, err := Create(ctx, spec)
+	require.NoError(t, err)
+	write(t, filepath.Join(saved.Path, "output.txt"), "the fork's work\n", 0o644)
+	before := files(t, saved.Path)
+	sha, err := Save(ctx, saved, "tine: save")
+	require.NoError(t, err)
+	require.ErrorIs(t, Remove(ctx, saved, false), ErrHasCommits)
+	back, err := Restore(ctx, Spec{Source: repo, Root: root}, saved)
+	require.NoError(t, err)
+	assert.Equal(t, Worktree{Path: saved.Path, Branch: saved.Branch, Base: saved.Base, Start: saved.Start}, back,
+		"the same place, branch, base and start")
+	assert.Equal(t, before, files(t, back.Path))
+	assert.Equal(t, sha, gitT(t, back.Path, "rev-parse", "HEAD"))
+	assert.Equal(t, "refs/heads/"+saved.Branch, gitT(t, back.Path, "symbolic-ref", "HEAD"))
+	n, err := Unsaved(ctx, back)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+
+	// Removed with its branch (it had nothing of its own): back at its
+	// base, holding the files it started with.
+	plain, err := Create(ctx, spec)
+	require.NoError(t, err)
+	started := files(t, plain.Path)
+	require.NoError(t, Remove(ctx, plain, false))
+	assert.Equal(t, "", gitT(t, repo, "branch", "--list", plain.Branch))
+	back, err = Restore(ctx, Spec{Source: repo, Root: root}, plain)
+	require.NoError(t, err)
+	assert.Equal(t, plain.Path, back.Path)
+	assert.Equal(t, started, files(t, back.Path))
+	assert.Equal(t, plain.Base, gitT(t, back.Path, "rev-parse", "HEAD"))
+	assert.Equal(t, "refs/heads/"+plain.Branch, gitT(t, back.Path, "symbolic-ref", "HEAD"))
+
+	// Deleted by hand: git still lists it; it is forgotten and made again.
+	require.NoError(t, os.RemoveAll(back.Path))
+	back, err = Restore(ctx, Spec{Source: repo, Root: root}, plain)
+	require.NoError(t, err)
+	assert.Equal(t, started, files(t, back.Path))
+
+	// Its branch checked out elsewhere (the person's own checkout): refused.
+	require.NoError(t, Remove(ctx, back, true))
+	gone, err := Create(ctx, spec)
+	require.NoError(t, err)
+	require.NoError(t, Remove(ctx, gone, true))
+	other := filepath.Join(tempDir(t), "other")
+	gitT(t, repo, "worktree", "add", "-q", "-b", gone.Branch, other, gone.Base)
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, gone)
+	assert.ErrorContains(t, err, gone.Branch)
+	assert.NoDirExists(t, gone.Path)
+
+	// Something in the way, or nothing to make it from: refused.
+	keep, err := Create(ctx, spec)
+	require.NoError(t, err)
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, keep)
+	assert.ErrorContains(t, err, "is in the way")
+	_, err = Restore(ctx, Spec{Source: repo, Root: root}, Worktree{Branch: "main-fork-99"})
+	assert.ErrorContains(t, err, "no branch main-fork-99 and no base commit")
 }

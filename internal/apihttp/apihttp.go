@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	framer "tine/internal/sse" // "sse" names the tests' server helper
 	"tine/model"
 )
 
@@ -29,9 +30,9 @@ const (
 	DefaultStallTimeout   = 120 * time.Second
 	DefaultMaxRetries     = 3
 	DefaultMaxRetryWait   = 60 * time.Second
-	// DefaultMaxEventBytes bounds one line and one event of a stream; the
-	// largest real events (a long tool input in one delta) are far smaller.
-	DefaultMaxEventBytes = 32 << 20
+	// DefaultMaxEventBytes bounds one line and one event of a stream (the
+	// replay gateway's bound too): the largest real events are far smaller.
+	DefaultMaxEventBytes = framer.DefaultMax
 )
 
 // Config describes one API's endpoint and carries the transport settings of
@@ -67,8 +68,8 @@ type Config struct {
 	MaxRetries int
 	// MaxRetryWait caps one wait between tries, from backoff or retry-after.
 	MaxRetryWait time.Duration
-	// MaxEventBytes bounds one line and one event's data; a bigger one
-	// fails the turn. 0 means DefaultMaxEventBytes.
+	// MaxEventBytes bounds one line and one event (its bytes as they
+	// came); a bigger one fails the turn. 0 means DefaultMaxEventBytes.
 	MaxEventBytes int
 	// HTTPClient, when set, sends the requests. Its redirect policy is
 	// wrapped so a redirect to another host is never followed.
@@ -273,9 +274,9 @@ func (c *Client) cancelled(ctx context.Context) error {
 // stallError says the server went quiet; err is what the read or the
 // request ended with, which tells bytes that never made a line from none.
 func (c *Client) stallError(err error) error {
-	var cut *cutLineError
+	var cut *framer.CutLineError
 	if errors.As(err, &cut) {
-		return fmt.Errorf("%s: %s sent %d bytes but no complete line for %s (stall timeout)", c.cfg.Name, c.host, cut.n, c.cfg.StallTimeout)
+		return fmt.Errorf("%s: %s sent %d bytes but no complete line for %s (stall timeout)", c.cfg.Name, c.host, cut.N, c.cfg.StallTimeout)
 	}
 	return fmt.Errorf("%s: %s sent nothing for %s (stall timeout)", c.cfg.Name, c.host, c.cfg.StallTimeout)
 }

@@ -84,14 +84,13 @@ var pool = sync.Pool{New: func() any { return &Reader{br: bufio.NewReaderSize(ni
 // newReaderSize is a Reader of its own with a buffer of size bytes, for
 // tests that need lines longer than the buffer to be cheap.
 func newReaderSize(r io.Reader, limit, size int) *Reader {
-	rd := &Reader{br: bufio.NewReaderSize(r, size), max: limit, closed: true}
-	return rd
+	return &Reader{br: bufio.NewReaderSize(r, size), max: limit, closed: true}
 }
 
-// NewReader reads r with a cap of limit bytes a line (DefaultMax when max
-// is 0 or less; the cap does not count a line's "\n"). Its buffers come from a pool that Close gives them back
-// to: an import reads many files, and a fresh buffer for each would be
-// most of what it allocates.
+// NewReader reads r with a cap of limit bytes a line (DefaultMax when
+// limit is 0 or less; the cap does not count a line's "\n"). Its buffers
+// come from a pool that Close gives them back to: an import reads many
+// files, and a fresh buffer for each would be most of what it allocates.
 func NewReader(r io.Reader, limit int) *Reader {
 	if limit <= 0 {
 		limit = DefaultMax

@@ -2,11 +2,20 @@ package jsonscan
 
 import (
 	"bytes"
+	"iter"
 	"unicode/utf8"
 )
 
-// Object walks the members of a JSON object. After the last member (ok
-// false from Next), Err says whether the object was valid.
+// Object walks the members of a JSON object, with Members or Next. After
+// the last member, Err says whether the object was valid.
+//
+// The parsers read a value's members as
+//
+//	o, _ := jsonscan.ObjectValue(v)
+//	for k, v := range o.Members() {
+//		switch string(k) { ... }
+//	}
+//	if o.Err() != nil { ... }
 type Object struct {
 	b        []byte
 	i        int
@@ -33,13 +42,38 @@ func NewObject(b []byte) Object {
 }
 
 // ObjectValue walks v, a value Next returned (so one validated already),
-// when it is an object. On bytes that were never validated it may accept
-// what is not JSON, but it never panics.
-func ObjectValue(v []byte) (Object, bool) {
+// when it is an object; ok is false, and Err says "expected object", when
+// it is not (null and absent included). On bytes that were never
+// validated it may accept what is not JSON, but it never panics.
+func ObjectValue(v []byte) (o Object, ok bool) {
 	if len(v) == 0 || v[0] != '{' {
-		return Object{done: true}, false
+		return Object{done: true, err: errNotObject}, false
 	}
 	return Object{b: v, i: 1, trusted: true}, true
+}
+
+// The errors of ObjectValue and ArrayValue, made once: values that are
+// not objects (null, absent) are common, and saying so must not allocate.
+var (
+	errNotObject = errAt(0, "expected object")
+	errNotArray  = errAt(0, "expected array")
+)
+
+// Members ranges over the members Next returns: each key, unescaped and
+// valid for one turn of the loop, and its raw value. The range ends at the
+// end of the object or at what is not JSON; Err then tells them apart (a
+// loop that breaks early has not looked at the rest). Two such loops, one
+// in the other, allocate nothing; a third nested in the same function
+// makes the compiler move their closures to the heap, so a third level
+// is walked in a function of its own.
+func (o *Object) Members() iter.Seq2[[]byte, []byte] {
+	return func(yield func(key, val []byte) bool) {
+		for k, v, ok := o.Next(); ok; k, v, ok = o.Next() {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 func (o *Object) fail(err error) ([]byte, []byte, bool) {
@@ -123,12 +157,24 @@ type Array struct {
 	err  error
 }
 
-// ArrayValue walks v, a value Next returned, when it is an array.
-func ArrayValue(v []byte) (Array, bool) {
+// ArrayValue walks v, a value Next returned, when it is an array; ok is
+// false, and Err says "expected array", when it is not.
+func ArrayValue(v []byte) (a Array, ok bool) {
 	if len(v) == 0 || v[0] != '[' {
-		return Array{done: true}, false
+		return Array{done: true, err: errNotArray}, false
 	}
 	return Array{b: v, i: 1}, true
+}
+
+// Elements ranges over the elements Next returns, like Object.Members.
+func (a *Array) Elements() iter.Seq[[]byte] {
+	return func(yield func(val []byte) bool) {
+		for v, ok := a.Next(); ok; v, ok = a.Next() {
+			if !yield(v) {
+				return
+			}
+		}
+	}
 }
 
 // Next returns the next element's raw value.

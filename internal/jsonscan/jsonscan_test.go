@@ -76,6 +76,106 @@ func TestObjectErrors(t *testing.T) {
 	}
 }
 
+// TestMembers: the range gives what Next gives, stops where the loop
+// breaks, and leaves Err saying whether the object was valid; a value
+// that is not an object or an array ranges over nothing, and says so.
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	o := NewObject([]byte(`{"a":1,"ty\u0070e":{"x":[1,2]},"c":null}`))
+	var keys, vals []string
+	for k, v := range o.Members() {
+		keys, vals = append(keys, string(k)), append(vals, string(v))
+	}
+	require.NoError(t, o.Err())
+	assert.Equal(t, []string{"a", "type", "c"}, keys)
+	assert.Equal(t, []string{"1", `{"x":[1,2]}`, "null"}, vals)
+
+	o = NewObject([]byte(`{"a":1,"b":2,"c":3}`))
+	n := 0
+	for k := range o.Members() {
+		n++
+		if string(k) == "b" {
+			break
+		}
+	}
+	assert.Equal(t, 2, n)
+	k, _, ok := o.Next()
+	assert.True(t, ok, "the walk goes on from where the loop broke")
+	assert.Equal(t, "c", string(k))
+
+	o = NewObject([]byte(`{"a":1,"b":tru}`))
+	n = 0
+	for range o.Members() {
+		n++
+	}
+	assert.Equal(t, 1, n)
+	assert.EqualError(t, o.Err(), "bad literal at byte 12")
+
+	a, ok := ArrayValue([]byte(`[1,"two",{}]`))
+	require.True(t, ok)
+	var elems []string
+	for v := range a.Elements() {
+		elems = append(elems, string(v))
+	}
+	assert.NoError(t, a.Err())
+	assert.Equal(t, []string{"1", `"two"`, "{}"}, elems)
+
+	for _, v := range []string{"", "null", "[1]", `"s"`} {
+		o, ok := ObjectValue([]byte(v))
+		assert.False(t, ok)
+		for range o.Members() {
+			t.Errorf("%q: a member", v)
+		}
+		assert.EqualError(t, o.Err(), "expected object at byte 1", "%q", v)
+	}
+	a, ok = ArrayValue([]byte("null"))
+	assert.False(t, ok)
+	for range a.Elements() {
+		t.Error("an element of null")
+	}
+	assert.EqualError(t, a.Err(), "expected array at byte 1")
+}
+
+// TestMembersAllocateNothing: ranging over members and elements, two
+// loops deep, and asking for the members of what is not an object, costs
+// no allocation, as the parsers' loops over Next did not. (A third loop
+// nested in the same function makes the compiler move the loops' closures
+// to the heap: the parsers walk a third level in a function of its own,
+// as count does here.)
+func TestMembersAllocateNothing(t *testing.T) {
+	line := []byte(`{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hi"}],"usage":null},"uuid":"u"}`)
+	n := 0
+	count := func(v []byte) {
+		a, _ := ArrayValue(v)
+		for range a.Elements() {
+			n++
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		o := NewObject(line)
+		for k, v := range o.Members() {
+			if string(k) != "message" {
+				continue
+			}
+			m, _ := ObjectValue(v)
+			for k, v := range m.Members() {
+				switch string(k) {
+				case "content":
+					count(v)
+				case "usage":
+					u, _ := ObjectValue(v)
+					n += len(u.b)
+				}
+			}
+		}
+		if o.Err() != nil {
+			t.Fatal(o.Err())
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 101, n)
+}
+
 func TestStringMatchesEncodingJSON(t *testing.T) {
 	t.Parallel()
 	for _, c := range []string{
@@ -129,7 +229,7 @@ func decode(t *testing.T, v []byte) any {
 	case v[0] == '{':
 		m := map[string]any{}
 		o, _ := ObjectValue(v)
-		for k, val, ok := o.Next(); ok; k, val, ok = o.Next() {
+		for k, val := range o.Members() {
 			m[string(k)] = decode(t, val)
 		}
 		if o.Err() != nil {
@@ -139,7 +239,7 @@ func decode(t *testing.T, v []byte) any {
 	case v[0] == '[':
 		l := []any{}
 		a, _ := ArrayValue(v)
-		for val, ok := a.Next(); ok; val, ok = a.Next() {
+		for val := range a.Elements() {
 			l = append(l, decode(t, val))
 		}
 		if a.Err() != nil {
@@ -306,6 +406,38 @@ func BenchmarkSkipTrusted(b *testing.B) {
 	benchLines(b, func(l []byte) {
 		if skipTrusted(l, 0) != len(l) {
 			b.Fatal("short")
+		}
+	})
+}
+
+// BenchmarkMembers walks each line's members, and the members of each
+// object among them, with the range; BenchmarkNext does it with Next.
+func BenchmarkMembers(b *testing.B) {
+	benchLines(b, func(l []byte) {
+		o := NewObject(l)
+		for _, v := range o.Members() {
+			if in, ok := ObjectValue(v); ok {
+				for range in.Members() {
+				}
+			}
+		}
+		if o.Err() != nil {
+			b.Fatal(o.Err())
+		}
+	})
+}
+
+func BenchmarkNext(b *testing.B) {
+	benchLines(b, func(l []byte) {
+		o := NewObject(l)
+		for _, v, ok := o.Next(); ok; _, v, ok = o.Next() {
+			if in, ok := ObjectValue(v); ok {
+				for _, _, ok := in.Next(); ok; _, _, ok = in.Next() {
+				}
+			}
+		}
+		if o.Err() != nil {
+			b.Fatal(o.Err())
 		}
 	})
 }

@@ -1,11 +1,13 @@
 // Package modelserver is a scripted, deterministic model server for tests.
 //
-// It listens on 127.0.0.1 (random port by default) and speaks three wire
+// It listens on 127.0.0.1 (random port by default) and speaks four wire
 // protocols, each streaming (SSE) and non-streaming:
 //
 //   - Anthropic Messages:      POST /v1/messages (+ /v1/messages/count_tokens)
 //   - OpenAI Chat Completions: POST /v1/chat/completions
 //   - OpenAI Responses:        POST /v1/responses
+//   - Gemini API:              POST /v1beta/models/M:generateContent, and
+//     :streamGenerateContent?alt=sse (+ :countTokens)
 //
 // plus GET /v1/models. Paths are matched by suffix, so a client configured
 // with a base URL with or without "/v1" works.
@@ -38,6 +40,7 @@ const (
 	APIAnthropic   API = "anthropic"    // POST .../messages
 	APIChat        API = "chat"         // POST .../chat/completions
 	APIResponses   API = "responses"    // POST .../responses
+	APIGemini      API = "gemini"       // POST .../models/M:generateContent or :streamGenerateContent
 	APICountTokens API = "count_tokens" // POST .../messages/count_tokens
 	APIModels      API = "models"       // GET .../models
 	APIOther       API = "other"        // anything else (probes, unknown paths)
@@ -386,12 +389,12 @@ func (s *Server) Requests() []Request {
 	return out
 }
 
-// ModelRequests returns the recorded requests to the three model endpoints.
+// ModelRequests returns the recorded requests to the four model endpoints.
 func (s *Server) ModelRequests() []Request {
 	var out []Request
 	for _, r := range s.Requests() {
 		switch r.API {
-		case APIAnthropic, APIChat, APIResponses:
+		case APIAnthropic, APIChat, APIResponses, APIGemini:
 			out = append(out, r)
 		}
 	}
@@ -409,6 +412,12 @@ func (s *Server) Reset() {
 
 func classify(method, path string) API {
 	p := strings.TrimRight(path, "/")
+	if _, m, ok := geminiMethod(p); ok && method == http.MethodPost {
+		if m == "countTokens" {
+			return APICountTokens
+		}
+		return APIGemini
+	}
 	switch {
 	case strings.HasSuffix(p, "/messages/count_tokens"):
 		return APICountTokens
@@ -505,9 +514,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		req.Model, req.Stream = meta.Model, meta.Stream
 	}
 	req.ToolNames = toolNames(body)
+	if req.API == APIGemini {
+		// The model and whether it streams are in the path.
+		m, method, _ := geminiMethod(strings.TrimRight(hr.URL.Path, "/"))
+		req.Model, req.Stream = m, method == "streamGenerateContent"
+		req.ToolNames = geminiToolNames(body)
+	}
 
 	var reply Reply
-	isModel := req.API == APIAnthropic || req.API == APIChat || req.API == APIResponses
+	isModel := req.API == APIAnthropic || req.API == APIChat || req.API == APIResponses || req.API == APIGemini
 	s.mu.Lock()
 	s.seq++
 	req.Seq = s.seq
@@ -530,8 +545,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		if n < 1 {
 			n = 1
 		}
+		if strings.HasSuffix(strings.TrimRight(hr.URL.Path, "/"), ":countTokens") {
+			writeJSON(w, http.StatusOK, map[string]any{"totalTokens": n})
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"input_tokens": n})
-	case APIAnthropic, APIChat, APIResponses:
+	case APIAnthropic, APIChat, APIResponses, APIGemini:
 		s.serveModel(w, hr, req, reply)
 	default:
 		if hr.Method == http.MethodHead || (hr.Method == http.MethodGet && (hr.URL.Path == "/" || hr.URL.Path == "/v1" || hr.URL.Path == "/v1/")) {
@@ -706,6 +725,8 @@ func writeAPIError(w http.ResponseWriter, api API, status int, msg string) {
 			typ = "invalid_request_error"
 		}
 		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
+	case APIGemini:
+		writeJSON(w, status, geminiError(status, msg))
 	default:
 		typ, code := "server_error", "server_error"
 		if status == 429 {
@@ -738,6 +759,8 @@ func (s *Server) newEncoder(req *Request, reply Reply) encoder {
 	switch req.API {
 	case APIAnthropic:
 		return &anthropicEnc{base}
+	case APIGemini:
+		return &geminiEnc{base}
 	case APIChat:
 		var o struct {
 			StreamOptions struct {

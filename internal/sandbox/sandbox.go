@@ -2,7 +2,7 @@
 // one: on Linux, bubblewrap (bwrap), with a network namespace of its own,
 // the whole file system read-only but for the paths given, and an
 // environment without credentials. It is how a replayed agent is held
-// (rule 9 and rule 14 in ARCHITECTURE.md): it runs every tool call of a
+// (rule 9 and rule 13 in ARCHITECTURE.md): it runs every tool call of a
 // recorded run again, and must reach nothing but its worktree, its own
 // state and tine's gateway.
 //

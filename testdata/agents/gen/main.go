@@ -1,11 +1,12 @@
-// Command gen runs the real agent CLIs (Claude Code, Codex, pi) against the
-// scripted model server and copies the transcripts they write into
-// testdata/claude/, testdata/codex/ and testdata/pi/, plus each run's JSON
-// stdout and the model requests into testdata/agents/out/<cli>/.
+// Command gen runs the real agent CLIs (Claude Code, Codex, pi, Gemini CLI)
+// against the scripted model server and copies the transcripts they write
+// into testdata/claude/, testdata/codex/, testdata/pi/ and testdata/gemini/,
+// plus each run's JSON stdout and the model requests into
+// testdata/agents/out/<cli>/.
 //
 // Run it through testdata/agents/generate.sh, from the repository root:
 //
-//	go run ./testdata/agents/gen -bin /tmp/tine-agents/node_modules/.bin [-only claude,codex,pi]
+//	go run ./testdata/agents/gen -bin /tmp/tine-agents/node_modules/.bin [-only claude,codex,pi,gemini]
 //
 // It is idempotent: each CLI's previous outputs (listed in
 // testdata/agents/out/<cli>/MANIFEST) are deleted before they are regenerated.
@@ -38,6 +39,7 @@ var versions = map[string]string{
 	"claude": "2.1.328",
 	"codex":  "0.169.0",
 	"pi":     "0.73.1",
+	"gemini": "0.61.0",
 }
 
 const apiKeyVar = "TINE_TEST_API_KEY"
@@ -84,7 +86,7 @@ func main() {
 	log.SetFlags(0)
 	bin := flag.String("bin", "/tmp/tine-agents/node_modules/.bin", "directory holding the claude, codex and pi binaries")
 	root := flag.String("root", "/tmp/tine-gen", "scratch directory (wiped): private homes and the project")
-	only := flag.String("only", "claude,codex,pi", "comma-separated CLIs to regenerate")
+	only := flag.String("only", "claude,codex,pi,gemini", "comma-separated CLIs to regenerate")
 	timeout := flag.Duration("timeout", 2*time.Minute, "timeout of one CLI run")
 	flag.Parse()
 
@@ -116,6 +118,8 @@ func main() {
 			f = g.codex
 		case "pi":
 			f = g.pi
+		case "gemini":
+			f = g.gemini
 		case "":
 			continue
 		default:
@@ -203,6 +207,7 @@ var packages = map[string]string{
 	"claude": "@anthropic-ai/claude-code",
 	"codex":  "@openai/codex",
 	"pi":     "@mariozechner/pi-coding-agent",
+	"gemini": "@google/gemini-cli",
 }
 
 func (g *gen) checkVersion(cli string) error {
@@ -333,7 +338,7 @@ func (g *gen) run(srv *ms.Server, idx *cliIndex, step, purpose string, env map[s
 	}
 	for _, r := range srv.Requests()[before:] {
 		switch r.API {
-		case ms.APIAnthropic, ms.APIChat, ms.APIResponses:
+		case ms.APIAnthropic, ms.APIChat, ms.APIResponses, ms.APIGemini:
 			ri.Requests = append(ri.Requests, r.Seq)
 		}
 	}
@@ -628,6 +633,77 @@ func (g *gen) pi(srv *ms.Server, idx *cliIndex) error {
 	return nil
 }
 
+// ----------------------------------------------------------------- Gemini CLI
+
+func (g *gen) gemini(srv *ms.Server, idx *cliIndex) error {
+	dir := filepath.Join(idx.Home, ".gemini")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The API key, one attempt a call (a failure shows at once).
+	if err := writeJSON(filepath.Join(dir, "settings.json"), map[string]any{
+		"security": map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+		"general":  map[string]any{"maxAttempts": 1},
+	}); err != nil {
+		return err
+	}
+	env := map[string]string{"GOOGLE_GEMINI_BASE_URL": srv.URL(), "GEMINI_API_KEY": "test", "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+	common := []string{"--output-format", "stream-json", "--model", "gemini-2.5-flash", "--approval-mode", "yolo"}
+	sessionOf := func(out []byte) string {
+		return firstString(jsonLines(out), "type", "init", "session_id")
+	}
+
+	argv := append([]string{"gemini", "-p", "say hello"}, common...)
+	_, out, err := g.run(srv, idx, "1-hello", "plain turn; starts the main session", env, argv, script(
+		ms.Reply{Text: "Hello! I am the scripted test model.", Usage: ms.Usage{InputTokens: 1200, OutputTokens: 25}},
+	))
+	if err != nil {
+		return err
+	}
+	main := sessionOf(out)
+	g.setRunSession(idx, main)
+	if main == "" {
+		return fmt.Errorf("1-hello: no init event in stdout")
+	}
+
+	argv = append([]string{"gemini", "-p", "run echo hi in the shell", "--resume", main}, common...)
+	_, out, err = g.run(srv, idx, "2-bash", "--resume: second turn of the main session, a run_shell_command call, its result, then text", env, argv, script(
+		ms.Reply{
+			Thinking:  "The user wants me to run a shell command.",
+			Text:      "I'll run it.",
+			ToolCalls: []ms.ToolCall{ms.Call("run_shell_command", map[string]any{"command": "echo hi && ls"})},
+			Usage:     ms.Usage{InputTokens: 300, CacheReadTokens: 1100, OutputTokens: 60, ReasoningTokens: 12},
+		},
+		ms.Reply{Text: "The command printed: hi", Usage: ms.Usage{InputTokens: 200, CacheReadTokens: 1400, OutputTokens: 20}},
+	))
+	if err != nil {
+		return err
+	}
+	g.setRunSession(idx, sessionOf(out))
+
+	// 3. a copy of the main session's file, started as a new session
+	files, _ := filepath.Glob(filepath.Join(dir, "tmp", "*", "chats", "session-*-"+main[:8]+".jsonl"))
+	mainFile := ""
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && bytes.Contains(b, []byte("run echo hi in the shell")) {
+			mainFile = f
+		}
+	}
+	if mainFile == "" {
+		return fmt.Errorf("3-fork: no session file of %s in %v", main, files)
+	}
+	argv = append([]string{"gemini", "-p", "fork: now say bye", "--session-file", mainFile}, common...)
+	_, out, err = g.run(srv, idx, "3-fork", "--session-file <the main session's file>: a new session holding a copy of it", env, argv, script(
+		ms.Reply{Text: "Bye from the fork at the end.", Usage: ms.Usage{InputTokens: 150, CacheReadTokens: 1600, OutputTokens: 15}},
+	))
+	idx.Runs[len(idx.Runs)-1].Extra = map[string]string{"session_file": mainFile}
+	if err != nil {
+		return err
+	}
+	g.setRunSession(idx, sessionOf(out))
+	return nil
+}
+
 // ------------------------------------------------------------------- outputs
 
 // copyTranscripts copies the CLI's transcript tree from its home into
@@ -642,6 +718,8 @@ func (g *gen) copyTranscripts(cli, home string) ([]string, error) {
 		src, parts = filepath.Join(home, ".codex"), []string{"sessions", "session_index.jsonl"}
 	case "pi":
 		src, parts = filepath.Join(home, ".pi", "agent"), []string{"sessions"}
+	case "gemini":
+		src, parts = filepath.Join(home, ".gemini"), []string{"tmp"}
 	}
 	var copied []string
 	for _, part := range parts {
@@ -705,7 +783,7 @@ func writeRequests(path string, reqs []ms.Request) error {
 	var buf bytes.Buffer
 	for _, r := range reqs {
 		r.Header = r.Header.Clone()
-		for _, h := range []string{"Authorization", "X-Api-Key"} {
+		for _, h := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key"} {
 			if r.Header.Get(h) != "" {
 				r.Header.Set(h, "REDACTED")
 			}

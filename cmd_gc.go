@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"tine/harness/worktree"
+	"tine/model"
+)
+
+// gcJSON is what `tine gc --json` prints.
+type gcJSON struct {
+	DryRun bool `json:"dry_run"`
+	// Tapes are the runs whose tapes were (or would be) removed.
+	Tapes      []string `json:"tapes"`
+	TapeSteps  int      `json:"tape_steps"`
+	TapeBytes  int64    `json:"tape_bytes"`
+	Worktrees  []string `json:"worktrees"`
+	Kept       []string `json:"kept"` // worktrees of runs that are gone, kept for their uncommitted work
+	BytesFreed int64    `json:"bytes_freed"`
+	Note       string   `json:"note,omitempty"`
+}
+
+func cmdGC(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "gc", "[--tapes-older-than 30d] [--dry-run] [--json]",
+		"Remove what tine no longer needs: the tapes of runs that ended longer ago than\n"+
+			"--tapes-older-than (such a run can no longer be replayed from its tape), the\n"+
+			"worktrees of runs that are gone (one with uncommitted work is kept, and listed), and\n"+
+			"the database's free space. --dry-run says what it would remove, and removes nothing.")
+	older := f.String("tapes-older-than", "30d", "remove the tapes of runs that ended longer ago than this (30d, 12h, 90m)")
+	dry := f.Bool("dry-run", false, "say what would be removed; remove nothing")
+	asJSON := f.Bool("json", false, "print JSON")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	age, err := parseAge(*older)
+	if err != nil {
+		return usagef("gc: --tapes-older-than: %v", err)
+	}
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	out := gcJSON{DryRun: *dry, Tapes: []string{}, Worktrees: []string{}, Kept: []string{}}
+	tapes, err := st.OldTapes(ctx, time.Now().Add(-age))
+	if err != nil {
+		return err
+	}
+	for _, t := range tapes {
+		out.Tapes = append(out.Tapes, t.RunID)
+		out.TapeSteps += t.Steps
+		out.TapeBytes += t.Bytes
+	}
+	held, err := st.Worktrees(ctx)
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(filepath.Dir(st.Path()), "worktrees")
+	dirs, _ := filepath.Glob(filepath.Join(root, "*", "*"))
+	for _, d := range dirs {
+		if info, err := os.Stat(d); err != nil || !info.IsDir() || held[d] {
+			continue
+		}
+		unsaved, err := worktree.Unsaved(ctx, worktree.Worktree{Path: d})
+		switch {
+		case err != nil:
+			continue // not a worktree of tine's: left alone
+		case unsaved > 0:
+			out.Kept = append(out.Kept, d)
+		default:
+			out.Worktrees = append(out.Worktrees, d)
+		}
+	}
+	if !*dry {
+		before := dbSize(st.Path())
+		if err := st.DeleteTapes(ctx, out.Tapes); err != nil {
+			return err
+		}
+		for i, d := range out.Worktrees {
+			// The branch stays: it may hold commits, and its run is gone.
+			if err := worktree.Remove(ctx, worktree.Worktree{Path: d}, false); err != nil {
+				out.Worktrees = out.Worktrees[:i]
+				return fmt.Errorf("gc: %w", err)
+			}
+		}
+		if err := st.Compact(ctx); err != nil {
+			out.Note = model.OneLine(err.Error(), 200)
+		}
+		out.BytesFreed = max(before-dbSize(st.Path()), 0)
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, out)
+	}
+	verb, tapesVerb := "removed", "removed"
+	if *dry {
+		verb, tapesVerb = "would remove", "would remove"
+	}
+	fmt.Fprintf(e.stdout, "%s the tapes of %s that ended over %s ago (%s, %s)\n", tapesVerb, plural(len(out.Tapes), "run"), *older, plural(out.TapeSteps, "step"), mb(out.TapeBytes))
+	fmt.Fprintf(e.stdout, "%s %s of runs that are gone\n", verb, plural(len(out.Worktrees), "worktree"))
+	for _, d := range out.Worktrees {
+		fmt.Fprintf(e.stdout, "  %s\n", model.SafeText(d))
+	}
+	for _, d := range out.Kept {
+		fmt.Fprintf(e.stdout, "kept %s: its run is gone, but it holds uncommitted work (remove it by hand when it is not needed)\n", model.SafeText(d))
+	}
+	if !*dry {
+		fmt.Fprintf(e.stdout, "freed %s of the database\n", mb(out.BytesFreed))
+	}
+	if out.Note != "" {
+		fmt.Fprintln(e.stdout, out.Note)
+	}
+	return nil
+}
+
+// parseAge reads an age: a Go duration, or a number of days ("30d").
+func parseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is no number of days", s)
+		}
+		return time.Duration(n * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is no age (30d, 12h, 90m)", s)
+	}
+	return d, nil
+}
+
+// dbSize is the database's size on disk, its log included.
+func dbSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if info, err := os.Stat(p); err == nil {
+			n += info.Size()
+		}
+	}
+	return n
+}
+
+func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

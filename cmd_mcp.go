@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"tine/model"
+)
+
+// cmdMCP serves tine's commands as MCP tools over stdio, so an agent can
+// list sessions, fork them and read the forks back itself. Each tool runs
+// the command it is named for, in this process, and answers with what the
+// command prints with --json; a failure is a tool error carrying the
+// command's one-line reason.
+func cmdMCP(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "mcp", "",
+		"Serve tine as an MCP server over stdio (JSON-RPC on stdin and stdout), with the tools\n"+
+			"list_sessions, show, checkpoints, fork_session, run, compare and replay, each answering\n"+
+			"with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
+			"  claude mcp add tine -- tine mcp\n"+
+			"  codex mcp add tine -- tine mcp")
+	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	s := newMCPServer(e.db)
+	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser{e.stdin}, Writer: writeCloser{e.stdout}})
+}
+
+// mcpTool is one tool: its name, what it says of itself, and the command
+// line it runs for its arguments.
+type mcpTool[In any] struct {
+	name, desc string
+	argv       func(In) ([]string, error)
+}
+
+// Arguments of the tools, as the JSON Schema the SDK derives shows them.
+type (
+	mcpListArgs struct {
+		All bool `json:"all,omitempty" jsonschema:"also list runs hidden by --replace-original"`
+	}
+	mcpRunArgs struct {
+		Run string `json:"run" jsonschema:"a run id, a unique prefix of one, or a fork's name"`
+	}
+	mcpForkArgs struct {
+		Session  string   `json:"session" jsonschema:"the run to fork: a run id, a unique prefix of one, or a fork's name"`
+		N        int      `json:"n,omitempty" jsonschema:"how many forks (1-10; default 1, or one per message)"`
+		Message  string   `json:"message,omitempty" jsonschema:"the message every fork gets"`
+		Messages []string `json:"messages,omitempty" jsonschema:"one message per fork"`
+		Names    []string `json:"names,omitempty" jsonschema:"a name per fork"`
+		At       string   `json:"at,omitempty" jsonschema:"where to cut: end, last_user, a boundary K, or step:N (default end)"`
+		Harness  string   `json:"harness,omitempty" jsonschema:"the harness to continue with (default the run's own)"`
+		Check    string   `json:"check,omitempty" jsonschema:"a shell command run in each finished fork's worktree; the best is marked"`
+		Handoff  bool     `json:"handoff,omitempty" jsonschema:"continue with another agent as a handoff (a new session given the transcript)"`
+		Wait     bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
+	}
+	mcpTurnArgs struct {
+		Run     string `json:"run" jsonschema:"the run to continue"`
+		Message string `json:"message" jsonschema:"the message of the turn"`
+		Harness string `json:"harness,omitempty" jsonschema:"another harness (a handoff)"`
+		Wait    bool   `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
+	}
+	mcpCompareArgs struct {
+		Runs []string `json:"runs" jsonschema:"two or more runs"`
+		Diff bool     `json:"diff,omitempty" jsonschema:"include each fork's worktree diff"`
+	}
+	mcpReplayArgs struct {
+		Run           string `json:"run" jsonschema:"a recorded run"`
+		AtStep        int    `json:"at_step" jsonschema:"the step to rebuild the run's world at"`
+		Continuations int    `json:"continuations,omitempty" jsonschema:"live continuations from the step (0 only verifies)"`
+		Base          string `json:"base,omitempty" jsonschema:"the commit to replay from (default the run's)"`
+		Wait          bool   `json:"wait,omitempty" jsonschema:"wait for the replay to end"`
+	}
+)
+
+// newMCPServer makes the server over the database at db ("" for the
+// default).
+func newMCPServer(db string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "tine", Version: version}, nil)
+	addMCPTool(s, db, mcpTool[mcpListArgs]{"list_sessions", "List the conversation trees tine holds, and their runs (tine ls --json).",
+		func(a mcpListArgs) ([]string, error) {
+			argv := []string{"ls", "--json"}
+			if a.All {
+				argv = append(argv, "--all")
+			}
+			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpRunArgs]{"show", "A run's messages, numbered by boundary K (tine show --json).",
+		func(a mcpRunArgs) ([]string, error) { return []string{"show", a.Run, "--json"}, nil }})
+	addMCPTool(s, db, mcpTool[mcpRunArgs]{"checkpoints", "A run's pair-safe boundaries: where it can be forked (tine checkpoints --json).",
+		func(a mcpRunArgs) ([]string, error) { return []string{"checkpoints", a.Run, "--json"}, nil }})
+	addMCPTool(s, db, mcpTool[mcpForkArgs]{"fork_session", "Fork a session at a safe boundary into N branches, each continued by the agent's own CLI in a git worktree of its own (tine fork --json).",
+		func(a mcpForkArgs) ([]string, error) {
+			if a.Message != "" && len(a.Messages) > 0 {
+				return nil, errors.New("give message or messages, not both")
+			}
+			argv := []string{"fork", a.Session, "--json"}
+			if a.N != 0 {
+				argv = append(argv, "-n", strconv.Itoa(a.N))
+			}
+			for _, m := range append(nonEmpty(a.Message), a.Messages...) {
+				argv = append(argv, "-m", m)
+			}
+			for _, n := range a.Names {
+				argv = append(argv, "--name", n)
+			}
+			argv = appendFlag(argv, "--at", a.At)
+			argv = appendFlag(argv, "--harness", a.Harness)
+			argv = appendFlag(argv, "--check", a.Check)
+			if a.Handoff {
+				argv = append(argv, "--handoff")
+			}
+			if a.Wait {
+				argv = append(argv, "--wait")
+			}
+			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpTurnArgs]{"run", "Give a run its next turn: a fork tine made continues its own session; anything else is forked at its end (tine run --json).",
+		func(a mcpTurnArgs) ([]string, error) {
+			argv := appendFlag([]string{"run", a.Run, "-m", a.Message, "--json"}, "--harness", a.Harness)
+			if a.Wait {
+				argv = append(argv, "--wait")
+			}
+			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpCompareArgs]{"compare", "Compare runs side by side from where they part: status, usage, files changed, checks, the best (tine compare --json).",
+		func(a mcpCompareArgs) ([]string, error) {
+			argv := append([]string{"compare"}, a.Runs...)
+			argv = append(argv, "--json")
+			if a.Diff {
+				argv = append(argv, "--diff")
+			}
+			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpReplayArgs]{"replay", "Rebuild a recorded run's world at step N in a fresh worktree and fork it there (tine replay --json).",
+		func(a mcpReplayArgs) ([]string, error) {
+			argv := []string{"replay", a.Run, "--at-step", strconv.Itoa(a.AtStep), "--continuations", strconv.Itoa(a.Continuations), "--json"}
+			argv = appendFlag(argv, "--base", a.Base)
+			if a.Wait {
+				argv = append(argv, "--wait")
+			}
+			return argv, nil
+		}})
+	return s
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func appendFlag(argv []string, name, v string) []string {
+	if v == "" {
+		return argv
+	}
+	return append(argv, name, v)
+}
+
+// addMCPTool registers t: a call runs its command line in this process
+// and answers with what the command printed, or with its error.
+func addMCPTool[In any](s *mcp.Server, db string, t mcpTool[In]) {
+	mcp.AddTool(s, &mcp.Tool{Name: t.name, Description: t.desc}, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		argv, err := t.argv(in)
+		if err != nil {
+			return toolError(err.Error()), nil, nil
+		}
+		out, err := runCommand(ctx, db, argv)
+		if err != nil {
+			return toolError(err.Error()), nil, nil
+		}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}
+		var structured any
+		if json.Unmarshal([]byte(out), &structured) == nil {
+			if m, ok := structured.(map[string]any); ok {
+				res.StructuredContent = m
+			}
+		}
+		return res, nil, nil
+	})
+}
+
+func toolError(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// runCommand runs one tine command line on the database db, as the
+// command line would, and returns what it printed; its error is the one
+// line the command line prints on stderr (a failed fork's JSON, printed
+// before its exit status 1, is returned with it).
+func runCommand(ctx context.Context, db string, argv []string) (string, error) {
+	var stdout, stderr bytes.Buffer
+	e := &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), db: db}
+	err := dispatch(ctx, argv, e)
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return stdout.String(), nil
+	case errors.As(err, &ue):
+		return "", errors.New(model.OneLine(ue.msg, 0))
+	case stdout.Len() > 0:
+		return "", fmt.Errorf("%s\n%s", model.OneLine(err.Error(), 0), stdout.String())
+	}
+	return "", errors.New(model.OneLine(err.Error(), 0))
+}
+
+// readCloser and writeCloser give the server the command's own stdin and
+// stdout; closing them leaves the process's open.
+type readCloser struct{ io.Reader }
+
+func (readCloser) Close() error { return nil }
+
+type writeCloser struct{ io.Writer }
+
+func (writeCloser) Close() error { return nil }

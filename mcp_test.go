@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/internal/modelserver"
+	"tine/store"
+)
+
+// rpcClient speaks plain JSON-RPC 2.0, one message a line, to a `tine mcp`
+// process: what any MCP client does, without an SDK.
+type rpcClient struct {
+	t   *testing.T
+	in  io.WriteCloser
+	out *bufio.Scanner
+	id  int
+}
+
+func startMCP(t *testing.T, db string) *rpcClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := exec.CommandContext(ctx, os.Args[0], "--db", db, "mcp")
+	cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		in.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		cancel()
+	})
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	c := &rpcClient{t: t, in: in, out: sc}
+	init := c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "plain", "version": "1"}})
+	require.Equal(t, "tine", init["serverInfo"].(map[string]any)["name"])
+	c.notify("notifications/initialized", map[string]any{})
+	return c
+}
+
+func (c *rpcClient) notify(method string, params any) {
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": method, "params": params})
+	require.NoError(c.t, err)
+	_, err = c.in.Write(append(b, '\n'))
+	require.NoError(c.t, err)
+}
+
+// call sends a request and returns its result (failing on a JSON-RPC
+// error).
+func (c *rpcClient) call(method string, params any) map[string]any {
+	c.t.Helper()
+	c.id++
+	b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	require.NoError(c.t, err)
+	_, err = c.in.Write(append(b, '\n'))
+	require.NoError(c.t, err)
+	for c.out.Scan() {
+		var m struct {
+			ID     *int            `json:"id"`
+			Result map[string]any  `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		require.NoError(c.t, json.Unmarshal(c.out.Bytes(), &m), c.out.Text())
+		if m.ID == nil || *m.ID != c.id {
+			continue // a notification
+		}
+		require.Nil(c.t, m.Error, string(m.Error))
+		return m.Result
+	}
+	c.t.Fatalf("tine mcp ended: %v", c.out.Err())
+	return nil
+}
+
+// tool calls a tool and returns its text and whether it is an error.
+func (c *rpcClient) tool(name string, args map[string]any) (string, bool) {
+	c.t.Helper()
+	res := c.call("tools/call", map[string]any{"name": name, "arguments": args})
+	content := res["content"].([]any)
+	require.Len(c.t, content, 1)
+	isErr, _ := res["isError"].(bool)
+	return content[0].(map[string]any)["text"].(string), isErr
+}
+
+// TestMCPServesTheCommands: a plain JSON-RPC client lists tine's tools,
+// forks a session through fork_session and reads the forks back with
+// compare; each answer is the command's --json, and a failure is a tool
+// error with the command's reason.
+func TestMCPServesTheCommands(t *testing.T) {
+	t.Parallel()
+	db, id := importSeed(t)
+	c := startMCP(t, db)
+	tools := c.call("tools/list", map[string]any{})["tools"].([]any)
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	assert.ElementsMatch(t, []string{"list_sessions", "show", "checkpoints", "fork_session", "run", "compare", "replay"}, names)
+
+	text, isErr := c.tool("checkpoints", map[string]any{"run": id[:8]})
+	require.False(t, isErr, text)
+	want, _, code := tine(t, db, "checkpoints", id[:8], "--json")
+	require.Equal(t, 0, code)
+	assert.JSONEq(t, want, text, "the command's own --json")
+
+	text, isErr = c.tool("fork_session", map[string]any{"session": id, "n": 2, "messages": []string{"Only Paris", "Only Rome"},
+		"names": []string{"mcp-a", "mcp-b"}, "at": "3", "harness": "script", "wait": true})
+	require.False(t, isErr, text)
+	var forks struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &forks))
+	require.Len(t, forks.Forks, 2)
+	for _, f := range forks.Forks {
+		assert.Equal(t, "completed", f.Status, f.Error)
+	}
+
+	text, isErr = c.tool("compare", map[string]any{"runs": []string{"mcp-a", "mcp-b"}})
+	require.False(t, isErr, text)
+	var cmp comparison
+	require.NoError(t, json.Unmarshal([]byte(text), &cmp))
+	require.Len(t, cmp.Runs, 2)
+
+	text, isErr = c.tool("show", map[string]any{"run": "no-such-run"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "no-such-run")
+	assert.NotContains(t, text, "\n", "one line")
+
+	text, isErr = c.tool("fork_session", map[string]any{"session": id, "message": "a", "messages": []string{"b"}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "not both")
+}
+
+// TestClaudeCodeForksThroughTineMCP: the real Claude Code, given tine as
+// an MCP server, forks a session through fork_session and reads the forks
+// back with compare; the model gets tine's answers as the tools' results.
+func TestClaudeCodeForksThroughTineMCP(t *testing.T) {
+	bin := agentBin(t, "claude")
+	db, id := importSeed(t)
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, "project"), 0o755))
+	tools := true
+	at := func(marker string) *modelserver.Match {
+		return &modelserver.Match{Tools: &tools, Contains: marker}
+	}
+	srv.Push(
+		modelserver.Reply{Match: at("fork it twice"), ToolCalls: []modelserver.ToolCall{modelserver.Call("mcp__tine__fork_session", map[string]any{
+			"session": id, "n": 2, "messages": []string{"Only Paris", "Only Rome"}, "names": []string{"cc-a", "cc-b"},
+			"at": "3", "harness": "script", "wait": true})}},
+		modelserver.Reply{Match: at("cc-b"), ToolCalls: []modelserver.ToolCall{modelserver.Call("mcp__tine__compare", map[string]any{"runs": []string{"cc-a", "cc-b"}})}},
+		modelserver.Reply{Match: at("cc-a"), Text: "Both forks are done."},
+	)
+	cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"tine": map[string]any{
+		"command": os.Args[0], "args": []string{"--db", db, "mcp"}, "env": map[string]string{"TINE_TEST_AS_TINE": "1"}}}})
+	require.NoError(t, err)
+	lines := agentRun(t, home, []string{"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "MCP_TIMEOUT=60000", "MCP_TOOL_TIMEOUT=120000"},
+		bin, "-p", "fork it twice", "--output-format", "stream-json", "--verbose", "--mcp-config", string(cfg),
+		"--allowedTools", "mcp__tine__fork_session,mcp__tine__compare")
+	result := ""
+	for _, l := range lines {
+		if l["type"] == "result" {
+			result = fmt.Sprint(l["result"])
+		}
+	}
+	assert.Equal(t, "Both forks are done.", result)
+	reqs := srv.ModelRequests()
+	require.GreaterOrEqual(t, len(reqs), 3)
+	var sawForks, sawCompare bool
+	for _, r := range reqs {
+		b := string(r.Body)
+		sawForks = sawForks || (strings.Contains(b, `\"forks\"`) && strings.Contains(b, "cc-b"))
+		sawCompare = sawCompare || strings.Contains(b, `\"runs\"`)
+	}
+	assert.True(t, sawForks, "the model got fork_session's answer")
+	assert.True(t, sawCompare, "and compare's")
+
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	for _, n := range []string{"cc-a", "cc-b"} {
+		r, err := st.Resolve(context.Background(), n)
+		require.NoError(t, err)
+		assert.Equal(t, id, r.ParentID)
+	}
+}

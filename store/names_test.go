@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+)
+
+// A name says which run a command means (Resolve): no two runs share one,
+// whichever way they are written. Unnamed runs are many.
+func TestRunNamesAreUnique(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	root, _ := createRoot(t, s, 4, "root")
+	require.NoError(t, s.SetName(ctx, root.ID, "a"))
+
+	taken := func(err error, name string) {
+		t.Helper()
+		require.ErrorIs(t, err, model.ErrNameTaken)
+		var nt *model.NameTakenError
+		require.True(t, errors.As(err, &nt))
+		assert.Equal(t, name, nt.Name)
+		assert.Contains(t, err.Error(), `a run named "`+name+`" exists already`)
+	}
+	dup := model.Run{Name: "a"}
+	taken(s.CreateRun(ctx, &dup, nil), "a")
+	taken(s.CreateForks(ctx, []*model.Run{{ParentID: root.ID, ForkAt: 2, Name: "a"}}), "a")
+	// Two of one batch: the batch is not written.
+	taken(s.CreateForks(ctx, []*model.Run{{ParentID: root.ID, ForkAt: 2, Name: "b"}, {ParentID: root.ID, ForkAt: 2, Name: "b"}}), "b")
+	assert.Equal(t, 1, count(t, s, "runs"))
+
+	other := model.Run{Name: "c"}
+	require.NoError(t, s.CreateRun(ctx, &other, nil))
+	taken(s.SetName(ctx, other.ID, "a"), "a")
+	require.NoError(t, s.SetName(ctx, other.ID, "c"), "its own name again")
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{{ParentID: root.ID, ForkAt: 2}, {ParentID: root.ID, ForkAt: 2}}), "unnamed forks")
+
+	// The index holds it even for a writer that skips the check.
+	_, err := s.w.ExecContext(ctx, `UPDATE runs SET name = 'a' WHERE id = ?`, other.ID)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "UNIQUE")
+}
+
+// A database from before names were unique may hold runs sharing one
+// (five forks started at once were all named 2b924140-fork-13): opening
+// it renames the later ones with the first free suffix, oldest keeping
+// the name, so each name resolves to one run again.
+func TestMigrationRenamesDuplicateNames(t *testing.T) {
+	ctx := context.Background()
+	raw, path := openBefore(t, "_unique_names.sql")
+	for i, name := range []string{"x-fork-13", "", "x-fork-13", "x-fork-13-2", "x-fork-13", "", "solo"} {
+		_, err := raw.ExecContext(ctx, `INSERT INTO runs (id, tree_id, name, status, created_at, last_at)
+			VALUES (?1, ?1, ?2, 'completed', ?3, ?3)`, string(rune('a'+i)), name, i)
+		require.NoError(t, err)
+	}
+	require.NoError(t, raw.Close())
+
+	s, err := Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	names := map[string]string{}
+	runs, err := s.Runs(ctx)
+	require.NoError(t, err)
+	for _, r := range runs {
+		names[r.ID] = r.Name
+	}
+	assert.Equal(t, map[string]string{"a": "x-fork-13", "b": "", "c": "x-fork-13-3", "d": "x-fork-13-2", "e": "x-fork-13-4", "f": "", "g": "solo"}, names)
+	r, err := s.Resolve(ctx, "x-fork-13")
+	require.NoError(t, err)
+	assert.Equal(t, "a", r.ID, "the oldest keeps the name")
+	dup := model.Run{Name: "solo"}
+	require.ErrorIs(t, s.CreateRun(ctx, &dup, nil), model.ErrNameTaken)
+}
+
+// openBefore makes a database at the schema before the migration whose
+// file name ends in suffix, as an older tine left it, and returns it open
+// without the store, and its path.
+func openBefore(t *testing.T, suffix string) (*sql.DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite", dsn(path, false))
+	require.NoError(t, err)
+	t.Cleanup(func() { raw.Close() })
+	ms, err := migrations()
+	require.NoError(t, err)
+	found := false
+	for _, m := range ms {
+		if strings.HasSuffix(m.name, suffix) {
+			found = true
+			break
+		}
+		require.NoError(t, applyMigration(context.Background(), raw, m))
+	}
+	require.True(t, found, "no migration *%s", suffix)
+	return raw, path
+}
