@@ -788,7 +788,9 @@ func TestUpstreamEventOverTheBound(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	setKey(req, WireAnthropic, run.Key())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
