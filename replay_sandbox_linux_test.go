@@ -71,7 +71,10 @@ func replaySandbox(t *testing.T, name string) {
 	require.NoError(t, err)
 	// One step, three tool calls: a write outside the worktree, a socket
 	// of its own to a server on the machine's network address, and env.
-	write, socket := "echo x > "+outside+" && echo wrote", "bash -c 'exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected' 2>&1; echo tried"
+	// The connection is made in a subshell (a failed exec ends only
+	// that) and without quotes, which Gemini CLI's shell tool passes on
+	// as part of the word.
+	write, socket := "echo x > "+outside+" && echo wrote", "(exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected) 2>&1; echo tried"
 	on("sbx-main", modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell(write), a.shell(socket), a.shell("env")}},
 		modelserver.Reply{Text: "Done."})
 	out, errOut, code := tine(t, db, append([]string{"fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json"}, harness...)...)
