@@ -175,8 +175,7 @@ func newReplayer(st *store.Store, d *fork.Driver, ag agentFlags) *replay.Replaye
 // isolationWarning is the line a replay without a sandbox starts with:
 // why there is none, and what then holds the agent.
 func isolationWarning(why error) string {
-	return "tine replay: warning: " + why.Error() + "; the replayed agent is held by its proxy variables only (HTTP(S) proxies at a closed port): " +
-		"a program that opens sockets itself reaches the network, writes outside its worktree succeed, and it sees the credentials in tine's environment (README: Isolation)"
+	return "tine replay: warning: " + replay.Unsandboxed(why)
 }
 
 // replayReport reads the trials as stored.

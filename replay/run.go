@@ -97,6 +97,14 @@ func (p *Replayer) Isolation() error {
 	return sandbox.Available()
 }
 
+// Unsandboxed is what a replay without a sandbox says, on every run (the
+// command line and the TUI alike): why there is none (Isolation's error),
+// and what holds its agent then (README: Isolation).
+func Unsandboxed(why error) string {
+	return why.Error() + "; the replayed agent is held by its proxy variables only (HTTP(S) proxies at a closed port): " +
+		"a program that opens sockets itself reaches the network, writes outside its worktree succeed, and it sees the credentials in tine's environment (README: Isolation)"
+}
+
 // sandbox is the jail of a trial's agent, working in dir, on gateway run
 // gr: dir and a temporary folder of its own writable (the harness adds
 // the agent's own state), the gateway reached through a Unix socket of
