@@ -115,3 +115,47 @@ func TestJail(t *testing.T) {
 		t.Error("a file was written outside the jail's paths")
 	}
 }
+
+// BenchmarkStart is what the jail and its relay add to a program's start
+// (README: Isolation): /bin/true, and node when it is installed (the
+// agents are Node programs), run directly and in a jail with its relay.
+func BenchmarkStart(b *testing.B) {
+	if err := Available(); err != nil {
+		b.Skip(err)
+	}
+	root := b.TempDir()
+	sock := filepath.Join(root, "gw.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ul.Close()
+	progs := [][]string{{"/bin/true"}}
+	if node, err := exec.LookPath("node"); err == nil {
+		progs = append(progs, []string{node, "-e", "0"})
+	}
+	s := &Spec{Writable: []string{root}, Socket: sock, Port: 47124, TmpDir: root}
+	for _, p := range progs {
+		name := filepath.Base(p[0])
+		b.Run(name+"/direct", func(b *testing.B) {
+			for b.Loop() {
+				if err := exec.Command(p[0], p[1:]...).Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/jailed", func(b *testing.B) {
+			bin, args, env, err := s.Command(p[0], p[1:], root, os.Environ())
+			if err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				cmd := exec.Command(bin, args...)
+				cmd.Env = env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+}
