@@ -79,10 +79,16 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	var tf turnFlags
 	tf.register(f)
 	trials := f.String("trials", "", "")
+	eventsFD := eventsFlag(f) // the TUI's background replay (tuiBackground)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
+	// The TUI that started this replay hears its events, and how it
+	// ended: Execute's error, not a divergence (a result, not a failure).
+	events := openEvents(*eventsFD)
+	var failed error
+	defer func() { events.end(failed) }()
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
 	}
@@ -91,6 +97,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
+		failed = err
 		return err
 	}
 	defer st.Close()
@@ -128,7 +135,8 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
 		return nil
 	}
-	if _, err := rp.Execute(ctx, plan, nil); err != nil {
+	if _, err := rp.Execute(ctx, plan, events.put); err != nil {
+		failed = err
 		return err
 	}
 	out, err := replayReport(ctx, st, plan.Trials)

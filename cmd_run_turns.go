@@ -17,23 +17,36 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	var ag agentFlags
 	ag.register(f)
+	// The TUI's background turns (tuiBackground): paced as its own would
+	// be, the demo's offline driver, and their events on a pipe.
+	paced := f.Bool("paced", false, "")
+	demo := f.Bool("demo", false, "")
+	eventsFD := eventsFlag(f)
 	if _, err := f.parse(args, 0, 0); err != nil {
+		return err
+	}
+	events := openEvents(*eventsFD)
+	fail := func(err error) error {
+		events.end(err)
 		return err
 	}
 	var turns []fork.Turn
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
-		return fmt.Errorf("run-turns: %w", err)
+		return fail(fmt.Errorf("run-turns: %w", err))
 	}
 	st, err := e.open()
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	defer st.Close()
-	d, err := newDriver(st, false, api, ag)
-	if err != nil {
-		return err
+	var d *fork.Driver
+	if *demo {
+		d = demoDriver(st)
+	} else if d, err = newDriver(st, *paced, api, ag); err != nil {
+		return fail(err)
 	}
 	d.Parallel = *parallel
-	d.RunTurns(ctx, turns, nil)
+	d.RunTurns(ctx, turns, events.put)
+	events.end(nil)
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -304,27 +303,28 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 // command returns at once and the forks go on; the child reads its work
 // from stdin.
 func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	args := append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
-	cmd := exec.Command(exe, args...)
-	// The key goes through the environment, never the argument list.
-	cmd.Env = os.Environ()
-	if api.apiKey != "" {
-		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	args, env := runTurnsArgs(db, parallel, api, ag)
 	data, err := json.Marshal(turns)
 	if err != nil {
 		return err
 	}
-	cmd.Stdin = strings.NewReader(string(data))
-	if err := cmd.Start(); err != nil {
+	cmd, err := startTine(args, env, data)
+	if err != nil {
 		return err
 	}
 	return cmd.Process.Release()
+}
+
+// runTurnsArgs are the command line and the environment of a background
+// `tine run-turns` (startBackgroundTurns, and the TUI's: tuiBackground).
+func runTurnsArgs(db string, parallel int, api apiFlags, ag agentFlags) (args, env []string) {
+	args = append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
+	// The key goes through the environment, never the argument list.
+	env = os.Environ()
+	if api.apiKey != "" {
+		env = append(env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
+	}
+	return args, env
 }
 
 // cliMissing says why harness name cannot run a turn here because its

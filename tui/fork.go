@@ -798,11 +798,23 @@ type (
 	spinTickMsg  struct{}
 )
 
-// forkBatch is one launch: its forks run under one context.
+// forkBatch is one launch: its forks run under one context, in this
+// process or (background) in a tine of their own that goes on when this
+// one quits (Options.Background). order is its runs as started; status is
+// each one's latest as its events said ("" before any), and labels names
+// the runs known when it started.
 type forkBatch struct {
-	cancel context.CancelFunc
-	events *runMailbox
-	runs   map[string]bool
+	cancel     context.CancelFunc
+	events     *runMailbox
+	background bool
+	order      []string
+	status     map[string]model.Status
+	labels     map[string]string
+}
+
+func newForkBatch(cancel context.CancelFunc, background bool, ids ...string) *forkBatch {
+	return &forkBatch{cancel: cancel, events: newRunMailbox(), background: background,
+		order: ids, status: map[string]model.Status{}, labels: map[string]string{}}
 }
 
 // createForks makes the forks off the UI goroutine.

@@ -568,7 +568,7 @@ func TestARetryingForkSaysWhy(t *testing.T) {
 	nested := d.runNamed("nested")
 	require.NoError(t, st.SetRunning(context.Background(), nested.ID))
 	d.run(d.a.reloadTree())
-	b := &forkBatch{cancel: func() {}, events: newRunMailbox(), runs: map[string]bool{nested.ID: true}}
+	b := newForkBatch(func() {}, false, nested.ID)
 	d.a.forks.batches[7] = b
 	note := "claude cannot reach the model API at http://127.0.0.1:9; retry 2 of 10 in 1.1 s"
 	d.a.Update(runEventMsg{batch: 7, news: []runNews{{runID: nested.ID, note: note}}}) // its listen is not run
