@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -86,7 +87,11 @@ func (a *App) updateForks(msg tea.Msg) tea.Cmd {
 		return a.runEvents(msg)
 	case batchDoneMsg:
 		delete(a.forks.batches, msg.batch)
-		return tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo), a.requit())
+		var said tea.Cmd
+		if a.status.quiet() { // never over what a fork's failure said
+			said = a.setStatus("forks finished", levelInfo)
+		}
+		return tea.Batch(a.reloadTree(), said, a.requit())
 	case spinTickMsg:
 		// Forks another process runs are seen when the store changes (live.go).
 		var cmd tea.Cmd
@@ -298,28 +303,61 @@ func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, turns []fork
 			return
 		}
 		job := TurnsJob{Turns: turns, Parallel: drv.Parallel, BaseURL: api.baseURL, APIKey: api.key}
-		if err := bg.Turns(ctx, job, b.events.put); err != nil && ctx.Err() == nil {
-			failUnstarted(st, ids, err, b.events.put)
+		var started startedRuns
+		if err := bg.Turns(ctx, job, started.watch(b.events.put)); err != nil && ctx.Err() == nil {
+			failUnstarted(st, ids, &started, err, b.events.put)
 		}
 	})
 	return tea.Batch(listen(b, id), a.spin())
 }
 
-// failUnstarted marks the runs of ids still pending failed, saying why:
-// the background tine that was to run their turns did not (err), so they
-// are not left pending (ARCHITECTURE.md, rule 12); the screen hears it as
-// their events.
-func failUnstarted(st *store.Store, ids []string, err error, events func(fork.RunEvent)) {
+// startedRuns are the runs whose turns were seen to start (a running
+// event), from whichever goroutine reports them.
+type startedRuns struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// watch is events, noting the runs that start.
+func (s *startedRuns) watch(events func(fork.RunEvent)) func(fork.RunEvent) {
+	return func(ev fork.RunEvent) {
+		if ev.Status == model.Running {
+			s.mu.Lock()
+			if s.ids == nil {
+				s.ids = map[string]bool{}
+			}
+			s.ids[ev.RunID] = true
+			s.mu.Unlock()
+		}
+		events(ev)
+	}
+}
+
+func (s *startedRuns) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[id]
+}
+
+// failUnstarted says, as the failure of each of ids that has not run, why
+// its turn did not: the background tine that was to run it did not (err).
+// One still pending is marked failed, so it is not left pending
+// (ARCHITECTURE.md, rule 12); one that had ended before (a next turn)
+// keeps what it was.
+func failUnstarted(st *store.Store, ids []string, started *startedRuns, err error, events func(fork.RunEvent)) {
 	ctx := context.Background()
+	why := fmt.Errorf("its turn never started: %w", err)
 	for _, id := range ids {
 		r, rerr := st.Run(ctx, id)
-		if rerr != nil || r.Status != model.Pending {
-			continue
+		switch {
+		case rerr != nil || r.Status == model.Running || started.has(id):
+			continue // it started: the store says how it went (the reaper, if it died)
+		case r.Status == model.Pending:
+			if st.SetStatus(ctx, id, model.Failed, model.OneLine(why.Error(), 500)) != nil {
+				continue
+			}
 		}
-		why := fmt.Errorf("its turn never started: %w", err)
-		if st.SetStatus(ctx, id, model.Failed, model.OneLine(why.Error(), 500)) == nil {
-			events(fork.RunEvent{RunID: id, Status: model.Failed, Err: why})
-		}
+		events(fork.RunEvent{RunID: id, Status: model.Failed, Err: why})
 	}
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -270,4 +271,34 @@ func TestKilledProgramStopsItsForks(t *testing.T) {
 	d.a.shutdown()
 	assert.Equal(t, model.Cancelled, status(t, st, fk.ID))
 	assert.Equal(t, []string{"long-one"}, d.a.exit.Stopped)
+}
+
+// refusing is a background that cannot start its work.
+type refusing struct{}
+
+func (refusing) Turns(context.Context, TurnsJob, func(fork.RunEvent)) error {
+	return errors.New("no tine to run it: exec: not found")
+}
+
+func (refusing) Replay(context.Context, *replay.Plan, func(fork.RunEvent)) error {
+	return errors.New("no tine to run it")
+}
+
+// TestABackgroundThatDoesNotStartFailsItsForks: turns handed to a
+// background tine that never took them do not stay pending: each is
+// marked failed, saying why, and the status line says so.
+func TestABackgroundThatDoesNotStartFailsItsForks(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(newHeld())}
+	d := newDriverOpts(t, st, Options{Title: "test", Driver: drv, Background: refusing{}}, 120, 30)
+	d.keys("enter")
+	runs, _, err := drv.Fork(context.Background(), fork.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "held"})
+	require.NoError(t, err)
+	d.run(d.a.startTurns(1, drv, apiSettings{}, []fork.Turn{{RunID: runs[0].ID, Input: "go"}}, runs[0]))
+	r, err := st.Run(context.Background(), runs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, r.Status)
+	assert.Contains(t, r.Error, "its turn never started: no tine to run it")
+	assert.Contains(t, d.plain(), "a fork failed: its turn never started")
+	assert.Empty(t, d.a.ownRunning(), "and it is not running as far as quitting knows")
 }

@@ -417,9 +417,10 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 		}
 		// A tine of its own replays it (Options.Background), and goes on
 		// if this one quits.
-		err := bg.Replay(ctx, plan, b.events.put)
+		var started startedRuns
+		err := bg.Replay(ctx, plan, started.watch(b.events.put))
 		if err != nil && ctx.Err() == nil {
-			failUnstarted(st, plan.Trials, err, b.events.put)
+			failUnstarted(st, plan.Trials, &started, err, b.events.put)
 		}
 		done <- err
 	})
