@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,10 +51,7 @@ func startTine(args, env []string, stdin []byte, extra ...*os.File) (*exec.Cmd, 
 // (--events-fd), so the screen is as live as with turns run in-process.
 type tuiBackground struct {
 	db string
-	ag agentFlags
-	// paced slows the script harness so a person can watch; demo gives
-	// the background tine the demo's offline driver.
-	paced, demo bool
+	ag agentFlags // how the TUI's own driver runs them (paced, demo)
 }
 
 func (b tuiBackground) Turns(ctx context.Context, job tui.TurnsJob, events func(fork.RunEvent)) error {
@@ -63,12 +61,6 @@ func (b tuiBackground) Turns(ctx context.Context, job tui.TurnsJob, events func(
 		parallel = 4 // as RunTurns has it
 	}
 	args, env := runTurnsArgs(b.db, parallel, api, b.ag)
-	if b.paced {
-		args = append(args, "--paced")
-	}
-	if b.demo {
-		args = append(args, "--demo")
-	}
 	data, err := json.Marshal(job.Turns)
 	if err != nil {
 		return err
@@ -177,8 +169,20 @@ func readEvents(r *os.File, events func(fork.RunEvent)) (ended bool, err error) 
 }
 
 // eventsFlag registers --events-fd, for the TUI's background processes
-// only (no usage line: hidden from the help).
-func eventsFlag(f *flags) *int { return f.Int("events-fd", 0, "") }
+// only (no usage line: hidden from the help): the pipe it names is opened
+// as the flag is parsed. Without it the pipe reports nothing.
+func eventsFlag(f *flags) *eventPipe {
+	p := &eventPipe{}
+	f.Func("events-fd", "", func(s string) error {
+		fd, err := strconv.Atoi(s)
+		if err != nil || fd < 3 {
+			return fmt.Errorf("not a file descriptor of tine's: %q", s)
+		}
+		p.open(fd)
+		return nil
+	})
+	return p
+}
 
 // eventPipe reports a background tine's events to the TUI that started it
 // (followBackground) without ever making the work wait: events queue, a
@@ -195,22 +199,18 @@ type eventPipe struct {
 	done   chan struct{}
 }
 
-// openEvents opens the pipe given as --events-fd; nil when none was.
-func openEvents(fd int) *eventPipe {
-	if fd <= 0 {
-		return nil
-	}
+// open starts reporting on fd (the --events-fd pipe).
+func (p *eventPipe) open(fd int) {
 	// No agent this process starts gets it: one that outlived its turn
 	// would keep the TUI waiting for the end of the pipe.
 	syscall.CloseOnExec(fd)
-	p := &eventPipe{f: os.NewFile(uintptr(fd), "events"), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.f, p.wake, p.done = os.NewFile(uintptr(fd), "events"), make(chan struct{}, 1), make(chan struct{})
 	go p.write()
-	return p
 }
 
 // put queues ev; it never blocks.
 func (p *eventPipe) put(ev fork.RunEvent) {
-	if p == nil {
+	if p.f == nil {
 		return
 	}
 	l := eventLine{Run: ev.RunID, Status: ev.Status, Stored: ev.Message != nil, Delta: lastBytes(ev.Delta, maxDelta), Note: ev.Note}
@@ -266,7 +266,7 @@ func (p *eventPipe) write() {
 // end says the work is over (err: why it failed), waits a moment for the
 // queue to be written and closes the pipe. Only the first call counts.
 func (p *eventPipe) end(err error) {
-	if p == nil {
+	if p.f == nil {
 		return
 	}
 	p.mu.Lock()

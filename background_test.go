@@ -141,7 +141,8 @@ func TestEventPipeNeverBlocksTheWork(t *testing.T) {
 	fd, err := syscall.Dup(int(w.Fd()))
 	require.NoError(t, err)
 	w.Close()
-	p := openEvents(fd)
+	p := &eventPipe{}
+	p.open(fd)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -226,14 +227,19 @@ func TestTUIQuitKeepsOrStopsForksForReal(t *testing.T) {
 		tmux("send-keys", "-t", name, "-l", "go on")
 		time.Sleep(150 * time.Millisecond)
 		keys(name, "C-s")
-		waitFor(name, "running")
-		out, _, code := tine(t, db, "ls", "--json")
-		require.Equal(t, 0, code)
-		var runs []struct{ ID, Status string }
-		require.NoError(t, json.Unmarshal([]byte(out), &runs))
-		for _, r := range runs {
-			if r.Status == "running" {
-				return r.ID
+		// The background tine has it once the store says it runs.
+		var out string
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			var code int
+			out, _, code = tine(t, db, "ls", "--json")
+			require.Equal(t, 0, code)
+			var runs []struct{ ID, Status string }
+			require.NoError(t, json.Unmarshal([]byte(out), &runs))
+			for _, r := range runs {
+				if r.Status == "running" {
+					waitFor(name, "running · ") // the tree shows it
+					return r.ID
+				}
 			}
 		}
 		t.Fatalf("no run is running:\n%s", out)

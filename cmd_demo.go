@@ -177,7 +177,7 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	follow := "tine --db " + shellQuote(st.Path()) + " ls"
 	exit, err := tui.Run(ctx, st, tui.Options{Title: "demo", Driver: demoDriver(st), Agents: backends(harness.Setup{}, true),
 		Offline:    "the demo's sessions are made up, so no agent could continue them; the demo forks offline, through script",
-		Background: tuiBackground{db: st.Path(), demo: true}, Follow: follow})
+		Background: tuiBackground{db: st.Path(), ag: agentFlags{demo: true}}, Follow: follow})
 	if s := exit.String(); s != "" {
 		fmt.Fprintln(e.stdout, "tine: "+s)
 	}

@@ -62,7 +62,7 @@ func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
 		Taped: d.Taped, Actual: d.Actual, Diff: d.Diff, Closest: d.Closest}
 }
 
-func cmdReplay(ctx context.Context, e *env, args []string) error {
+func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--wait] [--json]",
 		"Rebuild the world of a recorded run at step N and fork it there. In a fresh worktree at the\n"+
 			"run's base commit, the run's own agent is started as it was and answered from the run's\n"+
@@ -76,19 +76,18 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	base := f.String("base", "", "the commit (`REV`) the sandbox starts at (default: the run's recorded base; needed for a run tine did not start)")
 	check := f.String("check", "", "a shell `command` run in each finished continuation's worktree; A/A then compares its result with the original's")
 	score := f.String("score", "exit", "how --check scores: exit or number")
+	// The TUI's replay (tuiBackground): its events go back on a pipe, and
+	// how it ended: why it could not run, or Execute's error; not a
+	// divergence, which is its result.
+	events := eventsFlag(f)
+	defer func() { events.end(err) }()
 	var tf turnFlags
 	tf.register(f)
 	trials := f.String("trials", "", "")
-	eventsFD := eventsFlag(f) // the TUI's background replay (tuiBackground)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
 	}
-	// The TUI that started this replay hears its events, and how it
-	// ended: Execute's error, not a divergence (a result, not a failure).
-	events := openEvents(*eventsFD)
-	var failed error
-	defer func() { events.end(failed) }()
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
 	}
@@ -97,7 +96,6 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
-		failed = err
 		return err
 	}
 	defer st.Close()
@@ -136,9 +134,9 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if _, err := rp.Execute(ctx, plan, events.put); err != nil {
-		failed = err
 		return err
 	}
+	events.end(nil) // what follows reports it
 	out, err := replayReport(ctx, st, plan.Trials)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		follow = "tine --db " + shellQuote(st.Path()) + " ls"
 	}
 	exit, err := tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag), NewDatabase: e.made,
-		Background: tuiBackground{db: st.Path(), ag: ag, paced: true}, Follow: follow})
+		Background: tuiBackground{db: st.Path(), ag: agentFlags{checkTimeout: ag.checkTimeout, record: ag.record, paced: true}}, Follow: follow})
 	if s := exit.String(); s != "" {
 		fmt.Fprintln(e.stdout, "tine: "+s)
 	}

@@ -126,6 +126,10 @@ type agentFlags struct {
 	permissions  string
 	checkTimeout time.Duration
 	record       bool
+	// paced slows the script harness so a person can watch, and demo
+	// gives the demo's offline driver: for the TUI's background turns
+	// (tuiBackground), as its own driver runs them.
+	paced, demo bool
 }
 
 func (a *agentFlags) register(f *flags) {
@@ -134,11 +138,21 @@ func (a *agentFlags) register(f *flags) {
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
 	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
 		"record each model call of "+model.List(harness.Replayable(registry.Agents()))+" turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of the model APIs' turns (recorded, not replayed); or TINE_RECORD=1")
+	// For tine's own background processes only: no usage line.
+	f.BoolVar(&a.paced, "paced", false, "")
+	f.BoolVar(&a.demo, "demo", false, "")
 }
 
 // args gives a's flags to a background `tine run-turns`.
 func (a agentFlags) args() []string {
-	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
+	args := []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
+	if a.paced {
+		args = append(args, "--paced")
+	}
+	if a.demo {
+		args = append(args, "--demo")
+	}
+	return args
 }
 
 // stringList is a repeatable string flag.
