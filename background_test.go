@@ -237,7 +237,6 @@ func TestTUIQuitKeepsOrStopsForksForReal(t *testing.T) {
 			require.NoError(t, json.Unmarshal([]byte(out), &runs))
 			for _, r := range runs {
 				if r.Status == "running" {
-					waitFor(name, "running · ") // the tree shows it
 					return r.ID
 				}
 			}
