@@ -647,5 +647,7 @@ func TestForkStoppedByItsBudget(t *testing.T) {
 	assert.Regexp(t, `^budget: \d+ tokens spent, over --max-tokens 300; stopped, and what it had streamed is kept$`, r.Error)
 	assert.Equal(t, 2, r.OwnMessages, "the message and the call that went over are kept")
 	d.cursorTo(name)
-	assert.Contains(t, d.plain(), "budget: ")
+	s := d.plain()
+	assert.Contains(t, s, "budget: ")
+	assert.Contains(t, s, "at most 300 tokens of its own")
 }
