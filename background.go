@@ -75,6 +75,12 @@ func (b tuiBackground) Replay(ctx context.Context, plan *replay.Plan, events fun
 	if s.CheckNumber {
 		args = append(args, "--score", "number")
 	}
+	if s.Budget.Tokens > 0 {
+		args = append(args, "--max-tokens", strconv.FormatInt(s.Budget.Tokens, 10))
+	}
+	if s.Budget.USD > 0 {
+		args = append(args, "--max-cost", strconv.FormatFloat(s.Budget.USD, 'f', -1, 64))
+	}
 	args = append(args, b.ag.args()...)
 	args = append(args, "--wait", "--json", "--trials", strings.Join(plan.Trials, ","))
 	return followBackground(ctx, args, os.Environ(), nil, events)
