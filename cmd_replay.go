@@ -62,25 +62,33 @@ func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
 		Taped: d.Taped, Actual: d.Actual, Diff: d.Diff, Closest: d.Closest}
 }
 
-func cmdReplay(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--wait] [--json]",
+func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
+	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",
 		"Rebuild the world of a recorded run at step N and fork it there. In a fresh worktree at the\n"+
 			"run's base commit, the run's own agent is started as it was and answered from the run's\n"+
 			"tape for steps 1..N, so it runs every tool call again for real; each request is checked\n"+
 			"against the tape, and the first difference is reported as a divergence of kind model,\n"+
 			"tool, network or tree. Then each of K continuations goes live from step N (K = 0 only\n"+
-			"verifies). Runs are recorded with `tine fork|run --record`. Where bubblewrap is installed\n"+
-			"(Linux) the agent runs in a sandbox: no network but tine's gateway, no writes but its worktree\n"+
-			"and its own state, no credential in its environment; elsewhere, or with TINE_REPLAY_SANDBOX=off,\n"+
-			"each replay says what holds it instead (README: Isolation).")
+			"verifies). Runs are recorded with `tine fork|run --record`. --max-tokens and --max-cost\n"+
+			"give each continuation a budget: one that goes over is stopped and recorded failed. Where\n"+
+			"bubblewrap is installed (Linux) the agent runs in a sandbox: no network but tine's gateway, no\n"+
+			"writes but its worktree and its own state, no credential in its environment; elsewhere, or with\n"+
+			"TINE_REPLAY_SANDBOX=off, each replay says what holds it instead (README: Isolation).")
 	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
 	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
 	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
 	base := f.String("base", "", "the commit (`REV`) the sandbox starts at (default: the run's recorded base; needed for a run tine did not start)")
 	check := f.String("check", "", "a shell `command` run in each finished continuation's worktree; A/A then compares its result with the original's")
 	score := f.String("score", "exit", "how --check scores: exit or number")
+	// The TUI's replay (tuiBackground): its events go back on a pipe, and
+	// how it ended: why it could not run, or Execute's error; not a
+	// divergence, which is its result.
+	events := eventsFlag(f)
+	defer func() { events.end(err) }()
 	var tf turnFlags
 	tf.register(f)
+	var bf budgetFlags
+	bf.register(f)
 	trials := f.String("trials", "", "")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -91,6 +99,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	}
 	if *score != "exit" && *score != "number" {
 		return usagef("replay: --score is exit or number, not %q", *score)
+	}
+	budget, err := bf.budget("replay")
+	if err != nil {
+		return err
 	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
@@ -103,7 +115,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stderr, isolationWarning(err))
 	}
 	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
-		Base: *base, Check: *check, CheckNumber: *score == "number"}
+		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
 	var plan *replay.Plan
 	if *trials != "" { // the background half: the trials exist
 		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}
@@ -135,9 +147,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
 		return nil
 	}
-	if _, err := rp.Execute(ctx, plan, nil); err != nil {
+	if _, err := rp.Execute(ctx, plan, events.put); err != nil {
 		return err
 	}
+	events.end(nil) // what follows reports it
 	out, err := replayReport(ctx, st, plan.Trials)
 	if err != nil {
 		return err

@@ -10,9 +10,13 @@ import (
 
 // cmdRunTurns is the background half of `tine fork`: it reads turns as JSON
 // on stdin and runs them. Not for people; hidden from the help.
-func cmdRunTurns(ctx context.Context, e *env, args []string) error {
+func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	f := newFlags(e, "run-turns", "", "Run the turns given as JSON on stdin (used by tine fork).")
 	parallel := f.Int("parallel", 4, "how many turns run at once")
+	// The TUI's turns (tuiBackground): their events, and how they ended,
+	// go back to it on a pipe.
+	events := eventsFlag(f)
+	defer func() { events.end(err) }()
 	var api apiFlags
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	var ag agentFlags
@@ -34,6 +38,6 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	d.Parallel = *parallel
-	d.RunTurns(ctx, turns, nil)
+	d.RunTurns(ctx, turns, events.put)
 	return nil
 }

@@ -415,15 +415,24 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 	a.forks.nextBatch++
 	id := a.forks.nextBatch
 	ctx, cancel := context.WithCancel(a.ctx)
-	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
-	for _, t := range plan.Trials {
-		b.runs[t] = true
-	}
+	bg, st := a.opts.Background, a.st
+	b := newForkBatch(cancel, bg != nil, plan.Trials...)
 	a.forks.batches[id] = b
 	done := make(chan error, 1)
 	a.background("replay", func() {
 		defer b.events.close()
-		_, err := rp.Execute(ctx, plan, b.events.put)
+		if bg == nil {
+			_, err := rp.Execute(ctx, plan, b.events.put)
+			done <- err
+			return
+		}
+		// A tine of its own replays it (Options.Background), and goes on
+		// if this one quits.
+		var started startedRuns
+		err := bg.Replay(ctx, plan, started.watch(b.events.put))
+		if err != nil && ctx.Err() == nil {
+			failUnstarted(st, plan.Trials, &started, err, b.events.put)
+		}
 		done <- err
 	})
 	wait := func() tea.Msg { return replayDoneMsg{gen: gen, err: <-done} }
