@@ -45,6 +45,10 @@ func defaultFolders() string {
 // timeout, and whether model calls are recorded. Agent forks' worktrees
 // live next to the database, in tine's data dir.
 func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.Driver, error) {
+	if ag.demo {
+		return demoDriver(st), nil
+	}
+	paced = paced || ag.paced
 	p, err := harness.ParsePermissions(ag.permissions)
 	if err != nil {
 		return nil, usageError{err.Error()}

@@ -158,9 +158,11 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if !*keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if !*keep { // read on the way out: forks left running keep it
+			os.RemoveAll(dir)
+		}
+	}()
 	st, err := store.Open(path.Join(dir, "demo.db"))
 	if err != nil {
 		return err
@@ -172,13 +174,38 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 	if err := requireTerminal(); err != nil {
 		return err
 	}
-	// The demo forks offline, through the script harness: its sessions were
-	// made up, so no agent could continue them.
-	d := &fork.Driver{Store: st, Harnesses: backends(harness.Setup{Paced: true}, false), DefaultHarness: "script"}
-	err = tui.Run(ctx, st, tui.Options{Title: "demo", Driver: d, Agents: backends(harness.Setup{}, true),
-		Offline: "the demo's sessions are made up, so no agent could continue them; the demo forks offline, through script"})
-	if *keep {
-		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", st.Path(), st.Path())
+	follow := "tine --db " + shellQuote(st.Path()) + " ls"
+	exit, err := tui.Run(ctx, st, tui.Options{Title: "demo", Driver: demoDriver(st), Agents: backends(harness.Setup{}, true),
+		Offline:    "the demo's sessions are made up, so no agent could continue them; the demo forks offline, through script",
+		Background: tuiBackground{db: st.Path(), ag: agentFlags{demo: true}}, Follow: follow})
+	if s := exit.String(); s != "" {
+		fmt.Fprintln(e.stdout, "tine: "+s)
+	}
+	switch {
+	case len(exit.Kept) > 0 || len(exit.Stopping) > 0:
+		// Forks go on in it: it stays, whatever --keep said.
+		*keep = true
+		fmt.Fprintf(e.stdout, "demo database kept at %s, for the forks that go on in it (open it with: tine --db %s)\n",
+			model.SafeText(st.Path()), shellQuote(st.Path()))
+	case *keep:
+		fmt.Fprintf(e.stdout, "demo database kept at %s (open it with: tine --db %s)\n", model.SafeText(st.Path()), shellQuote(st.Path()))
 	}
 	return err
+}
+
+// demoDriver forks offline, through the script harness: the demo's
+// sessions were made up, so no agent could continue them. The TUI's
+// background turns in the demo get it too (run-turns --demo).
+func demoDriver(st *store.Store) *fork.Driver {
+	return &fork.Driver{Store: st, Harnesses: backends(harness.Setup{Paced: true}, false), DefaultHarness: "script"}
+}
+
+// shellQuote is s as one word for a POSIX shell, quoted only when it
+// needs to be.
+func shellQuote(s string) string {
+	s = model.SafeText(s)
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./~+=:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

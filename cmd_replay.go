@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"tine/harness/fork"
@@ -60,22 +62,33 @@ func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
 		Taped: d.Taped, Actual: d.Actual, Diff: d.Diff, Closest: d.Closest}
 }
 
-func cmdReplay(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--wait] [--json]",
+func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
+	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",
 		"Rebuild the world of a recorded run at step N and fork it there. In a fresh worktree at the\n"+
 			"run's base commit, the run's own agent is started as it was and answered from the run's\n"+
 			"tape for steps 1..N, so it runs every tool call again for real; each request is checked\n"+
 			"against the tape, and the first difference is reported as a divergence of kind model,\n"+
 			"tool, network or tree. Then each of K continuations goes live from step N (K = 0 only\n"+
-			"verifies). Runs are recorded with `tine fork|run --record`.")
+			"verifies). Runs are recorded with `tine fork|run --record`. --max-tokens and --max-cost\n"+
+			"give each continuation a budget: one that goes over is stopped and recorded failed. Where\n"+
+			"bubblewrap is installed (Linux) the agent runs in a sandbox: no network but tine's gateway, no\n"+
+			"writes but its worktree and its own state, no credential in its environment; elsewhere, or with\n"+
+			"TINE_REPLAY_SANDBOX=off, each replay says what holds it instead (README: Isolation).")
 	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
 	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
 	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
 	base := f.String("base", "", "the commit (`REV`) the sandbox starts at (default: the run's recorded base; needed for a run tine did not start)")
 	check := f.String("check", "", "a shell `command` run in each finished continuation's worktree; A/A then compares its result with the original's")
 	score := f.String("score", "exit", "how --check scores: exit or number")
+	// The TUI's replay (tuiBackground): its events go back on a pipe, and
+	// how it ended: why it could not run, or Execute's error; not a
+	// divergence, which is its result.
+	events := eventsFlag(f)
+	defer func() { events.end(err) }()
 	var tf turnFlags
 	tf.register(f)
+	var bf budgetFlags
+	bf.register(f)
 	trials := f.String("trials", "", "")
 	ackFD := ackFlag(f)
 	pos, err := f.parse(args, 1, 1)
@@ -83,29 +96,35 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// The background half tells the command that started it once the
-	// trials are its own (handOver).
+	// trials are its own (handOver), or why they cannot be.
 	ack := openAck(*ackFD)
-	defer ack.done(errors.New("the background replay stopped before taking its trials"))
+	defer func() { ack.done(err) }()
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
 	}
 	if *score != "exit" && *score != "number" {
 		return usagef("replay: --score is exit or number, not %q", *score)
 	}
+	budget, err := bf.budget("replay")
+	if err != nil {
+		return err
+	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
-		ack.done(err)
 		return err
 	}
 	defer st.Close()
 	rp := newReplayer(st, d, tf.ag)
+	if err := rp.Isolation(); err != nil && *trials == "" {
+		// Said on every replay (README: Isolation).
+		fmt.Fprintln(e.stderr, isolationWarning(err))
+	}
 	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
-		Base: *base, Check: *check, CheckNumber: *score == "number"}
+		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
 	var plan *replay.Plan
 	if *trials != "" { // the background half: the trials exist
 		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}
 		if err := st.ClaimTurns(ctx, plan.Trials); err != nil {
-			ack.done(err)
 			return err
 		}
 		ack.done(nil)
@@ -140,9 +159,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
 		return nil
 	}
-	if _, err := rp.Execute(ctx, plan, nil); err != nil {
+	if _, err := rp.Execute(ctx, plan, events.put); err != nil {
 		return err
 	}
+	events.end(nil) // what follows reports it
 	out, err := replayReport(ctx, st, plan.Trials)
 	if err != nil {
 		return err
@@ -166,13 +186,21 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 }
 
 // newReplayer wires a Replayer to this process's gateway and to the
-// model APIs' keys in the environment.
+// model APIs' keys in the environment; TINE_REPLAY_SANDBOX=off runs its
+// agents without the sandbox.
 func newReplayer(st *store.Store, d *fork.Driver, ag agentFlags) *replay.Replayer {
 	gw, err := processGateway.get()
 	if err != nil {
 		gw = nil
 	}
-	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout}
+	return &replay.Replayer{Store: st, Driver: d, Gateway: gw, CheckTimeout: ag.checkTimeout,
+		Unsandboxed: os.Getenv("TINE_REPLAY_SANDBOX") == "off"}
+}
+
+// isolationWarning is the line a replay without a sandbox starts with:
+// why there is none, and what then holds the agent.
+func isolationWarning(why error) string {
+	return "tine replay: warning: " + replay.Unsandboxed(why)
 }
 
 // replayReport reads the trials as stored.
@@ -226,7 +254,49 @@ func printReplay(w io.Writer, out replayJSON) {
 // so the command returns while they run, once that tine has claimed them
 // (handOver).
 func startBackgroundReplay(db string, trials []string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := backgroundReplay(exe, db, trials, args)
+	return handOver(cmd.Args[1:], cmd.Env, nil)
+}
+
+// backgroundReplay is the command of a background replay: this command
+// line again, with the trials it made. An --api-key goes by the
+// environment, never on the command line (rule 13 in ARCHITECTURE.md), as
+// startBackgroundTurns passes it.
+func backgroundReplay(exe, db string, trials []string, args []string) *exec.Cmd {
+	args, key := withoutAPIKey(args)
 	argv := append([]string{"--db", db, "replay"}, args...)
 	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
-	return handOver(argv, os.Environ(), nil)
+	cmd := exec.Command(exe, argv...)
+	cmd.Env = os.Environ()
+	if key != "" {
+		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+key, "ANTHROPIC_API_KEY="+key)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// withoutAPIKey is args without --api-key and its value (in any of the
+// forms the flag package reads), and that value.
+func withoutAPIKey(args []string) (rest []string, key string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(rest, args[i:]...), key
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "api-key" {
+			rest = append(rest, a)
+			continue
+		}
+		if !hasVal && i+1 < len(args) {
+			i++
+			val = args[i]
+		}
+		key = val
+	}
+	return rest, key
 }

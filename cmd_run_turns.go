@@ -10,9 +10,13 @@ import (
 
 // cmdRunTurns is the background half of `tine fork`: it reads turns as JSON
 // on stdin and runs them. Not for people; hidden from the help.
-func cmdRunTurns(ctx context.Context, e *env, args []string) error {
+func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	f := newFlags(e, "run-turns", "", "Run the turns given as JSON on stdin (used by tine fork).")
 	parallel := f.Int("parallel", 4, "how many turns run at once")
+	// The TUI's turns (tuiBackground): their events, and how they ended,
+	// go back to it on a pipe.
+	events := eventsFlag(f)
+	defer func() { events.end(err) }()
 	var api apiFlags
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	var ag agentFlags
@@ -22,34 +26,31 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	// The command that started this process waits until the turns are
-	// claimed as this process's (handOver), then returns.
+	// claimed as this process's (handOver), or for why they cannot be.
 	ack := openAck(*ackFD)
-	fail := func(err error) error {
-		ack.done(err)
-		return err
-	}
+	defer func() { ack.done(err) }()
 	var turns []fork.Turn
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
-		return fail(fmt.Errorf("run-turns: reading its turns: %w", err))
+		return fmt.Errorf("run-turns: reading its turns: %w", err)
 	}
 	st, err := e.open()
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer st.Close()
 	d, err := newDriver(st, false, api, ag)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	ids := make([]string, len(turns))
 	for i, t := range turns {
 		ids[i] = t.RunID
 	}
 	if err := st.ClaimTurns(ctx, ids); err != nil {
-		return fail(err)
+		return err
 	}
 	ack.done(nil)
 	d.Parallel = *parallel
-	d.RunTurns(ctx, turns, nil)
+	d.RunTurns(ctx, turns, events.put)
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -24,5 +25,14 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 	if err != nil {
 		return err
 	}
-	return tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag), NewDatabase: e.made})
+	follow := "tine ls"
+	if e.db != "" {
+		follow = "tine --db " + shellQuote(st.Path()) + " ls"
+	}
+	exit, err := tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag), NewDatabase: e.made,
+		Background: tuiBackground{db: st.Path(), ag: agentFlags{checkTimeout: ag.checkTimeout, record: ag.record, paced: true}}, Follow: follow})
+	if s := exit.String(); s != "" {
+		fmt.Fprintln(e.stdout, "tine: "+s)
+	}
+	return err
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"time"
@@ -25,29 +23,18 @@ var handOverTimeout = 30 * time.Second
 // outlives the command, and returns once that process has said that it
 // has the work (given on its stdin when stdin is not nil): it writes "ok"
 // on the pipe it gets as --ack-fd once its turns are claimed in the store
-// as its own (ARCHITECTURE.md, how a fork flows, and rule 13). Returning
+// as its own (ARCHITECTURE.md, how a fork flows, and rule 14). Returning
 // before that lost work: a command that exited before its stdin was
 // written left the background process reading EOF (issue 17). The error
 // says why the work was not taken: what the process said, how it exited,
 // or that it did not answer within handOverTimeout (it is then stopped).
 func handOver(args, env []string, stdin []byte) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, append(slicesClip(args), "--ack-fd", "3")...)
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.ExtraFiles = []*os.File{w}
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err = cmd.Start()
+	cmd, err := startTine(append(slicesClip(args), "--ack-fd", "3"), env, stdin, w)
 	w.Close() // the child has its copy: EOF once it closes it or dies
 	if err != nil {
 		return err
@@ -122,7 +109,7 @@ func (a *ackPipe) done(err error) {
 
 // failHandOver marks the runs of ids that are still pending failed: their
 // turns were never taken (why), so they are not left pending forever
-// (ARCHITECTURE.md, rule 13). A run given its next turn keeps its status.
+// (ARCHITECTURE.md, rule 14). A run given its next turn keeps its status.
 func failHandOver(ctx context.Context, st *store.Store, ids []string, why error) []string {
 	bg := context.WithoutCancel(ctx)
 	var failed []string

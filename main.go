@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
 )
@@ -122,7 +123,14 @@ func commands() []command {
 	}
 }
 
-func main() { os.Exit(runMain()) }
+func main() {
+	// In a replay's sandbox tine is the relay to its gateway
+	// (internal/sandbox), before anything else.
+	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
+		os.Exit(sandbox.RelayMain(os.Args[2:]))
+	}
+	os.Exit(runMain())
+}
 
 // runMain runs the command line of this process. A closed terminal
 // (SIGHUP) stops work as Ctrl+C and kill do: running forks are recorded

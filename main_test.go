@@ -15,6 +15,7 @@ import (
 
 	"tine/harness/importer"
 	"tine/internal/modelserver"
+	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
 )
@@ -269,6 +270,10 @@ func TestDemoData(t *testing.T) {
 // With TINE_TEST_AS_TINE=1 it is tine itself, signals and all, for tests
 // that kill or stop it.
 func TestMain(m *testing.M) {
+	// It is the relay in a replay's sandbox, as tine is (main).
+	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
+		os.Exit(sandbox.RelayMain(os.Args[2:]))
+	}
 	for _, a := range os.Args {
 		if a == "run-turns" || os.Getenv("TINE_TEST_AS_TINE") == "1" {
 			os.Exit(runMain())

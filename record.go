@@ -44,30 +44,30 @@ type recorder struct {
 // gateway is Driver.Gateway: a gateway run of the turn's own, whose steps
 // land on the run's tape after its earlier steps, each with the git tree of
 // the run's directory when the call arrived.
-func (r *recorder) gateway(ctx context.Context, run model.Run, dir string) (string, func(), error) {
+func (r *recorder) gateway(ctx context.Context, run model.Run, dir string) (url, key string, done func(), err error) {
 	agent, _ := r.agents.Agent(run.Harness)
 	wire, up, err := agent.Upstream(run, os.Environ())
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	gw, err := processGateway.get()
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	// Numbered after the tape's last step, not its length: a step whose
 	// write failed leaves a gap, and a later turn must not overwrite
 	// what comes after it.
 	last, err := r.st.LastTapeSteps(ctx, []string{run.ID})
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	after := last[run.ID]
 	rn, err := gw.NewRun(replay.RunConfig{ID: run.ID, Recorder: tapeWriter{st: r.st, run: run.ID, after: after},
 		Upstreams: map[replay.Wire]replay.Upstream{wire: up}, Snapshot: snapshotOf(dir)})
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
-	done := func() {
+	done = func() {
 		rn.Close()
 		// A step that could not be stored is said on the run, not lost
 		// in silence.
@@ -75,7 +75,7 @@ func (r *recorder) gateway(ctx context.Context, run model.Run, dir string) (stri
 			_ = r.st.AddNote(context.WithoutCancel(ctx), run.ID, "recording: a model call was not stored on the tape: "+e)
 		}
 	}
-	return rn.URL(), done, nil
+	return rn.URL(), rn.Key(), done, nil
 }
 
 // snapshotOf takes the git tree of dir at each model call; nil when dir

@@ -133,6 +133,10 @@ type agentFlags struct {
 	permissions  string
 	checkTimeout time.Duration
 	record       bool
+	// paced slows the script harness so a person can watch, and demo
+	// gives the demo's offline driver: for the TUI's background turns
+	// (tuiBackground), as its own driver runs them.
+	paced, demo bool
 }
 
 func (a *agentFlags) register(f *flags) {
@@ -141,11 +145,40 @@ func (a *agentFlags) register(f *flags) {
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
 	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
 		"record each model call of "+model.List(harness.Replayable(registry.Agents()))+" turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of the model APIs' turns (recorded, not replayed); or TINE_RECORD=1")
+	// For tine's own background processes only: no usage line.
+	f.BoolVar(&a.paced, "paced", false, "")
+	f.BoolVar(&a.demo, "demo", false, "")
 }
 
 // args gives a's flags to a background `tine run-turns`.
 func (a agentFlags) args() []string {
-	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
+	args := []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
+	if a.paced {
+		args = append(args, "--paced")
+	}
+	if a.demo {
+		args = append(args, "--demo")
+	}
+	return args
+}
+
+// budgetFlags are --max-tokens and --max-cost: the budget each
+// continuation a command starts is given (model.Budget).
+type budgetFlags struct{ tokens, usd string }
+
+func (b *budgetFlags) register(f *flags) {
+	f.StringVar(&b.tokens, "max-tokens", "", "stop each continuation once the tokens it has spent (input, cache reads and writes, and output, as tine ls counts them) go over `N`, and record it failed")
+	f.StringVar(&b.usd, "max-cost", "", "stop each continuation once what it has spent goes over `USD` dollars (at list price, or as its agent reports it), and record it failed; refused for a model whose price tine does not know")
+}
+
+// budget is the budget the flags give; a value that is not one is a
+// usage error of command cmd.
+func (b budgetFlags) budget(cmd string) (model.Budget, error) {
+	bud, err := model.ParseBudget(b.tokens, b.usd)
+	if err != nil {
+		return model.Budget{}, usagef("%s: %s", cmd, err)
+	}
+	return bud, nil
 }
 
 // stringList is a repeatable string flag.
@@ -178,6 +211,20 @@ type forkJSON struct {
 	Best     bool        `json:"best"`
 	Why      string      `json:"best_reason,omitempty"`
 	Note     string      `json:"note,omitempty"`
+	Budget   *budgetJSON `json:"budget"`
+}
+
+// budgetJSON is a fork's budget; null when it was given none.
+type budgetJSON struct {
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+}
+
+func toBudgetJSON(b model.Budget) *budgetJSON {
+	if b.IsZero() {
+		return nil
+	}
+	return &budgetJSON{MaxTokens: b.Tokens, MaxCostUSD: b.USD}
 }
 
 // checkJSON is a fork's best-of-N check; null when it was given none.
@@ -203,7 +250,8 @@ func toForkJSON(r model.Run) forkJSON {
 	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
 		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
-		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note}
+		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note,
+		Budget: toBudgetJSON(r.Budget)}
 }
 
 // failedForks is the error of a command whose forks failed, naming the first.
@@ -310,17 +358,24 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 // command returns while the forks go on. The child reads its work from
 // stdin and claims it in the store before this returns (handOver).
 func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
-	args := append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
-	// The key goes through the environment, never the argument list.
-	env := os.Environ()
-	if api.apiKey != "" {
-		env = append(env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
-	}
+	args, env := runTurnsArgs(db, parallel, api, ag)
 	data, err := json.Marshal(turns)
 	if err != nil {
 		return err
 	}
 	return handOver(args, env, data)
+}
+
+// runTurnsArgs are the command line and the environment of a background
+// `tine run-turns` (startBackgroundTurns, and the TUI's: tuiBackground).
+func runTurnsArgs(db string, parallel int, api apiFlags, ag agentFlags) (args, env []string) {
+	args = append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
+	// The key goes through the environment, never the argument list.
+	env = os.Environ()
+	if api.apiKey != "" {
+		env = append(env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
+	}
+	return args, env
 }
 
 // cliMissing says why harness name cannot run a turn here because its

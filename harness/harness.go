@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -120,10 +121,19 @@ type TurnRequest struct {
 	// of the harness's own.
 	Env []string
 	// ModelURL, when set, is where the agent's model calls go: tine's
-	// gateway (replay), which records or replays them. The agent gets
-	// PlaceholderKey as its API key; the real one stays in tine. Only
-	// harnesses whose Capabilities say Record honour it.
+	// gateway (replay), which records or replays them. Only harnesses
+	// whose Capabilities say Record honour it.
 	ModelURL string
+	// ModelKey is the API key the agent is given with ModelURL: the
+	// gateway run's own secret, which the gateway trades for the real key
+	// (which stays in tine). It goes to the agent by its environment or a
+	// file only its user can read, never on its command line (rule 13 in
+	// ARCHITECTURE.md); the URL holds no secret.
+	ModelKey string
+	// Sandbox, when set, runs the agent in that jail (a replay's, rule 9
+	// in ARCHITECTURE.md): the harness adds the paths its agent writes its
+	// own state to (Spec.With) and hands it to agentproc.
+	Sandbox *sandbox.Spec
 }
 
 // ErrParentMovedOn refuses a first turn whose branch point no longer is

@@ -3,6 +3,7 @@ package harness
 import (
 	"cmp"
 	"errors"
+	"path/filepath"
 	"strings"
 )
 
@@ -34,20 +35,33 @@ type Upstream struct {
 	APIKey string
 }
 
-// PlaceholderKey is the API key an agent pointed at tine's gateway gets.
-const PlaceholderKey = "tine-gateway-placeholder"
-
 // AnthropicGatewayEnv points Claude Code (run as itself, or behind an ACP
-// agent) at tine's gateway at url: its base URL, a key that is not the
-// real one, no login token, and none of the calls that are not the
-// conversation's (so a tape holds one model call a step). Nothing when url
-// is empty.
-func AnthropicGatewayEnv(url string) []string {
+// agent) at tine's gateway at url: its base URL, the gateway run's key
+// (TurnRequest.ModelKey) for the real one, by the environment (rule 13 in
+// ARCHITECTURE.md), no login token, and none of the calls that are not
+// the conversation's (so a tape holds one model call a step). Nothing when
+// url is empty.
+func AnthropicGatewayEnv(url, key string) []string {
 	if url == "" {
 		return nil
 	}
-	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + PlaceholderKey,
+	return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=" + key,
 		"ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN=", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+}
+
+// ClaudeState is where Claude Code (run as itself, or behind an ACP
+// agent) writes its own state in environ: $CLAUDE_CONFIG_DIR, else
+// ~/.claude and ~/.claude.json. A replay's sandbox lets it write there
+// (TurnRequest.Sandbox).
+func ClaudeState(environ []string) []string {
+	if d := Getenv(environ, "CLAUDE_CONFIG_DIR"); d != "" {
+		return []string{d}
+	}
+	home := Getenv(environ, "HOME")
+	if home == "" {
+		return nil
+	}
+	return []string{filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")}
 }
 
 // AnthropicUpstream is where Claude Code's model calls go (run as

@@ -53,8 +53,9 @@ type realAgent struct {
 	name string
 	wire Wire
 	// setup writes the agent's configuration for base into home and
-	// returns its arguments (after the binary) and extra environment.
-	setup func(t *testing.T, home, base, prompt string) ([]string, []string)
+	// returns its arguments (after the binary) and extra environment,
+	// which gives it key.
+	setup func(t *testing.T, home, base, key, prompt string) ([]string, []string)
 	// call is a shell command as the agent's tool call.
 	call func(cmd string) modelserver.ToolCall
 	// text, when set, is the text the agent's output shows, put together
@@ -64,16 +65,16 @@ type realAgent struct {
 
 var realAgents = []realAgent{
 	{name: "claude", wire: WireAnthropic,
-		setup: func(t *testing.T, home, base, prompt string) ([]string, []string) {
+		setup: func(t *testing.T, home, base, key, prompt string) ([]string, []string) {
 			return []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash"},
-				[]string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=" + placeholder, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				[]string{"ANTHROPIC_BASE_URL=" + base, "ANTHROPIC_API_KEY=" + key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 					"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
 		},
 		call: func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("Bash", map[string]any{"command": cmd, "description": "Run it"})
 		}},
 	{name: "codex", wire: WireResponses,
-		setup: func(t *testing.T, home, base, prompt string) ([]string, []string) {
+		setup: func(t *testing.T, home, base, key, prompt string) ([]string, []string) {
 			codexHome := filepath.Join(home, ".codex")
 			writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`model = "gpt-5.5"
 model_provider = "tine"
@@ -90,28 +91,28 @@ wire_api = "responses"
 env_key = "TINE_TEST_API_KEY"
 `, base))
 			return []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", prompt},
-				[]string{"CODEX_HOME=" + codexHome, "TINE_TEST_API_KEY=" + placeholder}
+				[]string{"CODEX_HOME=" + codexHome, "TINE_TEST_API_KEY=" + key}
 		},
 		call: func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("exec_command", map[string]any{"cmd": cmd})
 		}},
 	{name: "pi", wire: WireChat,
-		setup: func(t *testing.T, home, base, prompt string) ([]string, []string) {
+		setup: func(t *testing.T, home, base, key, prompt string) ([]string, []string) {
 			agentDir := filepath.Join(home, ".pi", "agent")
 			writeFile(t, filepath.Join(agentDir, "models.json"), fmt.Sprintf(`{"providers": {"tine": {"baseUrl": "%s/v1", "api": "openai-completions", "apiKey": "TINE_TEST_API_KEY",
   "models": [{"id": "tine-test-model", "name": "tine", "contextWindow": 128000, "maxTokens": 4096}]}}}`, base))
 			writeFile(t, filepath.Join(agentDir, "settings.json"), `{"retry": {"enabled": false}}`)
 			return []string{"-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", prompt},
-				[]string{"PI_OFFLINE=1", "PI_TELEMETRY=0", "TINE_TEST_API_KEY=" + placeholder}
+				[]string{"PI_OFFLINE=1", "PI_TELEMETRY=0", "TINE_TEST_API_KEY=" + key}
 		},
 		call: func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("bash", map[string]any{"command": cmd})
 		}},
 	{name: "gemini", wire: WireGemini,
-		setup: func(t *testing.T, home, base, prompt string) ([]string, []string) {
+		setup: func(t *testing.T, home, base, key, prompt string) ([]string, []string) {
 			writeFile(t, filepath.Join(home, ".gemini", "settings.json"), `{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1}}`)
 			return []string{"--output-format", "stream-json", "--model", "gemini-2.5-flash", "--approval-mode", "yolo", "-p", prompt},
-				[]string{"GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + placeholder, "GEMINI_CLI_TRUST_WORKSPACE=true"}
+				[]string{"GOOGLE_GEMINI_BASE_URL=" + base, "GEMINI_API_KEY=" + key, "GEMINI_CLI_TRUST_WORKSPACE=true"}
 		},
 		call: func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("run_shell_command", map[string]any{"command": cmd})
@@ -138,9 +139,10 @@ func writeFile(t *testing.T, p, s string) {
 	}
 }
 
-// run runs one headless turn in dir with the agent pointed at base.
-func (a realAgent) run(t *testing.T, bin, home, dir, base, prompt string) (string, error) {
-	args, env := a.setup(t, home, base, prompt)
+// run runs one headless turn in dir with the agent pointed at the
+// gateway's run to, with its key.
+func (a realAgent) run(t *testing.T, bin, home, dir string, to postTo, prompt string) (string, error) {
+	args, env := a.setup(t, home, to.URL(), to.Key(), prompt)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -189,7 +191,7 @@ func testAgentReplay(t *testing.T, a realAgent) {
 		t.Fatal(err)
 	}
 	const prompt = "append a line to notes.txt and show it"
-	if out, err := a.run(t, bin, home, clone("recorded"), run.URL(), prompt); err != nil {
+	if out, err := a.run(t, bin, home, clone("recorded"), run, prompt); err != nil {
 		t.Fatalf("%s (record): %v\n%s", a.name, err, out)
 	}
 	run.Close()
@@ -210,7 +212,7 @@ func testAgentReplay(t *testing.T, a realAgent) {
 		rrec := &MemRecorder{}
 		run, _ := e.g.NewRun(RunConfig{ID: a.name + "-replay", Tape: tape, Recorder: rrec})
 		defer run.Close()
-		out, err := a.run(t, bin, home, dir, run.URL(), prompt)
+		out, err := a.run(t, bin, home, dir, run, prompt)
 		st := run.Status()
 		if st.Divergence != nil {
 			t.Fatalf("diverged: %s\nfields %v\n%s", st.Divergence.Detail(), st.Divergence.Fields, st.Divergence.Diff)
@@ -240,7 +242,7 @@ func testAgentReplay(t *testing.T, a realAgent) {
 		git(t, dir, "commit", "-q", "-am", "changed")
 		run, _ := e.g.NewRun(RunConfig{ID: a.name + "-replay-2", Tape: tape})
 		defer run.Close()
-		out, _ := a.run(t, bin, home, dir, run.URL(), prompt)
+		out, _ := a.run(t, bin, home, dir, run, prompt)
 		d := run.Status().Divergence
 		if d == nil {
 			t.Fatalf("no divergence\n%s", out)
@@ -264,7 +266,7 @@ func testAgentNetwork(t *testing.T, a realAgent, bin, home, dir, prompt string, 
 	git(t, dir, "remote", "set-url", "origin", "https://nonexistent.invalid/tine.git")
 	run, _ := e.g.NewRun(RunConfig{ID: a.name + "-replay-3", Tape: tape})
 	defer run.Close()
-	out, _ := a.run(t, bin, home, dir, run.URL(), prompt)
+	out, _ := a.run(t, bin, home, dir, run, prompt)
 	d := run.Status().Divergence
 	if d == nil {
 		t.Fatalf("no divergence\n%s", out)

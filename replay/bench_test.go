@@ -19,7 +19,7 @@ func BenchmarkStepDirect(b *testing.B) {
 	loadCLI(b, c)
 	e := newEnv(b)
 	for b.Loop() {
-		post(b, e.ms.URL(), c.main[2].Path, c.wire, c.main[2].Body)
+		post(b, plainURL(e.ms.URL()), c.main[2].Path, c.wire, c.main[2].Body)
 	}
 }
 
@@ -29,7 +29,7 @@ func BenchmarkStepRecord(b *testing.B) {
 	e := newEnv(b)
 	run, _ := e.g.NewRun(RunConfig{Recorder: discard{}})
 	for b.Loop() {
-		post(b, run.URL(), c.main[2].Path, c.wire, c.main[2].Body)
+		post(b, run, c.main[2].Path, c.wire, c.main[2].Body)
 	}
 }
 
@@ -46,7 +46,7 @@ func BenchmarkStepReplay(b *testing.B) {
 		// One step: the third, checked and answered from the tape (the
 		// first two are answered too; measured per step below).
 		for _, fx := range c.main {
-			post(b, run.URL(), fx.Path, c.wire, fx.Body)
+			post(b, run, fx.Path, c.wire, fx.Body)
 		}
 		b.StopTimer()
 		run.Close()
@@ -105,13 +105,13 @@ func BenchmarkReplay200(b *testing.B) {
 	rec := &MemRecorder{}
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
 	for _, body := range bodies {
-		post(b, run.URL(), "/v1/chat/completions", c.wire, body)
+		post(b, run, "/v1/chat/completions", c.wire, body)
 	}
 	tape := Tape(rec.Steps())
 	for b.Loop() {
 		run, _ := e.g.NewRun(RunConfig{Tape: tape, Recorder: discard{}})
 		for _, body := range bodies {
-			if s, _ := post(b, run.URL(), "/v1/chat/completions", c.wire, body); s != 200 {
+			if s, _ := post(b, run, "/v1/chat/completions", c.wire, body); s != 200 {
 				b.Fatal(s)
 			}
 		}

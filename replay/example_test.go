@@ -20,17 +20,18 @@ func Example() {
 	}
 	defer g.Close()
 
-	// Record: the agent gets the run's URL and a placeholder key.
+	// Record: the agent gets the gateway's URL and the run's key (in its
+	// environment, never on its command line); the real key stays here.
 	tape := &replay.MemRecorder{}
 	rec, _ := g.NewRun(replay.RunConfig{ID: "run-1", Recorder: tape})
-	_ = []string{"ANTHROPIC_BASE_URL=" + rec.URL(), "ANTHROPIC_API_KEY=placeholder"}
+	_ = []string{"ANTHROPIC_BASE_URL=" + rec.URL(), "ANTHROPIC_API_KEY=" + rec.Key()}
 	// ... the agent runs ...
 	rec.Close()
 
 	// Replay to step 2 in a fresh worktree, then live.
 	fork := &replay.MemRecorder{}
 	rp, _ := g.NewRun(replay.RunConfig{ID: "run-1-fork-1", Tape: tape.Steps(), N: 2, Recorder: fork})
-	// ... the agent runs again, pointed at rp.URL() ...
+	// ... the agent runs again, pointed at rp.URL() with rp.Key() ...
 	if d := rp.Status().Divergence; d != nil {
 		fmt.Println(d.Detail()) // e.g. "step 3: tool: messages[5].content[0].content differs (-first line)"
 		fmt.Print(d.Diff)

@@ -6,6 +6,7 @@ import (
 	"compress/zlib"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -135,7 +138,12 @@ type RunStatus struct {
 }
 
 // Gateway is the loopback model gateway. One serves every run of a tine
-// process: each run has its own base URL, http://127.0.0.1:PORT/r/<token>.
+// process, at one base URL, http://127.0.0.1:PORT; each run has a key of
+// its own, which its agent sends as its API key (x-api-key,
+// x-goog-api-key or Authorization: Bearer) and which tells the gateway
+// whose call it is. The key is the run's only secret: a base URL goes on
+// an agent's command line, which every user of the machine can read, and
+// a request without a run's key is refused (rule 13 in ARCHITECTURE.md).
 type Gateway struct {
 	opts   Options
 	ln     net.Listener
@@ -145,7 +153,7 @@ type Gateway struct {
 	done   chan struct{}
 
 	mu   sync.Mutex
-	runs map[string]*Run
+	runs map[[sha256.Size]byte]*Run // by the hash of their key
 }
 
 // Start listens on loopback and serves in the background.
@@ -170,7 +178,7 @@ func Start(opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{
 		opts: opts, ln: ln, url: "http://" + ln.Addr().String(), done: make(chan struct{}),
-		runs: map[string]*Run{},
+		runs: map[[sha256.Size]byte]*Run{},
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		}},
@@ -186,6 +194,40 @@ func Start(opts Options) (*Gateway, error) {
 // URL is the gateway's address, e.g. "http://127.0.0.1:41234".
 func (g *Gateway) URL() string { return g.url }
 
+// Port is the port of URL.
+func (g *Gateway) Port() int { return g.ln.Addr().(*net.TCPAddr).Port }
+
+// ServeUnix serves the gateway on a Unix socket too, in a folder of its
+// own that only this user can enter, until stop, which removes both: a
+// replay's sandbox, which has no network, reaches the gateway through it
+// (a relay in the sandbox serves it on 127.0.0.1 at Port). Requests
+// through it carry their run's key like any other.
+func (g *Gateway) ServeUnix() (path string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "tine-gateway-")
+	if err != nil {
+		return "", nil, err
+	}
+	path = filepath.Join(dir, "gateway.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = g.srv.Serve(ln)
+	}()
+	var once sync.Once
+	return path, func() {
+		once.Do(func() {
+			ln.Close()
+			<-done
+			os.RemoveAll(dir)
+		})
+	}, nil
+}
+
 // Close stops the gateway, cutting open exchanges.
 func (g *Gateway) Close() error {
 	err := g.srv.Close()
@@ -195,9 +237,9 @@ func (g *Gateway) Close() error {
 
 // Run is one run served by the gateway.
 type Run struct {
-	g     *Gateway
-	token string
-	cfg   RunConfig
+	g   *Gateway
+	key string
+	cfg RunConfig
 
 	mu     sync.Mutex
 	n      int // steps numbered so far
@@ -275,17 +317,18 @@ func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
 	default:
 		return nil, fmt.Errorf("replay: on_divergence must be stop or live, not %q", cfg.OnDivergence)
 	}
-	b := make([]byte, 12)
+	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return nil, err
 	}
-	r := &Run{g: g, token: hex.EncodeToString(b), cfg: cfg}
+	r := &Run{g: g, key: KeyPrefix + hex.EncodeToString(b[:16]), cfg: cfg}
 	if r.cfg.ID == "" {
-		r.cfg.ID = r.token
+		// Named apart from its key: the ID goes on the tape.
+		r.cfg.ID = hex.EncodeToString(b[16:])
 	}
 	r.status.Live = len(cfg.Tape) == 0
 	g.mu.Lock()
-	g.runs[r.token] = r
+	g.runs[sha256.Sum256([]byte(r.key))] = r
 	g.mu.Unlock()
 	if len(cfg.Tape) > 0 {
 		go r.Prepare()
@@ -293,9 +336,21 @@ func (g *Gateway) NewRun(cfg RunConfig) (*Run, error) {
 	return r, nil
 }
 
+// KeyPrefix begins every run's key, so a key in a log or a file is known
+// for what it is.
+const KeyPrefix = "tine-gw-"
+
 // URL is the run's base URL: give it to the agent as ANTHROPIC_BASE_URL,
-// or with "/v1" appended as an OpenAI base URL.
-func (r *Run) URL() string { return r.g.url + "/r/" + r.token }
+// or with "/v1" appended as an OpenAI base URL. It holds no secret (every
+// run of the gateway has the same one): the agent must send Key.
+func (r *Run) URL() string { return r.g.url }
+
+// Key is the run's secret: the API key its agent is given, by its
+// environment or a file only its user reads, never on a command line
+// (rule 13 in ARCHITECTURE.md). The gateway answers a call that carries
+// it, as x-api-key, x-goog-api-key or "Authorization: Bearer", and sends
+// the upstream the real key instead.
+func (r *Run) Key() string { return r.key }
 
 // Status is where the run stands now.
 func (r *Run) Status() RunStatus {
@@ -304,10 +359,10 @@ func (r *Run) Status() RunStatus {
 	return r.status
 }
 
-// Close unregisters the run: its URL answers 404 from now on.
+// Close unregisters the run: its key opens nothing from now on.
 func (r *Run) Close() {
 	r.g.mu.Lock()
-	delete(r.g.runs, r.token)
+	delete(r.g.runs, sha256.Sum256([]byte(r.key)))
 	r.g.mu.Unlock()
 }
 
@@ -352,20 +407,43 @@ func passWire(hr *http.Request, p string) Wire {
 	return WireChat
 }
 
-// ServeHTTP routes /r/<token>/... to its run.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
-	rest, ok := strings.CutPrefix(hr.URL.Path, "/r/")
-	if !ok {
-		http.Error(w, "tine replay gateway: no run here", http.StatusNotFound)
-		return
+// runOf is the run whose key the request carries, as x-api-key
+// (Anthropic), x-goog-api-key (Gemini) or "Authorization: Bearer"
+// (OpenAI); nil when it carries none of them. A key in the URL (the
+// Gemini API's ?key=) opens nothing: URLs end up in logs.
+func (g *Gateway) runOf(hr *http.Request) *Run {
+	keys := []string{hr.Header.Get("X-Api-Key"), hr.Header.Get("X-Goog-Api-Key")}
+	if k, ok := strings.CutPrefix(hr.Header.Get("Authorization"), "Bearer "); ok {
+		keys = append(keys, strings.TrimSpace(k))
 	}
-	token, sub, _ := strings.Cut(rest, "/")
-	sub = "/" + sub
 	g.mu.Lock()
-	run := g.runs[token]
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	for _, k := range keys {
+		if k == "" {
+			continue
+		}
+		// Looked up by the key's hash: how long the lookup takes says
+		// nothing of the keys.
+		if r := g.runs[sha256.Sum256([]byte(k))]; r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// ServeHTTP routes a request to the run whose key it carries; one without
+// a run's key is refused, read no further, and neither forwarded nor
+// recorded.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
+	sub := hr.URL.Path
+	run := g.runOf(hr)
 	if run == nil {
-		http.Error(w, "tine replay gateway: no such run", http.StatusNotFound)
+		wire, isStep := wireOf(hr.Method, sub)
+		if !isStep {
+			wire = passWire(hr, sub)
+		}
+		g.logf("replay: refused %s %s: no run's key", hr.Method, sub)
+		writeAPIError(w, wire, http.StatusUnauthorized, "authentication_error", "tine replay gateway: the request carries no key of a run of this gateway")
 		return
 	}
 	raw, err := io.ReadAll(io.LimitReader(hr.Body, 256<<20))
@@ -806,7 +884,7 @@ func (g *Gateway) forward(w http.ResponseWriter, hr *http.Request, wire Wire, up
 	query := hr.URL.RawQuery
 	if wire == WireGemini && hr.URL.Query().Has("key") {
 		// The Gemini API also takes a key in the query: never the
-		// agent's placeholder, only the real one, in its header.
+		// agent's key, only the real one, in its header.
 		q := hr.URL.Query()
 		q.Del("key")
 		query = q.Encode()

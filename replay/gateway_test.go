@@ -3,10 +3,14 @@ package replay
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -16,25 +20,46 @@ import (
 	"tine/internal/modelserver"
 )
 
+// placeholder is the key a plain server (no gateway's run) gets.
 const placeholder = "tine-placeholder-key"
 
-// post sends a model call the way the agent's SDK would, with the
-// placeholder key, and returns the status and the whole answer.
-func post(t testing.TB, base, p string, wire Wire, body []byte) (int, []byte) {
+// postTo is what a test posts to: a gateway's run (its URL, with its
+// key) or a plain server.
+type postTo interface {
+	URL() string
+	Key() string
+}
+
+// plainURL is a server that is not a gateway's run: it gets a placeholder key.
+type plainURL string
+
+func (u plainURL) URL() string { return string(u) }
+func (plainURL) Key() string   { return placeholder }
+
+// setKey puts key where an agent of wire sends its API key.
+func setKey(req *http.Request, wire Wire, key string) {
+	switch wire {
+	case WireAnthropic:
+		req.Header.Set("X-Api-Key", key)
+	case WireGemini:
+		req.Header.Set("X-Goog-Api-Key", key)
+	default:
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// post sends a model call the way the agent's SDK would, with to's key,
+// and returns the status and the whole answer.
+func post(t testing.TB, to postTo, p string, wire Wire, body []byte) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+p, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, to.URL()+p, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	switch wire {
-	case WireAnthropic:
-		req.Header.Set("X-Api-Key", placeholder)
+	setKey(req, wire, to.Key())
+	if wire == WireAnthropic {
 		req.Header.Set("Anthropic-Version", "2023-06-01")
-	case WireGemini:
-		req.Header.Set("X-Goog-Api-Key", placeholder)
-	default:
-		req.Header.Set("Authorization", "Bearer "+placeholder)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -82,7 +107,7 @@ func (e *env) record(t testing.TB, c *cli) (Tape, [][]byte) {
 	defer run.Close()
 	var answers [][]byte
 	for i, fx := range c.main {
-		status, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+		status, b := post(t, run, fx.Path, c.wire, fx.Body)
 		if status != 200 {
 			t.Fatalf("record step %d: %d %s", i+1, status, b)
 		}
@@ -107,7 +132,7 @@ func TestRecord(t *testing.T) {
 				if key == "" {
 					key = r.Header.Get("Authorization")
 				}
-				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), placeholder) {
+				if !strings.Contains(key, "real-key") || strings.Contains(strings.Join(flat(r.Header), " "), KeyPrefix) {
 					t.Errorf("step %d: upstream got key %q, headers %v", k+1, key, r.Header)
 				}
 				if !bytes.Equal(r.Body, c.main[k].Body) {
@@ -225,7 +250,7 @@ func TestReplay(t *testing.T) {
 					b := bodies()
 					tc.change(b)
 					for k := range b {
-						status, got := post(t, run.URL(), c.main[k].Path, c.wire, b[k])
+						status, got := post(t, run, c.main[k].Path, c.wire, b[k])
 						if status != tc.want.status[k] {
 							t.Fatalf("step %d: status %d, want %d: %s", k+1, status, tc.want.status[k], got)
 						}
@@ -276,7 +301,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 		defer run.Close()
 		e.ms.Push(modelserver.Text("a live answer"))
 		for k, fx := range c.main {
-			status, got := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			status, got := post(t, run, fx.Path, c.wire, fx.Body)
 			if status != 200 {
 				t.Fatalf("step %d: %d %s", k+1, status, got)
 			}
@@ -300,7 +325,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 		var last []byte
 		before := len(e.ms.ModelRequests())
 		for _, fx := range c.main {
-			s, b := post(t, run.URL(), fx.Path, c.wire, fx.Body)
+			s, b := post(t, run, fx.Path, c.wire, fx.Body)
 			statuses, last = append(statuses, s), b
 		}
 		st := run.Status()
@@ -310,7 +335,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			!strings.Contains(string(last), "verified steps 1..2 and stopped here") || len(e.ms.ModelRequests()) != before {
 			t.Errorf("status %+v, statuses %v, last answer %.200s", st, statuses, last)
 		}
-		if s, _ := post(t, run.URL(), c.main[2].Path, c.wire, c.main[2].Body); s != 400 {
+		if s, _ := post(t, run, c.main[2].Path, c.wire, c.main[2].Body); s != 400 {
 			t.Errorf("a call after the end: %d", s)
 		}
 	})
@@ -322,7 +347,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			if k == 2 {
 				b = replace(t, b, c.toolOut, "other")
 			}
-			post(t, run.URL(), fx.Path, c.wire, b)
+			post(t, run, fx.Path, c.wire, b)
 		}
 		if st := run.Status(); st.Verified || st.Divergence == nil || st.Divergence.Step != 3 || st.Divergence.Kind != KindTool {
 			t.Errorf("status %+v", st)
@@ -355,7 +380,7 @@ func TestReplayLiveAfterN(t *testing.T) {
 			if k == 2 {
 				b = replace(t, b, c.toolOut, "other")
 			}
-			if s, got := post(t, run.URL(), fx.Path, c.wire, b); s != 200 {
+			if s, got := post(t, run, fx.Path, c.wire, b); s != 200 {
 				t.Fatalf("step %d: %d %s", k+1, s, got)
 			}
 		}
@@ -379,7 +404,7 @@ func TestReplayShapes(t *testing.T) {
 			defer run.Close()
 			for k, fx := range c.main {
 				p, b := unstreamed(t, c.wire, fx)
-				status, got := post(t, run.URL(), p, c.wire, b)
+				status, got := post(t, run, p, c.wire, b)
 				if status != 200 || !jsonEqual(got, tape[k].Answer) {
 					t.Fatalf("step %d: %d %s\nwant %s", k+1, status, got, tape[k].Answer)
 				}
@@ -393,7 +418,7 @@ func TestReplayShapes(t *testing.T) {
 			run2, _ := e.g.NewRun(RunConfig{Tape: flat})
 			defer run2.Close()
 			for k, fx := range c.main {
-				status, got := post(t, run2.URL(), fx.Path, c.wire, fx.Body)
+				status, got := post(t, run2, fx.Path, c.wire, fx.Body)
 				if status != 200 {
 					t.Fatalf("step %d: %d %s", k+1, status, got)
 				}
@@ -452,7 +477,7 @@ func TestRunsApart(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 4 {
-				post(t, run.URL(), c.main[0].Path, c.wire, c.main[0].Body)
+				post(t, run, c.main[0].Path, c.wire, c.main[0].Body)
 			}
 		}()
 	}
@@ -490,14 +515,14 @@ func TestKeyStaysHome(t *testing.T) {
 	defer g.Close()
 	rec := &MemRecorder{}
 	run, _ := g.NewRun(RunConfig{Recorder: rec})
-	status, body := post(t, run.URL(), "/v1/messages", WireAnthropic, []byte(`{"model":"m","messages":[]}`))
+	status, body := post(t, run, "/v1/messages", WireAnthropic, []byte(`{"model":"m","messages":[]}`))
 	if status != http.StatusBadGateway || !strings.Contains(string(body), "redirected") || len(elsewhere) != 0 {
 		t.Errorf("redirect: %d %s; elsewhere got %v", status, body, elsewhere)
 	}
 	if s := rec.Steps(); len(s) != 1 || s[0].Status != http.StatusBadGateway || s[0].Error == "" {
 		t.Errorf("steps %+v", s)
 	}
-	// No key configured: the agent's placeholder does not go up either,
+	// No key configured: the run's key does not go up either,
 	// in whichever header it came.
 	plain, err := Start(Options{Upstreams: map[Wire]Upstream{WireAnthropic: {BaseURL: other.URL}}})
 	if err != nil {
@@ -506,16 +531,16 @@ func TestKeyStaysHome(t *testing.T) {
 	defer plain.Close()
 	run3, _ := plain.NewRun(RunConfig{})
 	req3, _ := http.NewRequest(http.MethodPost, run3.URL()+"/v1/messages", strings.NewReader(`{}`))
-	req3.Header.Set("X-Api-Key", placeholder)
-	req3.Header.Set("Authorization", "Bearer "+placeholder)
+	req3.Header.Set("X-Api-Key", run3.Key())
+	req3.Header.Set("Authorization", "Bearer "+run3.Key())
 	if resp, err := http.DefaultClient.Do(req3); err == nil {
 		resp.Body.Close()
 	}
 	if len(elsewhere) != 1 || elsewhere[0] != "" {
 		t.Errorf("the upstream got keys %q", elsewhere)
 	}
-	if status, _ := post(t, g.URL()+"/r/nosuchrun", "/v1/messages", WireAnthropic, []byte(`{}`)); status != 404 {
-		t.Errorf("unknown run: %d", status)
+	if status, _ := post(t, plainURL(g.URL()), "/v1/messages", WireAnthropic, []byte(`{}`)); status != http.StatusUnauthorized {
+		t.Errorf("no run's key: %d", status)
 	}
 	if _, err := Start(Options{Addr: "0.0.0.0:0"}); err == nil {
 		t.Error("listened beyond loopback")
@@ -525,7 +550,7 @@ func TestKeyStaysHome(t *testing.T) {
 	rec2 := &MemRecorder{}
 	run2, _ := e.g.NewRun(RunConfig{Recorder: rec2})
 	req, _ := http.NewRequest(http.MethodGet, run2.URL()+"/v1/models", nil)
-	req.Header.Set("X-Api-Key", placeholder)
+	req.Header.Set("X-Api-Key", run2.Key())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -570,6 +595,7 @@ func streamsAsItArrives(t *testing.T, c *cli) {
 	e.ms.Push(r)
 	run, _ := e.g.NewRun(RunConfig{})
 	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[0].Path, bytes.NewReader(c.main[0].Body))
+	setKey(req, c.wire, run.Key())
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -713,7 +739,9 @@ func upstreamCut(t *testing.T, c *cli) {
 	e.ms.Push(r)
 	rec := &MemRecorder{}
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
-	resp, err := http.Post(run.URL()+c.main[1].Path, "application/json", bytes.NewReader(c.main[1].Body))
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[1].Path, bytes.NewReader(c.main[1].Body))
+	setKey(req, c.wire, run.Key())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +788,9 @@ func TestUpstreamEventOverTheBound(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	resp, err := http.Post(run.URL()+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"messages":[]}`))
+	setKey(req, WireAnthropic, run.Key())
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -811,4 +841,126 @@ func TestSSEReader(t *testing.T) {
 	if raw.String() != in {
 		t.Errorf("raw bytes not passed on as they came")
 	}
+}
+
+// TestGatewayRefusesRequestsWithoutTheRunsKey: a run's URL carries no
+// secret (it is on an agent's command line, which every user of the
+// machine can read: rule 13 in ARCHITECTURE.md); a request to it without
+// the run's key, or with another key, is refused, never forwarded with
+// the real key nor recorded, a model call or not.
+func TestGatewayRefusesRequestsWithoutTheRunsKey(t *testing.T) {
+	e := newEnv(t)
+	rec := &MemRecorder{}
+	run, err := e.g.NewRun(RunConfig{Recorder: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"from nobody"}]}`)
+	gemini := "/v1beta/models/m:streamGenerateContent"
+	for _, tc := range []struct{ name, header, value, query string }{
+		{"no key", "", "", ""},
+		{"another x-api-key", "X-Api-Key", "tine-not-this-run", ""},
+		{"another x-goog-api-key", "X-Goog-Api-Key", "tine-not-this-run", ""},
+		{"another bearer", "Authorization", "Bearer tine-not-this-run", ""},
+		// A key in the URL opens nothing, the run's own either.
+		{"the run's key in the query", "", "", "?alt=sse&key=" + run.Key()},
+	} {
+		for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", gemini, "/v1/models"} {
+			req, _ := http.NewRequest(http.MethodPost, run.URL()+p+tc.query, bytes.NewReader(body))
+			if p == "/v1/models" {
+				req, _ = http.NewRequest(http.MethodGet, run.URL()+p+tc.query, nil)
+			}
+			if tc.header != "" {
+				req.Header.Set(tc.header, tc.value)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s, %s: %d %s", tc.name, p, resp.StatusCode, b)
+			}
+			if p == gemini && !strings.Contains(string(b), `"UNAUTHENTICATED"`) {
+				t.Errorf("%s: not the Gemini API's refusal: %s", tc.name, b)
+			}
+		}
+	}
+	if n := len(e.ms.Requests()); n != 0 {
+		t.Errorf("the upstream got %d requests", n)
+	}
+	if n := len(rec.Steps()); n != 0 {
+		t.Errorf("%d steps recorded", n)
+	}
+	// With its key, in any of the three headers, the run's calls go
+	// through, and the upstream gets the real key.
+	if s, b := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusOK {
+		t.Errorf("x-api-key: %d %s", s, b)
+	}
+	if s, b := post(t, run, "/v1/chat/completions", WireChat, body); s != http.StatusOK {
+		t.Errorf("bearer: %d %s", s, b)
+	}
+	gbody := []byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)
+	if s, b := post(t, run, "/v1beta/models/m:generateContent", WireGemini, gbody); s != http.StatusOK {
+		t.Errorf("x-goog-api-key: %d %s", s, b)
+	}
+	for _, r := range e.ms.Requests() {
+		if got := r.Header.Get("X-Api-Key") + r.Header.Get("X-Goog-Api-Key") + r.Header.Get("Authorization"); got != "real-key" && got != "Bearer real-key" {
+			t.Errorf("the upstream got key %q", got)
+		}
+	}
+	if n := len(rec.Steps()); n != 3 {
+		t.Errorf("%d steps recorded", n)
+	}
+	if !strings.HasPrefix(run.Key(), KeyPrefix) || strings.Contains(run.URL(), run.Key()) || strings.Contains(run.cfg.ID, run.Key()) {
+		t.Errorf("key %q, URL %q, ID %q", run.Key(), run.URL(), run.cfg.ID)
+	}
+	// Once closed, its key opens nothing.
+	run.Close()
+	if s, _ := post(t, run, "/v1/messages", WireAnthropic, body); s != http.StatusUnauthorized {
+		t.Errorf("a closed run's key: %d", s)
+	}
+}
+
+// TestServeUnix: a sandbox reaches the gateway through a Unix socket of
+// its trial's, in a folder only this user enters; a request through it
+// needs its run's key like any other, and stop removes socket and folder.
+func TestServeUnix(t *testing.T) {
+	e := newEnv(t)
+	run, err := e.g.NewRun(RunConfig{Recorder: &MemRecorder{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	path, stop, err := e.g.ServeUnix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if st, err := os.Stat(filepath.Dir(path)); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("the socket's folder: %v %v", st, err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	body := []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`)
+	for key, want := range map[string]int{run.Key(): http.StatusOK, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequest(http.MethodPost, "http://gateway/v1/messages", bytes.NewReader(body))
+		req.Header.Set("X-Api-Key", key)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+	stop()
+	if _, err := os.Stat(filepath.Dir(path)); !os.IsNotExist(err) {
+		t.Errorf("the socket's folder is left: %v", err)
+	}
+	stop() // twice is once
 }

@@ -65,6 +65,8 @@ func geminiError(status int, msg string) any {
 	switch status {
 	case http.StatusBadRequest:
 		st = "INVALID_ARGUMENT"
+	case http.StatusUnauthorized:
+		st = "UNAUTHENTICATED"
 	case http.StatusTooManyRequests:
 		st = "RESOURCE_EXHAUSTED"
 	case http.StatusBadGateway, http.StatusServiceUnavailable:

@@ -41,7 +41,7 @@ func TestGeminiModelInThePath(t *testing.T) {
 		if k == 1 {
 			p = strings.Replace(p, "/models/gemini-2.5-flash:", "/models/gemini-2.5-pro:", 1)
 		}
-		status, _ := post(t, run.URL(), p, c.wire, fx.Body)
+		status, _ := post(t, run, p, c.wire, fx.Body)
 		if want := []int{200, 400, 400}[k]; status != want {
 			t.Fatalf("step %d: %d, want %d", k+1, status, want)
 		}
@@ -52,8 +52,8 @@ func TestGeminiModelInThePath(t *testing.T) {
 	}
 }
 
-// TestGeminiKeyStaysHome: the agent's placeholder, in the key header or
-// the key query parameter, never goes up; the real key goes as
+// TestGeminiKeyStaysHome: the run's key the agent sends, in the key
+// header or the key query parameter, never goes up; the real key goes as
 // x-goog-api-key. A call that is not a model call (countTokens) passes
 // with the real key and is no step. A refusal speaks the Gemini API's
 // error shape.
@@ -64,8 +64,8 @@ func TestGeminiKeyStaysHome(t *testing.T) {
 	run, _ := e.g.NewRun(RunConfig{Recorder: rec})
 	defer run.Close()
 	e.ms.Push(*c.main[0].Reply)
-	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[0].Path+"?alt=sse&key="+placeholder, bytes.NewReader(c.main[0].Body))
-	req.Header.Set("X-Goog-Api-Key", placeholder)
+	req, _ := http.NewRequest(http.MethodPost, run.URL()+c.main[0].Path+"?alt=sse&key="+run.Key(), bytes.NewReader(c.main[0].Body))
+	req.Header.Set("X-Goog-Api-Key", run.Key())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestGeminiKeyStaysHome(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	count, _ := http.NewRequest(http.MethodPost, run.URL()+"/v1beta/models/gemini-2.5-flash:countTokens", strings.NewReader(`{"contents":[]}`))
-	count.Header.Set("X-Goog-Api-Key", placeholder)
+	count.Header.Set("X-Goog-Api-Key", run.Key())
 	if resp, err := http.DefaultClient.Do(count); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("countTokens: %v %v", resp, err)
 	} else {
@@ -85,7 +85,7 @@ func TestGeminiKeyStaysHome(t *testing.T) {
 	}
 	for _, r := range reqs {
 		all := strings.Join(flat(r.Header), " ") + " " + r.Query
-		if r.Header.Get("X-Goog-Api-Key") != "real-key" || strings.Contains(all, placeholder) {
+		if r.Header.Get("X-Goog-Api-Key") != "real-key" || strings.Contains(all, run.Key()) {
 			t.Errorf("%s: key %q, headers and query %s", r.Path, r.Header.Get("X-Goog-Api-Key"), all)
 		}
 	}
@@ -100,7 +100,7 @@ func TestGeminiKeyStaysHome(t *testing.T) {
 	tape, _ := e.record(t, c)
 	rrun, _ := e.g.NewRun(RunConfig{Tape: tape})
 	defer rrun.Close()
-	status, body := post(t, rrun.URL(), c.main[0].Path, c.wire, replace(t, c.main[0].Body, c.system, "You are another agent."))
+	status, body := post(t, rrun, c.main[0].Path, c.wire, replace(t, c.main[0].Body, c.system, "You are another agent."))
 	var refusal struct {
 		Error struct {
 			Code    int    `json:"code"`
@@ -210,8 +210,8 @@ func TestGeminiTranscriptTape(t *testing.T) {
 		{"another output", replace(t, c.main[2].Body, c.toolOut, "bye"), 400, KindTool},
 	} {
 		run, _ := e.g.NewRun(RunConfig{Tape: tape})
-		post(t, run.URL(), c.main[1].Path, c.wire, c.main[1].Body)
-		status, got := post(t, run.URL(), c.main[2].Path, c.wire, tc.body)
+		post(t, run, c.main[1].Path, c.wire, c.main[1].Body)
+		status, got := post(t, run, c.main[2].Path, c.wire, tc.body)
 		d := run.Status().Divergence
 		run.Close()
 		if status != tc.status || (tc.kind == "") != (d == nil) || (d != nil && (d.Kind != tc.kind || d.Step != 2)) {

@@ -14,6 +14,7 @@ import (
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/worktree"
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -33,8 +34,9 @@ type Store interface {
 // proxy variable points at a closed port on loopback, except for loopback
 // itself (the gateway), so the agent's tools that honour them (curl, git,
 // npm, pip, the agents' own fetches) get no network and say so at once.
-// A program that opens sockets itself is not stopped: there is no
-// container or network namespace here (README: Isolation).
+// Without a sandbox (Replayer.Isolation) that is all that holds it: a
+// program that opens sockets itself still reaches the network (README:
+// Isolation). In one, there is no network to reach anyway.
 var NoNetwork = []string{
 	"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9", "ALL_PROXY=http://127.0.0.1:9",
 	"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9", "all_proxy=http://127.0.0.1:9",
@@ -61,6 +63,10 @@ type Spec struct {
 	// A/A result then includes whether it passed as the original did.
 	Check       string `json:"check,omitempty"`
 	CheckNumber bool   `json:"check_number,omitempty"`
+	// Budget bounds what each continuation spends of its own (the steps
+	// the tape answers are inherited, not its own): one that goes over
+	// is stopped and recorded failed (fork.ForkSpec.Budget).
+	Budget model.Budget `json:"budget,omitzero"`
 }
 
 // Replayer runs replays: it makes the sandboxes and the forks, starts the
@@ -78,6 +84,48 @@ type Replayer struct {
 	// CheckTimeout bounds a --check (default 10 minutes).
 	CheckTimeout time.Duration
 	Now          func() time.Time
+	// Unsandboxed runs the agents without a sandbox even where there is
+	// one (TINE_REPLAY_SANDBOX=off): NoNetwork is then all that holds them.
+	Unsandboxed bool
+}
+
+// Isolation says how a replayed agent is held: nil when it runs in a
+// sandbox (internal/sandbox: no network but the gateway, no writes but its
+// worktree and its own state, no credential in its environment), else why
+// there is none here, and it is held by its proxy variables only
+// (NoNetwork; README: Isolation).
+func (p *Replayer) Isolation() error {
+	if p.Unsandboxed {
+		return fmt.Errorf("%w: it is turned off (TINE_REPLAY_SANDBOX=off)", sandbox.ErrUnavailable)
+	}
+	return sandbox.Available()
+}
+
+// Unsandboxed is what a replay without a sandbox says, on every run (the
+// command line and the TUI alike): why there is none (Isolation's error),
+// and what holds its agent then (README: Isolation).
+func Unsandboxed(why error) string {
+	return why.Error() + "; the replayed agent is held by its proxy variables only (HTTP(S) proxies at a closed port): " +
+		"a program that opens sockets itself reaches the network, writes outside its worktree succeed, and it sees the credentials in tine's environment (README: Isolation)"
+}
+
+// sandbox is the jail of a trial's agent, working in dir, on gateway run
+// gr: dir and a temporary folder of its own writable (the harness adds
+// the agent's own state), the gateway reached through a Unix socket of
+// the trial's, and no credential in its environment but gr's key. done
+// removes the socket and the temporary folder.
+func (p *Replayer) sandbox(gr *Run, dir string) (*sandbox.Spec, func(), error) {
+	sock, stop, err := p.Gateway.ServeUnix()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the gateway's socket for the sandbox: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "tine-replay-tmp-")
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return &sandbox.Spec{Writable: []string{dir}, Socket: sock, Port: p.Gateway.Port(), Keep: []string{gr.Key()}, TmpDir: tmp},
+		func() { stop(); os.RemoveAll(tmp) }, nil
 }
 
 // Unreplayable is the error of a run that cannot be replayed: no tape, a
@@ -326,6 +374,13 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	h, err := p.Driver.Harnesses.Get(src.run.Harness)
+	if err != nil {
+		return nil, err
+	}
+	if err := fork.CheckBudget(spec.Budget, h, src.run.Model); err != nil {
+		return nil, err
+	}
 	n := max(spec.Continuations, 1)
 	// Trials are numbered on from the run's earlier replays, so each
 	// name says which one it is.
@@ -341,7 +396,7 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	for i := range forks {
 		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.forkAt, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep), SnapReason: why,
 			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+i+1), Harness: src.run.Harness, Model: src.run.Model,
-			Cwd: src.run.Cwd, Status: model.Pending}
+			Cwd: src.run.Cwd, Status: model.Pending, Budget: spec.Budget}
 	}
 	if err := p.Store.CreateForks(ctx, forks); err != nil {
 		return nil, err
@@ -383,7 +438,7 @@ func (p *Replayer) Execute(ctx context.Context, plan *Plan, onEvent func(fork.Ru
 	}
 	// The trials are this process's from now, also those that wait for a
 	// slot: should it die first, they are reaped, not left pending (rule
-	// 13 in ARCHITECTURE.md).
+	// 14 in ARCHITECTURE.md).
 	if err := p.Store.ClaimTurns(ctx, plan.Trials); err != nil {
 		return nil, err
 	}
@@ -434,7 +489,20 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 			return tree(c)
 		}
 	}
-	cfg.CompareTree = treeComparer(bg, dir, src.tape[0].Tree, run.StartTree)
+	// tine's own git on the trial's tree keeps to the repository found
+	// before the agent runs: the agent may rewrite the worktree's .git to
+	// point at one of its own, whose config would run commands outside
+	// the sandbox (worktree.GitDir); when it is done, .git is restored.
+	repo := dir
+	if gd, err := worktree.GitDir(bg, dir); err == nil {
+		repo = gd
+		defer func() {
+			if err := worktree.RestoreGitFile(dir, gd); err != nil {
+				_ = p.Store.AddNote(bg, id, "the replay's worktree: "+err.Error())
+			}
+		}()
+	}
+	cfg.CompareTree = treeComparer(bg, repo, src.tape[0].Tree, run.StartTree)
 	if spec.Continuations > 0 {
 		if wire, up, err := p.upstream(src.run); err == nil {
 			cfg.Upstreams = map[Wire]Upstream{wire: up}
@@ -450,9 +518,19 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 		return finish()
 	}
 	defer gr.Close()
+	var jail *sandbox.Spec
+	if p.Isolation() == nil {
+		var done func()
+		if jail, done, err = p.sandbox(gr, dir); err != nil {
+			_ = p.Store.SetStatus(bg, id, model.Failed, "the replay's sandbox: "+err.Error())
+			_ = p.Store.UpdateReplay(bg, id, model.ReplayUnreplayed, 0, "", nil, err.Error())
+			return finish()
+		}
+		defer done()
+	}
 	inh := &inheritance{p: p, ctx: bg, id: id, gr: gr, skip: src.forkAt - src.k0, k0: src.k0}
-	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), Inherited: inh.inherited,
-		Env: NoNetwork}
+	rb := &fork.Rebuild{Origin: src.origin, Handoff: src.handoff, Prefix: src.prefix, ModelURL: gr.URL(), ModelKey: gr.Key(), Inherited: inh.inherited,
+		Env: NoNetwork, Sandbox: jail}
 	for _, prompt := range src.prompts {
 		p.Driver.RunTurns(ctx, []fork.Turn{{RunID: id, Input: prompt, Rebuild: rb}}, onEvent)
 		st := gr.Status()
@@ -508,11 +586,12 @@ func (p *Replayer) trial(ctx context.Context, spec Spec, src *source, id string,
 	return finish()
 }
 
-// treeComparer compares a replayed step's tree with the taped one by what
-// the tools changed since each run's start: the same when both starts are
-// the same tree and the trees are; with another base (--base) the same
-// when the same paths changed to the same contents.
-func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped, actual string) (string, bool) {
+// treeComparer compares a replayed step's tree with the taped one (of
+// repo, a work tree or its git directory) by what the tools changed since
+// each run's start: the same when both starts are the same tree and the
+// trees are; with another base (--base) the same when the same paths
+// changed to the same contents.
+func treeComparer(ctx context.Context, repo, tapedStart, start string) func(taped, actual string) (string, bool) {
 	return func(taped, actual string) (string, bool) {
 		c, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
@@ -520,14 +599,14 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			if taped == actual {
 				return "", false
 			}
-			d, err := worktree.TreeDiff(c, dir, taped, actual, nil, 200)
+			d, err := worktree.TreeDiff(c, repo, taped, actual, nil, 200)
 			if err != nil {
 				d = err.Error()
 			}
 			return d, true
 		}
-		a, err1 := worktree.Changes(c, dir, tapedStart, taped)
-		b, err2 := worktree.Changes(c, dir, start, actual)
+		a, err1 := worktree.Changes(c, repo, tapedStart, taped)
+		b, err2 := worktree.Changes(c, repo, start, actual)
 		if err := errors.Join(err1, err2); err != nil {
 			return err.Error(), true
 		}
@@ -546,7 +625,7 @@ func treeComparer(ctx context.Context, dir, tapedStart, start string) func(taped
 			return "", false
 		}
 		sort.Strings(paths)
-		d, err := worktree.TreeDiff(c, dir, taped, actual, paths, 200)
+		d, err := worktree.TreeDiff(c, repo, taped, actual, paths, 200)
 		if err != nil {
 			d = err.Error()
 		}

@@ -31,7 +31,7 @@ func TestReplayNeverRunsToolsOutsideTheSandbox(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, body := post(t, run.URL(), "/v1/messages", WireAnthropic, tape[0].Request)
+		code, body := post(t, run, "/v1/messages", WireAnthropic, tape[0].Request)
 		d := run.Status().Divergence
 		run.Close()
 		if code != http.StatusBadRequest || d == nil {
@@ -44,7 +44,7 @@ func TestReplayNeverRunsToolsOutsideTheSandbox(t *testing.T) {
 	tape := Tape{anthropicStep(1, "go", map[string]any{"type": "tool_use", "id": "t1", "name": "Bash", "input": map[string]any{"command": "ls"}})}
 	run, _ := e.g.NewRun(RunConfig{Tape: tape, N: 1})
 	defer run.Close()
-	if code, body := post(t, run.URL(), "/v1/messages", WireAnthropic, tape[0].Request); code != http.StatusOK {
+	if code, body := post(t, run, "/v1/messages", WireAnthropic, tape[0].Request); code != http.StatusOK {
 		t.Fatalf("Bash refused: %d %s", code, body)
 	}
 }
@@ -61,8 +61,8 @@ func TestDivergenceNamesTheClosestStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run.Close()
-	post(t, run.URL(), "/v1/messages", WireAnthropic, tape[0].Request)
-	post(t, run.URL(), "/v1/messages", WireAnthropic, tape[2].Request) // step 2 skipped
+	post(t, run, "/v1/messages", WireAnthropic, tape[0].Request)
+	post(t, run, "/v1/messages", WireAnthropic, tape[2].Request) // step 2 skipped
 	d := run.Status().Divergence
 	if d == nil {
 		t.Fatal("no divergence")

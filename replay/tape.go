@@ -7,11 +7,12 @@
 //   - the Gateway: a loopback HTTP server speaking the four wire formats
 //     the agents use (Anthropic Messages for Claude Code, OpenAI Responses
 //     for Codex, Chat Completions for pi, Qwen Code and the openai
-//     harness, the Gemini API for Gemini CLI). tine
-//     starts one per process and gives each run its own base URL
-//     (NewRun). In record mode it forwards each model call to the real
-//     upstream, with the real API key (the agent only ever sees a
-//     placeholder), streams the answer back as it arrives and hands each
+//     harness, the Gemini API for Gemini CLI). tine starts one per
+//     process and gives each run its own key (NewRun), which the run's
+//     agent sends as its API key: the gateway's URL is the same for all
+//     and holds no secret. In record mode it forwards each model call to
+//     the real upstream, with the real API key (the agent only ever sees
+//     its run's key), streams the answer back as it arrives and hands each
 //     exchange, a Step, to a Recorder. In replay mode it answers steps
 //     1..N from a tape, checking every request first, and goes live after.
 //   - RecordingTransport: the same recording, as an http.RoundTripper, for

@@ -52,7 +52,7 @@ func (s *Store) SetRunning(ctx context.Context, id string) error {
 // the mark in its environment (agentproc.WithStarted), so that, should
 // the run's owner die and its watchdog with it, ReapOrphans kills what
 // the agent left running before it marks the run (ARCHITECTURE.md, rule
-// 13).
+// 14).
 func (s *Store) SetAgent(ctx context.Context, id string, pgid int, mark string) error {
 	return s.update(ctx, "set agent", id, `UPDATE runs SET agent_pgid = ?, agent_mark = ? WHERE id = ?`, pgid, mark, id)
 }
@@ -63,7 +63,7 @@ func (s *Store) SetAgent(ctx context.Context, id string, pgid int, mark string) 
 // run is handed over, owned by this process, until its turn starts
 // (SetRunning) or ends (SetStatus). Should this process die first,
 // ReapOrphans marks the run failed instead of leaving it pending forever
-// (ARCHITECTURE.md, rule 13). A run that is running already (its turn is
+// (ARCHITECTURE.md, rule 14). A run that is running already (its turn is
 // another process's) is left alone.
 func (s *Store) ClaimTurns(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
@@ -150,7 +150,7 @@ type orphan struct {
 // writes into a fork shown failed; and every run handed over to a
 // process that is gone before its turn started as failed (NeverStarted),
 // so that nothing stays running or pending forever (ARCHITECTURE.md,
-// rule 13). It returns how many. It reads on the
+// rule 14). It returns how many. It reads on the
 // writer's connection: every command reaps when it opens the store, and
 // most then only write (an import), so a second connection, which parses
 // the whole schema again, would be opened for these queries.

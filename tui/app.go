@@ -47,6 +47,15 @@ type Options struct {
 	// say of a run's agent: the formats an import reads, how a run opens
 	// in its agent, what its harness can do. Default: the driver's.
 	Agents *harness.Registry
+	// Background, when set, runs the turns of the forks this program
+	// starts, and its replays, in tine processes of their own (quit.go),
+	// so that quitting while they run can leave them running; it asks
+	// first. nil runs them in this process: quitting then stops them,
+	// after asking.
+	Background Background
+	// Follow is the command that lists this database's runs, for what is
+	// said of forks left running (default "tine ls").
+	Follow string
 }
 
 type screenID int
@@ -91,6 +100,10 @@ type App struct {
 	confirmQuit bool
 	// confirmApply is the fork Compare asks whether to apply (y applies).
 	confirmApply *model.Run
+	// quitting asks, before quitting, what becomes of the forks this
+	// program started that still run; exit is what Run reports it left.
+	quitting *quitDialog
+	exit     Exit
 
 	lib     libraryScreen
 	tree    *treeScreen
@@ -182,8 +195,10 @@ func (a *App) background(where string, fn func()) {
 	})
 }
 
-// Run starts the program on the terminal and blocks until it quits.
-func Run(ctx context.Context, st *store.Store, opts Options) error {
+// Run starts the program on the terminal and blocks until it quits. Exit
+// says what became of the forks it started that were still running (the
+// caller prints it, once the terminal is the shell's again).
+func Run(ctx context.Context, st *store.Store, opts Options) (Exit, error) {
 	a := New(st, opts)
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	logPath, closeLog := openLog()
@@ -194,19 +209,22 @@ func Run(ctx context.Context, st *store.Store, opts Options) error {
 	a.kill = p.Kill
 	a.crashMu.Unlock()
 	_, err := p.Run()
-	a.shutdown()
 	a.crashMu.Lock()
 	c := a.crashed
 	a.crashMu.Unlock()
+	// Ended without anyone choosing (a signal, a crash): stopOnExit
+	// decides, and says so.
+	a.stopOnExit(c != nil || errors.Is(err, tea.ErrProgramPanic))
+	a.shutdown()
 	switch {
 	case c != nil:
-		return c
+		return a.exit, c
 	case errors.Is(err, tea.ErrProgramPanic) && logPath != "":
-		return fmt.Errorf("%w; the stack is in %s", err, logPath)
+		return a.exit, fmt.Errorf("%w; the stack is in %s", err, logPath)
 	case errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil:
-		return nil
+		return a.exit, nil
 	}
-	return err
+	return a.exit, err
 }
 
 // Messages that carry the results of commands back to Update.
@@ -396,6 +414,8 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return a.updateCompare(msg)
 	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg:
 		return a.updateForks(msg)
+	case quitStoppedMsg:
+		return a.quitStopped(msg)
 	case replayStartedMsg, replayTickMsg, replayReadMsg, replayDoneMsg:
 		return a.updateReplay(msg)
 	}
@@ -411,6 +431,7 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
 	var cmd tea.Cmd
 	switch {
+	case a.quitting != nil: // the question is no field
 	case a.screen == screenTree && a.tree != nil && a.tree.finder.typing:
 		a.tree.finder.input, cmd = a.tree.finder.input.Update(msg)
 	case a.dialog != nil:
@@ -553,7 +574,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil {
+	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil || a.quitting != nil {
 		return nil
 	}
 	l := a.layout()
@@ -706,6 +727,8 @@ func (a *App) render() string {
 	footer := block(a.footerLine(), l.footer.w, 1)
 	var body string
 	switch {
+	case a.quitting != nil:
+		body = block(a.quitting.view(st, l.body.w, l.body.h), l.body.w, l.body.h)
 	case a.help.open:
 		body = block(a.helpView(), l.body.w, l.body.h)
 	case a.dialog != nil:

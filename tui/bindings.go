@@ -114,6 +114,8 @@ func (kt *keyTable) full() []key.Binding {
 // keysNow is the table of whatever has the keys now.
 func (a *App) keysNow() *keyTable {
 	switch {
+	case a.quitting != nil:
+		return &a.tables.quitForks
 	case a.confirmQuit:
 		return &a.tables.confirm
 	case a.confirmApply != nil:
@@ -190,6 +192,8 @@ type keyTables struct {
 	// The Fork and next-turn dialogs', on a choice [0] and in a text field [1].
 	forkDialog, turnDialog      [2]keyTable
 	help, confirm, confirmApply keyTable
+	// quitForks asks what becomes of running forks before quitting.
+	quitForks keyTable
 }
 
 func newKeyTables(k KeyMap) keyTables {
@@ -212,6 +216,7 @@ func newKeyTables(k KeyMap) keyTables {
 		help:         helpTable(k),
 		confirm:      confirmTable(),
 		confirmApply: confirmApplyTable(),
+		quitForks:    quitTable(k),
 	}
 }
 
@@ -219,7 +224,7 @@ func newKeyTables(k KeyMap) keyTables {
 func (k *keyTables) all() []*keyTable {
 	return []*keyTable{&k.library, &k.libEmpty, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
 		&k.compare, &k.diff, &k.replayForm, &k.replayTyping, &k.replayTrials,
-		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply}
+		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply, &k.quitForks}
 }
 
 // do is a key's run that needs no more than the App.
@@ -238,8 +243,10 @@ func helpKey(b key.Binding) binding {
 	return binding{key: b, run: do(func(a *App) tea.Cmd { a.openHelp(); return nil })}
 }
 
+// quitKey quits, asking first what becomes of the forks this program
+// started when some still run (quit.go).
 func quitKey(b key.Binding) binding {
-	return binding{key: b, run: do(func(*App) tea.Cmd { return tea.Quit })}
+	return binding{key: b, run: do((*App).quit)}
 }
 
 // helpLines lays the bindings out as "key  what it does", in as many

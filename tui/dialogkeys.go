@@ -75,7 +75,7 @@ func dialogQuit(b key.Binding) binding {
 			a.confirmQuit = true
 			return nil
 		}
-		return tea.Quit
+		return a.quit()
 	})}
 }
 

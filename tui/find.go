@@ -217,11 +217,14 @@ type copiedMsg struct {
 
 // copySelected copies the message under the cursor: to the clipboard with
 // OSC 52 (which a terminal may ignore, and tine cannot tell), and to a
-// file under the state dir, so it is somewhere for sure.
+// file under the state dir, so it is somewhere for sure. What is copied is
+// what the screen shows, through model.SafeText (ARCHITECTURE.md, terminal
+// safety): a transcript's escape sequences, C1 and bidi controls would run
+// or lie again wherever the copy is pasted.
 func (a *App) copySelected() tea.Cmd {
 	t := a.tree
 	r, _ := t.selected() // on a message: copyOff
-	text := t.data.runs[r.run].message(int(r.msg)).PlainText()
+	text := model.SafeText(t.data.runs[r.run].message(int(r.msg)).PlainText())
 	what := fmt.Sprintf("message %d", r.msg+1)
 	return tea.Batch(tea.SetClipboard(text), func() tea.Msg {
 		path, err := writeCopy(text)

@@ -1,15 +1,23 @@
 package tui
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
 )
 
 // TestFindInTheTree: / finds in every run's messages, folded forks too;
@@ -215,4 +223,62 @@ func TestFindStartsANewQuery(t *testing.T) {
 	d.keys("/", "enter")
 	assert.Contains(t, d.plain(), "cleared the matches of “oslo”", "enter alone clears the matches")
 	assert.Empty(t, d.a.tree.finder.matches)
+}
+
+// TestCopyIsWhatTheScreenShows: y on a message full of escape sequences
+// (CSI, an OSC 52 of its own, a title, a DCS), C1 controls and bidi
+// controls puts none of them in the OSC 52 payload the terminal gets nor
+// in copied.txt: the copy is the message through model.SafeText, as the
+// detail pane shows it. Pasted into a shell, the raw text could run
+// commands or show other ones than it holds.
+func TestCopyIsWhatTheScreenShows(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	hostile := "run \x1b[31mthis\x1b[0m \x1b]52;c;cm0gLXJmIH4K\x07\x1b]0;title\x1b\\ \x1bPq#0\x1b\\" +
+		"c1:\u009b2J\u0085\u009d8;;http://x\u009c " + "bidi: \u202Eevil\u202C \u2066iso\u2069 \u200Fmark\u200E\u061C end"
+	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	r := model.Run{Title: "hostile", Harness: "openai", Status: model.Completed, CreatedAt: t0}
+	require.NoError(t, st.CreateRun(context.Background(), &r, []model.Message{text(model.User, hostile), text(model.Assistant, "ok")}))
+
+	tm := teatest.NewTestModel(t, New(st, Options{OpenTree: r.ID, Agents: testAgents}), teatest.WithInitialTermSize(120, 30))
+	var out bytes.Buffer
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		out.Write(b)
+		return bytes.Contains(out.Bytes(), []byte("K=1/2"))
+	}, teatest.WithDuration(5*time.Second))
+	tm.Send(press("y"))
+	var payload []byte
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		out.Write(b)
+		s := out.String()
+		i := strings.Index(s, "\x1b]52;c;")
+		if i < 0 {
+			return false
+		}
+		rest := s[i+len("\x1b]52;c;"):]
+		j := strings.IndexAny(rest, "\x07\x1b")
+		if j < 0 {
+			return false
+		}
+		payload, err = base64.StdEncoding.DecodeString(rest[:j])
+		require.NoError(t, err)
+		return true
+	}, teatest.WithDuration(5*time.Second))
+	tm.Send(press("q"))
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+
+	file, err := os.ReadFile(filepath.Join(os.Getenv("XDG_STATE_HOME"), "tine", "copied.txt"))
+	require.NoError(t, err)
+	for what, got := range map[string]string{"the OSC 52 payload": string(payload), "copied.txt": string(file)} {
+		assert.Equal(t, model.SafeText(hostile), got, "%s is the message as the screen shows it", what)
+		for _, r := range got {
+			assert.False(t, r == 0x1b || r == 0x07 || r >= 0x80 && r <= 0x9f, "%s holds the control %U", what, r)
+			assert.False(t, r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c,
+				"%s holds the bidi control %U", what, r)
+		}
+		assert.Contains(t, got, "run this", "%s keeps the text", what)
+		assert.Contains(t, got, "evil", what)
+		assert.NotContains(t, got, "cm0gLXJmIH4K", "%s drops the message's own OSC 52", what)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -33,6 +34,10 @@ type forkState struct {
 	// its number, and so does each answer asked for it.
 	dialogGen int
 	descs     *descCache // what the harnesses said of themselves, for the dialogs
+	// decided is set once the person chose, on quitting, what becomes of
+	// the forks still running (or none ran): nothing more is done to them
+	// on the way out.
+	decided bool
 }
 
 // spinner turns while forks run.
@@ -82,7 +87,11 @@ func (a *App) updateForks(msg tea.Msg) tea.Cmd {
 		return a.runEvents(msg)
 	case batchDoneMsg:
 		delete(a.forks.batches, msg.batch)
-		return tea.Batch(a.reloadTree(), a.setStatus("forks finished", levelInfo))
+		var said tea.Cmd
+		if a.status.quiet() { // never over what a fork's failure said
+			said = a.setStatus("forks finished", levelInfo)
+		}
+		return tea.Batch(a.reloadTree(), said, a.requit())
 	case spinTickMsg:
 		// Forks another process runs are seen when the store changes (live.go).
 		var cmd tea.Cmd
@@ -108,6 +117,9 @@ func (a *App) runEvents(msg runEventMsg) tea.Cmd {
 	cmds := []tea.Cmd{listen(b, msg.batch)}
 	reload := false
 	for _, n := range msg.news {
+		if n.status != "" {
+			b.status[n.runID] = n.status
+		}
 		if a.tree != nil {
 			if n.stored {
 				delete(a.tree.streaming, n.runID)
@@ -136,7 +148,7 @@ func (a *App) runEvents(msg runEventMsg) tea.Cmd {
 	if reload {
 		cmds = append(cmds, a.reloadTree())
 	}
-	return tea.Batch(cmds...)
+	return tea.Batch(append(cmds, a.requit())...)
 }
 
 // openDialog opens the Fork screen on the selected message, and asks the
@@ -202,6 +214,7 @@ func (a *App) ownHarness(run model.Run) string {
 type launchReq struct {
 	spec   fork.ForkSpec
 	driver *fork.Driver
+	api    apiSettings // what was typed for its harness, for a background tine
 }
 
 // launch creates the dialog's forks; their turns start once they exist.
@@ -212,7 +225,7 @@ func (a *App) launch() tea.Cmd {
 	drv := d.driver(a.opts.Driver)
 	a.forks.nextBatch++
 	d.launching, d.batch = true, a.forks.nextBatch
-	a.forks.pending[a.forks.nextBatch] = launchReq{spec: spec, driver: drv}
+	a.forks.pending[a.forks.nextBatch] = launchReq{spec: spec, driver: drv, api: d.settings(d.harnessName())}
 	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo),
 		createForks(a.ctx, drv, spec, a.forks.nextBatch))
 }
@@ -259,26 +272,93 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		}
 		turns = append(turns, fork.Turn{RunID: r.ID, Input: input})
 	}
-	cmds = append(cmds, a.startTurns(msg.batch, req.driver, turns), a.setStatus(note+"; running", levelInfo))
+	cmds = append(cmds, a.startTurns(msg.batch, req.driver, req.api, turns, msg.runs...), a.setStatus(note+"; running", levelInfo))
 	return tea.Batch(cmds...)
 }
 
-// startTurns runs turns as batch id on drv, in the background, streaming
-// their events to the screen.
-func (a *App) startTurns(id int, drv *fork.Driver, turns []fork.Turn) tea.Cmd {
+// startTurns runs turns as batch id, streaming their events to the
+// screen: handed to a tine of their own (Options.Background), which goes
+// on if this one quits, or else on drv in this process. api is the model
+// API's address and key typed in the Fork screen, for the background tine
+// (drv already has them). runs are the runs the turns are for, to name
+// them.
+func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, turns []fork.Turn, runs ...model.Run) tea.Cmd {
 	ctx, cancel := context.WithCancel(a.ctx)
-	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
-	for _, t := range turns {
-		b.runs[t.RunID] = true
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		ids[i] = t.RunID
+	}
+	bg, st := a.opts.Background, a.st
+	b := newForkBatch(cancel, bg != nil, ids...)
+	for _, r := range runs {
+		b.labels[r.ID] = r.Label()
 	}
 	a.forks.batches[id] = b
 	a.background("fork turns", func() {
 		defer b.events.close()
 		// Events are merged per run, so a screen that is behind (or has
 		// quit) never slows a turn.
-		drv.RunTurns(ctx, turns, b.events.put)
+		if bg == nil {
+			drv.RunTurns(ctx, turns, b.events.put)
+			return
+		}
+		job := TurnsJob{Turns: turns, Parallel: drv.Parallel, BaseURL: api.baseURL, APIKey: api.key}
+		var started startedRuns
+		if err := bg.Turns(ctx, job, started.watch(b.events.put)); err != nil && ctx.Err() == nil {
+			failUnstarted(st, ids, &started, err, b.events.put)
+		}
 	})
 	return tea.Batch(listen(b, id), a.spin())
+}
+
+// startedRuns are the runs whose turns were seen to start (a running
+// event), from whichever goroutine reports them.
+type startedRuns struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// watch is events, noting the runs that start.
+func (s *startedRuns) watch(events func(fork.RunEvent)) func(fork.RunEvent) {
+	return func(ev fork.RunEvent) {
+		if ev.Status == model.Running {
+			s.mu.Lock()
+			if s.ids == nil {
+				s.ids = map[string]bool{}
+			}
+			s.ids[ev.RunID] = true
+			s.mu.Unlock()
+		}
+		events(ev)
+	}
+}
+
+func (s *startedRuns) has(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[id]
+}
+
+// failUnstarted says, as the failure of each of ids that has not run, why
+// its turn did not: the background tine that was to run it did not (err).
+// One still pending is marked failed, so it is not left pending
+// (ARCHITECTURE.md, rule 12); one that had ended before (a next turn)
+// keeps what it was.
+func failUnstarted(st *store.Store, ids []string, started *startedRuns, err error, events func(fork.RunEvent)) {
+	ctx := context.Background()
+	why := fmt.Errorf("its turn never started: %w", err)
+	for _, id := range ids {
+		r, rerr := st.Run(ctx, id)
+		switch {
+		case rerr != nil || r.Status == model.Running || started.has(id):
+			continue // it started: the store says how it went (the reaper, if it died)
+		case r.Status == model.Pending:
+			if st.SetStatus(ctx, id, model.Failed, model.OneLine(why.Error(), 500)) != nil {
+				continue
+			}
+		}
+		events(fork.RunEvent{RunID: id, Status: model.Failed, Err: why})
+	}
 }
 
 // turnReadyMsg says which run gets a turn that R (retry) or m (next turn)
@@ -377,7 +457,7 @@ func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 		status = "retrying as " + label
 	}
 	return tea.Batch(a.reloadTree(), a.setStatus(status, levelInfo),
-		a.startTurns(msg.batch, a.opts.Driver, []fork.Turn{{RunID: msg.run.ID, Input: msg.input}}))
+		a.startTurns(msg.batch, a.opts.Driver, apiSettings{}, []fork.Turn{{RunID: msg.run.ID, Input: msg.input}}, msg.run))
 }
 
 // spin starts the spinner unless it turns.

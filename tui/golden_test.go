@@ -97,6 +97,12 @@ var goldenScreens = []struct {
 			}}
 		d.send(tea.WindowSizeMsg{Width: d.a.width, Height: d.a.height})
 	}},
+	// q while two forks this program handed to a background tine run.
+	{name: "quit", reach: func(d *driver) {
+		d.keys("enter")
+		d.a.forks.batches[1] = newForkBatch(func() {}, true, "forkcccc3333", "forkaaaa1111")
+		d.keys("q")
+	}},
 	{name: "search", reach: func(d *driver) { d.keys("s"); d.typeText("paris"); d.keys("enter") }},
 	{name: "find", reach: func(d *driver) { d.keys("enter", "/"); d.typeText("paris"); d.keys("enter") }},
 }

@@ -53,6 +53,9 @@ type replayPanel struct {
 	sel     int
 	offset  int // the divergence's diff, scrolled
 	done    bool
+	// unsandboxed, once started, says why its agents run without a
+	// sandbox, and what holds them then (README: Isolation).
+	unsandboxed string
 }
 
 // stepAt is the step of run rd that message i belongs to: how many of its
@@ -326,6 +329,9 @@ type (
 		label string
 		plan  *replay.Plan
 		err   error
+		// unsandboxed says why the replay's agents run without a sandbox
+		// (Replayer.Isolation); "" when they run in one.
+		unsandboxed string
 	}
 	// replayTickMsg asks for the trials again.
 	replayTickMsg struct{ gen int }
@@ -362,7 +368,12 @@ func (a *App) startReplay() tea.Cmd {
 	p.err, p.preparing = "", true
 	return func() tea.Msg {
 		plan, err := rp.Prepare(ctx, spec)
-		return replayStartedMsg{gen: gen, label: label, plan: plan, err: err}
+		msg := replayStartedMsg{gen: gen, label: label, plan: plan, err: err}
+		// Asked here, off the UI goroutine: the first ask runs bwrap.
+		if why := rp.Isolation(); why != nil {
+			msg.unsandboxed = replay.Unsandboxed(why)
+		}
+		return msg
 	}
 }
 
@@ -398,21 +409,30 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 		return a.setStatus("replay of "+msg.label+": "+tuiError(msg.err), levelError)
 	}
 	if mine {
-		p.started, p.plan = true, msg.plan
+		p.started, p.plan, p.unsandboxed = true, msg.plan, msg.unsandboxed
 	}
 	rp, plan, gen := a.opts.Replayer, msg.plan, msg.gen
 	a.forks.nextBatch++
 	id := a.forks.nextBatch
 	ctx, cancel := context.WithCancel(a.ctx)
-	b := &forkBatch{cancel: cancel, events: newRunMailbox(), runs: map[string]bool{}}
-	for _, t := range plan.Trials {
-		b.runs[t] = true
-	}
+	bg, st := a.opts.Background, a.st
+	b := newForkBatch(cancel, bg != nil, plan.Trials...)
 	a.forks.batches[id] = b
 	done := make(chan error, 1)
 	a.background("replay", func() {
 		defer b.events.close()
-		_, err := rp.Execute(ctx, plan, b.events.put)
+		if bg == nil {
+			_, err := rp.Execute(ctx, plan, b.events.put)
+			done <- err
+			return
+		}
+		// A tine of its own replays it (Options.Background), and goes on
+		// if this one quits.
+		var started startedRuns
+		err := bg.Replay(ctx, plan, started.watch(b.events.put))
+		if err != nil && ctx.Err() == nil {
+			failUnstarted(st, plan.Trials, &started, err, b.events.put)
+		}
 		done <- err
 	})
 	wait := func() tea.Msg { return replayDoneMsg{gen: gen, err: <-done} }
@@ -420,7 +440,11 @@ func (a *App) replayStarted(msg replayStartedMsg) tea.Cmd {
 	if mine {
 		cmds = append(cmds, a.readReplay())
 	} else {
-		cmds = append(cmds, a.setStatus("the replay of "+msg.label+" goes on in the background; its forks show in the tree", levelInfo))
+		status, level := "the replay of "+msg.label+" goes on in the background; its forks show in the tree", levelInfo
+		if msg.unsandboxed != "" {
+			status, level = status+"; "+msg.unsandboxed, levelWarn
+		}
+		cmds = append(cmds, a.setStatus(status, level))
 	}
 	return tea.Batch(cmds...)
 }
@@ -498,6 +522,10 @@ func (p *replayPanel) view(st *Styles) string {
 		}
 		b.WriteString("\n" + st.Subtle.Render("tab/↑↓ move · ←→ change · enter next/replay · esc cancel"))
 		return b.String()
+	}
+	if p.unsandboxed != "" {
+		// Said on every replay (README: Isolation).
+		b.WriteString(st.Warn.Render(wrap(model.SafeText(p.unsandboxed), p.width)) + "\n\n")
 	}
 	if len(p.trials) == 0 {
 		b.WriteString(st.Subtle.Render("starting…"))

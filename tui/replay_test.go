@@ -97,6 +97,35 @@ func TestReplayPanelShowsTheDivergence(t *testing.T) {
 	requireFits(t, d.screen(), 120, 30)
 }
 
+// TestReplayWithoutASandboxSaysSo: where a replay's agents run without a
+// sandbox (here it is turned off), the replay asked from the panel learns
+// why, off the UI goroutine, and its panel says so above its trials, with
+// what holds the agent then (README: Isolation), within the frame.
+func TestReplayWithoutASandboxSaysSo(t *testing.T) {
+	st := claudeStore(t)
+	d := atStep2(t, st, harness.NewRegistry(&script.Harness{}))
+	d.a.opts.Replayer.Unsandboxed = true
+	d.keys("R")
+	require.NotNil(t, d.a.replay)
+	msg, ok := d.a.startReplay()().(replayStartedMsg)
+	require.True(t, ok)
+	assert.Contains(t, msg.unsandboxed, "no sandbox: it is turned off (TINE_REPLAY_SANDBOX=off)")
+	assert.Contains(t, msg.unsandboxed, "held by its proxy variables only")
+
+	d.a.replay = &replayPanel{run: model.Run{Name: "rec"}, steps: 3, step: 2, started: true, width: 120,
+		plan: &replay.Plan{Trials: []string{"a"}}, unsandboxed: msg.unsandboxed,
+		trials: []replay.TrialResult{{Run: model.Run{Name: "rec-replay-1", Status: model.Running}, Replay: model.Replay{Status: model.ReplayReplaying, Replayed: 1}}}}
+	out := d.plain()
+	assert.Contains(t, out, "no sandbox: it is turned off")
+	assert.Contains(t, out, "writes outside its worktree succeed")
+	assert.Contains(t, out, "rec-replay-1")
+	requireFits(t, d.screen(), 120, 30)
+
+	// In a sandbox, nothing is said.
+	d.a.replay.unsandboxed = ""
+	assert.NotContains(t, d.plain(), "no sandbox")
+}
+
 // TestRetryRefusesAReplay: R on a failed replay's ⑂ line does not retry
 // it as a plain fork (it would not rebuild anything): it says how to
 // replay again.

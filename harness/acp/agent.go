@@ -17,6 +17,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"tine/internal/agentproc"
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -67,7 +68,7 @@ func (w stdinWriter) Write(b []byte) (int, error) {
 }
 
 // start runs the agent in dir and connects client to it.
-func (h *Harness) start(ctx context.Context, dir string, client sdk.Client, env []string) (*agent, error) {
+func (h *Harness) start(ctx context.Context, dir string, client sdk.Client, env []string, sb *sandbox.Spec) (*agent, error) {
 	if err := h.commandProblem(); err != nil {
 		return nil, err
 	}
@@ -107,6 +108,7 @@ func (h *Harness) start(ctx context.Context, dir string, client sdk.Client, env 
 			h.traced("started", pid)
 		},
 		Skipped: a.skippedLine,
+		Sandbox: sb,
 	}
 	go func() {
 		res, err := agentproc.Run(procCtx, spec, func(line []byte) error {

@@ -105,7 +105,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	s := newStream(emit, pl)
 	s.sawLine = h.sawLine
 	s.now = h.now
-	env := append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL)...)
+	env := append(append(slices.Clip(h.cfg.Env), req.Env...), harness.AnthropicGatewayEnv(req.ModelURL, req.ModelKey)...)
 	s.api = modelAPI(append(os.Environ(), env...))
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name:    "claude",
@@ -118,6 +118,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Stall:   h.cfg.Stall,
 		Grace:   h.cfg.Grace,
 		Started: h.started,
+		Sandbox: req.Sandbox.With(harness.ClaudeState(agentproc.MergeEnv(nil, env))...),
 	}, s.line)
 	s.close()
 	if res.Skipped > 0 {

@@ -7,17 +7,19 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"tine/harness"
 )
 
 // Pointing Codex at tine's gateway (TurnRequest.ModelURL, rule 9 in
 // ARCHITECTURE.md) keeps the provider the session uses, so the session
 // can be resumed later without the gateway (Codex refuses to resume a
 // session whose provider is not configured): the built-in "openai"
-// provider gets `-c openai_base_url=...` and a placeholder OPENAI_API_KEY;
-// a provider from config.toml gets its base_url and env_key overridden
-// with -c. The person's config.toml is never written.
+// provider gets `-c openai_base_url=...` and the gateway run's key as
+// OPENAI_API_KEY; a provider from config.toml gets its base_url and
+// env_key overridden with -c, env_key naming the variable that holds the
+// run's key. The -c options are on Codex's command line, which every user
+// of the machine can read: they hold the gateway's URL, which is no
+// secret, and the name of a variable, never a key (rule 13 in
+// ARCHITECTURE.md). The person's config.toml is never written.
 
 // Provider is the model provider Codex uses, from config.toml.
 type Provider struct {
@@ -79,18 +81,18 @@ func readTOML(b []byte) (top map[string]string, sections map[string]map[string]s
 }
 
 // gatewayArgs are the -c options and environment that send a turn's
-// model calls to url, with a placeholder key.
-func gatewayArgs(env []string, url string) (args, extraEnv []string) {
+// model calls to url, with the gateway run's key (in the environment).
+func gatewayArgs(env []string, url, key string) (args, extraEnv []string) {
 	base := strconv.Quote(strings.TrimRight(url, "/") + "/v1")
 	p := ProviderFrom(env)
 	if p.Name == "openai" {
-		return []string{"-c", "openai_base_url=" + base}, []string{"OPENAI_API_KEY=" + harness.PlaceholderKey}
+		return []string{"-c", "openai_base_url=" + base}, []string{"OPENAI_API_KEY=" + key}
 	}
 	pre := "model_providers." + p.Name + "."
 	return []string{"-c", pre + "base_url=" + base, "-c", pre + "env_key=" + strconv.Quote(gatewayKeyEnv)},
-		[]string{gatewayKeyEnv + "=" + harness.PlaceholderKey}
+		[]string{gatewayKeyEnv + "=" + key}
 }
 
-// gatewayKeyEnv holds the placeholder key of a provider pointed at the
+// gatewayKeyEnv holds the gateway run's key of a provider pointed at the
 // gateway.
 const gatewayKeyEnv = "TINE_GATEWAY_KEY"

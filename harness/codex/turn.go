@@ -197,7 +197,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	args := []string{"exec"}
 	runEnv := append(slices.Clip(h.cfg.Env), req.Env...)
 	if req.ModelURL != "" {
-		gwArgs, gwEnv := gatewayArgs(agentproc.MergeEnv(nil, h.cfg.Env), req.ModelURL)
+		gwArgs, gwEnv := gatewayArgs(agentproc.MergeEnv(nil, h.cfg.Env), req.ModelURL, req.ModelKey)
 		args = append(args, gwArgs...)
 		runEnv = append(runEnv, gwEnv...)
 	}
@@ -237,6 +237,9 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Name: "codex", Package: NPMPackage, Bin: h.cfg.Bin, Args: args, Dir: dir,
 		Env: runEnv, Stdin: strings.NewReader(p.prompt),
 		Stall: h.cfg.Stall, Grace: h.cfg.Grace,
+		// In a replay's sandbox it writes its sessions and state to
+		// $CODEX_HOME.
+		Sandbox: req.Sandbox.With(home),
 		Started: func(pid int) {
 			ran = true
 			if h.started != nil {
@@ -1121,6 +1124,12 @@ var refusalMarks = []string{
 	"bwrap: ",
 }
 
+// refusalStarts begin a line of a command's output when Codex's sandbox
+// could not run it at all: with bubblewrap installed Codex sandboxes
+// commands with it, and bwrap says why it could not start one (its helper
+// missing: Codex makes none while $CODEX_HOME is under /tmp).
+var refusalStarts = []string{"bwrap: "}
+
 // refusal says which tool Codex's sandbox refused in m and why, "" when
 // none.
 func refusal(m model.Message) string {
@@ -1129,18 +1138,31 @@ func refusal(m model.Message) string {
 			continue
 		}
 		for _, line := range strings.Split(p.Text, "\n") {
-			for _, mark := range refusalMarks {
-				if strings.Contains(line, mark) {
-					name := p.ToolName
-					if name == "" {
-						name = "a tool"
-					}
-					return fmt.Sprintf("%s was refused (%s)", name, model.OneLine(line, 160))
+			if refusedLine(line) {
+				name := p.ToolName
+				if name == "" {
+					name = "a tool"
 				}
+				return fmt.Sprintf("%s was refused (%s)", name, model.OneLine(line, 160))
 			}
 		}
 	}
 	return ""
+}
+
+// refusedLine: a line of a command's output says the sandbox stopped it.
+func refusedLine(line string) bool {
+	for _, mark := range refusalMarks {
+		if strings.Contains(line, mark) {
+			return true
+		}
+	}
+	for _, start := range refusalStarts {
+		if strings.HasPrefix(line, start) {
+			return true
+		}
+	}
+	return false
 }
 
 // finish reads what the rollout still holds and says how the turn ended.

@@ -24,6 +24,7 @@ import (
 	"tine/harness"
 	"tine/harness/worktree"
 	"tine/internal/agentproc"
+	"tine/internal/sandbox"
 	"tine/model"
 )
 
@@ -45,6 +46,7 @@ type Store interface {
 	AddCost(ctx context.Context, id string, usd float64) error
 	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
 	SetCheck(ctx context.Context, id string, c model.Check) error
+	SetBudget(ctx context.Context, id string, b model.Budget) error
 	// MarkBest marks id the best of its batch, for reason; BatchRuns are
 	// the runs made in one batch with id (rule 11).
 	MarkBest(ctx context.Context, id, reason string) error
@@ -54,10 +56,10 @@ type Store interface {
 	SetRunning(ctx context.Context, id string) error
 	// ClaimTurns marks ids handed over to this process until their turns
 	// start, so that a run whose turn never starts because this process
-	// died is reaped, not left pending (ARCHITECTURE.md, rule 13).
+	// died is reaped, not left pending (ARCHITECTURE.md, rule 14).
 	ClaimTurns(ctx context.Context, ids []string) error
 	// SetAgent records the agent a turn of id started (its process group
-	// and mark), for the reaper should this process die (rule 13).
+	// and mark), for the reaper should this process die (rule 14).
 	SetAgent(ctx context.Context, id string, pgid int, mark string) error
 	// CancelRequested returns which of ids another process asked to stop.
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
@@ -98,6 +100,10 @@ type ForkSpec struct {
 	// on the output's last line instead of the exit status.
 	Check       string
 	CheckNumber bool
+	// Budget bounds what each fork spends of its own: a turn that goes
+	// over is stopped and the fork recorded failed, saying what it spent
+	// (CheckBudget says which budgets can be kept).
+	Budget model.Budget
 }
 
 // RunEvent is what the driver reports while forks run, for a UI.
@@ -133,10 +139,11 @@ type Driver struct {
 	// made by another process (default 500 ms).
 	CancelPoll time.Duration
 	// Gateway, when set, gives each turn of a harness that can record
-	// (Capabilities.Record) the base URL its model calls go to: tine's
-	// recording gateway (rule 9); dir is where the agent works. done is
-	// called when the turn ends.
-	Gateway func(ctx context.Context, run model.Run, dir string) (url string, done func(), err error)
+	// (Capabilities.Record) the base URL its model calls go to, tine's
+	// recording gateway (rule 9), and the key they carry there
+	// (TurnRequest.ModelKey); dir is where the agent works. done is called
+	// when the turn ends.
+	Gateway func(ctx context.Context, run model.Run, dir string) (url, key string, done func(), err error)
 }
 
 func (d *Driver) now() time.Time {
@@ -210,6 +217,13 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	} else if !caps.ForkAtK && cut.K != len(msgs) {
 		return nil, cut, fmt.Errorf("harness %s can only fork at the end of a run (K=%d), not at K=%d", hname, len(msgs), cut.K)
 	}
+	forkModel := spec.Model
+	if forkModel == "" && hname == parent.Harness {
+		forkModel = parent.Model
+	}
+	if err := CheckBudget(spec.Budget, h, forkModel); err != nil {
+		return nil, cut, err
+	}
 	var check *model.Check
 	if spec.Check != "" {
 		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
@@ -219,14 +233,11 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	for i := range forks {
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: len(msgs), Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
+			ParentLen: len(msgs), Harness: hname, Model: forkModel, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
-			Check: check,
+			Check: check, Budget: spec.Budget,
 			// Distinct times keep siblings in the order they were asked for.
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond),
-		}
-		if forks[i].Model == "" && hname == parent.Harness {
-			forks[i].Model = parent.Model
 		}
 	}
 	if err := d.createNamed(ctx, parent, forks, spec.Names); err != nil {
@@ -345,11 +356,15 @@ type Rebuild struct {
 	Origin  *harness.Origin
 	Handoff bool
 	Prefix  []model.Message
-	// ModelURL is the replaying gateway's run URL.
-	ModelURL string
+	// ModelURL and ModelKey are the replaying gateway's URL and its run's
+	// key (TurnRequest.ModelKey).
+	ModelURL, ModelKey string
 	// Env is added to the agent's environment (what takes the network
-	// away from a replay).
+	// away from a replay without a sandbox).
 	Env []string
+	// Sandbox, when set, is the jail the agent runs in
+	// (TurnRequest.Sandbox).
+	Sandbox *sandbox.Spec
 	// Inherited is asked about each message the agent emits, in order:
 	// true when the run already inherits it (it is then not stored).
 	Inherited func(model.Message) bool
@@ -372,7 +387,7 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	}
 	// The turns are this process's from now, also those that wait for a
 	// slot: should it die first, they are reaped, not left pending
-	// (rule 13 in ARCHITECTURE.md).
+	// (rule 14 in ARCHITECTURE.md).
 	ids := make([]string, len(turns))
 	for i, t := range turns {
 		ids[i] = t.RunID
@@ -562,6 +577,12 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
 		return
 	}
+	// A fork that has spent its budget starts no other turn.
+	meter := newMeter(run, prefix, priceOf(h))
+	if err := meter.left(); err != nil {
+		finish(model.Failed, err)
+		return
+	}
 	req := harness.TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model, Dir: run.Cwd,
 		Permissions: d.Permissions}
 	if req.Permissions == "" {
@@ -586,7 +607,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		req.Dir = d.agentDir(run)
-		req.ModelURL, req.Env = rb.ModelURL, rb.Env
+		req.ModelURL, req.ModelKey, req.Env, req.Sandbox = rb.ModelURL, rb.ModelKey, rb.Env, rb.Sandbox
 		if run.NativeID == "" {
 			req.Origin, handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
 		}
@@ -599,7 +620,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			return
 		}
 		if d.Gateway != nil && caps.Record {
-			url, done, err := d.Gateway(ctx, run, req.Dir)
+			url, key, done, err := d.Gateway(ctx, run, req.Dir)
 			if err != nil {
 				finish(model.Failed, fmt.Errorf("recording: %w", err))
 				return
@@ -607,7 +628,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			if done != nil {
 				defer done()
 			}
-			req.ModelURL = url
+			req.ModelURL, req.ModelKey = url, key
 		}
 	}
 	if err := d.Store.SetRunning(bg, run.ID); err != nil {
@@ -616,11 +637,23 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	}
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
 
+	// The turn's own context: its budget stops it through the same
+	// cancellation that stops any turn (the agent's process group ends:
+	// internal/agentproc), with a cause that says why.
+	tctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var storeErr error
+	overBudget := false
 	emit := func(e harness.Event) {
 		if storeErr != nil {
 			return
 		}
+		defer func() {
+			if err := meter.over(); err != nil && !overBudget {
+				overBudget = true
+				stop(&budgetStop{err})
+			}
+		}()
 		switch e.Kind {
 		case harness.EventDelta:
 			onEvent(RunEvent{RunID: run.ID, Delta: e.Delta})
@@ -629,6 +662,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		case harness.EventCost:
 			if e.CostUSD > 0 {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
+				meter.cost(e.CostUSD)
 			}
 		case harness.EventNote:
 			note := model.OneLine(e.Note, 300)
@@ -646,9 +680,11 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			if storeErr = d.Store.AppendMessages(bg, run.ID, []model.Message{m}); storeErr != nil {
 				return
 			}
+			meter.message(m)
 			if c, ok := h.(Coster); ok && !m.Usage.IsZero() {
 				if usd, known := c.Cost(m.Model, m.Usage); known {
 					storeErr = d.Store.AddCost(bg, run.ID, usd)
+					meter.cost(usd)
 				}
 			}
 			onEvent(RunEvent{RunID: run.ID, Message: &m})
@@ -661,16 +697,20 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	}
 	// Each agent the turn starts is recorded with the run, so that
 	// whoever reaps the run should this process die kills what it left
-	// running first (rule 13 in ARCHITECTURE.md).
-	tctx := agentproc.WithStarted(harness.WithRun(ctx, run.ID), func(pgid int, mark string) {
+	// running first (rule 14 in ARCHITECTURE.md).
+	actx := agentproc.WithStarted(harness.WithRun(tctx, run.ID), func(pgid int, mark string) {
 		if err := d.Store.SetAgent(bg, run.ID, pgid, mark); err != nil {
 			slog.Warn("recording a turn's agent", "run", run.ID, "err", err)
 		}
 	})
-	err = h.Turn(tctx, req, emit)
+	err = h.Turn(actx, req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
+	case stoppedByBudget(tctx):
+		// Said with what it spent by the end: the agent may have
+		// reported more before it stopped.
+		finish(model.Failed, fmt.Errorf("%w; stopped, and what it had streamed is kept", meter.over()))
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		finish(model.Cancelled, errors.New("stopped before it finished; what it had streamed is kept"))
 	case err != nil:
@@ -1032,7 +1072,7 @@ func (d *Driver) PrepareRetry(ctx context.Context, id string) (model.Run, string
 	}
 	spec := ForkSpec{Parent: run.ParentID, At: model.ContinueFrom(fmt.Sprint(run.ForkAt)), N: 1,
 		Names: []string{retryName(run.Label())}, Harness: run.Harness, Model: run.Model,
-		Handoff: run.Handoff, InPlace: run.InPlace}
+		Handoff: run.Handoff, InPlace: run.InPlace, Budget: run.Budget}
 	if run.Check != nil {
 		spec.Check, spec.CheckNumber = run.Check.Cmd, run.Check.Number
 	}

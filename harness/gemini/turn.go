@@ -365,7 +365,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	if req.ModelURL != "" {
 		var cleanup func()
 		var err error
-		if env, cleanup, err = gatewayEnv(env, req.ModelURL); err != nil {
+		if env, cleanup, err = gatewayEnv(env, req.ModelURL, req.ModelKey); err != nil {
 			return fmt.Errorf("gemini: %w", err)
 		}
 		defer cleanup()
@@ -393,6 +393,9 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name: "gemini", Package: NPMPackage, Bin: h.cfg.Bin, Args: pl.args, Dir: dir, Env: env,
 		Stdin: strings.NewReader(pl.prompt), Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
+		// In a replay's sandbox it writes its own folder (its sessions,
+		// projects.json) and the turn's prefix file.
+		Sandbox: req.Sandbox.With(geminiDir(getenv), pl.tmp),
 	}, s.line)
 	s.read(true) // what it wrote last
 	if res.Skipped > 0 {
@@ -418,12 +421,13 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 }
 
 // gatewayEnv points the turn's gemini at tine's gateway at url: the
-// Gemini API's base URL and a placeholder key (the real one stays in
-// tine), and a system settings file that selects the API key (a person's
+// Gemini API's base URL and the gateway run's key, by the environment
+// (rule 13 in ARCHITECTURE.md; the real key stays in tine), and a system
+// settings file that selects the API key (a person's
 // Google login, which user settings may select, would send the calls
 // past the gateway; system settings win over the user's). cleanup
 // removes the file.
-func gatewayEnv(env []string, url string) ([]string, func(), error) {
+func gatewayEnv(env []string, url, key string) ([]string, func(), error) {
 	dir, err := os.MkdirTemp("", "tine-gemini-settings-")
 	if err != nil {
 		return nil, nil, err
@@ -433,7 +437,7 @@ func gatewayEnv(env []string, url string) ([]string, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	env = append(env, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY="+harness.PlaceholderKey,
+	env = append(env, "GOOGLE_GEMINI_BASE_URL="+url, "GEMINI_API_KEY="+key,
 		"GOOGLE_GENAI_USE_VERTEXAI=", "GOOGLE_GENAI_USE_GCA=", "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+settings)
 	return env, func() { os.RemoveAll(dir) }, nil
 }

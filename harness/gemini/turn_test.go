@@ -256,16 +256,16 @@ func TestPlanNeverPutsTheMessageInArgv(t *testing.T) {
 	}
 }
 
-// TestGatewayEnv: a recorded turn's gemini gets the gateway's URL and a
-// placeholder key in its environment (never in argv), and system
-// settings that select the API key, gone after the turn.
+// TestGatewayEnv: a recorded turn's gemini gets the gateway's URL and its
+// run's key in its environment (never in argv), and system settings that
+// select the API key, gone after the turn.
 func TestGatewayEnv(t *testing.T) {
 	t.Parallel()
-	env, cleanup, err := gatewayEnv(nil, "http://127.0.0.1:1/r/tok")
+	env, cleanup, err := gatewayEnv(nil, "http://127.0.0.1:1", "tine-gw-k")
 	require.NoError(t, err)
 	get := func(k string) string { return harness.Getenv(env, k) }
-	assert.Equal(t, "http://127.0.0.1:1/r/tok", get("GOOGLE_GEMINI_BASE_URL"))
-	assert.Equal(t, harness.PlaceholderKey, get("GEMINI_API_KEY"))
+	assert.Equal(t, "http://127.0.0.1:1", get("GOOGLE_GEMINI_BASE_URL"))
+	assert.Equal(t, "tine-gw-k", get("GEMINI_API_KEY"))
 	settings := get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
 	assert.JSONEq(t, `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`, string(mustRead(t, settings)))
 	cleanup()

@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"tine/harness"
 )
 
 // Pointing pi at tine's gateway (TurnRequest.ModelURL, rule 9 in
@@ -16,7 +14,9 @@ import (
 // dir, so a recorded turn runs with an agent dir of its own
 // (PI_CODING_AGENT_DIR): the person's models.json with one more provider,
 // "tine-gateway", a copy of the provider the turn uses whose baseUrl is the
-// gateway and whose key is a placeholder; the person's settings.json and
+// gateway and whose apiKey names TINE_GATEWAY_KEY, the variable holding the
+// gateway run's key (the folder and its files are the person's own to
+// read: rule 13 in ARCHITECTURE.md); the person's settings.json and
 // auth.json alongside; sessions where they always are
 // (PI_CODING_AGENT_SESSION_DIR). pi's built-in providers (those in
 // builtins) are recorded through pi's own way to route one through a
@@ -181,7 +181,7 @@ func builtinProvider(name, model string, b builtin, override map[string]any, get
 
 // gatewayDir writes the agent dir a recorded turn runs with and returns
 // it with the environment and arguments that use it; done removes it.
-func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []string, done func(), err error) {
+func gatewayDir(env []string, model, url, key string) (dir string, extraEnv, args []string, done func(), err error) {
 	getenv := envLookup(env)
 	pr, err := ProviderFor(env, model)
 	if err != nil {
@@ -266,7 +266,14 @@ func gatewayDir(env []string, model, url string) (dir string, extraEnv, args []s
 			return "", nil, nil, nil, fmt.Errorf("pi: the recording's agent dir: %w", err)
 		}
 	}
-	// A login token would take precedence over the placeholder key.
-	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + harness.PlaceholderKey, "ANTHROPIC_OAUTH_TOKEN="}
+	// The run's key by the environment (models.json names the variable),
+	// never on pi's command line (rule 13 in ARCHITECTURE.md). A login
+	// token would take precedence over it.
+	extraEnv = []string{"PI_CODING_AGENT_DIR=" + dir, "TINE_GATEWAY_KEY=" + key, "ANTHROPIC_OAUTH_TOKEN="}
+	if pr.Builtin {
+		// A built-in provider's own variable comes before models.json's
+		// apiKey: it holds the run's key too (and so not the real one).
+		extraEnv = append(extraEnv, builtins[pr.Name].keyEnv+"="+key)
+	}
 	return dir, extraEnv, []string{"--provider", provider, "--model", id}, done, nil
 }

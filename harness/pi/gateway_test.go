@@ -63,7 +63,7 @@ func TestGatewayDirKeepsTheUpstreamsShape(t *testing.T) {
 		dir := t.TempDir()
 		env := []string{"PI_CODING_AGENT_DIR=" + dir, "HOME=" + dir,
 			"ZAI_API_KEY=k", "OPENROUTER_API_KEY=k", "ANTHROPIC_API_KEY=k"}
-		gw, extra, args, done, err := gatewayDir(env, model, "http://127.0.0.1:9/run/x/")
+		gw, extra, args, done, err := gatewayDir(env, model, "http://127.0.0.1:9/run/x/", "tine-gw-secret")
 		require.NoError(t, err, model)
 		b, err := os.ReadFile(filepath.Join(gw, "models.json"))
 		require.NoError(t, err)
@@ -77,6 +77,18 @@ func TestGatewayDirKeepsTheUpstreamsShape(t *testing.T) {
 		assert.Equal(t, want, doc.Providers[prov].BaseURL, model)
 		assert.Equal(t, []string{"--provider", prov, "--model", id}, args, "the turn keeps its built-in provider and model")
 		assert.Contains(t, extra, "PI_CODING_AGENT_DIR="+gw)
+		// The run's key goes by the environment; models.json names the
+		// variable, and only its user reads the folder (rule 13).
+		assert.Contains(t, extra, "TINE_GATEWAY_KEY=tine-gw-secret")
+		// pi reads a built-in provider's own variable before models.json.
+		assert.Contains(t, extra, builtins[prov].keyEnv+"=tine-gw-secret", model)
+		assert.NotContains(t, string(b), "tine-gw-secret")
+		for _, a := range args {
+			assert.NotContains(t, a, "tine-gw-secret")
+		}
+		st, err := os.Stat(gw)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), st.Mode().Perm())
 		done()
 	}
 }
@@ -90,7 +102,7 @@ func TestGatewayDirLinksTheSessionsFolder(t *testing.T) {
 	t.Parallel()
 	agent := t.TempDir()
 	env := []string{"PI_CODING_AGENT_DIR=" + agent, "HOME=" + agent, "ANTHROPIC_API_KEY=k"}
-	gw, _, _, done, err := gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x")
+	gw, _, _, done, err := gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x", "tine-gw-secret")
 	require.NoError(t, err)
 	target, err := os.Readlink(filepath.Join(gw, "sessions"))
 	require.NoError(t, err)
@@ -101,7 +113,7 @@ func TestGatewayDirLinksTheSessionsFolder(t *testing.T) {
 	blocked := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(blocked, "sessions"), nil, 0o600))
 	env = []string{"PI_CODING_AGENT_DIR=" + blocked, "HOME=" + blocked, "ANTHROPIC_API_KEY=k"}
-	gw, _, _, done, err = gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x")
+	gw, _, _, done, err = gatewayDir(env, "anthropic/claude-sonnet-4-5", "http://127.0.0.1:9/run/x", "tine-gw-secret")
 	if done != nil {
 		t.Cleanup(done)
 	}

@@ -186,12 +186,15 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	}
 	args := []string{"-p", "--mode", "json"}
 	runEnv := slices.Clip(h.cfg.Env)
+	// In a replay's sandbox pi writes its agent folder and its sessions.
+	state := append([]string{agentDir(getenv)}, dirsFrom(getenv)...)
 	if req.ModelURL != "" {
-		_, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL)
+		gw, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL, req.ModelKey)
 		if err != nil {
 			return err
 		}
 		defer done()
+		state = append(state, gw)
 		args = append(args, gwArgs...)
 		runEnv = append(runEnv, extra...)
 	} else if m := cmp.Or(req.Model, req.Run.Model); m != "" {
@@ -211,6 +214,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		Name: "pi", Package: Package, Bin: h.cfg.Bin, Args: args, Dir: dir,
 		Env: runEnv, Stdin: strings.NewReader(p.input),
 		Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
+		Sandbox: req.Sandbox.With(state...),
 	}, s.line)
 	return s.finish(ctx, res, runErr)
 }

@@ -254,7 +254,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	var cleanup func()
 	if req.ModelURL != "" {
 		var err error
-		if env, cleanup, err = gatewayEnv(env, req.ModelURL); err != nil {
+		if env, cleanup, err = gatewayEnv(env, req.ModelURL, req.ModelKey); err != nil {
 			return fmt.Errorf("qwen: %w", err)
 		}
 		defer cleanup()
@@ -274,9 +274,12 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		emit(harness.Event{Kind: harness.EventSession, NativeID: pl.session})
 	}
 	s := &stream{emit: emit, pl: pl, tail: &tail{path: pl.file, off: pl.from}}
+	getenv := getenvOf(env)
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name: "qwen", Package: NPMPackage, Bin: h.cfg.Bin, Args: pl.args, Dir: dir, Env: env,
 		Stdin: bytes.NewReader(stdin), Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
+		// In a replay's sandbox it writes its own folder and its sessions'.
+		Sandbox: req.Sandbox.With(qwenHome(getenv), runtimeDir(getenv)),
 	}, s.line)
 	s.read() // what it wrote last
 	if res.Skipped > 0 {
@@ -299,11 +302,12 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 }
 
 // gatewayEnv points the turn's qwen at tine's gateway at url: the OpenAI
-// base URL and a placeholder key (the real one stays in tine), and a
+// base URL and the gateway run's key, by the environment (rule 13 in
+// ARCHITECTURE.md; the real key stays in tine), and a
 // system settings file with the background memory extractor off, so the
 // tape holds the conversation's model calls only. cleanup removes the
 // file.
-func gatewayEnv(env []string, url string) ([]string, func(), error) {
+func gatewayEnv(env []string, url, key string) ([]string, func(), error) {
 	dir, err := os.MkdirTemp("", "tine-qwen-")
 	if err != nil {
 		return nil, nil, err
@@ -313,7 +317,7 @@ func gatewayEnv(env []string, url string) ([]string, func(), error) {
 		os.RemoveAll(dir)
 		return nil, nil, err
 	}
-	env = append(env, "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+harness.PlaceholderKey, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings)
+	env = append(env, "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+key, "QWEN_CODE_SYSTEM_SETTINGS_PATH="+settings)
 	return env, func() { os.RemoveAll(dir) }, nil
 }
 

@@ -75,12 +75,19 @@ func Tree(ctx context.Context, dir string) (string, error) {
 }
 
 // Trees is Tree for repeated use on one directory: it finds the work
-// tree's top and index once, so each call runs two git commands.
+// tree's top, index and git directory once, so each call runs two git
+// commands, which name that git directory and top to git: what the agent
+// working there does to its .git file from then on is not followed
+// (GitDir).
 func Trees(ctx context.Context, dir string) (func(context.Context) (string, error), error) {
 	if err := checkDir(dir); err != nil {
 		return nil, err
 	}
 	top, index, err := topAndIndex(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	gitDir, err := GitDir(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +98,7 @@ func Trees(ctx context.Context, dir string) (func(context.Context) (string, erro
 		}
 		defer os.RemoveAll(tmp)
 		idx := filepath.Join(tmp, "index")
-		c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx}}
+		c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx, "GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + top}}
 		switch err := copyIndex(index, idx); {
 		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
@@ -108,9 +115,46 @@ func Trees(ctx context.Context, dir string) (func(context.Context) (string, erro
 	}, nil
 }
 
-// TreeDiff is the unified diff between two trees of dir's repository,
-// limited to paths when given, at most maxLines lines (a last line says
-// how many were left out).
+// GitDir is the git directory of dir's work tree (absolute): for a linked
+// worktree, its folder under the repository's .git/worktrees. TreeDiff and
+// Changes take it for dir, and Trees pins it, so that tine's own git on a
+// tree an agent works in (a replay's, in its sandbox) keeps to the
+// repository it found before the agent ran: the agent may rewrite the
+// worktree's .git file to point at a repository, and a config that runs
+// commands, of its own.
+func GitDir(ctx context.Context, dir string) (string, error) {
+	if err := checkDir(dir); err != nil {
+		return "", err
+	}
+	gd, err := git(ctx, dir, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", repoErr(dir, err)
+	}
+	return gd, nil
+}
+
+// RestoreGitFile makes dir's .git the file git wrote there, pointing at
+// gitDir (GitDir's, found before an agent ran in dir), whatever the agent
+// made of it: tine's later git on dir (a diff, a compare) then reads the
+// worktree's own repository, not one of the agent's.
+func RestoreGitFile(dir, gitDir string) error {
+	p := filepath.Join(dir, ".git")
+	want := "gitdir: " + gitDir + "\n"
+	if b, err := os.ReadFile(p); err == nil && string(b) == want {
+		return nil
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if err := os.WriteFile(p, []byte(want), 0o644); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+// TreeDiff is the unified diff between two trees of dir's repository (dir
+// a work tree, or its GitDir), limited to paths when given, at most
+// maxLines lines (a last line says how many were left out).
 func TreeDiff(ctx context.Context, dir, a, b string, paths []string, maxLines int) (string, error) {
 	args := append([]string{"diff-tree", "-r", "-p", "--no-color", "--src-prefix=a/", "--dst-prefix=b/", a, b, "--"}, paths...)
 	out, err := git(ctx, dir, args...)
@@ -126,7 +170,8 @@ func TreeDiff(ctx context.Context, dir, a, b string, paths []string, maxLines in
 }
 
 // Changes maps each path that differs between trees a and b of dir's
-// repository to its blob in b ("" when b deletes it).
+// repository (dir a work tree, or its GitDir) to its blob in b ("" when b
+// deletes it).
 func Changes(ctx context.Context, dir, a, b string) (map[string]string, error) {
 	out, err := cmd{dir: dir}.run(ctx, "diff-tree", "-r", "-z", "--no-renames", a, b)
 	if err != nil {

@@ -4,7 +4,8 @@
 //
 //   - started from an argument list, never a shell string, in its own
 //     process group, with the environment tine chose and a mark of its
-//     own in it (MarkVar), which every process it starts inherits;
+//     own in it (MarkVar), which every process it starts inherits; in a
+//     jail when the Spec gives one (internal/sandbox: a replay's);
 //   - stdout read as JSON lines: a line that is not a JSON object, or is
 //     longer than MaxLine, is skipped and counted, never fatal;
 //   - a stall timer: no complete line for Stall ends the turn (a stream
@@ -12,7 +13,7 @@
 //   - cancellation: SIGINT to the whole group, then SIGKILL after Grace;
 //     whatever the agent left running, in its group or in sessions of
 //     its own (its shell tools), is killed when it exits (Kill);
-//   - nothing outlives its owner (ARCHITECTURE.md, rule 13): on Linux the
+//   - nothing outlives its owner (ARCHITECTURE.md, rule 14): on Linux the
 //     agent gets SIGKILL when this process dies (a parent-death signal),
 //     and everywhere a watchdog started with the first agent kills what
 //     is left of every agent still running when this process dies; the
@@ -36,6 +37,7 @@ import (
 	"time"
 
 	"tine/internal/jsonl"
+	"tine/internal/sandbox"
 )
 
 // Defaults for Spec's zero values.
@@ -78,6 +80,9 @@ type Spec struct {
 	// (its first MaxLine bytes when too long), so a caller whose protocol must
 	// not lose a line (JSON-RPC) can tell garbage from a broken message.
 	Skipped func(line []byte)
+	// Sandbox, when set, runs the process in that jail (a replay's: rule 9
+	// in ARCHITECTURE.md), with its environment scrubbed of credentials.
+	Sandbox *sandbox.Spec
 }
 
 // Result is what a run of the CLI left besides its lines.
@@ -147,10 +152,16 @@ func Run(ctx context.Context, s Spec, onLine func(line []byte) error) (Result, e
 	}
 
 	mark := newMark()
-	cmd := exec.Command(bin, s.Args...)
-	cmd.Dir = s.Dir
 	// The mark last: an agent inside an agent gets one of its own.
-	cmd.Env = MergeEnv(s.Base, append(slicesClip(s.Env), MarkVar+"="+mark))
+	args, env := s.Args, MergeEnv(s.Base, append(slicesClip(s.Env), MarkVar+"="+mark))
+	if s.Sandbox != nil {
+		if bin, args, env, err = s.Sandbox.Command(bin, args, s.Dir, env); err != nil {
+			return res, fmt.Errorf("%s cannot start in its sandbox: %w", name, err)
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = s.Dir
+	cmd.Env = env
 	cmd.Stdin = s.Stdin
 	cmd.SysProcAttr = procAttr()
 	pr, pw := io.Pipe()

@@ -30,7 +30,7 @@ func markEntry(mark string) []byte { return []byte(MarkVar + "=" + mark) }
 // none of them is left (or after 2 s). It is what Run does when the agent
 // exits or after a cancelled agent's grace, what the watchdog does when
 // the agent's owner dies, and what store.ReapOrphans does for a run whose
-// owner is gone (ARCHITECTURE.md, rule 13). The group is signalled only
+// owner is gone (ARCHITECTURE.md, rule 14). The group is signalled only
 // while it is the agent's: its leader carries the mark, or is gone (a
 // group id is not reused while the group has members). It returns how
 // many marked processes it found.

@@ -16,7 +16,7 @@ import (
 )
 
 // The watchdog is this same program started again, once, by the first
-// agent Run starts (ARCHITECTURE.md, rule 13). It is told on a pipe of
+// agent Run starts (ARCHITECTURE.md, rule 14). It is told on a pipe of
 // each agent that starts and ends; the pipe's other end is held by the
 // owner only, so the watchdog reads EOF when the owner dies however it
 // dies (kill -9 too), and then Kills every agent still running. Without

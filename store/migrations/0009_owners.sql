@@ -1,4 +1,4 @@
--- Nothing left running or pending (ARCHITECTURE.md, rule 13): a run whose
+-- Nothing left running or pending (ARCHITECTURE.md, rule 14): a run whose
 -- turn was handed to a process (a background `tine run-turns`, or the one
 -- that will run it when a slot frees) is marked handed_over, with that
 -- process as its owner, until the turn starts, so that ReapOrphans fails
