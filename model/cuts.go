@@ -333,51 +333,67 @@ func BoundariesOf(from int, open []int, facts []Facts) (Boundaries, error) {
 		n += f.N
 	}
 	b := Boundaries{from: from, kinds: make([]uint8, n), unsafe: make([]int32, n+1), end: make([]int32, n)}
-	// last[i], for a batch at i, is first where it is completed (plus one;
-	// 0 while not known), then the last cut it covers (-1: none). Batches
-	// before from are completed in a map; late holds the last late answer
-	// of each batch a prompt left open.
-	last := make([]int32, n)
+	// Where each batch is completed goes to end first (the boundary after
+	// its last answer, 0 while not known); those of batches before from go
+	// to a map. late holds the last late answer of each batch a prompt
+	// left open.
 	doneBefore := map[int]int{}
 	late := map[int]int{}
-	r := newFactReader(facts)
-	var refs []uint64
 	batches := 0
-	for i := 0; i < n; i++ {
-		kind, rs, ok := r.next(refs)
-		refs = rs
-		if !ok {
-			if r.err == nil {
-				r.err = ErrBadFacts
+	firstPrompt := from + n
+	// Read by hand: this loop is most of opening a long run.
+	i := 0
+	for _, f := range facts {
+		bs, at := f.B, 0
+		read := func() (uint64, bool) {
+			if at < len(bs) && bs[at] < 0x80 {
+				at++
+				return uint64(bs[at-1]), true
 			}
-			return Boundaries{}, r.err
+			if at >= len(bs) {
+				return 0, false
+			}
+			v, k := binary.Uvarint(bs[at:])
+			if k <= 0 {
+				return 0, false
+			}
+			at += k
+			return v, true
 		}
-		j := from + i
-		b.kinds[i] = uint8(kind)
-		if kind&factCalls != 0 {
-			batches++
-		}
-		for _, d := range refs {
-			a := j - int(d>>1)
-			switch {
-			case d&1 == 1:
-				late[a] = max(late[a], j)
-			case a >= from:
-				last[a-from] = int32(j + 1)
-			default:
-				doneBefore[a] = j
+		for range f.N {
+			v, ok := read()
+			if !ok {
+				return Boundaries{}, ErrBadFacts
+			}
+			j := from + i
+			kind := uint8(v & (1<<factBits - 1))
+			b.kinds[i] = kind
+			i++
+			if kind&factCalls != 0 {
+				batches++
+			}
+			if kind&factPrompt != 0 && firstPrompt == from+n {
+				firstPrompt = j
+			}
+			for range v >> factBits {
+				d, ok := read()
+				if !ok || d>>1 == 0 {
+					return Boundaries{}, ErrBadFacts
+				}
+				a := j - int(d>>1)
+				switch {
+				case d&1 == 1:
+					late[a] = max(late[a], j)
+				case a >= from:
+					b.end[a-from] = int32(j + 1)
+				default:
+					doneBefore[a] = j
+				}
 			}
 		}
 	}
 	// The batches that reach into these messages from before them: those
 	// open since the last prompt, and those an answer here reaches back to.
-	firstPrompt := from + n
-	for i := range n {
-		if b.kinds[i]&factPrompt != 0 {
-			firstPrompt = from + i
-			break
-		}
-	}
 	type batch struct{ at, last int } // last: the last cut it covers
 	var before []batch
 	b.before = map[int]int32{}
@@ -412,19 +428,24 @@ func BoundariesOf(from int, open []int, facts []Facts) (Boundaries, error) {
 	slices.SortFunc(before, func(x, y batch) int { return x.at - y.at })
 	// Each batch covers the cuts from just after it to its last answer
 	// (rule 1): for one never answered, to the next prompt, or to the end.
+	// They go in the queue in order of their start, after those before.
+	queue := make([]batch, len(before)+batches)
+	copy(queue, before)
+	q := len(queue)
 	next := from + n // the next prompt after i
 	for i := n - 1; i >= 0; i-- {
 		j := from + i
 		k := b.kinds[i]
-		switch done := last[i] - 1; {
-		case k&factCalls != 0 && done >= 0:
-			last[i], b.end[i] = done, done+1
+		switch {
+		case k&factCalls != 0 && b.end[i] > 0:
+			q--
+			queue[q] = batch{j, int(b.end[i]) - 1}
 		case k&factCalls != 0:
-			last[i], b.end[i] = int32(max(next, late[j])), -1
+			q--
+			queue[q] = batch{j, max(next, late[j])}
+			b.end[i] = -1
 		case k&factAssistant != 0:
-			last[i], b.end[i] = -1, int32(j+1)
-		default:
-			last[i] = -1
+			b.end[i] = int32(j + 1)
 		}
 		if k&factPrompt != 0 {
 			next = j
@@ -433,17 +454,16 @@ func BoundariesOf(from int, open []int, facts []Facts) (Boundaries, error) {
 	// The cut K is unsafe when a batch covers it; it is the earliest such
 	// batch that SnapDown goes back before. Batches come in order of their
 	// start, so the earliest live one is at the front of the queue.
-	queue := append(make([]batch, 0, len(before)+batches), before...)
-	head := 0
+	head, in := 0, len(before)
 	for k := from; k <= from+n; k++ {
-		if i := k - 1 - from; i >= 0 && last[i] >= 0 {
-			queue = append(queue, batch{k - 1, int(last[i])})
+		if in < len(queue) && queue[in].at == k-1 {
+			in++
 		}
-		for head < len(queue) && queue[head].last < k {
+		for head < in && queue[head].last < k {
 			head++
 		}
 		b.unsafe[k-from] = -1
-		if head < len(queue) {
+		if head < in {
 			b.unsafe[k-from] = int32(queue[head].at)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 // messages'; its prefix's are its ancestors', as its messages are.
 
 // cutChunk is how many messages' facts one cut_facts row holds.
-const cutChunk = 1024
+const cutChunk = 4096
 
 // errStaleCuts: a run's stored facts do not cover its messages.
 var errStaleCuts = errors.New("cut facts out of date")
