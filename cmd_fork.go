@@ -12,13 +12,15 @@ import (
 )
 
 func cmdFork(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at end|last_user|K|step:N] [--harness NAME] [--check CMD] [--wait] [--json]",
+	f := newFlags(e, "fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at end|last_user|K|step:N] [--harness NAME] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",
 		"Fork RUN at a boundary into N branches. The boundary snaps down to a pair-safe one\n"+
 			"(never between a tool call and its result) and the snapping is reported. Forks cost\n"+
 			"nothing until used: without -m they are only created. With -m each fork runs its first\n"+
 			"turn, in the background, or in the foreground with --wait (Ctrl+C cancels cleanly).\n"+
 			"A fork of an agent's session (claude, codex, pi, acp) continues it with that agent,\n"+
-			"in a git worktree of its own; --check scores each finished fork and marks the best.")
+			"in a git worktree of its own; --check scores each finished fork and marks the best.\n"+
+			"--max-tokens and --max-cost give each fork a budget: one that goes over is stopped and\n"+
+			"recorded failed, saying what it spent; what it streamed is kept.")
 	n := f.Int("n", 0, "how many forks (1-10; default: one per --name or -m, else 1)")
 	var names, msgs stringList
 	f.Var(&names, "name", "a fork's `name` (repeat once per fork; default <parent>-fork-<i>)")
@@ -35,6 +37,8 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
 	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
+	var bf budgetFlags
+	bf.register(f)
 	applyBestFork := f.Bool("apply-best", false, "with --check and --wait: when every fork has finished, bring the best one's work into the checkout (as tine apply does)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -64,6 +68,10 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if *applyBestFork && (*check == "" || !tf.wait) {
 		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
 	}
+	budget, err := bf.budget("fork")
+	if err != nil {
+		return err
+	}
 	st, parent, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
@@ -81,7 +89,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
-		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number"})
+		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number", Budget: budget})
 	if err != nil {
 		return err
 	}

@@ -63,13 +63,14 @@ func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
 }
 
 func cmdReplay(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--wait] [--json]",
+	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",
 		"Rebuild the world of a recorded run at step N and fork it there. In a fresh worktree at the\n"+
 			"run's base commit, the run's own agent is started as it was and answered from the run's\n"+
 			"tape for steps 1..N, so it runs every tool call again for real; each request is checked\n"+
 			"against the tape, and the first difference is reported as a divergence of kind model,\n"+
 			"tool, network or tree. Then each of K continuations goes live from step N (K = 0 only\n"+
-			"verifies). Runs are recorded with `tine fork|run --record`.")
+			"verifies). Runs are recorded with `tine fork|run --record`. --max-tokens and --max-cost\n"+
+			"give each continuation a budget: one that goes over is stopped and recorded failed.")
 	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
 	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
 	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
@@ -78,6 +79,8 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	score := f.String("score", "exit", "how --check scores: exit or number")
 	var tf turnFlags
 	tf.register(f)
+	var bf budgetFlags
+	bf.register(f)
 	trials := f.String("trials", "", "")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -89,6 +92,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	if *score != "exit" && *score != "number" {
 		return usagef("replay: --score is exit or number, not %q", *score)
 	}
+	budget, err := bf.budget("replay")
+	if err != nil {
+		return err
+	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
@@ -96,7 +103,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) error {
 	defer st.Close()
 	rp := newReplayer(st, d, tf.ag)
 	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
-		Base: *base, Check: *check, CheckNumber: *score == "number"}
+		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
 	var plan *replay.Plan
 	if *trials != "" { // the background half: the trials exist
 		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}

@@ -153,6 +153,9 @@ func writeShow(w io.Writer, r model.Run, msgs []model.Message, inherited int) {
 		}
 		fmt.Fprintln(w)
 	}
+	if !r.Budget.IsZero() {
+		fmt.Fprintf(w, "budget  at most %s of its own\n", r.Budget.Describe())
+	}
 	b := model.NewBoundaries(msgs)
 	width := len(fmt.Sprint(len(msgs)))
 	for i, m := range msgs {

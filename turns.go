@@ -142,6 +142,25 @@ func (a agentFlags) args() []string {
 	return []string{"--permissions", a.permissions, "--check-timeout", a.checkTimeout.String(), "--record=" + fmt.Sprint(a.record)}
 }
 
+// budgetFlags are --max-tokens and --max-cost: the budget each
+// continuation a command starts is given (model.Budget).
+type budgetFlags struct{ tokens, usd string }
+
+func (b *budgetFlags) register(f *flags) {
+	f.StringVar(&b.tokens, "max-tokens", "", "stop each continuation once the tokens it has spent (input, cache reads and writes, and output, as tine ls counts them) go over `N`, and record it failed")
+	f.StringVar(&b.usd, "max-cost", "", "stop each continuation once what it has spent goes over `USD` dollars (at list price, or as its agent reports it), and record it failed; refused for a model whose price tine does not know")
+}
+
+// budget is the budget the flags give; a value that is not one is a
+// usage error of command cmd.
+func (b budgetFlags) budget(cmd string) (model.Budget, error) {
+	bud, err := model.ParseBudget(b.tokens, b.usd)
+	if err != nil {
+		return model.Budget{}, usagef("%s: %s", cmd, err)
+	}
+	return bud, nil
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -172,6 +191,20 @@ type forkJSON struct {
 	Best     bool        `json:"best"`
 	Why      string      `json:"best_reason,omitempty"`
 	Note     string      `json:"note,omitempty"`
+	Budget   *budgetJSON `json:"budget"`
+}
+
+// budgetJSON is a fork's budget; null when it was given none.
+type budgetJSON struct {
+	MaxTokens  int64   `json:"max_tokens,omitempty"`
+	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+}
+
+func toBudgetJSON(b model.Budget) *budgetJSON {
+	if b.IsZero() {
+		return nil
+	}
+	return &budgetJSON{MaxTokens: b.Tokens, MaxCostUSD: b.USD}
 }
 
 // checkJSON is a fork's best-of-N check; null when it was given none.
@@ -197,7 +230,8 @@ func toForkJSON(r model.Run) forkJSON {
 	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
 		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
-		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note}
+		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note,
+		Budget: toBudgetJSON(r.Budget)}
 }
 
 // failedForks is the error of a command whose forks failed, naming the first.

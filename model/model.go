@@ -208,6 +208,9 @@ type Run struct {
 	InPlace bool
 	// Check is the best-of-N check the fork was given (rule 11); nil when none.
 	Check *Check
+	// Budget bounds what the run may spend of its own; its turns are
+	// stopped once it goes over (zero: no bound).
+	Budget Budget
 	// BestReason says why Best was set by a check ("" when a person set it).
 	BestReason string
 	// Note is what the harness said along the way that did not stop it.

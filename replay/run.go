@@ -61,6 +61,10 @@ type Spec struct {
 	// A/A result then includes whether it passed as the original did.
 	Check       string `json:"check,omitempty"`
 	CheckNumber bool   `json:"check_number,omitempty"`
+	// Budget bounds what each continuation spends of its own (the steps
+	// the tape answers are inherited, not its own): one that goes over
+	// is stopped and recorded failed (fork.ForkSpec.Budget).
+	Budget model.Budget `json:"budget,omitzero"`
 }
 
 // Replayer runs replays: it makes the sandboxes and the forks, starts the
@@ -326,6 +330,13 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	h, err := p.Driver.Harnesses.Get(src.run.Harness)
+	if err != nil {
+		return nil, err
+	}
+	if err := fork.CheckBudget(spec.Budget, h, src.run.Model); err != nil {
+		return nil, err
+	}
 	n := max(spec.Continuations, 1)
 	// Trials are numbered on from the run's earlier replays, so each
 	// name says which one it is.
@@ -341,7 +352,7 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	for i := range forks {
 		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.forkAt, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep), SnapReason: why,
 			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+i+1), Harness: src.run.Harness, Model: src.run.Model,
-			Cwd: src.run.Cwd, Status: model.Pending}
+			Cwd: src.run.Cwd, Status: model.Pending, Budget: spec.Budget}
 	}
 	if err := p.Store.CreateForks(ctx, forks); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.source, r.spawned_by, r.spawned_call,
 	r.base_commit, r.start_tree, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
 	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
-	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch`
+	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch, r.max_tokens, r.max_cost_usd`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -42,7 +42,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
 		&r.BaseCommit, &r.StartTree, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
 		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
-		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch}
+		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch, &r.Budget.Tokens, &r.Budget.USD}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -225,9 +225,9 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		created_at, finished_at, last_at,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call,
-		base_commit, handoff, in_place, check_cmd, check_number, batch
+		base_commit, handoff, in_place, check_cmd, check_number, batch, max_tokens, max_cost_usd
 	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-		?, ?, ?, ?, ?, ?)`)
+		?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,8 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		r.CreatedAt.UnixNano(), finished, lastAt,
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
 		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall,
-		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number, r.Batch)
+		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number, r.Batch,
+		r.Budget.Tokens, r.Budget.USD)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
@@ -482,6 +483,12 @@ func (s *Store) Worktree(ctx context.Context, id string) (worktree, branch strin
 // AddCost adds usd to run id's own cost.
 func (s *Store) AddCost(ctx context.Context, id string, usd float64) error {
 	return s.update(ctx, "add cost", id, `UPDATE runs SET cost_usd = cost_usd + ? WHERE id = ?`, usd, id)
+}
+
+// SetBudget gives run id the budget b (tine run --max-tokens, --max-cost),
+// in place of the one it had.
+func (s *Store) SetBudget(ctx context.Context, id string, b model.Budget) error {
+	return s.update(ctx, "set budget", id, `UPDATE runs SET max_tokens = ?, max_cost_usd = ? WHERE id = ?`, b.Tokens, b.USD, id)
 }
 
 // Run returns run id.

@@ -561,3 +561,26 @@ func TestMigrationPutsOldForksInBatches(t *testing.T) {
 	assert.Equal(t, []string{"d"}, batchOf("d"))
 	assert.Equal(t, []string{"r"}, batchOf("r"))
 }
+
+// TestBudgetIsStoredWithTheFork: a fork's budget is written with it and
+// replaced by SetBudget (tine run --max-tokens), so that every turn of it
+// and its retry read it back.
+func TestBudgetIsStoredWithTheFork(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	root, _ := createRoot(t, s, 4, "root")
+	f := &model.Run{ParentID: root.ID, ForkAt: 2, Name: "f", Budget: model.Budget{Tokens: 10_000, USD: 0.5}}
+	require.NoError(t, s.CreateForks(ctx, []*model.Run{f}))
+	got, err := s.Run(ctx, f.ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Budget{Tokens: 10_000, USD: 0.5}, got.Budget)
+	r, err := s.Run(ctx, root.ID)
+	require.NoError(t, err)
+	assert.True(t, r.Budget.IsZero(), "a run given none has none")
+
+	require.NoError(t, s.SetBudget(ctx, f.ID, model.Budget{Tokens: 20_000}))
+	got, err = s.Run(ctx, f.ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Budget{Tokens: 20_000}, got.Budget)
+	require.ErrorIs(t, s.SetBudget(ctx, "nope", model.Budget{Tokens: 1}), ErrNotFound)
+}

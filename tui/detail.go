@@ -202,6 +202,9 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	}
 	row("tokens", usageLine(r.Usage))
 	row("cost", cost(r.CostUSD))
+	if !r.Budget.IsZero() {
+		row("budget", "at most "+r.Budget.Describe()+" of its own")
+	}
 	if !r.CreatedAt.IsZero() {
 		row("created", r.CreatedAt.Local().Format("2006-01-02 15:04:05"))
 	}

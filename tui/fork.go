@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -42,11 +43,13 @@ const (
 	fieldBaseURL
 	fieldAPIKey
 	fieldPerFork
-	fieldMessage = 100 // + i: branch i's message
-	fieldName    = 200 // + i: branch i's name
-	fieldCheck   = 300
-	fieldScore   = 301
-	fieldButton  = 400
+	fieldMessage   = 100 // + i: branch i's message
+	fieldName      = 200 // + i: branch i's name
+	fieldCheck     = 300
+	fieldScore     = 301
+	fieldMaxTokens = 302
+	fieldMaxCost   = 303
+	fieldButton    = 400
 )
 
 // apiInputs are what the dialog asks of a model-API harness.
@@ -84,6 +87,9 @@ type forkDialog struct {
 	inputs      []textinput.Model // messages[0..n) then names[0..n)
 	api         map[string]*apiInputs
 	check       textinput.Model
+	// maxTokens and maxCost are each fork's budget (tine fork
+	// --max-tokens, --max-cost).
+	maxTokens, maxCost textinput.Model
 
 	// gen tells this dialog's harness descriptions from an older one's.
 	gen       int
@@ -133,6 +139,8 @@ func newForkDialogAt(parent model.Run, bounds model.Boundaries, selected int, ro
 		}
 	}
 	d.check = newInput("a shell command run in each finished fork, e.g. go test ./...")
+	d.maxTokens = newInput("none; e.g. 200000: a fork that spends more is stopped")
+	d.maxCost = newInput("none; e.g. 0.50: a fork that spends more is stopped")
 	d.resize()
 	return d
 }
@@ -212,7 +220,7 @@ func (d *forkDialog) allInputs() []*textinput.Model {
 			out = append(out, &in.model, &in.baseURL, &in.key)
 		}
 	}
-	return append(out, &d.check)
+	return append(out, &d.check, &d.maxTokens, &d.maxCost)
 }
 
 // input is the text input of field f, nil for a choice.
@@ -227,6 +235,10 @@ func (d *forkDialog) input(f int) *textinput.Model {
 		return &in.key
 	case f == fieldCheck:
 		return &d.check
+	case f == fieldMaxTokens:
+		return &d.maxTokens
+	case f == fieldMaxCost:
+		return &d.maxCost
 	case f >= fieldMessage && f < fieldMessage+d.n:
 		return &d.inputs[f-fieldMessage]
 	case f >= fieldName && f < fieldName+d.n:
@@ -287,7 +299,7 @@ func (d *forkDialog) fields() []int {
 	for i := 0; i < d.n; i++ {
 		f = append(f, fieldName+i)
 	}
-	return append(f, fieldCheck, fieldScore, fieldButton)
+	return append(f, fieldCheck, fieldScore, fieldMaxTokens, fieldMaxCost, fieldButton)
 }
 
 // focusIndex is the focused field's place in fields; a field that went
@@ -373,10 +385,34 @@ func (d *forkDialog) problem() string {
 			return p
 		}
 	}
+	if _, err := d.budget(); err != nil {
+		return err.Error()
+	}
 	if _, p := d.here(name); p != "" && d.runsTurns() {
 		return model.SafeText(p) + " (with no message the forks are only created)"
 	}
 	return ""
+}
+
+// budget is each fork's budget as typed, or why it is none: what tine
+// fork says of --max-tokens and --max-cost, in the dialog's words, and a
+// cost bound refused for a model whose price tine does not know.
+func (d *forkDialog) budget() (model.Budget, error) {
+	words := func(err error) error { return errors.New(tuiError(err)) }
+	b, err := model.ParseBudget(d.maxTokens.Value(), d.maxCost.Value())
+	if err != nil {
+		return model.Budget{}, words(err)
+	}
+	name := d.harnessName()
+	modelName := d.settings(name).model
+	if modelName == "" && name == d.parent.Harness {
+		modelName = d.parent.Model
+	}
+	h, _ := d.reg.Get(name)
+	if err := fork.CheckBudget(b, h, modelName); err != nil {
+		return model.Budget{}, words(err)
+	}
+	return b, nil
 }
 
 // runsTurns reports whether launching runs the forks' first turns now: a
@@ -397,6 +433,7 @@ func (d *forkDialog) spec() fork.ForkSpec {
 		Check:           strings.TrimSpace(d.check.Value()),
 	}
 	spec.CheckNumber = d.checkNumber && spec.Check != ""
+	spec.Budget, _ = d.budget()
 	var msgs, names []string
 	for i := 0; i < d.n; i++ {
 		names = append(names, strings.TrimSpace(d.inputs[d.n+i].Value()))
@@ -685,6 +722,11 @@ func (d *forkDialog) view(st *Styles) string {
 		score = "the number on its last line: highest wins"
 	}
 	add(fieldScore, "score by", choice(score))
+	add(fieldMaxTokens, "max tokens", d.maxTokens.View())
+	add(fieldMaxCost, "max cost $", d.maxCost.View())
+	if b, err := d.budget(); err == nil && !b.IsZero() {
+		note(st.Subtle, "a fork that spends more than "+b.Describe()+" is stopped and recorded failed; what it streamed is kept")
+	}
 	lines = append(lines, "")
 	button := st.Key.Render("[ Fork ]") + st.Subtle.Render("  enter here or ctrl+s anywhere · esc cancels")
 	if d.launching {

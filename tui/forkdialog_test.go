@@ -301,3 +301,39 @@ func TestHarnessDescriptionsAreKept(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), c.n.Load())
 }
+
+// TestForkDialogBudget: the Fork screen's max tokens and max cost are each
+// fork's budget; what is no budget, or one tine cannot keep, is said in
+// the dialog's words and stops the launch.
+func TestForkDialogBudget(t *testing.T) {
+	data := sampleTree()
+	d := newForkDialog(data.runs[0].run(), data.transcript(0), 5, harness.NewRegistry(&script.Harness{}), "script", nil)
+	assert.True(t, d.spec().Budget.IsZero(), "none unless typed")
+	focusField(t, d, fieldMaxTokens)
+	typeInto(d, "lots")
+	assert.Equal(t, `max tokens is a number of tokens above 0, such as 20000, not "lots"`, d.problem())
+	res, _ := d.update(press("ctrl+s"), dialogKeys)
+	assert.Equal(t, dialogStay, res, "not launched")
+	for range "lots" {
+		d.update(press("backspace"), dialogKeys)
+	}
+	typeInto(d, "20,000")
+	assert.Empty(t, d.problem())
+	assert.Equal(t, model.Budget{Tokens: 20_000}, d.spec().Budget)
+	assert.Contains(t, dialogText(d), "a fork that spends more than 20,000 tokens is stopped and recorded failed; what it streamed is kept")
+
+	d.update(press("down"), dialogKeys)
+	require.Equal(t, fieldMaxCost, d.cur)
+	typeInto(d, "-1")
+	assert.Equal(t, `max cost is an amount of US dollars above 0, such as 0.50, not "-1"`, d.problem())
+	d.update(press("backspace"), dialogKeys)
+	d.update(press("backspace"), dialogKeys)
+	typeInto(d, "0.50")
+	// The model the forks ask for is the run's, when it is the harness's
+	// own; script-1 has no price.
+	d.parent.Harness, d.parent.Model = "script", "script-1"
+	assert.Contains(t, d.problem(), `max cost $0.50: tine does not know the price of model "script-1", so it cannot keep a cost budget; bound its tokens with max tokens instead`)
+	d.parent.Model = "claude-haiku-4-5"
+	assert.Empty(t, d.problem())
+	assert.Equal(t, model.Budget{Tokens: 20_000, USD: 0.5}, d.spec().Budget)
+}

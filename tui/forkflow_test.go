@@ -619,3 +619,35 @@ func TestARemovedWorktreeIsSaidSo(t *testing.T) {
 		assert.NotContains(t, lastLine(d.plain()), "has no worktree of its own", k)
 	}
 }
+
+// TestForkStoppedByItsBudget: a budget typed in the Fork screen goes with
+// the forks, and one that spends more is stopped and shows failed, saying
+// what it spent.
+func TestForkStoppedByItsBudget(t *testing.T) {
+	st := seedStore(t, 0)
+	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
+	d := newDriverWith(t, st, 160, 40, drv)
+	d.keys("enter", "G", "f")
+	dlg := d.a.dialog
+	require.NotNil(t, dlg)
+	for dlg.cur != fieldMessage {
+		d.keys("down")
+	}
+	d.typeText("run the tool")
+	for dlg.cur != fieldMaxTokens {
+		d.keys("down")
+	}
+	d.typeText("300")
+	d.keys("ctrl+s")
+	require.Nil(t, d.a.dialog)
+	name := d.a.tree.data.runs[0].run().Label() + "-fork-1"
+	r := d.runNamed(name)
+	assert.Equal(t, model.Budget{Tokens: 300}, r.Budget)
+	assert.Equal(t, model.Failed, r.Status)
+	assert.Regexp(t, `^budget: \d+ tokens spent, over --max-tokens 300; stopped, and what it had streamed is kept$`, r.Error)
+	assert.Equal(t, 2, r.OwnMessages, "the message and the call that went over are kept")
+	d.cursorTo(name)
+	s := d.plain()
+	assert.Contains(t, s, "budget: ")
+	assert.Contains(t, s, "at most 300 tokens of its own")
+}

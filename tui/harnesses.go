@@ -337,6 +337,10 @@ var forTUI = strings.NewReplacer(
 	"pass --in-place to run them there, sharing it", "choose “in place” under work in to run them there, sharing it",
 	"pick one with --harness", "pick another harness",
 	"pass --model or set", "type a model or set",
+	"--max-tokens is", "max tokens is",
+	"--max-cost is", "max cost is",
+	"--max-cost $", "max cost $",
+	"with --max-tokens instead", "with max tokens instead",
 )
 
 func tuiError(err error) string { return forTUI.Replace(errorText(err)) }

@@ -108,6 +108,9 @@ type Config struct {
 	// has to stop after SIGINT before SIGKILL, and to finish a cancelled
 	// prompt (0: agentproc's default).
 	Stall, Grace time.Duration
+	// Probe bounds Describe's start of the agent and its initialize answer
+	// (0: 10 s; a Node agent on a loaded machine may need more).
+	Probe time.Duration
 
 	// commandErr is why TINE_ACP_AGENT could not be split.
 	commandErr error
@@ -252,6 +255,8 @@ var knownPackages = map[string]string{
 	"claude-code-acp":  "@zed-industries/claude-code-acp",
 	"codex-acp":        "@zed-industries/codex-acp",
 	"gemini":           "@google/gemini-cli",
+	"qwen":             "@qwen-code/qwen-code",
+	"opencode":         "opencode-ai",
 }
 
 // agentName is the agent's binary as people call it, for messages.
@@ -293,7 +298,11 @@ func (h *Harness) Describe(ctx context.Context) harness.Description {
 		return d
 	}
 	d.Installed, d.Path = true, path
-	ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+	probe := h.cfg.Probe
+	if probe <= 0 {
+		probe = describeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, probe)
 	defer cancel()
 	a, err := h.start(ctx, "", nil, nil)
 	if err != nil {

@@ -129,6 +129,42 @@ type turn struct {
 	aborted  bool
 	canClose bool // the agent advertises session/close
 	callSeen *sync.Cond
+	// updated is when the last session/update arrived, whatever it was.
+	updated time.Time
+}
+
+// replayQuiet is how long a loaded session's replay must have been quiet
+// before the prompt is sent, and replayWait the longest tine waits for it.
+const (
+	replayQuiet = 300 * time.Millisecond
+	replayWait  = 5 * time.Second
+)
+
+// settle waits until the agent has sent no session/update for replayQuiet
+// (at most replayWait). claude-agent-acp replays a loaded session before it
+// answers session/load, but Gemini CLI 0.61.0 answers first and streams the
+// replay after (its streamHistory is not awaited), so without the wait the
+// replay's tail would arrive while the prompt runs and be taken for the
+// turn's own messages.
+func (t *turn) settle(ctx context.Context) {
+	start := time.Now()
+	for {
+		t.mu.Lock()
+		last := t.updated
+		t.mu.Unlock()
+		quiet := time.Since(last)
+		if since := time.Since(start); since < quiet {
+			quiet = since
+		}
+		if quiet >= replayQuiet || time.Since(start) >= replayWait {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(replayQuiet - quiet):
+		}
+	}
 }
 
 var _ sdk.Client = (*turn)(nil)
@@ -183,6 +219,7 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 				return fmt.Errorf("loading session %s: %w", sess, t.h.rootHint(a.failure(ctx, err)))
 			}
 			state = stateOf(resp)
+			t.settle(ctx)
 		default:
 			return fmt.Errorf("%s cannot continue an earlier session (it advertises neither session/resume nor session/load); %w", a.name, ErrNeedsHandoff)
 		}
@@ -415,6 +452,7 @@ func (t *turn) SessionUpdate(ctx context.Context, n sdk.SessionNotification) err
 	if t.notified == nil {
 		t.notified = ctx
 	}
+	t.updated = time.Now()
 	if !t.prompting || n.SessionId != t.session {
 		return nil
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -453,47 +452,15 @@ func (a *assembler) partial(now time.Time) model.Message {
 
 // --- cost ---
 
-// price is USD per million tokens; cache writes at the 5-minute rate.
-type price struct {
-	in, cacheWrite, cacheRead, out float64
-	// long: above 200k prompt tokens (the 1M-context beta) input and cache
-	// cost twice as much and output 1.5 times.
-	long bool
-}
-
-// prices are Anthropic's published list prices for the models whose price
-// is known here; anything else has no estimate.
-var prices = map[string]price{
-	"claude-opus-4-5":   {5, 6.25, 0.50, 25, false},
-	"claude-opus-4-1":   {15, 18.75, 1.50, 75, false},
-	"claude-opus-4":     {15, 18.75, 1.50, 75, false},
-	"claude-opus-4-0":   {15, 18.75, 1.50, 75, false},
-	"claude-sonnet-4-5": {3, 3.75, 0.30, 15, true},
-	"claude-sonnet-4":   {3, 3.75, 0.30, 15, true},
-	"claude-sonnet-4-0": {3, 3.75, 0.30, 15, true},
-	"claude-3-7-sonnet": {3, 3.75, 0.30, 15, false},
-	"claude-haiku-4-5":  {1, 1.25, 0.10, 5, false},
-	"claude-3-5-haiku":  {0.80, 1, 0.08, 4, false},
-	"claude-3-haiku":    {0.25, 0.30, 0.03, 1.25, false},
-}
-
-// snapshot matches a dated snapshot or alias suffix: "-20250929", "-latest".
-var snapshot = regexp.MustCompile(`-(\d{8}|latest)$`)
-
-// Cost estimates what u cost on Anthropic's API at list price. known is
-// false for models not in the table: an unknown price is not guessed.
+// Cost estimates what u cost on Anthropic's API at list price
+// (model.ListPrice). known is false for a model not in tine's table, or
+// not Anthropic's: an unknown price is not guessed.
 func (h *Harness) Cost(modelName string, u model.Usage) (usd float64, known bool) {
-	p, ok := prices[snapshot.ReplaceAllString(modelName, "")]
-	if !ok {
+	p, ok := model.ListPrice(modelName)
+	if !ok || p.Provider != "anthropic" {
 		return 0, false
 	}
-	inMul, outMul := 1.0, 1.0
-	if p.long && u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens > 200_000 {
-		inMul, outMul = 2, 1.5
-	}
-	usd = inMul*(float64(u.InputTokens)*p.in+float64(u.CacheWriteTokens)*p.cacheWrite+float64(u.CacheReadTokens)*p.cacheRead) +
-		outMul*float64(u.OutputTokens)*p.out
-	return usd / 1e6, true
+	return p.Cost(u), true
 }
 
 // Describe implements harness.Describer: the API needs no program here,

@@ -45,6 +45,7 @@ type Store interface {
 	AddCost(ctx context.Context, id string, usd float64) error
 	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
 	SetCheck(ctx context.Context, id string, c model.Check) error
+	SetBudget(ctx context.Context, id string, b model.Budget) error
 	// MarkBest marks id the best of its batch, for reason; BatchRuns are
 	// the runs made in one batch with id (rule 11).
 	MarkBest(ctx context.Context, id, reason string) error
@@ -91,6 +92,10 @@ type ForkSpec struct {
 	// on the output's last line instead of the exit status.
 	Check       string
 	CheckNumber bool
+	// Budget bounds what each fork spends of its own: a turn that goes
+	// over is stopped and the fork recorded failed, saying what it spent
+	// (CheckBudget says which budgets can be kept).
+	Budget model.Budget
 }
 
 // RunEvent is what the driver reports while forks run, for a UI.
@@ -203,6 +208,13 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	} else if !caps.ForkAtK && cut.K != bounds.Len() {
 		return nil, cut, fmt.Errorf("harness %s can only fork at the end of a run (K=%d), not at K=%d", hname, bounds.Len(), cut.K)
 	}
+	forkModel := spec.Model
+	if forkModel == "" && hname == parent.Harness {
+		forkModel = parent.Model
+	}
+	if err := CheckBudget(spec.Budget, h, forkModel); err != nil {
+		return nil, cut, err
+	}
 	var check *model.Check
 	if spec.Check != "" {
 		check = &model.Check{Cmd: spec.Check, Number: spec.CheckNumber}
@@ -212,14 +224,11 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	for i := range forks {
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: bounds.Len(), Harness: hname, Model: spec.Model, Cwd: cwd, Branch: parent.Branch,
+			ParentLen: bounds.Len(), Harness: hname, Model: forkModel, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
-			Check: check,
+			Check: check, Budget: spec.Budget,
 			// Distinct times keep siblings in the order they were asked for.
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond),
-		}
-		if forks[i].Model == "" && hname == parent.Harness {
-			forks[i].Model = parent.Model
 		}
 	}
 	if err := d.createNamed(ctx, parent, forks, spec.Names); err != nil {
@@ -545,6 +554,12 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
 		return
 	}
+	// A fork that has spent its budget starts no other turn.
+	meter := newMeter(run, prefix, priceOf(h))
+	if err := meter.left(); err != nil {
+		finish(model.Failed, err)
+		return
+	}
 	req := harness.TurnRequest{Run: run, Prefix: prefix, Input: t.Input, Model: run.Model, Dir: run.Cwd,
 		Permissions: d.Permissions}
 	if req.Permissions == "" {
@@ -599,11 +614,23 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	}
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
 
+	// The turn's own context: its budget stops it through the same
+	// cancellation that stops any turn (the agent's process group ends:
+	// internal/agentproc), with a cause that says why.
+	tctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var storeErr error
+	overBudget := false
 	emit := func(e harness.Event) {
 		if storeErr != nil {
 			return
 		}
+		defer func() {
+			if err := meter.over(); err != nil && !overBudget {
+				overBudget = true
+				stop(&budgetStop{err})
+			}
+		}()
 		switch e.Kind {
 		case harness.EventDelta:
 			onEvent(RunEvent{RunID: run.ID, Delta: e.Delta})
@@ -612,6 +639,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		case harness.EventCost:
 			if e.CostUSD > 0 {
 				storeErr = d.Store.AddCost(bg, run.ID, e.CostUSD)
+				meter.cost(e.CostUSD)
 			}
 		case harness.EventNote:
 			note := model.OneLine(e.Note, 300)
@@ -629,9 +657,11 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			if storeErr = d.Store.AppendMessages(bg, run.ID, []model.Message{m}); storeErr != nil {
 				return
 			}
+			meter.message(m)
 			if c, ok := h.(Coster); ok && !m.Usage.IsZero() {
 				if usd, known := c.Cost(m.Model, m.Usage); known {
 					storeErr = d.Store.AddCost(bg, run.ID, usd)
+					meter.cost(usd)
 				}
 			}
 			onEvent(RunEvent{RunID: run.ID, Message: &m})
@@ -642,10 +672,14 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	if caps.OwnSessions && req.Origin == nil && (handoff || req.Run.NativeID == "") && len(req.Prefix) > 0 {
 		req.Handoff = HandoffPrompt(req.Prefix, req.Input)
 	}
-	err = h.Turn(harness.WithRun(ctx, run.ID), req, emit)
+	err = h.Turn(harness.WithRun(tctx, run.ID), req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
+	case stoppedByBudget(tctx):
+		// Said with what it spent by the end: the agent may have
+		// reported more before it stopped.
+		finish(model.Failed, fmt.Errorf("%w; stopped, and what it had streamed is kept", meter.over()))
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		finish(model.Cancelled, errors.New("stopped before it finished; what it had streamed is kept"))
 	case err != nil:
@@ -1007,7 +1041,7 @@ func (d *Driver) PrepareRetry(ctx context.Context, id string) (model.Run, string
 	}
 	spec := ForkSpec{Parent: run.ParentID, At: model.ContinueFrom(fmt.Sprint(run.ForkAt)), N: 1,
 		Names: []string{retryName(run.Label())}, Harness: run.Harness, Model: run.Model,
-		Handoff: run.Handoff, InPlace: run.InPlace}
+		Handoff: run.Handoff, InPlace: run.InPlace, Budget: run.Budget}
 	if run.Check != nil {
 		spec.Check, spec.CheckNumber = run.Check.Cmd, run.Check.Number
 	}

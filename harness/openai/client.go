@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -505,41 +504,16 @@ func (a *assembler) partial(now time.Time) model.Message {
 
 // --- cost ---
 
-// price is USD per million tokens.
-type price struct{ in, cachedIn, out float64 }
-
-// prices are OpenAI's published list prices (standard tier) for models
-// whose price is known here; anything else has no estimate.
-var prices = map[string]price{
-	"gpt-4o":       {2.50, 1.25, 10},
-	"gpt-4o-mini":  {0.15, 0.075, 0.60},
-	"gpt-4.1":      {2, 0.50, 8},
-	"gpt-4.1-mini": {0.40, 0.10, 1.60},
-	"gpt-4.1-nano": {0.10, 0.025, 0.40},
-	"o3":           {2, 0.50, 8},
-	"o4-mini":      {1.10, 0.275, 4.40},
-	"gpt-5":        {1.25, 0.125, 10},
-	"gpt-5-mini":   {0.25, 0.025, 2},
-	"gpt-5-nano":   {0.05, 0.005, 0.40},
-}
-
-// Cost estimates what u cost on OpenAI's API at list price. known is false
-// for models not in the table (local models, other providers, new models):
-// an unknown price is not guessed.
+// Cost estimates what u cost on OpenAI's API at list price
+// (model.ListPrice). known is false for models not in tine's table (local
+// models, other providers, new models): an unknown price is not guessed.
 func (h *Harness) Cost(modelName string, u model.Usage) (usd float64, known bool) {
-	p, ok := prices[baseModel(modelName)]
-	if !ok {
+	p, ok := model.ListPrice(modelName)
+	if !ok || p.Provider != "openai" {
 		return 0, false
 	}
-	return (float64(u.InputTokens+u.CacheWriteTokens)*p.in + float64(u.CacheReadTokens)*p.cachedIn + float64(u.OutputTokens)*p.out) / 1e6, true
+	return p.Cost(u), true
 }
-
-// snapshot matches a dated snapshot suffix: "-2024-08-06" or "-20250929".
-var snapshot = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8})$`)
-
-// baseModel strips a snapshot suffix ("gpt-4o-2024-08-06" -> "gpt-4o");
-// any other suffix names another model and is kept.
-func baseModel(name string) string { return snapshot.ReplaceAllString(name, "") }
 
 // notRun answers a tool call nothing answered: the API rejects a call
 // without a result, and this harness runs no tools.
