@@ -114,8 +114,10 @@ type bodiesLoadedMsg struct {
 }
 
 // loadBodies reads the pages of the rows on screen that are not read
-// yet, and in a second command those a screen above and below it, so
-// that what shows comes first. Every move calls it (syncDetail).
+// yet, and in a second command those a screen above and below it and the
+// first and last screens (where g and G go), so that what shows comes
+// first and a move mostly lands on rows read already. Every move calls it
+// (syncDetail).
 func (a *App) loadBodies() tea.Cmd {
 	t := a.tree
 	if t == nil || t.data.src == nil || len(t.rows) == 0 {
@@ -146,6 +148,10 @@ func (a *App) loadBodies() tea.Cmd {
 	}
 	for i := max(t.offset-h, 0); i < min(t.offset+2*h, len(t.rows)); i++ {
 		add(&near, i)
+	}
+	for i := range min(h, len(t.rows)) {
+		add(&near, i)
+		add(&near, len(t.rows)-1-i)
 	}
 	return tea.Batch(a.readPages(shown), a.readPages(near))
 }
@@ -214,10 +220,17 @@ func (t *treeScreen) evictPages() {
 	}
 	near := map[pageKey]bool{}
 	h := max(t.height, 1)
-	for i := max(t.offset-h, 0); i < min(t.offset+2*h, len(t.rows)); i++ {
+	keep := func(i int) {
 		if r := t.rows[i]; r.kind == rowMessage {
 			near[pageKey{r.run, int32((int(r.msg) - t.data.runs[r.run].first()) / pageSize)}] = true
 		}
+	}
+	for i := max(t.offset-h, 0); i < min(t.offset+2*h, len(t.rows)); i++ {
+		keep(i)
+	}
+	for i := range min(h, len(t.rows)) {
+		keep(i)
+		keep(len(t.rows) - 1 - i)
 	}
 	slices.SortFunc(all, func(x, y page) int { return cmp.Compare(x.used, y.used) })
 	for _, pg := range all[:len(all)-maxPages] {
