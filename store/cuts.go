@@ -247,12 +247,16 @@ func cutStateAt(ctx context.Context, tx *sql.Tx, chain []cutLevel) (*model.CutSt
 }
 
 // noteCuts stores the cut facts of msgs, just stored as run runID's own
-// messages from own index own on (0: the run is new). When its ancestors'
-// facts are not stored (a database of an older tine), nothing is: the run
-// gets them all when first read.
-func noteCuts(w *writer, runID string, own int, msgs []model.Message) error {
+// messages from own index own on (0: the run is new; root: it has no
+// parent). When its ancestors' facts are not stored (a database of an
+// older tine), nothing is: the run gets them all when first read.
+func noteCuts(w *writer, runID string, root bool, own int, msgs []model.Message) error {
 	if len(msgs) == 0 {
 		return nil
+	}
+	if own == 0 && root {
+		// A new run of its own (most of an import): nothing comes before.
+		return newCuts(w, runID, model.NewCutState(0), msgs)
 	}
 	chain, err := cutChain(w.ctx, w.Tx, runID)
 	if err != nil {
@@ -276,7 +280,21 @@ func noteCuts(w *writer, runID string, own int, msgs []model.Message) error {
 	if err != nil {
 		return err
 	}
-	if err := feedCuts(w, runID, own, s, func(feed func(model.Message)) error {
+	if own == 0 {
+		return newCuts(w, runID, s, msgs)
+	}
+	return feedCuts(w, runID, own, s, func(feed func(model.Message)) error {
+		for _, m := range msgs {
+			feed(m)
+		}
+		return nil
+	})
+}
+
+// newCuts stores the facts of a new run's messages, from s, and says
+// they are stored.
+func newCuts(w *writer, runID string, s *model.CutState, msgs []model.Message) error {
+	if err := feedCuts(w, runID, 0, s, func(feed func(model.Message)) error {
 		for _, m := range msgs {
 			feed(m)
 		}
@@ -284,8 +302,9 @@ func noteCuts(w *writer, runID string, own int, msgs []model.Message) error {
 	}); err != nil {
 		return err
 	}
-	if own == 0 {
-		_, err = w.ExecContext(w.ctx, `UPDATE runs SET cuts = 1 WHERE id = ?`, runID)
+	st, err := w.stmt(`UPDATE runs SET cuts = 1 WHERE id = ?`)
+	if err == nil {
+		_, err = st.ExecContext(w.ctx, runID)
 	}
 	return err
 }

@@ -106,7 +106,7 @@ func appendMessages(w *writer, runID string, msgs []model.Message, u model.Usage
 	if err != nil {
 		return nil, err
 	}
-	if err := noteCuts(w, runID, own, msgs); err != nil {
+	if err := noteCuts(w, runID, false, own, msgs); err != nil {
 		return nil, err
 	}
 	// Messages without a time count as happening now.

@@ -3,8 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
+	"strings"
 
 	"tine/model"
 )
@@ -108,25 +108,47 @@ func firstPrompt(ctx context.Context, tx *sql.Tx, id string) (model.Message, boo
 
 // SpawnPoints returns, for each subagent run of subs, the seq of the
 // message of its spawner's own that made the tool call that started it
-// (the latest such one), when there is one.
+// (the latest such one), when there is one. It reads the tool calls of
+// each spawner once (no index has them by id: it would cost every import).
 func (s *Store) SpawnPoints(ctx context.Context, subs []model.Run) (map[string]int, error) {
+	bySpawner := map[string][]model.Run{}
+	for _, r := range subs {
+		if r.SpawnedBy != "" && r.SpawnedCall != "" {
+			bySpawner[r.SpawnedBy] = append(bySpawner[r.SpawnedBy], r)
+		}
+	}
 	out := map[string]int{}
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		for _, r := range subs {
-			if r.SpawnedBy == "" || r.SpawnedCall == "" {
-				continue
+		for spawner, rs := range bySpawner {
+			args := []any{spawner}
+			for _, r := range rs {
+				args = append(args, r.SpawnedCall)
 			}
-			var seq int
-			err := tx.QueryRowContext(ctx, `SELECT m.seq FROM parts p JOIN messages m ON m.id = p.message_id
-				WHERE p.kind = 'tool_call' AND p.tool_call_id != '' AND p.tool_call_id = ? AND m.run_id = ?
-				ORDER BY m.seq DESC LIMIT 1`, r.SpawnedCall, r.SpawnedBy).Scan(&seq)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
+			rows, err := tx.QueryContext(ctx, `SELECT m.seq, p.tool_call_id FROM messages m JOIN parts p ON p.message_id = m.id
+				WHERE m.run_id = ? AND p.kind = 'tool_call' AND p.tool_call_id IN (?`+strings.Repeat(", ?", len(rs)-1)+`)
+				ORDER BY m.seq`, args...)
 			if err != nil {
 				return err
 			}
-			out[r.ID] = seq
+			at := map[string]int{}
+			for rows.Next() {
+				var seq int
+				var id string
+				if err := rows.Scan(&seq, &id); err != nil {
+					rows.Close()
+					return err
+				}
+				at[id] = seq
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			for _, r := range rs {
+				if seq, ok := at[r.SpawnedCall]; ok {
+					out[r.ID] = seq
+				}
+			}
 		}
 		return nil
 	})

@@ -100,7 +100,7 @@ func createRun(w *writer, run *model.Run, msgs []model.Message) ([]int64, error)
 	if err != nil {
 		return nil, err
 	}
-	return ids, noteCuts(w, run.ID, 0, msgs)
+	return ids, noteCuts(w, run.ID, run.ParentID == "", 0, msgs)
 }
 
 // CreateForks stores forks, each one runs row and no messages, in one

@@ -24,6 +24,3 @@ CREATE TABLE cut_calls (
 ) STRICT;
 CREATE INDEX cut_calls_run ON cut_calls (run_id);
 
--- The message that made a tool call, by the call's id: where the tree
--- shows the subagent that call started.
-CREATE INDEX parts_tool_call ON parts (tool_call_id) WHERE kind = 'tool_call' AND tool_call_id != '';
