@@ -1,11 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"fmt"
-	"strings"
-
-	"tine/model"
+	"strconv"
 )
 
 func cmdCheckpoints(ctx context.Context, e *env, args []string) error {
@@ -15,18 +13,39 @@ func cmdCheckpoints(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, msgs, _, err := loadRun(ctx, e, pos[0])
+	st, err := e.open()
 	if err != nil {
 		return err
 	}
-	cps := model.Checkpoints(msgs)
+	defer st.Close()
+	r, err := st.Resolve(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	// The cuts stored with the run's messages (ARCHITECTURE.md, rule 1):
+	// a long run's checkpoints cost about what a short one's do.
+	b, err := st.Boundaries(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	cps := b.Checkpoints()
 	if *asJSON {
-		return writeJSON(e.stdout, map[string]any{"run": r.ID, "messages": len(msgs), "checkpoints": cps})
+		return writeJSON(e.stdout, map[string]any{"run": r.ID, "messages": b.Len(), "checkpoints": cps})
 	}
-	strs := make([]string, len(cps))
+	w := bufio.NewWriter(e.stdout)
+	var buf []byte
+	buf = append(buf, '[')
 	for i, k := range cps {
-		strs[i] = fmt.Sprint(k)
+		if i > 0 {
+			buf = append(buf, ", "...)
+		}
+		buf = strconv.AppendInt(buf, int64(k), 10)
+		if len(buf) > 32<<10 {
+			w.Write(buf)
+			buf = buf[:0]
+		}
 	}
-	fmt.Fprintf(e.stdout, "[%s]\n", strings.Join(strs, ", "))
-	return nil
+	buf = append(buf, "]\n"...)
+	w.Write(buf)
+	return w.Flush()
 }

@@ -416,11 +416,11 @@ func cliMissing(reg *harness.Registry, name string, getenv func(string) string) 
 // transcript ends with the model's reply (the driver would fail it after
 // making its fork): a usage error, before anything is made.
 func nothingToAnswer(ctx context.Context, st *store.Store, run model.Run) error {
-	msgs, err := st.Shape(ctx, run.ID)
+	b, err := st.Boundaries(ctx, run.ID)
 	if err != nil {
 		return err
 	}
-	if n := len(msgs); n > 0 && (msgs[n-1].Role == model.Assistant && len(msgs[n-1].ToolCalls()) == 0) {
+	if n := b.Len(); n > 0 && b.IsAssistant(n-1) && !b.MadeCalls(n-1) {
 		return usagef("run: -m MSG is the turn's message; without one the model would answer again, and %s ends with its reply", model.SafeText(run.Label()))
 	}
 	return nil

@@ -11,16 +11,26 @@ import (
 // ErrEmptyPrefix refuses a fork that would keep nothing (rule 3).
 var ErrEmptyPrefix = errors.New("nothing to fork: the prefix would be empty; open a new run instead")
 
-// Boundaries says, for every boundary K in 0..len(msgs), whether cutting
-// there is pair-safe and, when it is not, why. It is computed once per
-// transcript and answers every question about cuts.
+// Boundaries says, for every boundary K of a transcript (or of its
+// messages from some point on: BoundariesOf), whether cutting there is
+// pair-safe and, when it is not, why; and where its steps are. It is
+// worked out once per transcript, from the messages (NewBoundaries) or
+// from their stored facts (cuts.go), and answers every question about
+// cuts.
 type Boundaries struct {
-	// unsafe[K] is the index of the assistant message whose tool batch K
-	// would split, or -1 when K is safe.
-	unsafe []int
-	// end[i], for an assistant message at i, is the boundary right after its
-	// last tool result (i+1 without calls), or -1 when a call is never answered.
-	end []int
+	// from is the first message answered for (0: the whole transcript).
+	from int
+	// kinds[i-from] are message i's fact bits (factAssistant, ...).
+	kinds []uint8
+	// unsafe[K-from] is the index of the assistant message whose tool
+	// batch K would split, or -1 when K is safe.
+	unsafe []int32
+	// end[i-from], for an assistant message at i, is the boundary right
+	// after its last tool result (i+1 without calls), or -1 when a call is
+	// never answered; before holds it for the batches before from that
+	// reach into the messages answered for.
+	end    []int32
+	before map[int]int32
 }
 
 // NewBoundaries finds the tool batches of msgs and the cuts they forbid.
@@ -31,90 +41,79 @@ type Boundaries struct {
 // i+1 <= K <= p is unsafe and the cuts after p are safe again; with no
 // prompt after it, every K > i is unsafe (the call may still be running).
 func NewBoundaries(msgs []Message) Boundaries {
-	b := Boundaries{unsafe: make([]int, len(msgs)+1), end: make([]int, len(msgs))}
-	for k := range b.unsafe {
-		b.unsafe[k] = -1
-	}
-	// Where each call id is answered; a later answer to a reused id does not
-	// answer an earlier call, so remember every position.
-	results := map[string][]int{}
-	for j, m := range msgs {
-		for _, p := range m.Parts {
-			if p.Kind == ToolResult && p.ToolCallID != "" {
-				results[p.ToolCallID] = append(results[p.ToolCallID], j)
-			}
-		}
-	}
-	// nextPrompt[i] is the index of the first message a person typed at
-	// or after i, len(msgs) when there is none.
-	nextPrompt := make([]int, len(msgs)+1)
-	nextPrompt[len(msgs)] = len(msgs)
-	for j := len(msgs) - 1; j >= 0; j-- {
-		nextPrompt[j] = nextPrompt[j+1]
-		if msgs[j].IsPrompt() {
-			nextPrompt[j] = j
-		}
-	}
-	for i, m := range msgs {
-		if m.Role != Assistant {
-			continue
-		}
-		calls := m.ToolCalls()
-		b.end[i] = i + 1
-		if len(calls) == 0 {
-			continue
-		}
-		last, all := i, true
-		for _, c := range calls {
-			at := firstAfter(results[c.ToolCallID], i)
-			if at < 0 {
-				all = false
-				continue
-			}
-			last = max(last, at)
-		}
-		end := last // unsafe K runs i+1..end inclusive
-		b.end[i] = last + 1
-		if !all {
-			// Abandoned: closed by the next prompt, the cut right after
-			// it being the first safe one again.
-			end = max(last, nextPrompt[i+1])
-			b.end[i] = -1
-		}
-		for k := i + 1; k <= end; k++ {
-			if b.unsafe[k] < 0 {
-				b.unsafe[k] = i
-			}
-		}
+	b, err := BoundariesOf(0, nil, []Facts{{B: FactsOf(msgs), N: len(msgs)}})
+	if err != nil {
+		panic(err) // facts made here always read back
 	}
 	return b
 }
 
-func firstAfter(positions []int, i int) int {
-	for _, p := range positions {
-		if p > i {
-			return p
-		}
+// Len is the length of the transcript the boundaries were worked out for.
+func (b Boundaries) Len() int { return b.from + len(b.kinds) }
+
+// From is the first message the boundaries answer for: 0, or where the
+// run they were worked out for forked (its inherited cuts are not known).
+func (b Boundaries) From() int { return b.from }
+
+func (b Boundaries) kind(i int) uint8 {
+	if i < b.from || i >= b.Len() {
+		return 0
+	}
+	return b.kinds[i-b.from]
+}
+
+// IsPrompt reports whether message i was typed by a person.
+func (b Boundaries) IsPrompt(i int) bool { return b.kind(i)&factPrompt != 0 }
+
+// IsAssistant reports whether message i is the model's (a step).
+func (b Boundaries) IsAssistant(i int) bool { return b.kind(i)&factAssistant != 0 }
+
+// Role is message i's role as far as cuts know it: the model's, a tool's,
+// or else a user's (a system message says user too).
+func (b Boundaries) Role(i int) Role {
+	switch k := b.kind(i); {
+	case k&factAssistant != 0:
+		return Assistant
+	case k&factTool != 0:
+		return Tool
+	}
+	return User
+}
+
+// MadeCalls reports whether message i is the model's and made tool calls.
+func (b Boundaries) MadeCalls(i int) bool { return b.kind(i)&factCalls != 0 }
+
+// offender is the batch K splits, -1 when none (or K is not known).
+func (b Boundaries) offender(k int) int {
+	if k < b.from || k > b.Len() {
+		return -1
+	}
+	return int(b.unsafe[k-b.from])
+}
+
+// Safe reports whether K is a pair-safe cut.
+func (b Boundaries) Safe(k int) bool {
+	return k >= b.from && k <= b.Len() && b.unsafe[k-b.from] < 0
+}
+
+// endOf is the end of the step at i (Step.End).
+func (b Boundaries) endOf(i int) int {
+	if i >= b.from && i < b.Len() {
+		return int(b.end[i-b.from])
+	}
+	if e, ok := b.before[i]; ok {
+		return int(e)
 	}
 	return -1
 }
 
-// Len is the number of messages the boundaries were computed for.
-func (b Boundaries) Len() int { return len(b.unsafe) - 1 }
-
-// Safe reports whether K is a pair-safe cut.
-func (b Boundaries) Safe(k int) bool {
-	return k >= 0 && k < len(b.unsafe) && b.unsafe[k] < 0
-}
-
 // Reason says why K is unsafe, "" when it is safe.
 func (b Boundaries) Reason(k int) string {
-	if k < 0 || k >= len(b.unsafe) || b.unsafe[k] < 0 {
-		return ""
-	}
-	i := b.unsafe[k]
+	i := b.offender(k)
 	switch {
-	case b.end[i] < 0:
+	case i < 0:
+		return ""
+	case b.endOf(i) < 0:
 		return "tool calls never answered"
 	case k == i+1:
 		return "would orphan tool calls"
@@ -126,19 +125,25 @@ func (b Boundaries) Reason(k int) string {
 // SnapDown returns the largest pair-safe boundary at or below K and, when it
 // had to move, the reason in words ("mid tool batch").
 func (b Boundaries) SnapDown(k int) (int, string) {
-	k = min(max(k, 0), b.Len())
+	k = min(max(k, b.from), b.Len())
 	reason := b.Reason(k)
-	for !b.Safe(k) {
-		k = b.unsafe[k] // the boundary just before the offending assistant message
+	for !b.Safe(k) && k > b.from {
+		k = b.offender(k) // the boundary just before the offending assistant message
 	}
 	return k, reason
 }
 
 // Checkpoints lists every pair-safe boundary that keeps at least one message.
 func (b Boundaries) Checkpoints() []int {
-	cps := []int{}
-	for k := 1; k <= b.Len(); k++ {
-		if b.Safe(k) {
+	n := 0
+	for k := max(1, b.from); k <= b.Len(); k++ {
+		if b.unsafe[k-b.from] < 0 {
+			n++
+		}
+	}
+	cps := make([]int, 0, n)
+	for k := max(1, b.from); k <= b.Len(); k++ {
+		if b.unsafe[k-b.from] < 0 {
 			cps = append(cps, k)
 		}
 	}
@@ -147,6 +152,21 @@ func (b Boundaries) Checkpoints() []int {
 
 // Checkpoints lists the pair-safe boundaries of msgs (K >= 1).
 func Checkpoints(msgs []Message) []int { return NewBoundaries(msgs).Checkpoints() }
+
+// EndsOnOpenCalls reports whether the messages end with tool calls some of
+// which no result after them answers (tool messages may follow them).
+func (b Boundaries) EndsOnOpenCalls() bool {
+	for i := b.Len() - 1; i >= b.from; i-- {
+		k := b.kind(i)
+		switch {
+		case k&factCalls != 0:
+			return b.endOf(i) < 0
+		case k&factTool == 0:
+			return false
+		}
+	}
+	return false
+}
 
 // Step is one model call and the tool calls it made, with their results.
 type Step struct {
@@ -158,16 +178,47 @@ type Step struct {
 }
 
 // Steps lists the steps of msgs in order.
-func Steps(msgs []Message) []Step {
-	b := NewBoundaries(msgs)
+func Steps(msgs []Message) []Step { return NewBoundaries(msgs).Steps() }
+
+// Steps lists the steps of the messages the boundaries answer for, in
+// order (numbered from the first of them).
+func (b Boundaries) Steps() []Step {
 	var steps []Step
-	for i, m := range msgs {
-		if m.Role != Assistant {
-			continue
+	for i := b.from; i < b.Len(); i++ {
+		if b.IsAssistant(i) {
+			steps = append(steps, Step{N: len(steps) + 1, Assistant: i, End: b.endOf(i)})
 		}
-		steps = append(steps, Step{N: len(steps) + 1, Assistant: i, End: b.end[i]})
 	}
 	return steps
+}
+
+// step is step n (1-based), and the number of steps when there is none.
+func (b Boundaries) step(n int) (Step, int) {
+	seen := 0
+	for i := b.from; i < b.Len(); i++ {
+		if b.IsAssistant(i) {
+			if seen++; seen == n {
+				return Step{N: n, Assistant: i, End: b.endOf(i)}, seen
+			}
+		}
+	}
+	return Step{}, seen
+}
+
+// StepAt is the first step message i is in: one that starts at or
+// before it and has not ended before it (one never answered has not
+// ended); ok false when there is none.
+func (b Boundaries) StepAt(i int) (Step, bool) {
+	n := 0
+	for j := b.from; j <= i && j < b.Len(); j++ {
+		if b.IsAssistant(j) {
+			n++
+			if e := b.endOf(j); e < 0 || i < e {
+				return Step{N: n, Assistant: j, End: e}, true
+			}
+		}
+	}
+	return Step{}, false
 }
 
 // ContinueFrom is where a fork continues: "end", "last_user", an integer K
@@ -215,21 +266,24 @@ func ParseContinueFrom(s string) (ContinueFrom, error) {
 
 // Resolve turns a continue_from into a pair-safe cut of msgs. It refuses an
 // empty prefix (rule 3) and a step or user message that does not exist.
-func Resolve(msgs []Message, at ContinueFrom) (Cut, error) {
+func Resolve(msgs []Message, at ContinueFrom) (Cut, error) { return NewBoundaries(msgs).Resolve(at) }
+
+// Resolve turns a continue_from into a pair-safe cut of the transcript
+// the boundaries were worked out for (a whole one: From 0).
+func (b Boundaries) Resolve(at ContinueFrom) (Cut, error) {
 	at, err := ParseContinueFrom(string(at))
 	if err != nil {
 		return Cut{}, err
 	}
-	b := NewBoundaries(msgs)
 	cut := Cut{Asked: string(at)}
 	want := 0
 	switch {
 	case at == "end":
-		want = len(msgs)
+		want = b.Len()
 	case at == "last_user":
 		want = -1
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].IsPrompt() {
+		for i := b.Len() - 1; i >= b.from; i-- {
+			if b.IsPrompt(i) {
 				want = i + 1
 				break
 			}
@@ -239,11 +293,10 @@ func Resolve(msgs []Message, at ContinueFrom) (Cut, error) {
 		}
 	case strings.HasPrefix(string(at), "step:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(string(at), "step:"))
-		steps := Steps(msgs)
-		if n > len(steps) {
-			return cut, fmt.Errorf("step %d does not exist: the run has %d steps", n, len(steps))
+		s, steps := b.step(n)
+		if s.N == 0 {
+			return cut, fmt.Errorf("step %d does not exist: the run has %d steps", n, steps)
 		}
-		s := steps[n-1]
 		cut.Step = n
 		if s.End < 0 {
 			want = s.Assistant + 1 // snaps down below the unanswered batch
@@ -252,8 +305,8 @@ func Resolve(msgs []Message, at ContinueFrom) (Cut, error) {
 		}
 	default:
 		want, _ = strconv.Atoi(string(at))
-		if want > len(msgs) {
-			return cut, fmt.Errorf("boundary %d is past the end: the run has %d messages", want, len(msgs))
+		if want > b.Len() {
+			return cut, fmt.Errorf("boundary %d is past the end: the run has %d messages", want, b.Len())
 		}
 	}
 	cut.K, cut.Reason = b.SnapDown(want)

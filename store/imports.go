@@ -328,6 +328,9 @@ func replaceRetired(w *writer, path string, created []model.Run) error {
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET parent_id = ? WHERE id = ?`, n.ID, d.id); err != nil {
 				return err
 			}
+			if err := staleCuts(ctx, tx, d.id); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `WITH RECURSIVE sub (id) AS (
 					SELECT ? UNION SELECT r.id FROM runs r JOIN sub ON r.parent_id = sub.id)
 				UPDATE runs SET tree_id = ? WHERE id IN (SELECT id FROM sub)`, d.id, tree); err != nil {
@@ -648,6 +651,11 @@ func reparent(w *writer, child, parent, parentTree string, parentLen, k, inherit
 	// The child's copies are deleted: their text must be in the index
 	// first, for the delete trigger to take it out (writer.indexText).
 	if err := w.indexText(); err != nil {
+		return err
+	}
+	// Its transcript, and its forks', change: their cut facts are worked
+	// out again when read.
+	if err := staleCuts(w.ctx, w.Tx, child); err != nil {
 		return err
 	}
 	steps := []struct {

@@ -106,6 +106,9 @@ func appendMessages(w *writer, runID string, msgs []model.Message, u model.Usage
 	if err != nil {
 		return nil, err
 	}
+	if err := noteCuts(w, runID, false, own, msgs); err != nil {
+		return nil, err
+	}
 	// Messages without a time count as happening now.
 	last := lastActivity(time.Time{}, msgs)
 	if last.IsZero() {
@@ -198,8 +201,8 @@ func readOwn(ctx context.Context, tx *sql.Tx, l level, msgs []model.Message) ([]
 		coalesce(p.idx, -1), coalesce(p.kind, ''), coalesce(p.text, ''), coalesce(p.tool_call_id, ''),
 		coalesce(p.tool_name, ''), coalesce(p.tool_input, ''), coalesce(p.is_error, 0), coalesce(p.raw, '')
 	FROM messages m LEFT JOIN parts p ON p.message_id = m.id
-	WHERE m.run_id = ? AND m.seq < ?
-	ORDER BY m.seq, p.idx`, l.id, l.bound)
+	WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ?
+	ORDER BY m.seq, p.idx`, l.id, l.forkAt, l.bound)
 	if err != nil {
 		return nil, err
 	}

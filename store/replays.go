@@ -119,7 +119,7 @@ func (s *Store) Rebase(ctx context.Context, id string, k int) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("rebase %s: not a fork without messages of its own at or after %d", id, k)
 		}
-		return nil
+		return staleCuts(ctx, tx, id) // the prefix of the forks made from it moved
 	})
 }
 

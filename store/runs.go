@@ -96,7 +96,11 @@ func createRun(w *writer, run *model.Run, msgs []model.Message) ([]int64, error)
 	if err := insertRun(w, run, lastActivity(run.CreatedAt, msgs)); err != nil {
 		return nil, err
 	}
-	return insertMessages(w, run.ID, run.ForkAt, msgs)
+	ids, err := insertMessages(w, run.ID, run.ForkAt, msgs)
+	if err != nil {
+		return nil, err
+	}
+	return ids, noteCuts(w, run.ID, run.ParentID == "", 0, msgs)
 }
 
 // CreateForks stores forks, each one runs row and no messages, in one

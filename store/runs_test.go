@@ -516,32 +516,6 @@ func TestBestIsPerBatch(t *testing.T) {
 	assert.ErrorIs(t, s.MarkBest(ctx, "nope", "x"), ErrNotFound)
 }
 
-func TestShapeMatchesMessages(t *testing.T) {
-	s, _ := openTemp(t)
-	ctx := context.Background()
-	msgs := []model.Message{
-		{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "q"}}},
-		{Role: model.Assistant, Parts: []model.Part{{Kind: model.Text, Text: "a"}, {Kind: model.ToolCall, ToolCallID: "c1", ToolName: "x"}}},
-		{Role: model.Tool, Parts: []model.Part{{Kind: model.ToolResult, ToolCallID: "c1", Text: "out"}}},
-		{Role: model.Assistant},
-	}
-	root := model.Run{Harness: "x"}
-	require.NoError(t, s.CreateRun(ctx, &root, msgs))
-	fork := model.Run{ParentID: root.ID, ForkAt: 3}
-	require.NoError(t, s.CreateRun(ctx, &fork, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "more"}}}}))
-	shape, err := s.Shape(ctx, fork.ID)
-	require.NoError(t, err)
-	full, _, err := s.Messages(ctx, fork.ID)
-	require.NoError(t, err)
-	require.Len(t, shape, len(full))
-	assert.Equal(t, model.Checkpoints(full), model.Checkpoints(shape))
-	for i := range full {
-		assert.Equal(t, full[i].Role, shape[i].Role)
-		assert.Equal(t, full[i].IsPrompt(), shape[i].IsPrompt())
-		assert.Len(t, shape[i].Parts, len(full[i].Parts))
-	}
-}
-
 // A run tine is driving through a turn gets no forks, even from a process
 // that read it a moment before it started: the check is in the
 // transaction that writes the forks.

@@ -241,6 +241,7 @@ type (
 		view     int // App.view when it was asked for
 		gen      int // the treeScreen.gen a reload was asked for
 		data     *treeData
+		screen   *treeScreen // data laid out, when the command did it
 		focusRun string
 		focusSeq int
 		reload   bool
@@ -273,12 +274,21 @@ func (a *App) loadTrees() tea.Cmd {
 	}
 }
 
-// loadTree reads a tree's runs and each run's own messages.
+// loadTree reads a tree's structure, and the messages of its first
+// screen (the one at focusRun's message focusSeq, when given), so that it
+// shows whole as it opens.
 func (a *App) loadTree(treeID, focusRun string, focusSeq int) tea.Cmd {
-	ctx, st, view := a.ctx, a.st, a.view
+	ctx, st, view, h := a.ctx, a.st, a.view, a.height
 	return func() tea.Msg {
 		data, err := LoadTree(ctx, st, treeID, nil)
-		return treeLoadedMsg{id: treeID, view: view, data: data, focusRun: focusRun, focusSeq: focusSeq, err: err}
+		if err != nil {
+			return treeLoadedMsg{id: treeID, view: view, err: err}
+		}
+		// The screen is laid out here too, off the UI goroutine: a long
+		// run has many rows.
+		ts := newTreeScreen(data)
+		err = data.preload(ctx, ts.rows, focusRun, focusSeq, h)
+		return treeLoadedMsg{id: treeID, view: view, data: data, screen: &ts, focusRun: focusRun, focusSeq: focusSeq, err: err}
 	}
 }
 
@@ -295,9 +305,13 @@ func (a *App) show(s screenID) {
 	}
 }
 
-// LoadTree reads one tree from the store: its runs and their own messages.
-// Runs of prev (the tree as last read) that have not changed keep the
-// messages already read: while forks run, only they are read again.
+// LoadTree reads one tree's structure from the store: its runs, where
+// each run's own messages can be cut (stored with them: rule 1), what
+// names its unnamed forks and where its subagents start. Message bodies
+// are read a page at a time as they come on screen (bodies.go), so a long
+// run opens about as fast as a short one. Runs of prev (the tree as last
+// read) that have not changed keep what was read of them: while forks
+// run, only they are read again.
 func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeData) (*treeData, error) {
 	runs, err := st.TreeRuns(ctx, treeID)
 	if err != nil {
@@ -315,23 +329,65 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 		return nil, err
 	}
 	runs = append(runs, subs...)
-	own := make(map[string][]model.Message, len(runs))
+	old := map[string]*runData{}
+	var fresh, unnamed []string
 	for _, r := range runs {
 		if prev != nil {
-			if i, ok := prev.index[r.ID]; ok {
-				if p := prev.runs[i].run(); p.ForkAt == r.ForkAt && len(prev.runs[i].own) == r.OwnMessages {
-					own[r.ID] = prev.runs[i].own
+			if i, ok := prev.index[r.ID]; ok && prev.runs[i].run().ForkAt == r.ForkAt {
+				old[r.ID] = prev.runs[i]
+				if prev.runs[i].n == r.OwnMessages {
 					continue
 				}
 			}
 		}
-		msgs, err := st.OwnMessages(ctx, r.ID)
-		if err != nil {
-			return nil, err
+		fresh = append(fresh, r.ID)
+		if r.Name == "" && r.ID != treeID && r.SpawnedBy == "" && r.OwnMessages > 0 {
+			unnamed = append(unnamed, r.ID)
 		}
-		own[r.ID] = msgs
 	}
-	td := newTreeData(runs, own)
+	bounds, err := st.OwnBoundaries(ctx, fresh)
+	if err != nil {
+		return nil, err
+	}
+	prompts, err := st.FirstPrompts(ctx, unnamed)
+	if err != nil {
+		return nil, err
+	}
+	points, err := st.SpawnPoints(ctx, subs)
+	if err != nil {
+		return nil, err
+	}
+	td := buildTree(runs, func(n *model.Node) *runData {
+		was := old[n.Run.ID]
+		b, ok := bounds[n.Run.ID]
+		if !ok && was != nil {
+			return &runData{node: n, n: was.n, bounds: was.bounds, body: was.body, label: was.label, openEnd: was.openEnd}
+		}
+		rd := &runData{node: n, n: b.Len() - b.From(), bounds: b, body: newBodies(nil), openEnd: b.EndsOnOpenCalls()}
+		if m, ok := prompts[n.Run.ID]; ok {
+			rd.label = model.OneLine(m.PlainText(), 40)
+		}
+		if was != nil {
+			// A run that grew keeps the pages read whole of what it had.
+			rd.body = was.body.full(min(was.n, rd.n))
+			if rd.label == "" {
+				rd.label = was.label
+			}
+		}
+		return rd
+	})
+	td.src = st
+	for _, rd := range td.runs {
+		if !rd.subagent {
+			continue
+		}
+		spawner := td.runs[rd.parent]
+		rd.spawnedAt = spawner.first() + spawner.n - 1
+		if at, ok := points[rd.run().ID]; ok {
+			rd.spawnedAt = at
+		}
+	}
+	td.finish()
 	if td.replays, err = st.Replays(ctx, ids); err != nil {
 		return nil, err
 	}
@@ -343,6 +399,44 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 		rd.aa = rates[rd.run().ID]
 	}
 	return td, nil
+}
+
+// preload reads the pages of the rows a tree opens on (rows: the tree
+// laid out): h rows from the top, or around focusRun's message focusSeq.
+func (t *treeData) preload(ctx context.Context, rows []row, focusRun string, focusSeq, h int) error {
+	if t.src == nil || len(t.runs) == 0 {
+		return nil
+	}
+	at := 0
+	if ri, ok := t.index[focusRun]; ok {
+		for i, r := range rows {
+			if r.run == int32(ri) && r.kind == rowMessage && int(r.msg) == focusSeq {
+				at = i
+			}
+		}
+	}
+	// The screen it opens on; those around it come next (loadBodies).
+	h = max(h, 24)
+	seen := map[pageKey]bool{}
+	for i := max(at-h/2, 0); i < min(at+h, len(rows)); i++ {
+		r := rows[i]
+		if r.kind != rowMessage {
+			continue
+		}
+		rd := t.runs[r.run]
+		k := pageKey{r.run, int32((int(r.msg) - rd.first()) / pageSize)}
+		if seen[k] || rd.body.has(int(k.page)) {
+			continue
+		}
+		seen[k] = true
+		from := rd.first() + int(k.page)*pageSize
+		msgs, err := t.src.OwnMessagesRange(ctx, rd.run().ID, from, min(from+pageSize, rd.first()+rd.n))
+		if err != nil {
+			return err
+		}
+		rd.body.put(int(k.page), msgs)
+	}
+	return nil
 }
 
 // maxHits is how many search hits are shown.
@@ -408,7 +502,7 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return tea.Batch(cmd, a.watched(r))
 	case treesLoadedMsg, searchDoneMsg, foundMsg, importProgressMsg, importDoneMsg:
 		return a.updateLibrary(msg)
-	case treeLoadedMsg, findDoneMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg:
+	case treeLoadedMsg, findDoneMsg, markdownMsg, copiedMsg, execReadyMsg, execDoneMsg, bodiesLoadedMsg, forkBoundsMsg:
 		return a.updateTree(msg)
 	case compareLoadedMsg, bestSetMsg, diffLoadedMsg, applyDoneMsg:
 		return a.updateCompare(msg)
@@ -517,6 +611,10 @@ func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 		return a.openTree(msg)
 	case findDoneMsg:
 		return a.found(msg)
+	case bodiesLoadedMsg:
+		return a.bodiesLoaded(msg)
+	case forkBoundsMsg:
+		return a.forkBounds(msg)
 	case markdownMsg:
 		if msg.err != nil || a.tree == nil {
 			return nil
@@ -537,7 +635,12 @@ func (a *App) updateTree(msg tea.Msg) tea.Cmd {
 
 func (a *App) openTree(msg treeLoadedMsg) tea.Cmd {
 	a.fromCompare = nil
-	t := newTreeScreen(msg.data)
+	var t treeScreen
+	if msg.screen != nil && msg.screen.data == msg.data {
+		t = *msg.screen
+	} else {
+		t = newTreeScreen(msg.data)
+	}
 	a.treeGen++
 	t.gen = a.treeGen
 	a.tree = &t
@@ -694,9 +797,9 @@ func (a *App) syncDetail() tea.Cmd {
 	r, ok := t.selected()
 	if !ok {
 		d.lines = nil
-		return nil
+		return a.loadBodies()
 	}
-	return d.set(r.key(), t.data.runs[r.run], &a.styles)
+	return tea.Batch(d.set(r.key(), t.data.runs[r.run], &a.styles), a.loadBodies())
 }
 
 // View renders the whole screen; every region is cut to its exact size.

@@ -39,7 +39,7 @@ func seedStore(t testing.TB, long int) *store.Store {
 		if r.ParentID != "" {
 			r.ParentID = ids[r.ParentID]
 		}
-		msgs := append([]model.Message(nil), rd.own...)
+		msgs := append([]model.Message(nil), rd.ownMsgs()...)
 		require.NoError(t, st.CreateRun(ctx, &r, msgs))
 		ids[old] = r.ID
 	}
@@ -47,7 +47,7 @@ func seedStore(t testing.TB, long int) *store.Store {
 		lt := longTree(long)
 		r := lt.runs[0].run()
 		r.ID, r.TreeID, r.CreatedAt = "", "", t0.Add(-time.Hour)
-		require.NoError(t, st.CreateRun(ctx, &r, lt.runs[0].own))
+		require.NoError(t, st.CreateRun(ctx, &r, lt.runs[0].ownMsgs()))
 	}
 	return st
 }
@@ -102,7 +102,7 @@ func (d *driver) run(cmd tea.Cmd) {
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
 			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg,
-			applyDoneMsg:
+			applyDoneMsg, bodiesLoadedMsg, forkBoundsMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here
@@ -427,9 +427,9 @@ func TestReloadReadsOnlyWhatChanged(t *testing.T) {
 	again, err := LoadTree(ctx, st, id, first)
 	require.NoError(t, err)
 	root := again.runs[0]
-	assert.Same(t, &root0.own[0], &root.own[0], "the root's messages were not read again")
+	assert.Same(t, root0.body, root.body, "the root's messages were not read again")
 	changed := again.runs[again.index[forkID]]
-	assert.Len(t, changed.own, 2, "the fork that grew was")
+	assert.Equal(t, 2, changed.n, "the fork that grew was")
 }
 
 // The detail pane never hands the terminal a hyperlink whose target comes

@@ -114,7 +114,7 @@ func BenchmarkFindKeys(b *testing.B) {
 		a.Update(press("/"))
 		a.tree.finder.input.SetValue(q)
 		a.Update(press("enter"))
-		matches, at, order := findIn(a.tree.data, q)
+		matches, at, order, _ := findIn(context.Background(), a.tree.data, q)
 		a.Update(findDoneMsg{gen: a.tree.gen, query: q, matches: matches, at: at, order: order})
 		if len(a.tree.finder.matches) != 2500 {
 			b.Fatal(len(a.tree.finder.matches))
@@ -133,6 +133,6 @@ func BenchmarkFindSearch(b *testing.B) {
 	data := longTree(10_000)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		findIn(data, "tests pass")
+		findIn(context.Background(), data, "tests pass")
 	}
 }

@@ -816,7 +816,7 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		}
 		// Spending after the fork point: the original's earlier turns are
 		// not part of the comparison.
-		parts := []string{st.status(r.Status).Render(statusText(r, col.msgs)),
+		parts := []string{st.status(r.Status).Render(statusText(r, endsOnOpenCalls(col.msgs))),
 			st.Subtle.Render(plural(steps, "step")), st.Subtle.Render(tokens(model.OwnUsage(col.msgs, 0).Total()) + " tok")}
 		if cs := cost(r.CostUSD); cs != "" && r.ForkAt == c.forkPoint {
 			parts = append(parts, st.Subtle.Render(cs))
@@ -1074,7 +1074,7 @@ func (a *App) compareOpen() tea.Cmd {
 	if ri, ok := a.tree.data.index[id]; ok {
 		rd := a.tree.data.runs[ri]
 		a.tree.moveTo(rowKey{run: int32(ri), msg: int32(rd.run().ForkAt), kind: rowMessage})
-		if len(rd.own) == 0 {
+		if rd.n == 0 {
 			a.tree.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
 		}
 	}

@@ -145,7 +145,7 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 		}
 	}
 	row("id", r.ID)
-	row("status", statusText(r, rd.own))
+	row("status", statusText(r, rd.openEnd))
 	row("error", r.Error)
 	row("harness", r.Harness)
 	row("model", r.Model)
@@ -159,7 +159,7 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	if r.SnapReason != "" {
 		row("snapped", fmt.Sprintf("asked %s, snapped to %d: %s", r.Asked, r.ForkAt, r.SnapReason))
 	}
-	row("messages", fmt.Sprintf("%d own, %d inherited", len(rd.own), r.ForkAt))
+	row("messages", fmt.Sprintf("%d own, %d inherited", rd.n, r.ForkAt))
 	if r.Handoff {
 		row("handoff", "yes: a new session whose first message was the transcript so far")
 	}
@@ -261,6 +261,10 @@ func messageDetail(rd *runData, idx, width int, st *Styles, md func(string) stri
 	m := rd.message(idx)
 	k := idx + 1
 	var b strings.Builder
+	if !rd.loaded(idx) {
+		// Read a page at a time as it comes on screen (bodies.go).
+		return st.Subtle.Render(fmt.Sprintf("K=%d · reading the message…", k))
+	}
 	head := []string{st.role(m.Role).Render(roleLabel(m.Role)), fmt.Sprintf("K=%d", k)}
 	if m.Model != "" {
 		head = append(head, model.SafeText(m.Model))

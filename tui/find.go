@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 // own messages, so inherited messages are searched once, where they were
 // written, and forks folded away are searched too (a match opens them).
 // The search runs in a command (findIn), never in Update: on a long tree
-// it reads every message.
+// it reads every message, from the store one at a time, keeping none.
 type treeFind struct {
 	input  textinput.Model
 	typing bool   // the query is being typed
@@ -48,26 +49,50 @@ type findDoneMsg struct {
 	matches []rowKey
 	at      []int
 	order   map[rowKey]int
+	err     error
 }
 
 // findIn searches data for query. It runs off the UI goroutine: a tree's
-// data is never changed once read (a reload reads a new one).
-func findIn(data *treeData, query string) (matches []rowKey, at []int, order map[rowKey]int) {
+// runs are never changed once read (a reload reads a new one), and its
+// messages are read from the store as they are searched.
+func findIn(ctx context.Context, data *treeData, query string) (matches []rowKey, at []int, order map[rowKey]int, err error) {
 	lq := strings.ToLower(query)
+	has := func(m *model.Message) bool {
+		return strings.Contains(strings.ToLower(model.SafeText(m.PlainText())), lq)
+	}
+	// Which own messages of each run match: read whole from the store,
+	// or from memory.
+	hits := make([]map[int]bool, len(data.runs))
+	for ri, rd := range data.runs {
+		hits[ri] = map[int]bool{}
+		if data.src == nil {
+			for i := rd.first(); i < rd.first()+rd.n; i++ {
+				if has(rd.message(i)) {
+					hits[ri][i] = true
+				}
+			}
+			continue
+		}
+		err := data.src.EachOwnMessage(ctx, rd.run().ID, func(seq int, m model.Message) error {
+			if seq >= rd.first() && seq < rd.first()+rd.n && has(&m) {
+				hits[ri][seq] = true
+			}
+			return ctx.Err()
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	rows := data.flatten(nil)
 	order = make(map[rowKey]int, len(rows))
 	for i, r := range rows {
 		order[r.key()] = i
-		if r.kind != rowMessage {
-			continue
-		}
-		m := data.runs[r.run].message(int(r.msg))
-		if strings.Contains(strings.ToLower(model.SafeText(m.PlainText())), lq) {
+		if r.kind == rowMessage && hits[r.run][int(r.msg)] {
 			matches = append(matches, r.key())
 			at = append(at, i)
 		}
 	}
-	return matches, at, order
+	return matches, at, order, nil
 }
 
 // find searches the open tree for query in a command; its answer (found)
@@ -76,10 +101,10 @@ func findIn(data *treeData, query string) (matches []rowKey, at []int, order map
 func (a *App) find(query string, refresh bool) tea.Cmd {
 	t := a.tree
 	t.finder.pending, t.finder.refreshing = query, refresh
-	data, gen := t.data, t.gen
+	ctx, data, gen := a.ctx, t.data, t.gen
 	return func() tea.Msg {
-		matches, at, order := findIn(data, query)
-		return findDoneMsg{gen: gen, query: query, refresh: refresh, matches: matches, at: at, order: order}
+		matches, at, order, err := findIn(ctx, data, query)
+		return findDoneMsg{gen: gen, query: query, refresh: refresh, matches: matches, at: at, order: order, err: err}
 	}
 }
 
@@ -93,6 +118,10 @@ func (a *App) found(msg findDoneMsg) tea.Cmd {
 		return nil
 	}
 	f := &t.finder
+	if msg.err != nil {
+		f.pending = ""
+		return a.setStatus(fmt.Sprintf("could not search the tree: %s", errorText(msg.err)), levelWarn)
+	}
 	f.pending, f.query = "", msg.query
 	f.matches, f.at, f.order = msg.matches, msg.at, msg.order
 	f.hit = make(map[rowKey]bool, len(msg.matches))

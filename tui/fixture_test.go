@@ -73,9 +73,17 @@ var (
 
 func TestMain(m *testing.M) {
 	time.Local = time.UTC // golden screens show times
-	os.Exit(m.Run())
+	code := m.Run()
+	closeScaleStore()
+	os.Exit(code)
 }
 
 type modelMsg = model.Message
 
 func textMsg(s string) model.Message { return text(model.Assistant, s) }
+
+// ownMsgs is every own message of r, which the fixtures hold in memory.
+func (r *runData) ownMsgs() []model.Message {
+	msgs, _ := r.body.span(0, r.n)
+	return msgs
+}

@@ -58,12 +58,18 @@ type apiInputs struct{ model, baseURL, key textinput.Model }
 // forkDialog is the Fork screen: where to cut, how many branches, what each
 // is told, which harness runs them and how, and how they are scored.
 type forkDialog struct {
-	parent     model.Run
-	transcript []model.Message
-	selected   int // the selected message's index in the transcript
-	runs       map[string]model.Run
-	reg        *harness.Registry
-	getenv     func(string) string
+	parent model.Run
+	// bounds are where the parent's whole transcript can be cut;
+	// selected is the selected message's index in it, role its role.
+	bounds   model.Boundaries
+	selected int
+	role     model.Role
+	// step is the step selected is in, once asked (whereStep).
+	step      model.Step
+	stepKnown bool
+	runs      map[string]model.Run
+	reg       *harness.Registry
+	getenv    func(string) string
 
 	where     forkWhere
 	n         int
@@ -109,7 +115,17 @@ type forkDialog struct {
 // transcript. runs holds the tree's runs by id (to find the agent session
 // that holds the prefix); def is the harness chosen first.
 func newForkDialog(parent model.Run, transcript []model.Message, selected int, reg *harness.Registry, def string, runs map[string]model.Run) *forkDialog {
-	d := &forkDialog{parent: parent, transcript: transcript, selected: selected, n: 1, reg: reg, runs: runs,
+	role := model.User
+	if selected >= 0 && selected < len(transcript) {
+		role = transcript[selected].Role
+	}
+	return newForkDialogAt(parent, model.NewBoundaries(transcript), selected, role, reg, def, runs)
+}
+
+// newForkDialogAt is newForkDialog given where the transcript can be cut
+// (a long run's from the store) and the selected message's role.
+func newForkDialogAt(parent model.Run, bounds model.Boundaries, selected int, role model.Role, reg *harness.Registry, def string, runs map[string]model.Run) *forkDialog {
+	d := &forkDialog{parent: parent, bounds: bounds, selected: selected, role: role, n: 1, reg: reg, runs: runs,
 		harnesses: ownFirst(reg.Names(), parent.Harness), getenv: os.Getenv, api: map[string]*apiInputs{}, width: 80, height: 20}
 	for i, h := range d.harnesses {
 		if h == def {
@@ -242,7 +258,7 @@ func (d *forkDialog) harnessName() string {
 func (d *forkDialog) currentCut() (model.Cut, error) {
 	if at := d.at(); at != d.cutAt || (d.cut == model.Cut{} && d.cutErr == nil) {
 		d.cutAt = at
-		d.cut, d.cutErr = model.Resolve(d.transcript, at)
+		d.cut, d.cutErr = d.bounds.Resolve(at)
 	}
 	return d.cut, d.cutErr
 }
@@ -250,7 +266,7 @@ func (d *forkDialog) currentCut() (model.Cut, error) {
 // fitOf is what harness name can do with the fork as the dialog has it.
 func (d *forkDialog) fitOf(name string) harnessFit {
 	cut, _ := d.currentCut()
-	return fitOf(d.reg, name, d.runs, d.parent, cut.K, len(d.transcript))
+	return fitOf(d.reg, name, d.runs, d.parent, cut.K, d.bounds.Len())
 }
 
 func (d *forkDialog) fit() harnessFit { return d.fitOf(d.harnessName()) }
@@ -305,10 +321,12 @@ func (d *forkDialog) at() model.ContinueFrom {
 	case whereLastUser:
 		return "last_user"
 	case whereStep:
-		for _, s := range model.Steps(d.transcript) {
-			if d.selected >= s.Assistant && (s.End < 0 || d.selected < s.End) {
-				return model.ContinueFrom(fmt.Sprintf("step:%d", s.N))
-			}
+		if !d.stepKnown {
+			d.step, _ = d.bounds.StepAt(d.selected)
+			d.stepKnown = true
+		}
+		if d.step.N > 0 {
+			return model.ContinueFrom(fmt.Sprintf("step:%d", d.step.N))
 		}
 		return model.ContinueFrom(strconv.Itoa(d.selected + 1))
 	}
@@ -321,7 +339,7 @@ func (d *forkDialog) explain() (string, bool) {
 	if err != nil {
 		return err.Error(), false
 	}
-	s := fmt.Sprintf("keeps messages 1–%d of %d; the forks go on from there", cut.K, len(d.transcript))
+	s := fmt.Sprintf("keeps messages 1–%d of %d; the forks go on from there", cut.K, d.bounds.Len())
 	if cut.Reason != "" {
 		s = fmt.Sprintf("asked %s, snapped to %d: %s. A fork never separates tool calls from their results, so it ",
 			cut.Asked, cut.K, cut.Reason) + s
@@ -619,7 +637,7 @@ func (d *forkDialog) view(st *Styles) string {
 	}
 	choice := func(s string) string { return st.Key.Render("‹ ") + s + st.Key.Render(" ›") }
 	lines = append(lines, st.Title.Render("Fork "+model.SafeText(d.parent.Label())),
-		st.Subtle.Render(fmt.Sprintf("from message %d of %d (%s)", d.selected+1, len(d.transcript), roleLabel(d.transcript[d.selected].Role))), "")
+		st.Subtle.Render(fmt.Sprintf("from message %d of %d (%s)", d.selected+1, d.bounds.Len(), roleLabel(d.role))), "")
 	add(fieldWhere, "continue from", choice(whereLabels[d.where]+"  ("+string(d.at())+")"))
 	expl, ok := d.explain()
 	style := st.Subtle

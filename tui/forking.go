@@ -160,22 +160,75 @@ func (a *App) openDialog() tea.Cmd {
 		return nil
 	}
 	ri := int(r.run)
-	transcript := t.data.transcript(ri)
+	rd := t.data.runs[ri]
+	run := rd.run()
 	selected := int(r.msg)
 	if r.kind == rowFork {
-		selected = len(transcript) - 1 // a fork's line forks it at its end
+		selected = run.Len() - 1 // a fork's line forks it at its end
 	}
 	if selected < 0 {
 		return a.setStatus("this fork has no messages yet: fork its parent instead", levelWarn)
 	}
-	run := t.data.runs[ri].run()
+	var role model.Role
+	if rd.loaded(selected) {
+		role = rd.message(selected).Role
+	}
+	if t.data.src == nil {
+		transcript := t.data.transcript(ri)
+		return a.showForkDialog(run, model.NewBoundaries(transcript), selected, transcript[selected].Role)
+	}
+	// Where a long run can be cut is read from the store, in a command.
+	ctx, st, gen := a.ctx, a.st, t.gen
+	return func() tea.Msg {
+		b, err := st.Boundaries(ctx, run.ID)
+		return forkBoundsMsg{gen: gen, run: run.ID, selected: selected, role: role, bounds: b, err: err}
+	}
+}
+
+// forkBoundsMsg brings where a run can be cut, for the Fork screen asked
+// on the tree of generation gen.
+type forkBoundsMsg struct {
+	gen      int
+	run      string
+	selected int
+	role     model.Role
+	bounds   model.Boundaries
+	err      error
+}
+
+// forkBounds opens the Fork screen asked for, unless the tree was read
+// again or left since, or another dialog opened: it would fork a run
+// that may no longer be the one shown.
+func (a *App) forkBounds(msg forkBoundsMsg) tea.Cmd {
+	t := a.tree
+	if t == nil || msg.gen != t.gen || a.screen != screenTree || a.dialog != nil || a.turn != nil || a.replay != nil {
+		return nil
+	}
+	if msg.err != nil {
+		return a.errorStatus(fmt.Errorf("could not read where the run can be cut: %w", msg.err))
+	}
+	ri, ok := t.data.index[msg.run]
+	if !ok {
+		return nil
+	}
+	role := msg.role
+	if role == "" {
+		role = msg.bounds.Role(msg.selected)
+	}
+	return a.showForkDialog(t.data.runs[ri].run(), msg.bounds, msg.selected, role)
+}
+
+// showForkDialog opens the Fork screen on message selected of run, and
+// asks the harnesses whether they are installed here.
+func (a *App) showForkDialog(run model.Run, bounds model.Boundaries, selected int, role model.Role) tea.Cmd {
+	t := a.tree
 	reg := a.opts.Driver.Harnesses
 	runs := make(map[string]model.Run, len(t.data.runs))
 	for _, rd := range t.data.runs {
 		runs[rd.run().ID] = rd.run()
 	}
 	a.forks.dialogGen++
-	a.dialog = newForkDialog(run, transcript, selected, reg, a.ownHarness(run), runs)
+	a.dialog = newForkDialogAt(run, bounds, selected, role, reg, a.ownHarness(run), runs)
 	a.dialog.absent, a.dialog.absentWhy = a.absentHarnesses(), a.opts.Offline
 	a.dialog.gen = a.forks.dialogGen
 	l := a.layout()
@@ -567,6 +620,7 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 	t.data = msg.data
 	a.treeGen++
 	t.gen = a.treeGen
+	t.inflight = nil // pages asked of the tree as it was are dropped
 	t.rows = t.data.flatten(t.folded)
 	t.invalidate()
 	ri, ok := t.data.index[keepRun]
@@ -580,7 +634,7 @@ func (a *App) reloaded(msg treeLoadedMsg) tea.Cmd {
 		// A run that R or m started: show it as it runs.
 		a.forks.follow = ""
 		t.moveTo(rowKey{run: int32(ri), msg: -1, kind: rowFork})
-		if own := t.data.runs[ri].own; len(own) > 0 && t.data.runs[ri].parent < 0 {
+		if t.data.runs[ri].n > 0 && t.data.runs[ri].parent < 0 {
 			t.moveTo(rowKey{run: int32(ri), msg: int32(t.data.runs[ri].run().Len() - 1), kind: rowMessage})
 		}
 	}

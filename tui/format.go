@@ -62,9 +62,10 @@ func age(t, now time.Time) string {
 
 // statusText is a run's status in words, its glyph first. A completed run
 // whose last message calls tools that nobody ran did not finish its work:
-// it stopped at those calls (own is the run's own messages).
-func statusText(r model.Run, own []model.Message) string {
-	if r.Status == model.Completed && endsOnOpenCalls(own) {
+// it stopped at those calls (openEnd: its own messages end on calls
+// nobody answered).
+func statusText(r model.Run, openEnd bool) string {
+	if r.Status == model.Completed && openEnd {
 		return "◌ stopped at tool calls"
 	}
 	return statusGlyph(r.Status) + " " + string(r.Status)

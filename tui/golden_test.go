@@ -29,7 +29,7 @@ func goldenStore(t testing.TB) *store.Store {
 	for _, rd := range sampleTree().runs {
 		r := rd.run()
 		r.TreeID = ""
-		require.NoError(t, st.CreateRun(context.Background(), &r, append([]model.Message(nil), rd.own...)))
+		require.NoError(t, st.CreateRun(context.Background(), &r, append([]model.Message(nil), rd.ownMsgs()...)))
 	}
 	return st
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,10 +144,9 @@ func agentCommand(r model.Run, parentSession string, agents *harness.Registry, e
 	return spec, ""
 }
 
-// sanitizedMessage is a message as plain text for a pager or an editor:
-// a header, then every part, all through model.SafeText.
-func sanitizedMessage(rd *runData, idx int) string {
-	m := rd.message(idx)
+// sanitizedMessage is message idx, m, as plain text for a pager or an
+// editor: a header, then every part, all through model.SafeText.
+func sanitizedMessage(m *model.Message, idx int) string {
 	var b strings.Builder
 	head := []string{fmt.Sprintf("message %d", idx+1), roleLabel(m.Role)}
 	if m.Model != "" {
@@ -184,11 +184,11 @@ func sanitizedMessage(rd *runData, idx int) string {
 	return b.String()
 }
 
-// sanitizedRun is a run's own messages, one after another.
-func sanitizedRun(rd *runData) string {
+// sanitizedRun is a run's own messages, own, one after another.
+func sanitizedRun(rd *runData, own []model.Message) string {
 	r := rd.run()
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s · %s · %s\n", model.SafeText(r.Label()), model.SafeText(r.Harness), statusText(r, rd.own))
+	fmt.Fprintf(&b, "%s · %s · %s\n", model.SafeText(r.Label()), model.SafeText(r.Harness), statusText(r, rd.openEnd))
 	start := r.ForkAt
 	if rd.subagent || rd.parent < 0 {
 		start = 0
@@ -199,9 +199,9 @@ func sanitizedRun(rd *runData) string {
 	case start > 1:
 		fmt.Fprintf(&b, "(messages 1-%d are its parent's)\n", start)
 	}
-	for i := range rd.own {
+	for i := range own {
 		b.WriteString("\n" + strings.Repeat("─", 60) + "\n")
-		b.WriteString(sanitizedMessage(rd, start+i))
+		b.WriteString(sanitizedMessage(&own[i], start+i))
 	}
 	return b.String()
 }
@@ -239,14 +239,27 @@ func (a *App) readSelected(editor bool) tea.Cmd {
 		return nil
 	}
 	rd := t.data.runs[r.run]
-	var text, what string
+	what := "run-" + model.ShortID(rd.run().ID)
 	if r.kind == rowMessage {
-		text, what = sanitizedMessage(rd, int(r.msg)), fmt.Sprintf("message-%d", r.msg+1)
-	} else {
-		text, what = sanitizedRun(rd), "run-"+model.ShortID(rd.run().ID)
+		what = fmt.Sprintf("message-%d", r.msg+1)
 	}
-	env := a.openEnv
+	env, ctx, data := a.openEnv, a.ctx, t.data
 	return func() tea.Msg {
+		// What is not read yet is read here, off the UI goroutine.
+		var text string
+		if r.kind == rowMessage {
+			msgs, err := data.ownMessages(ctx, int(r.run), int(r.msg), int(r.msg)+1)
+			if err != nil || len(msgs) == 0 {
+				return execReadyMsg{err: cmp.Or(err, fmt.Errorf("message %d is gone", r.msg+1))}
+			}
+			text = sanitizedMessage(&msgs[0], int(r.msg))
+		} else {
+			own, err := data.ownMessages(ctx, int(r.run), rd.first(), rd.first()+rd.n)
+			if err != nil {
+				return execReadyMsg{err: err}
+			}
+			text = sanitizedRun(rd, own)
+		}
 		f, err := os.CreateTemp("", "tine-"+what+"-*.txt")
 		if err != nil {
 			return execReadyMsg{err: err}

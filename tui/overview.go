@@ -35,7 +35,7 @@ func (t *treeScreen) foldDepth(d int) string {
 // own, or a worktree a turn ran in (which may hold a diff; git is not
 // asked on a key press). Empty pending forks and subagents do not count.
 func (r *runData) changed() bool {
-	return !r.subagent && r.parent >= 0 && !r.omitted() && (len(r.own) > 0 || r.run().Worktree != "")
+	return !r.subagent && r.parent >= 0 && !r.omitted() && (r.n > 0 || r.run().Worktree != "")
 }
 
 // nextChanged moves to the line of the next (dir 1) or previous (dir -1)

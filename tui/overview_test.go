@@ -136,7 +136,7 @@ func TestNextForkWithChanges(t *testing.T) {
 	ts.setSize(200, 48)
 	var want []string
 	for _, r := range ts.data.flatten(nil) {
-		if rd := ts.data.runs[r.run]; r.kind == rowFork && len(rd.own) > 0 {
+		if rd := ts.data.runs[r.run]; r.kind == rowFork && rd.n > 0 {
 			want = append(want, rd.run().Name)
 		}
 	}

@@ -61,11 +61,10 @@ type replayPanel struct {
 // stepAt is the step of run rd that message i belongs to: how many of its
 // own assistant messages come at or before i.
 func stepAt(rd *runData, i int) (step, total int) {
-	k0 := rd.run().ForkAt
-	for j, m := range rd.own {
-		if m.Role == model.Assistant {
+	for j := rd.first(); j < rd.first()+rd.n; j++ {
+		if rd.bounds.IsAssistant(j) {
 			total++
-			if k0+j <= i {
+			if j <= i {
 				step = total
 			}
 		}

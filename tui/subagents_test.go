@@ -74,6 +74,7 @@ func TestSubagentsOfACompactedSession(t *testing.T) {
 	require.NoError(t, err)
 	d, err := LoadTree(ctx, st, firstTree(t, st), nil)
 	require.NoError(t, err)
+	require.NoError(t, d.preload(ctx, d.flatten(nil), "", 0, 1000), "every message, to look at")
 	var got []string
 	for _, r := range d.flatten(nil) {
 		rd := d.runs[r.run]

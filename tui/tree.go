@@ -27,6 +27,8 @@ type treeScreen struct {
 	// cursor renders no off-screen row.
 	rowCache map[rowKey]string
 	renders  int
+	// inflight are the pages of messages being read (bodies.go).
+	inflight map[pageKey]bool
 
 	spinFrame int // advanced while forks run
 	// streaming holds the tail of the text a running fork is writing now,
@@ -141,7 +143,7 @@ func (t *treeScreen) into() string {
 		t.cursor = h + 1
 	}
 	t.clamp()
-	if len(t.data.runs[target].own) == 0 {
+	if t.data.runs[target].n == 0 {
 		return fmt.Sprintf("%s has no messages of its own yet", t.data.runs[target].run().Label())
 	}
 	return ""
@@ -299,8 +301,11 @@ func (t *treeScreen) renderRow(i int, st *Styles) string {
 	}
 	t.renders++
 	s := " " + t.rowText(r, st)
-	if r.kind != rowFork || t.data.runs[r.run].run().Status != model.Running {
-		t.rowCache[r.key()] = s // a running fork's spinner moves
+	// A running fork's spinner moves; a message not read yet is drawn
+	// again when it is.
+	if (r.kind != rowFork || t.data.runs[r.run].run().Status != model.Running) &&
+		(r.kind != rowMessage || t.data.runs[r.run].loaded(int(r.msg))) {
+		t.rowCache[r.key()] = s
 	}
 	return s
 }
@@ -333,6 +338,9 @@ func (t *treeScreen) rowText(r row, st *Styles) string {
 		tok = tokens(u)
 	}
 	snippet := messageSnippet(m)
+	if !rd.loaded(int(r.msg)) {
+		role, snippet = "", "…" // read as it comes on screen (bodies.go)
+	}
 	fixed := ansi.StringWidth(guides) + kw + 3 + 10 + 6
 	snipW := max(w-fixed, 0)
 	left := fmt.Sprintf("%s%*d %s ", guides, kw, k, mark)
@@ -363,7 +371,7 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		fold = "▸"
 	}
 	guides := strings.Repeat("│ ", min(max(depth-1, 0), 8))
-	parts := []string{plural(len(rd.own), "msg")}
+	parts := []string{plural(rd.n, "msg")}
 	if u := run.Usage.Total(); u > 0 {
 		parts = append(parts, tokens(u)+" tok")
 	}
@@ -383,7 +391,7 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if c := checkMark(run.Check); c != "" {
 		parts = append(parts, c)
 	}
-	status := statusText(run, rd.own)
+	status := statusText(run, rd.openEnd)
 	if run.Status == model.Running {
 		status = spinFrames[t.spinFrame%len(spinFrames)] + " " + string(run.Status)
 	}
@@ -397,14 +405,9 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		status += " “" + model.OneLine(lastRunes(live, 40), 40) + "”"
 	}
 	label := model.SafeText(run.Label())
-	if run.Name == "" && len(rd.own) > 0 {
+	if run.Name == "" && rd.label != "" {
 		// An agent's fork has no name: its first prompt says what it tried.
-		for _, m := range rd.own {
-			if m.IsPrompt() {
-				label = model.OneLine(m.PlainText(), 40)
-				break
-			}
-		}
+		label = rd.label
 	}
 	mark := "⑂ "
 	if rd.subagent {

@@ -34,6 +34,8 @@ func press(k string) tea.KeyPressMsg {
 		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
 	case "pgdown":
 		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "pgup":
+		return tea.KeyPressMsg{Code: tea.KeyPgUp}
 	case "ctrl+c":
 		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
 	case "ctrl+s":
@@ -202,7 +204,7 @@ func TestNewTreeDataBoundariesSpanTheInheritedPrefix(t *testing.T) {
 	assert.True(t, terse.bounds.Safe(6))
 	assert.False(t, terse.bounds.Safe(3), "the fork knows its inherited prefix's tool batch")
 	nested := data.runs[data.index["forkcccc3333"]]
-	assert.Empty(t, nested.own)
+	assert.Zero(t, nested.n)
 	assert.Equal(t, 2, nested.run().Len())
 }
 
@@ -212,7 +214,7 @@ func TestSubagentShowsUnderItsCall(t *testing.T) {
 	own := map[string][]model.Message{}
 	for _, rd := range base.runs {
 		runs = append(runs, rd.run())
-		own[rd.run().ID] = rd.own
+		own[rd.run().ID] = rd.ownMsgs()
 	}
 	sub := model.Run{ID: "sub00000", TreeID: "sub00000", SpawnedBy: "root0000aaaa", SpawnedCall: "tc2", Title: "look up Rome", Harness: "claude", Status: model.Completed}
 	runs = append(runs, sub)
@@ -332,9 +334,16 @@ func TestHiddenRunShowsOnlyWhatItsForksShare(t *testing.T) {
 // TestStoppedAtToolCalls: a completed run whose last message calls tools
 // nobody ran says so instead of "completed".
 func TestStoppedAtToolCalls(t *testing.T) {
-	data := sampleTree()
+	base := sampleTree()
+	var runs []model.Run
+	own := map[string][]model.Message{}
+	for _, rd := range base.runs {
+		runs = append(runs, rd.run())
+		own[rd.run().ID] = rd.ownMsgs()
+	}
+	own["forkaaaa1111"] = append(own["forkaaaa1111"], callMsg("x1", "x2"), resultMsg("x1", "ok"))
+	data := newTreeData(runs, own)
 	ri := data.index["forkaaaa1111"]
-	data.runs[ri].own = append(data.runs[ri].own, callMsg("x1", "x2"), resultMsg("x1", "ok"))
 	ts := newTreeScreen(data)
 	ts.setSize(120, 20)
 	line := ts.forkText(data.runs[ri], 1, nil)

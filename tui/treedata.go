@@ -2,28 +2,52 @@ package tui
 
 import (
 	"cmp"
+	"context"
 	"slices"
 
 	"tine/model"
 )
 
-// treeData is one loaded fork tree: every run with its own messages and the
-// boundaries of its full transcript. A fork's inherited prefix is not
-// copied: full transcripts are only assembled to find pair-safe cuts.
+// treeData is one loaded fork tree: every run, how many messages it has
+// of its own and where they can be cut, and the own messages read so far.
+// A fork's inherited prefix is not copied: it shows under its parent.
+// Opening a tree reads its structure; message bodies are read a page at
+// a time for the rows on screen (bodies), so a 200,000-message run opens
+// about as fast as a small one (ARCHITECTURE.md, "Reading a tree").
 type treeData struct {
 	root  *model.Node
 	runs  []*runData // parents before children
 	index map[string]int
 	// replays says how each run that is a replay was made (rule 9).
 	replays map[string]model.Replay
+	// src reads own messages a page at a time; nil when every run's
+	// messages are in memory already (newTreeData).
+	src bodySource
+}
+
+// bodySource reads a run's own messages: those with seq from up to to,
+// or each in turn (a search).
+type bodySource interface {
+	OwnMessagesRange(ctx context.Context, runID string, from, to int) ([]model.Message, error)
+	EachOwnMessage(ctx context.Context, runID string, fn func(seq int, m model.Message) error) error
 }
 
 // runData is one run of a loaded tree.
 type runData struct {
-	node   *model.Node
-	own    []model.Message // messages ForkAt.. of the run
+	node *model.Node
+	// n is how many messages the run has of its own, ForkAt on (from 0
+	// for a subagent, which inherits nothing).
+	n int
+	// bounds answers where the run's own messages can be cut: K from
+	// ForkAt+1 to the run's end (model.BoundariesOf).
 	bounds model.Boundaries
-	parent int // index in treeData.runs, -1 for the root
+	body   *bodies
+	// label is the run's first prompt on a line ("" when it has none), what
+	// a fork without a name is called; openEnd says its own messages end
+	// with calls nobody answered.
+	label   string
+	openEnd bool
+	parent  int // index in treeData.runs, -1 for the root
 	// children are indexes of the forks made from this run, by boundary.
 	children []int
 	// subagent runs were started by a tool call of the parent, at message
@@ -40,11 +64,70 @@ type runData struct {
 
 func (r *runData) run() model.Run { return r.node.Run }
 
-// message returns the message at absolute index i, which must be own.
-func (r *runData) message(i int) *model.Message { return &r.own[i-r.node.Run.ForkAt] }
+// first is the index of the run's first own message.
+func (r *runData) first() int { return r.node.Run.ForkAt }
 
-// newTreeData builds a tree from its runs and each run's own messages.
+// placeholder is what a message not read yet shows as.
+var placeholder = model.Message{}
+
+// message returns the own message at absolute index i, or an empty
+// placeholder while its page is not read yet (loaded says which).
+func (r *runData) message(i int) *model.Message {
+	if m := r.body.get(i - r.first()); m != nil {
+		return m
+	}
+	p := placeholder
+	return &p
+}
+
+// loaded reports whether the own message at absolute index i is read.
+func (r *runData) loaded(i int) bool { return r.body.get(i-r.first()) != nil }
+
+// ownMessages returns the run's own messages from absolute index from up
+// to to: those read already, else read now from src (never in Update).
+func (t *treeData) ownMessages(ctx context.Context, ri, from, to int) ([]model.Message, error) {
+	r := t.runs[ri]
+	from, to = max(from, r.first()), min(to, r.first()+r.n)
+	if from >= to {
+		return nil, nil
+	}
+	if msgs, ok := r.body.span(from-r.first(), to-r.first()); ok || t.src == nil {
+		return msgs, nil
+	}
+	return t.src.OwnMessagesRange(ctx, r.run().ID, from, to)
+}
+
+// newTreeData builds a tree from its runs and each run's own messages,
+// all in memory.
 func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
+	t := buildTree(runs, func(n *model.Node) *runData {
+		msgs := own[n.Run.ID]
+		return &runData{node: n, n: len(msgs), body: newBodies(msgs), label: firstPrompt(msgs), openEnd: endsOnOpenCalls(msgs)}
+	})
+	// Boundaries span each run's whole transcript, worked out from its
+	// messages and its ancestors'.
+	full := map[string][]model.Message{}
+	for _, rd := range t.runs {
+		msgs := own[rd.run().ID]
+		transcript := msgs
+		if rd.parent >= 0 && !rd.subagent {
+			p := full[t.runs[rd.parent].run().ID]
+			transcript = append(slices.Clip(p[:min(rd.run().ForkAt, len(p))]), msgs...)
+		}
+		full[rd.run().ID] = transcript
+		rd.bounds = model.NewBoundaries(transcript)
+		if rd.subagent {
+			rd.spawnedAt = spawnPoint(t.runs[rd.parent], own[t.runs[rd.parent].run().ID], rd.run().SpawnedCall)
+		}
+	}
+	t.finish()
+	return t
+}
+
+// buildTree lays runs out as a tree, parents before children, with the
+// runData made makes of each node; subagents' spawn points are the
+// caller's to set, then finish.
+func buildTree(runs []model.Run, made func(*model.Node) *runData) *treeData {
 	roots := model.BuildTrees(runs)
 	t := &treeData{index: map[string]int{}}
 	if len(roots) == 0 {
@@ -60,30 +143,18 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 			break
 		}
 	}
-	full := map[string][]model.Message{}
 	var add func(n *model.Node, parent int, subagent bool)
 	add = func(n *model.Node, parent int, subagent bool) {
-		rd := &runData{node: n, own: own[n.Run.ID], parent: parent, subagent: subagent}
-		// The fork's own message count is what was loaded, whatever the row says.
-		rd.node.Run.OwnMessages = len(rd.own)
-		var transcript []model.Message
-		if parent >= 0 && !subagent {
-			p := t.runs[parent].run().ID
-			k := min(n.Run.ForkAt, len(full[p]))
-			transcript = append(slices.Clip(full[p][:k]), rd.own...)
-		} else {
-			transcript = rd.own
-		}
-		full[n.Run.ID] = transcript
-		rd.bounds = model.NewBoundaries(transcript)
+		rd := made(n)
+		rd.parent, rd.subagent = parent, subagent
+		// The fork's own message count is what was read, whatever the row says.
+		rd.node.Run.OwnMessages = rd.n
 		idx := len(t.runs)
 		t.index[n.Run.ID] = idx
 		t.runs = append(t.runs, rd)
 		if parent >= 0 {
 			if subagent {
-				prd := t.runs[parent]
-				rd.spawnedAt = spawnPoint(prd, n.Run.SpawnedCall)
-				prd.subagents = append(prd.subagents, idx)
+				t.runs[parent].subagents = append(t.runs[parent].subagents, idx)
 			} else {
 				t.runs[parent].children = append(t.runs[parent].children, idx)
 			}
@@ -120,12 +191,21 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 		}
 		later = wait
 	}
+	return t
+}
+
+// finish orders each run's subagents by where they were started and
+// counts depths and what is below each run.
+func (t *treeData) finish() {
 	// Each subagent goes right under the call that started it, whenever it
 	// was created; those no call started (a compaction) go at the end.
 	for _, rd := range t.runs {
 		slices.SortStableFunc(rd.subagents, func(x, y int) int {
 			return cmp.Compare(t.runs[x].spawnedAt, t.runs[y].spawnedAt)
 		})
+	}
+	if len(t.runs) == 0 {
+		return
 	}
 	// Parents come before their forks and subagents: depths go forward,
 	// counts of what is below go backward.
@@ -138,7 +218,16 @@ func newTreeData(runs []model.Run, own map[string][]model.Message) *treeData {
 			t.runs[rd.parent].below += 1 + rd.below
 		}
 	}
-	return t
+}
+
+// firstPrompt is the first message a person typed of msgs, on a line.
+func firstPrompt(msgs []model.Message) string {
+	for _, m := range msgs {
+		if m.IsPrompt() {
+			return model.OneLine(m.PlainText(), 40)
+		}
+	}
+	return ""
 }
 
 // omitted reports whether the fork's line is left out of the tree: it was
@@ -147,20 +236,21 @@ func (r *runData) omitted() bool {
 	return r.run().Hidden && len(r.children) == 0 && len(r.subagents) == 0
 }
 
-// spawnPoint is the index of the message in r that made tool call id (the
-// run's last message when there is no such call, or no call at all).
-func spawnPoint(r *runData, id string) int {
+// spawnPoint is the index of the message of r's own, msgs, that made tool
+// call id (the run's last message when there is no such call, or no call
+// at all).
+func spawnPoint(r *runData, msgs []model.Message, id string) int {
 	if id == "" {
-		return r.run().ForkAt + len(r.own) - 1
+		return r.run().ForkAt + len(msgs) - 1
 	}
-	for i := len(r.own) - 1; i >= 0; i-- {
-		for _, p := range r.own[i].Parts {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		for _, p := range msgs[i].Parts {
 			if p.Kind == model.ToolCall && p.ToolCallID == id {
 				return r.run().ForkAt + i
 			}
 		}
 	}
-	return r.run().ForkAt + len(r.own) - 1
+	return r.run().ForkAt + len(msgs) - 1
 }
 
 // rowKind tells a message row from a fork header.
@@ -196,7 +286,7 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	}
 	n := 0
 	for _, r := range t.runs {
-		n += len(r.own) + 1
+		n += r.n + 1
 	}
 	rows := make([]row, 0, n)
 	var emitRun func(ri int, depth int16)
@@ -215,7 +305,7 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 		if r.subagent {
 			start = 0
 		}
-		end := start + len(r.own)
+		end := start + r.n
 		if r.run().Hidden {
 			// A hidden run was replaced (rule 7 in ARCHITECTURE.md): what its
 			// forks share with it stays, its own continuation is not shown.
@@ -232,6 +322,20 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 			ci++
 		}
 		for i := start; i < end; i++ {
+			// Up to the next fork or subagent, message after message.
+			stop := end
+			if si < len(r.subagents) {
+				stop = min(stop, max(t.runs[r.subagents[si]].spawnedAt, i))
+			}
+			if ci < len(r.children) {
+				stop = min(stop, max(t.runs[r.children[ci]].run().ForkAt-1, i))
+			}
+			for ; i < stop; i++ {
+				rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
+			}
+			if i == end {
+				break
+			}
 			rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
 			for si < len(r.subagents) && t.runs[r.subagents[si]].spawnedAt <= i {
 				emitFork(r.subagents[si], depth+1)
@@ -253,15 +357,16 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	return rows
 }
 
-// transcript assembles run ri's full transcript: its ancestors' prefix and
-// its own messages. It copies message headers (not their parts), so it is
-// for occasional use, like opening the fork dialog.
+// transcript assembles run ri's full transcript from memory: its
+// ancestors' prefix and its own messages. It is for trees whose messages
+// are all in memory (src nil).
 func (t *treeData) transcript(ri int) []model.Message {
 	r := t.runs[ri]
+	own, _ := r.body.span(0, r.n)
 	if r.parent < 0 || r.subagent {
-		return r.own
+		return own
 	}
 	prefix := t.transcript(r.parent)
 	k := min(r.run().ForkAt, len(prefix))
-	return append(slices.Clip(prefix[:k]), r.own...)
+	return append(slices.Clip(prefix[:k]), own...)
 }

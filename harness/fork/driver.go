@@ -33,9 +33,10 @@ import (
 type Store interface {
 	Run(ctx context.Context, id string) (model.Run, error)
 	Messages(ctx context.Context, runID string) ([]model.Message, int, error)
-	// Shape is the transcript with roles, part kinds and tool ids only:
-	// enough to find pair-safe cuts, cheap on long runs.
-	Shape(ctx context.Context, runID string) ([]model.Message, error)
+	// Boundaries says where the run's whole transcript can be cut, from
+	// what was stored with its messages: as cheap on a long run as on a
+	// short one (rule 1 in ARCHITECTURE.md).
+	Boundaries(ctx context.Context, runID string) (model.Boundaries, error)
 	CreateForks(ctx context.Context, forks []*model.Run) error
 	// ForkNames are the names of a run's forks.
 	ForkNames(ctx context.Context, id string) ([]string, error)
@@ -182,11 +183,11 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	if parent.Status == model.Running {
 		return nil, model.Cut{}, midTurnError(parent)
 	}
-	msgs, err := d.Store.Shape(ctx, parent.ID)
+	bounds, err := d.Store.Boundaries(ctx, parent.ID)
 	if err != nil {
 		return nil, model.Cut{}, err
 	}
-	cut, err := model.Resolve(msgs, spec.At)
+	cut, err := bounds.Resolve(spec.At)
 	if err != nil {
 		return nil, cut, err
 	}
@@ -214,8 +215,8 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 		if cwd, err = d.workDir(ctx, parent, spec.InPlace); err != nil {
 			return nil, cut, err
 		}
-	} else if !caps.ForkAtK && cut.K != len(msgs) {
-		return nil, cut, fmt.Errorf("harness %s can only fork at the end of a run (K=%d), not at K=%d", hname, len(msgs), cut.K)
+	} else if !caps.ForkAtK && cut.K != bounds.Len() {
+		return nil, cut, fmt.Errorf("harness %s can only fork at the end of a run (K=%d), not at K=%d", hname, bounds.Len(), cut.K)
 	}
 	forkModel := spec.Model
 	if forkModel == "" && hname == parent.Harness {
@@ -233,7 +234,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	for i := range forks {
 		forks[i] = &model.Run{
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			ParentLen: len(msgs), Harness: hname, Model: forkModel, Cwd: cwd, Branch: parent.Branch,
+			ParentLen: bounds.Len(), Harness: hname, Model: forkModel, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
 			Check: check, Budget: spec.Budget,
 			// Distinct times keep siblings in the order they were asked for.
