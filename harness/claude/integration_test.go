@@ -544,7 +544,10 @@ func TestRealFaults(t *testing.T) {
 			g, err := r.turn(context.Background(), harness.TurnRequest{Input: "fail", Dir: gitRepo(t)})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
-			assert.Less(t, time.Since(at), 30*time.Second)
+			// One retry, not Claude's default ten with backoff (minutes);
+			// the note below says which. The bound is loose: on a loaded
+			// machine the one retry took 31 s.
+			assert.Less(t, time.Since(at), 2*time.Minute)
 			require.NotEmpty(t, g.notes)
 			assert.Contains(t, g.notes[0], "retry 1 of 1")
 			require.Len(t, g.msgs, 2, "the prompt and Claude's own error message")
