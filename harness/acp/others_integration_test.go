@@ -140,7 +140,10 @@ func TestRealOtherACPAgents(t *testing.T) {
 
 			// The next turn continues the agent's own session.
 			r.srv.Push(modelserver.Reply{Text: "You asked for hello.txt.", Match: &modelserver.Match{Tools: &withTools, Contains: "what did I ask"}})
-			again := r.turn(ctx, harness.TurnRequest{Input: "what did I ask first?", Dir: dir, Run: model.Run{NativeID: session}})
+			// The run's transcript so far goes with it, as the fork driver
+			// sends it: Gemini CLI's turn waits out the minute its session
+			// started in, which its first message dates.
+			again := r.turn(ctx, harness.TurnRequest{Input: "what did I ask first?", Dir: dir, Run: model.Run{NativeID: session}, Prefix: ms})
 			require.NoError(t, again.err)
 			assert.Equal(t, []string{`user: text "what did I ask first?"`, `assistant: text "You asked for hello.txt."`}, texts(again.messages()))
 			req := r.bodiesOf(a.api, "what did I ask")

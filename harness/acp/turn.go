@@ -52,6 +52,10 @@ func (h *Harness) Turn(ctx context.Context, req harness.TurnRequest, emit func(h
 		// In a replay's sandbox, Claude Code writes its own state.
 		sb = sb.With(harness.ClaudeState(agentproc.MergeEnv(nil, append(slices.Clip(h.cfg.Env), env...)))...)
 	}
+	if err := t.awaitLoadable(ctx); err != nil {
+		t.out.close()
+		return err
+	}
 	a, err := h.start(ctx, dir, t, env, sb)
 	if err != nil {
 		t.out.close()
@@ -169,6 +173,65 @@ func (t *turn) settle(ctx context.Context) {
 		case <-time.After(replayQuiet - quiet):
 		}
 	}
+}
+
+// loadResetsSameMinute names the ACP agents whose session/load wipes a
+// session started in the same wall-clock minute. Gemini CLI 0.61.0 names a
+// session's file by the minute it started and its id's first 8 characters
+// (chats/session-2026-12-02T07-04-3dfd8402.jsonl), and its session/load
+// starts a new recording for that id before it reads the old one: in the
+// same minute that is the same file, and the new recording's first
+// record ({"$set": {"messages": [...]}}) resets the history. The load then
+// answers "No previous sessions found for this project", and the session
+// is empty for gemini --resume too. In a later minute the new recording
+// gets a file of its own and the load reads the old one.
+var loadResetsSameMinute = map[string]bool{"gemini": true}
+
+// awaitLoadable holds back a turn that will session/load a session of an
+// agent in loadResetsSameMinute until the minute the session started has
+// passed (at most a minute; a person seldom continues that soon).
+// ARCHITECTURE.md (Harness capabilities) says why.
+func (t *turn) awaitLoadable(ctx context.Context) error {
+	req := t.req
+	if !loadResetsSameMinute[t.h.agentName()] || req.Run.NativeID == "" || req.Handoff != "" || req.Origin != nil {
+		return nil
+	}
+	started := sessionStart(req)
+	if started.IsZero() {
+		return nil
+	}
+	// The agent's file is named at session/new, before the session's
+	// first message was stamped: that message's minute is the latest
+	// the file can carry. A second's margin for the two clocks' reads.
+	wait := started.Truncate(time.Minute).Add(time.Minute + time.Second).Sub(t.h.now())
+	if wait <= 0 {
+		return nil
+	}
+	t.out.push(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf(
+		"waiting %s before %s loads session %s: a load in the minute the session started would reset it",
+		wait.Round(time.Second), t.h.agentName(), req.Run.NativeID)})
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+		return nil
+	}
+}
+
+// sessionStart is when the turn's native session was started, as near as
+// tine knows: the time of the run's first own message (its messages past
+// the inherited prefix), else when the run was made.
+func sessionStart(req harness.TurnRequest) time.Time {
+	own := req.Prefix
+	if k := req.Run.ForkAt; k > 0 && k <= len(own) {
+		own = own[k:]
+	}
+	for _, m := range own {
+		if !m.Time.IsZero() {
+			return m.Time
+		}
+	}
+	return req.Run.CreatedAt
 }
 
 var _ sdk.Client = (*turn)(nil)
