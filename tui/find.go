@@ -237,11 +237,13 @@ func highlight(s, query string, style lipgloss.Style) string {
 // harnessLine is a query on one short line, safe for the terminal.
 func harnessLine(s string) string { return ansi.Truncate(model.SafeText(s), 40, "…") }
 
-// copiedMsg says where a copied message went besides the clipboard.
+// copiedMsg says what was copied and where it went besides the clipboard.
 type copiedMsg struct {
 	what, path string
-	bytes      int
+	text       string
 	err        error
+	// unread is why the message could not be read to copy it.
+	unread error
 }
 
 // copySelected copies the message under the cursor: to the clipboard with
@@ -249,16 +251,35 @@ type copiedMsg struct {
 // file under the state dir, so it is somewhere for sure. What is copied is
 // what the screen shows, through model.SafeText (ARCHITECTURE.md, terminal
 // safety): a transcript's escape sequences, C1 and bidi controls would run
-// or lie again wherever the copy is pasted.
+// or lie again wherever the copy is pasted. A message whose page is not
+// read yet (a long run's, far from where it was read) is read by the
+// command, off Update, never copied as the empty row it shows meanwhile.
 func (a *App) copySelected() tea.Cmd {
 	t := a.tree
 	r, _ := t.selected() // on a message: copyOff
-	text := model.SafeText(t.data.runs[r.run].message(int(r.msg)).PlainText())
-	what := fmt.Sprintf("message %d", r.msg+1)
-	return tea.Batch(tea.SetClipboard(text), func() tea.Msg {
+	ri, i := int(r.run), int(r.msg)
+	what := fmt.Sprintf("message %d", i+1)
+	var m *model.Message
+	if rd := t.data.runs[ri]; rd.loaded(i) {
+		c := *rd.message(i)
+		m = &c
+	}
+	data, ctx := t.data, a.ctx
+	return func() tea.Msg {
+		if m == nil {
+			ms, err := data.ownMessages(ctx, ri, i, i+1)
+			if err == nil && len(ms) != 1 {
+				err = fmt.Errorf("the store has no %s in this run", what)
+			}
+			if err != nil {
+				return copiedMsg{what: what, unread: err}
+			}
+			m = &ms[0]
+		}
+		text := model.SafeText(m.PlainText())
 		path, err := writeCopy(text)
-		return copiedMsg{what: what, path: path, bytes: len(text), err: err}
-	})
+		return copiedMsg{what: what, path: path, text: text, err: err}
+	}
 }
 
 // writeCopy writes text to copied.txt next to the log, private.
@@ -276,15 +297,19 @@ func writeCopy(text string) (string, error) {
 }
 
 func (a *App) copied(msg copiedMsg) tea.Cmd {
+	if msg.unread != nil {
+		return a.setStatus(fmt.Sprintf("could not copy %s: reading it failed: %s", msg.what, errorText(msg.unread)), levelError)
+	}
 	where := "the clipboard (OSC 52)"
+	clip := tea.SetClipboard(msg.text)
 	if msg.err != nil {
-		return a.setStatus(fmt.Sprintf("copied %s to %s; could not also write it to a file: %s", msg.what, where, errorText(msg.err)), levelWarn)
+		return tea.Batch(clip, a.setStatus(fmt.Sprintf("copied %s to %s; could not also write it to a file: %s", msg.what, where, errorText(msg.err)), levelWarn))
 	}
 	p := msg.path
 	if home, err := os.UserHomeDir(); err == nil && strings.HasPrefix(p, home) {
 		p = "~" + strings.TrimPrefix(p, home)
 	}
-	return a.setStatus(fmt.Sprintf("copied %s (%s) to %s, and to %s if your terminal ignores that", msg.what, plural(msg.bytes, "byte"), where, model.SafeText(p)), levelInfo)
+	return tea.Batch(clip, a.setStatus(fmt.Sprintf("copied %s (%s) to %s, and to %s if your terminal ignores that", msg.what, plural(len(msg.text), "byte"), where, model.SafeText(p)), levelInfo))
 }
 
 // findTable is the tree's while a search is typed: keys are text but

@@ -73,25 +73,66 @@ func TestCopyTheMessage(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	d := newDriver(t, seedStore(t, 0), 140, 30)
 	d.keys("enter")
-	_, cmd := d.a.Update(press("y"))
-	require.NotNil(t, cmd)
-	var got []tea.Msg
-	for _, c := range cmd().(tea.BatchMsg) {
-		got = append(got, c())
-	}
-	var copied copiedMsg
-	for _, m := range got {
-		if c, ok := m.(copiedMsg); ok {
-			copied = c
-		}
-	}
-	require.NotEmpty(t, copied.path)
-	d.send(copied)
+	copied, clip := copyAtCursor(t, d)
 	assert.Contains(t, d.plain(), "copied message 1")
 	body, err := os.ReadFile(filepath.Join(os.Getenv("XDG_STATE_HOME"), "tine", "copied.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "What is the weather in Paris, Rome and Oslo?", string(body))
-	assert.Len(t, got, 2, "the OSC 52 copy and the file")
+	assert.Equal(t, string(body), clip, "the OSC 52 copy is the file's")
+	assert.Equal(t, "message 1", copied.what)
+}
+
+// copyAtCursor presses y, runs its command (reading the message, writing
+// copied.txt) and hands its answer to the app; it returns the answer and
+// what the app then put on the clipboard.
+func copyAtCursor(t *testing.T, d *driver) (copiedMsg, string) {
+	t.Helper()
+	_, cmd := d.a.Update(press("y"))
+	require.NotNil(t, cmd)
+	copied, ok := cmd().(copiedMsg)
+	require.True(t, ok, "y's command answers with what it copied")
+	_, cmd = d.a.Update(copied)
+	d.a.View()
+	require.NotNil(t, cmd)
+	cmds := []tea.Cmd{cmd}
+	if b, ok := cmd().(tea.BatchMsg); ok {
+		cmds = b
+	}
+	var clip string
+	for _, c := range cmds {
+		if c == nil {
+			continue
+		}
+		if m := c(); m != nil && fmt.Sprintf("%T", m) == "tea.setClipboardMsg" {
+			clip = fmt.Sprint(m)
+		}
+	}
+	return copied, clip
+}
+
+// TestCopyAMessageNotReadYet: y on a long run's message whose page has
+// not been read (or was let go) copies the message, read from the store,
+// not the empty row it shows until its page comes.
+func TestCopyAMessageNotReadYet(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	d := newDriver(t, seedStore(t, 0), 140, 30)
+	d.keys("enter")
+	tr := d.a.tree
+	r, _ := tr.selected()
+	rd := tr.data.runs[r.run]
+	want := model.SafeText(rd.message(int(r.msg)).PlainText())
+	require.NotEmpty(t, want)
+	rd.body.mu.Lock()
+	clear(rd.body.pages) // as pages far from the screen are let go
+	rd.body.mu.Unlock()
+	require.False(t, rd.loaded(int(r.msg)))
+	copied, clip := copyAtCursor(t, d)
+	require.NoError(t, copied.unread)
+	body, err := os.ReadFile(filepath.Join(os.Getenv("XDG_STATE_HOME"), "tine", "copied.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, want, string(body))
+	assert.Equal(t, want, clip)
+	assert.Contains(t, d.plain(), "copied message 1")
 }
 
 // TestFindTakesAPaste: a pasted query lands in the find line.
