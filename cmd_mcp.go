@@ -24,8 +24,8 @@ import (
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "mcp", "",
 		"Serve tine as an MCP server over stdio (JSON-RPC on stdin and stdout), with the tools\n"+
-			"list_sessions, show, checkpoints, fork_session, run, compare and replay, each answering\n"+
-			"with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
+			"list_sessions, show, checkpoints, fork_session, run, compare, replay and apply, each\n"+
+			"answering with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
 			"  claude mcp add tine -- tine mcp\n"+
 			"  codex mcp add tine -- tine mcp")
 	if _, err := f.parse(args, 0, 0); err != nil {
@@ -51,22 +51,30 @@ type (
 		Run string `json:"run" jsonschema:"a run id, a unique prefix of one, or a fork's name"`
 	}
 	mcpForkArgs struct {
-		Session  string   `json:"session" jsonschema:"the run to fork: a run id, a unique prefix of one, or a fork's name"`
-		N        int      `json:"n,omitempty" jsonschema:"how many forks (1-10; default 1, or one per message)"`
-		Message  string   `json:"message,omitempty" jsonschema:"the message every fork gets"`
-		Messages []string `json:"messages,omitempty" jsonschema:"one message per fork"`
-		Names    []string `json:"names,omitempty" jsonschema:"a name per fork"`
-		At       string   `json:"at,omitempty" jsonschema:"where to cut: end, last_user, a boundary K, or step:N (default end)"`
-		Harness  string   `json:"harness,omitempty" jsonschema:"the harness to continue with (default the run's own)"`
-		Check    string   `json:"check,omitempty" jsonschema:"a shell command run in each finished fork's worktree; the best is marked"`
-		Handoff  bool     `json:"handoff,omitempty" jsonschema:"continue with another agent as a handoff (a new session given the transcript)"`
-		Wait     bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
+		Session   string   `json:"session" jsonschema:"the run to fork: a run id, a unique prefix of one, or a fork's name"`
+		N         int      `json:"n,omitempty" jsonschema:"how many forks (1-10; default 1, or one per message)"`
+		Message   string   `json:"message,omitempty" jsonschema:"the message every fork gets"`
+		Messages  []string `json:"messages,omitempty" jsonschema:"one message per fork"`
+		Names     []string `json:"names,omitempty" jsonschema:"a name per fork"`
+		At        string   `json:"at,omitempty" jsonschema:"where to cut: end, last_user, a boundary K, or step:N (default end)"`
+		Harness   string   `json:"harness,omitempty" jsonschema:"the harness to continue with (default the run's own)"`
+		Check     string   `json:"check,omitempty" jsonschema:"a shell command run in each finished fork's worktree; the best is marked"`
+		Handoff   bool     `json:"handoff,omitempty" jsonschema:"continue with another agent as a handoff (a new session given the transcript)"`
+		Wait      bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
+		MaxTokens string   `json:"max_tokens,omitempty" jsonschema:"a budget: stop each fork when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
+		MaxCost   string   `json:"max_cost,omitempty" jsonschema:"a budget: stop each fork when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
 	}
 	mcpTurnArgs struct {
-		Run     string `json:"run" jsonschema:"the run to continue"`
-		Message string `json:"message" jsonschema:"the message of the turn"`
-		Harness string `json:"harness,omitempty" jsonschema:"another harness (a handoff)"`
-		Wait    bool   `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
+		Run       string `json:"run" jsonschema:"the run to continue"`
+		Message   string `json:"message" jsonschema:"the message of the turn"`
+		Harness   string `json:"harness,omitempty" jsonschema:"another harness (a handoff)"`
+		Wait      bool   `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
+		MaxTokens string `json:"max_tokens,omitempty" jsonschema:"a budget: stop the run when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
+		MaxCost   string `json:"max_cost,omitempty" jsonschema:"a budget: stop the run when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
+	}
+	mcpApplyArgs struct {
+		Fork   string `json:"fork" jsonschema:"the fork whose work to bring into the checkout it was made from: a run id, a unique prefix of one, or a fork's name"`
+		Commit bool   `json:"commit,omitempty" jsonschema:"apply as one commit naming the fork (default: as uncommitted changes)"`
 	}
 	mcpCompareArgs struct {
 		Runs []string `json:"runs" jsonschema:"two or more runs"`
@@ -78,6 +86,8 @@ type (
 		Continuations int    `json:"continuations,omitempty" jsonschema:"live continuations from the step (0 only verifies)"`
 		Base          string `json:"base,omitempty" jsonschema:"the commit to replay from (default the run's)"`
 		Wait          bool   `json:"wait,omitempty" jsonschema:"wait for the replay to end"`
+		MaxTokens     string `json:"max_tokens,omitempty" jsonschema:"a budget: stop each continuation when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
+		MaxCost       string `json:"max_cost,omitempty" jsonschema:"a budget: stop each continuation when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
 	}
 )
 
@@ -118,6 +128,7 @@ func newMCPServer(db string) *mcp.Server {
 			if a.Handoff {
 				argv = append(argv, "--handoff")
 			}
+			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
 			if a.Wait {
 				argv = append(argv, "--wait")
 			}
@@ -126,6 +137,7 @@ func newMCPServer(db string) *mcp.Server {
 	addMCPTool(s, db, mcpTool[mcpTurnArgs]{"run", "Give a run its next turn: a fork tine made continues its own session; anything else is forked at its end (tine run --json).",
 		func(a mcpTurnArgs) ([]string, error) {
 			argv := appendFlag([]string{"run", a.Run, "-m", a.Message, "--json"}, "--harness", a.Harness)
+			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
 			if a.Wait {
 				argv = append(argv, "--wait")
 			}
@@ -144,8 +156,17 @@ func newMCPServer(db string) *mcp.Server {
 		func(a mcpReplayArgs) ([]string, error) {
 			argv := []string{"replay", a.Run, "--at-step", strconv.Itoa(a.AtStep), "--continuations", strconv.Itoa(a.Continuations), "--json"}
 			argv = appendFlag(argv, "--base", a.Base)
+			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
 			if a.Wait {
 				argv = append(argv, "--wait")
+			}
+			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpApplyArgs]{"apply", "Bring a fork's work (its commits since the fork and its uncommitted changes) into the checkout it was made from; refused, changing nothing, when the checkout has its own changes to those files or they do not apply cleanly (tine apply --json).",
+		func(a mcpApplyArgs) ([]string, error) {
+			argv := []string{"apply", a.Fork, "--json"}
+			if a.Commit {
+				argv = append(argv, "--commit")
 			}
 			return argv, nil
 		}})
@@ -157,6 +178,11 @@ func nonEmpty(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// appendBudget adds a tool call's budget, as the command's flags.
+func appendBudget(argv []string, tokens, cost string) []string {
+	return appendFlag(appendFlag(argv, "--max-tokens", tokens), "--max-cost", cost)
 }
 
 func appendFlag(argv []string, name, v string) []string {

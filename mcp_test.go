@@ -117,7 +117,7 @@ func TestMCPServesTheCommands(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"list_sessions", "show", "checkpoints", "fork_session", "run", "compare", "replay"}, names)
+	assert.ElementsMatch(t, []string{"list_sessions", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply"}, names)
 
 	text, isErr := c.tool("checkpoints", map[string]any{"run": id[:8]})
 	require.False(t, isErr, text)
@@ -151,6 +151,34 @@ func TestMCPServesTheCommands(t *testing.T) {
 	text, isErr = c.tool("fork_session", map[string]any{"session": id, "message": "a", "messages": []string{"b"}})
 	assert.True(t, isErr)
 	assert.Contains(t, text, "not both")
+	// A budget goes with the fork, as --max-tokens; one tine cannot keep
+	// is refused as the command refuses it.
+	text, isErr = c.tool("fork_session", map[string]any{"session": id, "message": "Only Oslo", "names": []string{"mcp-budget"},
+		"at": "3", "harness": "script", "max_tokens": "200,000", "wait": true})
+	require.False(t, isErr, text)
+	var budgeted struct {
+		Forks []struct {
+			Status string `json:"status"`
+			Budget *struct {
+				MaxTokens int64 `json:"max_tokens"`
+			} `json:"budget"`
+		} `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &budgeted), text)
+	require.Len(t, budgeted.Forks, 1)
+	require.NotNil(t, budgeted.Forks[0].Budget, text)
+	assert.Equal(t, int64(200_000), budgeted.Forks[0].Budget.MaxTokens)
+	text, isErr = c.tool("run", map[string]any{"run": "mcp-budget", "message": "and Rome", "max_tokens": "0"})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "max-tokens", "the command's own refusal")
+
+	// apply answers as tine apply does: a script fork has no worktree to
+	// bring in, which is the command's refusal, as a tool error.
+	_, wantErr, code := tine(t, db, "apply", "mcp-a", "--json")
+	require.NotEqual(t, 0, code)
+	text, isErr = c.tool("apply", map[string]any{"fork": "mcp-a"})
+	assert.True(t, isErr)
+	assert.Contains(t, strings.TrimSpace(wantErr), strings.TrimSpace(text))
 }
 
 // TestClaudeCodeForksThroughTineMCP: the real Claude Code, given tine as
