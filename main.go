@@ -115,7 +115,7 @@ func commands() []command {
 		{"cancel", "RUN...", "stop a running fork, whoever started it", cmdCancel},
 		{"replay", "RUN --at-step N [--continuations K] [--base REV] [--wait]", "rebuild a recorded run's world at step N and fork it there", cmdReplay},
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
-		{"apply", "FORK [--commit]", "bring a fork's work into the checkout it was made from", cmdApply},
+		{"apply", "FORK [--commit] [--json]", "bring a fork's work into the checkout it was made from", cmdApply},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
 		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
