@@ -304,3 +304,34 @@ func TestCompareBestReasonIsWhole(t *testing.T) {
 		assert.LessOrEqual(t, ansi.StringWidth(l), 60)
 	}
 }
+
+// TestCompareHeadSaysTheAARate: a run whose replays measured A/A shows
+// its rate in its column's head; one never replayed shows none.
+func TestCompareHeadSaysTheAARate(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	terse, err := st.Resolve(ctx, "terse")
+	require.NoError(t, err)
+	yes, no := true, false
+	for i, aa := range []*bool{&yes, &no, &yes, nil} {
+		fk := &model.Run{ParentID: terse.ID, TreeID: terse.TreeID, ForkAt: terse.ForkAt + 1, Harness: "script", Status: model.Completed,
+			Hidden: true, CreatedAt: terse.CreatedAt}
+		require.NoError(t, st.CreateForks(ctx, []*model.Run{fk}))
+		require.NoError(t, st.AddReplay(ctx, model.Replay{RunID: fk.ID, Of: terse.ID, Step: 1, Trial: i + 1, Continuations: 4,
+			OnDivergence: "stop", Status: model.ReplayReplaying, CreatedAt: terse.CreatedAt}))
+		require.NoError(t, st.UpdateReplay(ctx, fk.ID, model.ReplayForked, 1, "", aa, ""))
+	}
+	d := newDriver(t, st, 160, 30)
+	d.keys("enter")
+	for d.a.tree.cursor = 0; d.a.tree.cursor < len(d.a.tree.rows); d.a.tree.cursor++ {
+		r := d.a.tree.rows[d.a.tree.cursor]
+		if r.kind == rowFork && d.a.tree.data.runs[r.run].run().Name == "terse" {
+			break
+		}
+	}
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	s := d.plain()
+	assert.Contains(t, s, "A/A 2/3", "terse's 3 measured replays, 2 of which reproduced it")
+	assert.Equal(t, 1, strings.Count(s, "A/A "), "the original was never replayed")
+}
