@@ -273,7 +273,7 @@ func libraryTable(k KeyMap) keyTable {
 func libraryEmptyTable(k KeyMap) keyTable {
 	l, g := k.Library, k.Global
 	return keyTable{id: "lib-empty",
-		intro: "The library is empty: i imports this machine's agent sessions (Claude Code, Codex, pi…), or tine import PATH a file or folder; tine demo shows demo data.",
+		intro: "The library is empty: i imports the agent sessions in the folders the library lists, or tine import PATH a file or folder; tine demo shows demo data.",
 		keys: []binding{
 			{key: l.Import, run: do((*App).startImport), footer: 1},
 			{key: l.Refresh, run: do((*App).loadTrees), footer: 2},
