@@ -39,6 +39,21 @@ func Diff(ctx context.Context, dir, base string) (string, error) {
 	return string(out), err
 }
 
+// Carried reports whether a fork's worktree at dir started with other files
+// than its base commit's: start (the git tree it started with) holds the
+// uncommitted and untracked work of its checkout, carried over. An empty
+// start or base is none carried.
+func Carried(ctx context.Context, dir, base, start string) (bool, error) {
+	if start == "" || base == "" {
+		return false, nil
+	}
+	tree, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", base+"^{tree}")
+	if err != nil {
+		return false, repoErr(dir, err)
+	}
+	return tree != start, nil
+}
+
 // topAndIndex are the top of dir's work tree and its index file.
 func topAndIndex(ctx context.Context, dir string) (top, index string, err error) {
 	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
