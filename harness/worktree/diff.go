@@ -54,6 +54,20 @@ func Carried(ctx context.Context, dir, base, start string) (bool, error) {
 	return tree != start, nil
 }
 
+// Uncommitted counts the files of dir's checkout that differ from its HEAD
+// (staged, unstaged and untracked, not ignored): what a fork made from it
+// starts with on top of HEAD (Create carries them over).
+func Uncommitted(ctx context.Context, dir string) (int, error) {
+	if err := checkDir(dir); err != nil {
+		return 0, err
+	}
+	out, err := cmd{dir: dir}.run(ctx, "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
+	if err != nil {
+		return 0, repoErr(dir, err)
+	}
+	return strings.Count(string(out), "\x00"), nil
+}
+
 // topAndIndex are the top of dir's work tree and its index file.
 func topAndIndex(ctx context.Context, dir string) (top, index string, err error) {
 	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
