@@ -33,8 +33,9 @@ type comparedRunJS struct {
 	Handoff  bool        `json:"handoff,omitempty"`
 	Worktree string      `json:"worktree,omitempty"`
 	Branch   string      `json:"branch,omitempty"`
-	// Files is what the fork changed in its worktree against the commit
-	// it was made from; null when it has no worktree.
+	// Files is what the fork changed in its worktree against the files it
+	// started with (the commit it was made from and the uncommitted work
+	// carried over); null when it has no worktree.
 	Files    []worktree.FileStat `json:"files"`
 	FilesErr string              `json:"files_error,omitempty"`
 	Check    *checkJSON          `json:"check"`
@@ -114,7 +115,7 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "compare", "RUN RUN... [--diff] [--json]",
 		"Compare runs of one tree from the point where they part: what each said and did,\n"+
 			"its steps, tokens, cost and time, the files it changed in its worktree, and its check.")
-	withDiff := f.Bool("diff", false, "also print each fork's whole diff against the commit it started from")
+	withDiff := f.Bool("diff", false, "also print each fork's whole diff against the files it started with (its base commit and the uncommitted work carried over)")
 	asJSON := f.Bool("json", false, "print JSON")
 	refs, err := f.parse(args, 1, 10)
 	if err != nil {

@@ -20,7 +20,7 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 		return err
 	}
 	defer st.Close()
-	ag := agentFlags{checkTimeout: 10 * time.Minute, record: os.Getenv("TINE_RECORD") == "1"}
+	ag := agentFlags{checkTimeout: 10 * time.Minute, record: e.record || os.Getenv("TINE_RECORD") == "1"}
 	d, err := newDriver(st, true, apiFlags{}, ag)
 	if err != nil {
 		return err

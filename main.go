@@ -39,6 +39,9 @@ type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	db             string // --db, else TINE_DB, else the default path
+	// record is the TUI's --record: its forks' and replays' model calls
+	// are recorded, as TINE_RECORD=1 asks.
+	record bool
 	// made is the database open made, when there was none at its path.
 	made string
 }
@@ -173,6 +176,8 @@ func dispatch(ctx context.Context, args []string, e *env) error {
 			e.db, args = args[1], args[2:]
 		case strings.HasPrefix(args[0], "--db="):
 			e.db, args = strings.TrimPrefix(args[0], "--db="), args[1:]
+		case args[0] == "--record":
+			e.record, args = true, args[1:]
 		case args[0] == "--version":
 			fmt.Fprintln(e.stdout, "tine", version)
 			return nil
@@ -182,6 +187,9 @@ func dispatch(ctx context.Context, args []string, e *env) error {
 	}
 	if len(args) == 0 {
 		return cmdTUI(ctx, e, nil)
+	}
+	if e.record {
+		return usagef("--record before a command is the TUI's; a command takes it after its name (tine %s --record)", args[0])
 	}
 	switch args[0] {
 	case "help":
@@ -204,7 +212,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "tine: explore and branch AI-agent conversations as trees.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Usage:")
-	fmt.Fprintln(w, "  tine [--db PATH]                          the TUI, on the library screen")
+	fmt.Fprintln(w, "  tine [--db PATH] [--record]               the TUI, on the library screen (--record: its forks are recorded)")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  tine %-36s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 	}

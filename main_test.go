@@ -425,3 +425,25 @@ func TestForkWaitCancels(t *testing.T) {
 	show, _, _ := tine(t, db, "ls", "--json")
 	assert.Contains(t, show, `"status": "cancelled"`)
 }
+
+// TestTheTUITakesRecord: `tine --record` is the TUI with recording on (as
+// README's record part says), not an unknown flag; before a command it is
+// refused, naming where the command takes it.
+func TestTheTUITakesRecord(t *testing.T) {
+	t.Parallel()
+	if requireTerminal() == nil {
+		t.Skip("the test's own stdin and stdout are a terminal: the TUI would start")
+	}
+	db := filepath.Join(t.TempDir(), "t.db")
+	var out, errOut bytes.Buffer
+	e := &env{stdout: &out, stderr: &errOut, stdin: strings.NewReader("")}
+	code := run(context.Background(), []string{"--db", db, "--record"}, e)
+	assert.True(t, e.record)
+	assert.NotContains(t, errOut.String(), "unknown flag")
+	assert.Contains(t, errOut.String(), "the TUI needs a terminal", "it got as far as the TUI")
+	assert.Equal(t, 1, code)
+
+	_, stderr, code := tine(t, db, "--record", "ls")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "tine ls --record")
+}

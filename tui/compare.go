@@ -1038,7 +1038,7 @@ func (a *App) compareDiff() tea.Cmd {
 	r := col.run
 	l := a.layout()
 	a.compare.diff = newDiffView(col, l.body.w, l.body.h)
-	return loadDiff(a.ctx, r.ID, r.Worktree, r.DiffBase())
+	return loadDiff(a.ctx, r.ID, r.Worktree, r.BaseCommit, r.StartTree)
 }
 
 func compareDiffOff(a *App) string {

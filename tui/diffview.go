@@ -19,11 +19,14 @@ const (
 	maxDiffLines = 100_000
 )
 
-// diffView is one fork's whole diff against the commit its worktree
-// started from, full screen and scrolling.
+// diffView is one fork's whole diff against the files its worktree
+// started with (its base commit, with what was uncommitted in its checkout
+// carried over), full screen and scrolling.
 type diffView struct {
 	runID, label string
-	head         string // the title line
+	head         string // the title line, without what the diff is against
+	base         string // the commit the worktree was made from
+	carried      bool   // it started with uncommitted work carried over
 	lines        []string
 	loading      bool
 	err          string
@@ -37,30 +40,52 @@ type diffLoadedMsg struct {
 	runID string
 	text  string
 	err   error
+	// carried: the worktree started with uncommitted work of its checkout,
+	// so the diff is not against the base commit alone.
+	carried bool
 }
 
 func newDiffView(col compareColumn, w, h int) *diffView {
 	r := col.run
-	v := &diffView{runID: r.ID, label: col.label, loading: true}
+	v := &diffView{runID: r.ID, label: col.label, loading: true, base: r.BaseCommit}
 	head := "diff of " + model.SafeText(col.label)
 	if r.Branch != "" {
 		head += " (⎇ " + model.SafeText(r.Branch) + ")"
-	}
-	if r.BaseCommit != "" {
-		head += " against " + model.ShortID(r.BaseCommit)
 	}
 	v.head = head
 	v.setSize(w, h)
 	return v
 }
 
-// loadDiff reads a worktree's diff off the UI goroutine.
-func loadDiff(ctx context.Context, runID, dir, base string) tea.Cmd {
+// title is the title line: what the diff is against, once known.
+func (v *diffView) title() string {
+	switch {
+	case v.base == "":
+		return v.head
+	case v.carried:
+		return v.head + " against what it started with: " + model.ShortID(v.base) + " and the uncommitted work of its checkout"
+	default:
+		return v.head + " against " + model.ShortID(v.base)
+	}
+}
+
+// loadDiff reads a worktree's diff off the UI goroutine, against the
+// files it started with (start, else its base commit), and whether those
+// were more than the base commit's.
+func loadDiff(ctx context.Context, runID, dir, base, start string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		text, err := worktree.Diff(ctx, dir, base)
-		return diffLoadedMsg{runID: runID, text: text, err: err}
+		against := start
+		if against == "" {
+			against = base
+		}
+		text, err := worktree.Diff(ctx, dir, against)
+		carried, cerr := worktree.Carried(ctx, dir, base, start)
+		if err == nil {
+			err = cerr
+		}
+		return diffLoadedMsg{runID: runID, text: text, err: err, carried: carried}
 	}
 }
 
@@ -68,6 +93,7 @@ func loadDiff(ctx context.Context, runID, dir, base string) tea.Cmd {
 // it is made safe before anything of it reaches the terminal.
 func (v *diffView) loaded(msg diffLoadedMsg, _ *Styles) {
 	v.loading = false
+	v.carried = msg.carried
 	if msg.err != nil {
 		v.err = errorText(msg.err)
 		return
@@ -122,14 +148,14 @@ func (v *diffView) update(msg tea.KeyPressMsg, keys DiffKeys) {
 
 // view renders the title and the visible lines, coloured by what they are.
 func (v *diffView) view(st *Styles) string {
-	head := st.Title.Render(v.head)
+	head := st.Title.Render(v.title())
 	switch {
 	case v.loading:
 		return head + "\n" + st.Subtle.Render("reading the diff…")
 	case v.err != "":
 		return head + "\n" + st.Error.Render(wrap(v.err, max(v.width, 10)))
 	case len(v.lines) == 0:
-		return head + "\n" + st.Subtle.Render("no changes against the commit it started from")
+		return head + "\n" + st.Subtle.Render("no changes since it started")
 	}
 	if len(v.lines) > v.height {
 		head += st.Subtle.Render(fmt.Sprintf("  lines %d–%d of %d", v.offset+1, min(v.offset+v.height, len(v.lines)), len(v.lines)))

@@ -690,6 +690,15 @@ func (d *forkDialog) view(st *Styles) string {
 			note(st.Subtle, "every fork works in "+model.SafeText(d.repo.dir)+" itself, sharing it")
 		default:
 			note(st.Subtle, "each fork gets a git worktree and branch of its own, from "+model.SafeText(d.repo.dir))
+			if n := d.repo.uncommitted; n > 0 {
+				// Create carries the checkout's work over as it is now
+				// (README: forks' worktrees), not as it was at the cut.
+				s := fmt.Sprintf("its HEAD and its %s as they are now", plural(n, "uncommitted file"))
+				if cut, err := d.currentCut(); err == nil && cut.K < d.bounds.Len() {
+					s += fmt.Sprintf(", not as they were at message %d", cut.K)
+				}
+				note(st.Warn, s)
+			}
 		}
 	}
 	if in := d.api[name]; in != nil {

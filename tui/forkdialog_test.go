@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +169,37 @@ func TestForkDialogDefaults(t *testing.T) {
 	assert.Empty(t, d.problem())
 	assert.Contains(t, dialogText(d), "each fork gets a git worktree and branch of its own")
 	assert.False(t, d.spec().InPlace)
+}
+
+// TestForkDialogSaysTheUncommittedWorkGoesAlong: a fork's worktree starts
+// with its checkout's uncommitted files as they are now, so the dialog
+// says how many, and, for a fork before the end, that they are not the
+// files as they were at that message; a clean checkout says nothing.
+func TestForkDialogSaysTheUncommittedWorkGoesAlong(t *testing.T) {
+	data := sampleTree()
+	parent := data.runs[0].run()
+	reg := agentRegistry()
+	parent.Cwd = gitRepo(t)
+	open := func() *forkDialog {
+		d := newForkDialog(parent, data.transcript(0), 2, reg, "claude", map[string]model.Run{parent.ID: parent})
+		d.info(describeHarnesses(context.Background(), d.gen, &descCache{}, reg, parent.Cwd)().(harnessInfoMsg))
+		return d
+	}
+	assert.NotContains(t, dialogText(open()), "uncommitted", "a clean checkout")
+
+	require.NoError(t, os.WriteFile(filepath.Join(parent.Cwd, "parser.go"), []byte("package parser\n\nfunc Parse() { later() }\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(parent.Cwd, "notes.txt"), []byte("untracked\n"), 0o644))
+	d := open()
+	cut, err := d.currentCut()
+	require.NoError(t, err)
+	require.Less(t, cut.K, d.bounds.Len(), "a fork before the end")
+	text := strings.Join(strings.Fields(dialogText(d)), " ")
+	assert.Contains(t, text, fmt.Sprintf("its HEAD and its 2 uncommitted files as they are now, not as they were at message %d", cut.K))
+	d.update(press("right"), dialogKeys) // continue from the end
+	require.Equal(t, model.ContinueFrom("end"), d.at())
+	text = strings.Join(strings.Fields(dialogText(d)), " ")
+	assert.Contains(t, text, "its HEAD and its 2 uncommitted files as they are now")
+	assert.NotContains(t, text, "not as they were", "at the end they are the files the session left")
 }
 
 // TestForkDialogEndOnlyAgent: an agent that forks only at a session's end

@@ -389,6 +389,51 @@ func TestCompareShowsFilesChecksAndBest(t *testing.T) {
 	assert.Contains(t, d.plain(), "+func Parse() { regexp() }")
 }
 
+// TestCompareDiffSaysWhatItIsAgainst: a fork made from a checkout with
+// uncommitted work starts with that work, and its diff is against those
+// files, so the title says so rather than naming the base commit alone
+// (whose diff would hold the checkout's work too); a fork of a clean
+// checkout's diff is against its base commit.
+func TestCompareDiffSaysWhatItIsAgainst(t *testing.T) {
+	ctx := context.Background()
+	repo := gitRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "parser.go"), []byte("package parser\n\nfunc Parse() { uncommitted() }\n"), 0o644))
+	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	root := model.Run{Title: "fix the parser", Harness: "claude", NativeID: "sess-0", Cwd: repo, Branch: "main", Status: model.Completed, CreatedAt: t0}
+	require.NoError(t, st.CreateRun(ctx, &root, []model.Message{text(model.User, "Fix the parser."), text(model.Assistant, "Which way?")}))
+	wroot := t.TempDir()
+	for i, name := range []string{"dirty", "clean"} {
+		if name == "clean" {
+			require.NoError(t, os.WriteFile(filepath.Join(repo, "parser.go"), []byte("package parser\n\nfunc Parse() {}\n"), 0o644))
+		}
+		at := t0.Add(time.Duration(i+1) * time.Minute)
+		r := model.Run{ParentID: root.ID, ForkAt: 2, Name: name, Harness: "claude", NativeID: "sess-" + name, Cwd: repo,
+			Status: model.Completed, CreatedAt: at, FinishedAt: at.Add(time.Minute)}
+		require.NoError(t, st.CreateRun(ctx, &r, []model.Message{text(model.User, "Use "+name+"."), text(model.Assistant, "Done.")}))
+		wt, err := worktree.Create(ctx, worktree.Spec{Source: repo, Root: wroot, Branch: "main"})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(wt.Path, name+".txt"), []byte(name+"\n"), 0o644))
+		require.NoError(t, st.SetWorktree(ctx, r.ID, wt.Path, wt.Branch, wt.Base, wt.Start))
+	}
+	d := newDriver(t, st, 160, 40)
+	d.keys("enter")
+	d.cursorTo("dirty")
+	d.keys("c", "d")
+	s := d.plain()
+	assert.Contains(t, s, "diff of dirty (⎇ main-fork-1) against what it started with: ")
+	assert.Contains(t, s, " and the uncommitted work of its checkout")
+	assert.Contains(t, s, "+++ b/dirty.txt")
+	assert.NotContains(t, s, "uncommitted()", "the carried work is not the fork's")
+	requireFits(t, d.screen(), 160, 40)
+	d.keys("esc", "l", "d")
+	s = d.plain()
+	assert.Contains(t, s, "diff of clean (⎇ main-fork-2) against ")
+	assert.NotContains(t, s, "started with", "a clean checkout's fork is diffed against its base commit")
+	assert.Contains(t, s, "+++ b/clean.txt")
+}
+
 // TestCompareAppliesTheFocusedFork: A asks before it applies the focused
 // fork's work into its checkout; any key but y leaves the checkout as it
 // was; y applies and says what.

@@ -28,6 +28,9 @@ type repoState struct {
 	checked bool
 	dir     string
 	problem string // "" when dir is in a git repository
+	// uncommitted counts dir's files that differ from its HEAD: a fork's
+	// worktree starts with them as they are now.
+	uncommitted int
 	// fatal: an agent cannot run there at all, not even in place (no
 	// directory recorded, or it is gone).
 	fatal bool
@@ -52,6 +55,11 @@ func describeHarnesses(ctx context.Context, gen int, cache *descCache, reg *harn
 			msg.descs = cache.get(ctx, reg)
 		}()
 		msg.repo.problem, msg.repo.fatal = repoProblem(ctx, dir)
+		if msg.repo.problem == "" {
+			ctx, cancel := context.WithTimeout(ctx, describeTimeout)
+			msg.repo.uncommitted, _ = worktree.Uncommitted(ctx, dir) // unknown is said as none
+			cancel()
+		}
 		<-done
 		return msg
 	}

@@ -508,11 +508,13 @@ func (p *replayPanel) view(st *Styles) string {
 		}
 		field(replayOnDiv, "on divergence", "‹ "+od+" ›")
 		field(replayBase, "base", p.base.View())
-		btn := "[ replay ]"
+		// The focus on the button reads without colour too, as the
+		// fields' does (README: NO_COLOR).
+		btn := "  [ replay ]"
 		if p.cur == replayButton {
-			btn = st.Key.Render(btn)
+			btn = st.Key.Render("› [ replay ]")
 		}
-		b.WriteString("\n  " + btn + "\n")
+		b.WriteString("\n" + btn + "\n")
 		if p.preparing {
 			b.WriteString("\n" + st.Subtle.Render("preparing the replay…") + "\n")
 		}

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -243,6 +244,23 @@ func TestADoubleEnterPreparesOneReplay(t *testing.T) {
 	assert.NotContains(t, d.plain(), "preparing the replay", "and what was said meanwhile goes")
 	_, again := d.a.Update(press("enter"))
 	assert.Len(t, answersOf[replayStartedMsg](again), 1, "then enter prepares again")
+}
+
+// TestTheReplayButtonsFocusReadsWithoutColour: on the Replay panel the
+// field with the focus is marked ›, and so is [ replay ] when enter would
+// start it, not by its colour alone.
+func TestTheReplayButtonsFocusReadsWithoutColour(t *testing.T) {
+	d := atStep2(t, claudeStore(t), harness.NewRegistry(&script.Harness{}))
+	d.keys("R")
+	require.NotNil(t, d.a.replay)
+	assert.NotContains(t, d.plain(), "› [ replay ]")
+	for i := 0; d.a.replay.cur != replayButton; i++ {
+		require.Less(t, i, 10, "the button takes the focus")
+		d.keys("tab")
+	}
+	s := d.plain()
+	assert.Contains(t, s, "› [ replay ]")
+	assert.Equal(t, 1, strings.Count(s, "\n› "), "and no field is marked")
 }
 
 // TestALateReplayAnswerStaysInItsPanel: what was prepared, read or ended

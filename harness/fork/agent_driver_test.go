@@ -341,6 +341,40 @@ func TestBestOfNByCheck(t *testing.T) {
 	assert.Empty(t, got.BestReason)
 }
 
+// TestANextTurnIsCheckedAgain: a fork's check scores its worktree when
+// its turn ends, each turn: a next turn that changes the files is checked
+// again and its batch's best picked again, so neither the result nor the
+// ★ is the first turn's.
+func TestANextTurnIsCheckedAgain(t *testing.T) {
+	t.Parallel()
+	repo := gitRepo(t)
+	a := newAgent("claude")
+	_, d, root := agentSetup(t, repo, a)
+	ctx := context.Background()
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, N: 2, Messages: []string{"bad", "good"}, Check: "grep -q good out.txt"})
+	require.NoError(t, err)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "bad"}, {RunID: forks[1].ID, Input: "good"}}, nil)
+	require.Len(t, runs, 2)
+	assert.Equal(t, 1, runs[0].Check.Exit)
+	assert.True(t, runs[1].Best)
+
+	again, err := d.Continue(ctx, forks[0].ID, "good", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, forks[0].ID, again.ID, "the fork's own next turn")
+	require.True(t, again.Check.Ran)
+	assert.Equal(t, 0, again.Check.Exit, "its files now pass")
+
+	again, err = d.Continue(ctx, forks[1].ID, "bad", "", nil)
+	require.NoError(t, err)
+	require.Equal(t, forks[1].ID, again.ID)
+	assert.Equal(t, 1, again.Check.Exit, "its files now fail")
+	assert.False(t, again.Best, "so it is no longer the best")
+	first, err := d.Store.Run(ctx, forks[0].ID)
+	require.NoError(t, err)
+	assert.True(t, first.Best)
+	assert.Equal(t, "the only fork of 2 whose check passed", first.BestReason)
+}
+
 func TestRetryMakesASiblingWithTheSameMessage(t *testing.T) {
 	t.Parallel()
 	repo := gitRepo(t)

@@ -636,6 +636,13 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		onEvent(RunEvent{RunID: t.RunID, Err: err})
 		return
 	}
+	// A check scores the files as the turn leaves them (rule 11): this
+	// turn's are checked when it ends, not its last turn's result kept.
+	if c := run.Check; c != nil && c.Ran {
+		if err := d.Store.SetCheck(bg, run.ID, model.Check{Cmd: c.Cmd, Number: c.Number}); err != nil {
+			onEvent(RunEvent{RunID: t.RunID, Err: err})
+		}
+	}
 	onEvent(RunEvent{RunID: run.ID, Status: model.Running})
 
 	// The turn's own context: its budget stops it through the same

@@ -39,6 +39,35 @@ func Diff(ctx context.Context, dir, base string) (string, error) {
 	return string(out), err
 }
 
+// Carried reports whether a fork's worktree at dir started with other files
+// than its base commit's: start (the git tree it started with) holds the
+// uncommitted and untracked work of its checkout, carried over. An empty
+// start or base is none carried.
+func Carried(ctx context.Context, dir, base, start string) (bool, error) {
+	if start == "" || base == "" {
+		return false, nil
+	}
+	tree, err := git(ctx, dir, "rev-parse", "--verify", "--quiet", base+"^{tree}")
+	if err != nil {
+		return false, repoErr(dir, err)
+	}
+	return tree != start, nil
+}
+
+// Uncommitted counts the files of dir's checkout that differ from its HEAD
+// (staged, unstaged and untracked, not ignored): what a fork made from it
+// starts with on top of HEAD (Create carries them over).
+func Uncommitted(ctx context.Context, dir string) (int, error) {
+	if err := checkDir(dir); err != nil {
+		return 0, err
+	}
+	out, err := cmd{dir: dir}.run(ctx, "status", "--porcelain", "-z", "--no-renames", "--untracked-files=all")
+	if err != nil {
+		return 0, repoErr(dir, err)
+	}
+	return strings.Count(string(out), "\x00"), nil
+}
+
 // topAndIndex are the top of dir's work tree and its index file.
 func topAndIndex(ctx context.Context, dir string) (top, index string, err error) {
 	out, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-path", "index")
