@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -67,6 +66,11 @@ func (p *parser) read(r io.Reader) error {
 			continue
 		}
 		p.handle(l.Text)
+		if l.Offset >= p.split.from && p.split.workers > 1 {
+			// A long file: its other lines are decoded on every core.
+			p.readParallel(lr)
+			break
+		}
 	}
 	if err := lr.Err(); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
@@ -141,10 +145,11 @@ type msgNode struct {
 }
 
 type parser struct {
-	name string
-	info fileInfo
-	file harness.ParsedFile
-	line int
+	name  string
+	info  fileInfo
+	split split
+	file  harness.ParsedFile
+	line  int
 
 	nodes  []node
 	pays   []pay
@@ -182,6 +187,7 @@ func newParser(name string, info fileInfo) *parser {
 	p := &parser{
 		name:    name,
 		info:    info,
+		split:   defaultSplit(),
 		byUUID:  map[string]int32{},
 		byKey:   map[string]int32{},
 		byMsgID: map[string]int32{},
@@ -207,178 +213,33 @@ type fields struct {
 	summary, leaf, customTitle, aiTitle, totalCost, content []byte
 }
 
-// handle reads one complete line.
-func (p *parser) handle(line []byte) {
-	line = bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	var f fields
-	o := newObject(line)
-	for k, v := range o.Members() {
-		switch string(k) {
-		case "type":
-			f.typ = v
-		case "uuid":
-			f.uuid = v
-		case "parentUuid":
-			f.parent = v
-		case "logicalParentUuid":
-			f.logicalParent = v
-		case "sessionId":
-			f.session = v
-		case "timestamp":
-			f.timestamp = v
-		case "cwd":
-			f.cwd = v
-		case "gitBranch":
-			f.branch = v
-		case "isSidechain":
-			f.sidechain = v
-		case "agentId":
-			f.agentID = v
-		case "requestSessionId":
-			f.requestSession = v
-		case "isMeta":
-			f.isMeta = v
-		case "isCompactSummary":
-			f.compactSummary = v
-		case "message":
-			f.message = v
-		case "subtype":
-			f.subtype = v
-		case "compactMetadata":
-			f.compactMeta = v
-		case "summary":
-			f.summary = v
-		case "leafUuid":
-			f.leaf = v
-		case "customTitle":
-			f.customTitle = v
-		case "aiTitle":
-			f.aiTitle = v
-		case "totalCostUSD":
-			f.totalCost = v
-		case "content":
-			f.content = v
-		}
-	}
-	if o.Err() != nil {
-		p.skip("malformed JSON")
-		return
-	}
-	typ := strOr(f.typ)
-	var ts time.Time
-	if t, ok := str(f.timestamp); ok {
-		ts, _ = time.Parse(time.RFC3339Nano, t)
-		if !ts.IsZero() {
-			if p.firstTime.IsZero() {
-				p.firstTime = ts
-			}
-			if ts.After(p.lastTime) {
-				p.lastTime = ts
-			}
-		}
-	}
-	uuid := strOr(f.uuid)
-	if uuid == "" {
-		p.meta(typ, &f)
-		return
-	}
-	if _, dup := p.byUUID[uuid]; dup {
-		return // a record written twice: the first one stands
-	}
-	n := node{uuid: uuid, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
-	switch lp := strOr(f.logicalParent); {
-	case isNull(f.parent) && lp != "":
-		// A compact boundary cuts parentUuid and keeps the real
-		// predecessor here (without it, link() takes the record before).
-		n.parentUUID = lp
-	case f.parent != nil && isNull(f.parent) && strOr(f.subtype) != "compact_boundary":
-		n.explicit = true // a deliberate root: the first prompt, or a rewind to the start
-	default:
-		n.parentUUID = strOr(f.parent) // absent or unreadable: link() falls back
-	}
-	session := strOr(f.session)
-	n.group = p.groupOf(p.groupKey(isTrue(f.sidechain), strOr(f.agentID), uuid, &n), strOr(f.agentID), session, &f, ts)
-	switch rs := strOr(f.requestSession); {
-	case rs != "" && rs != session:
-		n.copiedFrom = rs
-	case p.ownSession != "" && session != "" && session != p.ownSession && !p.groups[n.group].sidechain:
-		// Older versions copied a resumed session's records keeping their
-		// original sessionId: a foreign sessionId marks a copy too.
-		n.copiedFrom = session
-	}
-	switch typ {
-	case "user", "assistant":
-		if isTrue(f.isMeta) {
-			break // context the CLI injected (caveats, skill bodies): not a message
-		}
-		pl, k, err := p.message(typ, f.message, isTrue(f.compactSummary))
-		if err != nil {
-			// Keep the record in the chain so its children still connect.
-			p.skip(fmt.Sprintf("%s record %s: %v", typ, uuid, err))
-			break
-		}
-		pl.msg.NativeID, pl.msg.Time = uuid, ts
-		n.kind, n.pay = k, int32(len(p.pays))
-		p.pays = append(p.pays, pl)
-	case "system":
-		switch strOr(f.subtype) {
-		case "compact_boundary":
-			n.kind, n.pay = kCompact, int32(len(p.pays))
-			p.pays = append(p.pays, pay{msg: model.Message{
-				Role: model.System, NativeID: uuid, Time: ts,
-				Parts: []model.Part{{Kind: model.Text, Text: compactText(f.compactMeta)}},
-			}})
-		case "local_command":
-			// Interactive sessions record slash commands and their
-			// output as system records.
-			text, echo := localCommand(strOr(f.content))
-			if text == "" {
-				break
-			}
-			n.kind, n.pay = kMessage, int32(len(p.pays))
-			if echo {
-				n.kind = kLocalEcho
-			}
-			p.pays = append(p.pays, pay{msg: model.Message{
-				Role: model.User, NativeID: uuid, Time: ts,
-				Parts: []model.Part{{Kind: model.Text, Text: text}},
-			}})
-		}
-	}
-	p.byUUID[uuid] = int32(len(p.nodes))
-	p.nodes = append(p.nodes, n)
-}
-
 // meta reads a record outside the chain: titles, cost, fork references.
 // Everything else there (queue operations, request shapes and blobs, modes,
 // last prompts) is bookkeeping tine does not need.
-func (p *parser) meta(typ string, f *fields) {
-	switch typ {
+func (p *parser) meta(d *record) {
+	switch d.typ {
 	case "user", "assistant":
-		p.skip(typ + " record without a uuid")
+		p.skip(d.typ + " record without a uuid")
 	case "custom-title":
-		if s := strOr(f.customTitle); s != "" {
-			p.customTitle = s
+		if d.customTitle != "" {
+			p.customTitle = d.customTitle
 		}
 	case "ai-title":
-		if s := strOr(f.aiTitle); s != "" {
-			p.aiTitle = s
+		if d.aiTitle != "" {
+			p.aiTitle = d.aiTitle
 		}
 	case "summary":
-		if s := strOr(f.summary); s != "" {
-			p.summaries = append(p.summaries, titleRef{text: s, leaf: strOr(f.leaf)})
+		if d.summary != "" {
+			p.summaries = append(p.summaries, titleRef{text: d.summary, leaf: d.leaf})
 		}
 	case "cost-state":
-		if len(f.totalCost) > 0 {
-			p.cost, p.haveCost = number(f.totalCost), true
+		if d.hasCost {
+			p.cost, p.haveCost = d.cost, true
 		}
 	case "fork-context-ref":
 		// A "fork" subagent inherits its parent's context by reference
 		// and starts with a copy of the parent's calling message.
-		if a := strOr(f.agentID); a != "" {
+		if a := d.agentID; a != "" {
 			if p.forkRef == nil {
 				p.forkRef = map[string]bool{}
 			}
@@ -409,7 +270,7 @@ func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string 
 
 // groupOf finds or makes the tree a record belongs to: the main chain, or
 // the sidechain of one agent.
-func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) int32 {
+func (p *parser) groupOf(key, agentID, session, cwd, branch string, ts time.Time) int32 {
 	sidechain := key != ""
 	g, ok := p.byKey[key]
 	if !ok {
@@ -425,9 +286,9 @@ func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) 
 		}
 	}
 	if gr.cwd == "" {
-		gr.cwd = strOr(f.cwd)
+		gr.cwd = cwd
 	}
-	if b := strOr(f.branch); b != "" {
+	if b := branch; b != "" {
 		gr.branch = b
 	}
 	if !ts.IsZero() {

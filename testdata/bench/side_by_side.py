@@ -1,38 +1,102 @@
 #!/usr/bin/env python3
-"""Time `tine import` against ccusage on the same corpus, in one run.
+"""Time `tine import` against ccusage on the same corpora, in one run.
 
 Each round runs, one after the other: ccusage, a first `tine import` into a
 fresh database, and a re-import of the unchanged corpus into that database.
 Rounds alternate so load on the machine falls on all three alike; the
-report gives each one's median and tine's ratios to ccusage's median.
+report gives each one's median time and peak memory (the largest resident
+set of the process, from wait4), and tine's ratios to ccusage's medians.
 
-usage: side_by_side.py TINE CCUSAGE CORPUS_DIR [ROUNDS]
-  CORPUS_DIR holds projects/ (as gen_claude_corpus.py makes it)
+usage: side_by_side.py [--rounds N] [--work DIR] [--shapes S,...] TINE CCUSAGE [CORPUS_DIR]
+  CORPUS_DIR holds projects/ (as gen_claude_corpus.py makes it): that corpus
+  only. Without it, every shape of --shapes (default 400x12,2000x30,1x50000:
+  SESSIONSxTURNS, the three of issue 19: 147 MB of small sessions, 1.1 GB of
+  larger ones, one 509 MB session of 200,002 messages) is measured, each in
+  DIR/SESSIONSxTURNS (default DIR: $TMPDIR/tine-bench), generated there with
+  gen_claude_corpus.py when missing.
 """
-import os, statistics, subprocess, sys, tempfile, time
+import argparse, os, statistics, subprocess, sys, tempfile, time
 
-tine, ccusage, corpus = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3])
-rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
-projects = os.path.join(corpus, "projects")
-env = dict(os.environ, CLAUDE_CONFIG_DIR=corpus)
+here = os.path.dirname(os.path.abspath(__file__))
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("tine")
+ap.add_argument("ccusage")
+ap.add_argument("corpus", nargs="?")
+ap.add_argument("--rounds", type=int, default=5)
+ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tine-bench"))
+ap.add_argument("--shapes", default="400x12,2000x30,1x50000")
+args = ap.parse_args()
 
 
-def timed(cmd):
+def run(cmd, env):
+    """Runs cmd; returns its wall time (s) and peak resident set (MB)."""
     t = time.perf_counter()
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, ru = os.wait4(p.pid, 0)
+    took = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    err = p.stderr.read().decode(errors="replace")
+    p.stderr.close()
+    if p.returncode != 0:
+        sys.exit(f"{cmd[0]} failed ({p.returncode}): {err[-2000:]}")
+    return took, ru.ru_maxrss / 1024  # Linux: kilobytes
 
 
-times = {"ccusage": [], "first": [], "reimport": []}
-with tempfile.TemporaryDirectory() as tmp:
-    for r in range(rounds):
-        db = os.path.join(tmp, f"r{r}.db")
-        times["ccusage"].append(timed([ccusage, "session", "--json", "--offline"]))
-        times["first"].append(timed([tine, "--db", db, "import", projects]))
-        times["reimport"].append(timed([tine, "--db", db, "import", projects]))
-        print(f"round {r + 1}: " + "  ".join(f"{k} {v[-1] * 1000:.0f} ms" for k, v in times.items()), flush=True)
+def corpus_size(projects):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(projects) for f in fs)
 
-med = {k: statistics.median(v) for k, v in times.items()}
-print(f"medians of {rounds}: ccusage {med['ccusage'] * 1000:.0f} ms, "
-      f"first import {med['first'] * 1000:.0f} ms ({med['first'] / med['ccusage']:.2f}x), "
-      f"re-import {med['reimport'] * 1000:.1f} ms ({med['reimport'] / med['ccusage']:.3f}x)")
+
+def ensure(shape):
+    sessions, turns = shape.split("x")
+    corpus = os.path.join(args.work, shape)
+    projects = os.path.join(corpus, "projects")
+    if not os.path.isdir(projects):
+        print(f"generating {shape} in {corpus} ...", flush=True)
+        tmp = corpus + ".part"
+        subprocess.run([sys.executable, os.path.join(here, "gen_claude_corpus.py"),
+                        os.path.join(here, "claude-2.1.328-template.jsonl"), os.path.join(tmp, "projects"),
+                        sessions, turns], check=True)
+        os.rename(tmp, corpus)
+    return corpus
+
+
+def measure(label, corpus):
+    projects = os.path.join(corpus, "projects")
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=corpus)
+    size = corpus_size(projects)
+    print(f"== {label}: {size / 1e6:.0f} MB, {args.rounds} rounds", flush=True)
+    times = {"ccusage": [], "first": [], "reimport": []}
+    rss = {"ccusage": [], "first": [], "reimport": []}
+    with tempfile.TemporaryDirectory(dir=args.work if os.path.isdir(args.work) else None) as tmp:
+        for r in range(args.rounds):
+            db = os.path.join(tmp, f"r{r}.db")
+            for key, cmd in (("ccusage", [args.ccusage, "session", "--json", "--offline"]),
+                             ("first", [args.tine, "--db", db, "import", projects]),
+                             ("reimport", [args.tine, "--db", db, "import", projects])):
+                t, m = run(cmd, env)
+                times[key].append(t)
+                rss[key].append(m)
+            for f in os.listdir(tmp):
+                os.remove(os.path.join(tmp, f))  # a round's database is not kept: disk is finite
+            print(f"round {r + 1}: " + "  ".join(f"{k} {v[-1] * 1000:.0f} ms {rss[k][-1]:.0f} MB"
+                                                 for k, v in times.items()), flush=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    peak = {k: max(v) for k, v in rss.items()}
+    row = (label, size / 1e6, med["ccusage"], peak["ccusage"], med["first"], med["first"] / med["ccusage"],
+           peak["first"], med["reimport"] / med["ccusage"])
+    print(f"medians of {args.rounds}: ccusage {med['ccusage'] * 1000:.0f} ms ({peak['ccusage']:.0f} MB), "
+          f"first import {med['first'] * 1000:.0f} ms ({row[5]:.2f}x, {peak['first']:.0f} MB), "
+          f"re-import {med['reimport'] * 1000:.1f} ms ({row[7]:.3f}x)", flush=True)
+    return row
+
+
+if args.corpus:
+    rows = [measure(os.path.basename(os.path.abspath(args.corpus)), os.path.abspath(args.corpus))]
+else:
+    os.makedirs(args.work, exist_ok=True)
+    rows = [measure(s, ensure(s)) for s in args.shapes.split(",")]
+print()
+print("| corpus | MB | ccusage s | ccusage peak MB | tine first s | tine/ccusage | tine peak MB | re-import/ccusage |")
+print("|---|---|---|---|---|---|---|---|")
+for label, mb, cc, ccm, first, ratio, fm, re in rows:
+    print(f"| {label} | {mb:.0f} | {cc:.2f} | {ccm:.0f} | {first:.2f} | {ratio:.2f}x | {fm:.0f} | {re:.3f}x |")

@@ -1,0 +1,89 @@
+package claude
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"tine/harness"
+)
+
+// parseSplit parses data as Parse does, decoding on workers from byte
+// from on, in chunks of at most lines lines.
+func parseSplit(t *testing.T, data []byte, name string, sp split) harness.ParsedFile {
+	t.Helper()
+	p := newParser(name, subagentInfo(name))
+	p.split = sp
+	require.NoError(t, p.read(bytes.NewReader(data)))
+	p.file.Runs = p.build()
+	return p.file
+}
+
+// TestParallelDecodeIsSequential checks that a file decoded on workers
+// (readParallel) parses exactly as one read a line at a time, for every
+// Claude transcript in the test data (rewinds, forks, compactions,
+// subagents, sidechains) and for a long one with garbage, blank, CRLF,
+// duplicate and unfinished lines, whatever the chunks' size.
+func TestParallelDecodeIsSequential(t *testing.T) {
+	t.Parallel()
+	var files []string
+	for _, root := range []string{"testdata", "../../testdata"} {
+		filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+				if data, err := os.ReadFile(path); err == nil && bytes.Contains(data, []byte(`"parentUuid"`)) {
+					files = append(files, path)
+				}
+			}
+			return nil
+		})
+	}
+	require.Greater(t, len(files), 20)
+	long := synthTranscript(3 << 20)
+	lines := bytes.SplitAfter(long, []byte("\n"))
+	var damaged []byte
+	for i, l := range lines {
+		damaged = append(damaged, l...)
+		switch i % 97 {
+		case 5:
+			damaged = append(damaged, "{\"type\":\"user\",\"uuid\":\"x\",broken\n"...)
+		case 11:
+			damaged = append(damaged, "\n   \n"...)
+		case 17:
+			damaged = append(damaged, l...) // written twice
+		case 23:
+			damaged = append(damaged, bytes.Replace(l, []byte("\n"), []byte("\r\n"), 1)...)
+		}
+	}
+	damaged = append(damaged, `{"type":"user","uuid":"unfinished"`...)
+	type input struct {
+		name string
+		data []byte
+	}
+	inputs := []input{{"11111111-2222-4333-8444-555555555555.jsonl", damaged}}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		inputs = append(inputs, input{f, data})
+	}
+	one := split{from: 1 << 62, workers: 1}
+	for _, in := range inputs {
+		want := parseSplit(t, in.data, in.name, one)
+		for _, sp := range []split{
+			{from: 0, bytes: 1, lines: 1, workers: 2},
+			{from: 0, bytes: 64, lines: 3, workers: 3},
+			{from: 1000, bytes: 1 << 20, lines: 4096, workers: 2},
+		} {
+			got := parseSplit(t, in.data, in.name, sp)
+			require.Equal(t, want, got, "%s split %+v", in.name, sp)
+		}
+	}
+	if testing.Short() {
+		return
+	}
+	// The long one did go parallel, and reads to its last full line.
+	require.Equal(t, int64(len(damaged)-len(`{"type":"user","uuid":"unfinished"`)), parseSplit(t, damaged, "x.jsonl", split{from: 0, bytes: 64, lines: 3, workers: 2}).Offset)
+}
