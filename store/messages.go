@@ -67,6 +67,14 @@ func insertMessages(w *writer, runID string, start int, msgs []model.Message) ([
 	for i := range msgs {
 		if text := searchText(msgs[i]); text != "" {
 			w.text = append(w.text, ftsRow{ids[i], text})
+			w.textBytes += len(text)
+		}
+	}
+	if w.textBytes >= textChunk {
+		// A long run's text is indexed as it goes rather than held whole
+		// until the commit: a segment per chunk, which the index merges.
+		if err := w.indexText(); err != nil {
+			return nil, err
 		}
 	}
 	return ids, nil

@@ -29,9 +29,14 @@ type writer struct {
 	cache *stmtCache
 	// next is the id the next message gets; 0 until read.
 	next int64
-	// text waits to be indexed: rowid (the message's id) and body.
-	text []ftsRow
+	// text waits to be indexed: rowid (the message's id) and body;
+	// textBytes is how long its bodies are.
+	text      []ftsRow
+	textBytes int
 }
+
+// textChunk is how much search text a writer holds before it indexes it.
+const textChunk = 8 << 20
 
 type ftsRow struct {
 	id   int64
@@ -171,7 +176,8 @@ func (w *writer) indexText() error {
 			return err
 		}
 	}
-	w.text = w.text[:0]
+	clear(w.text)
+	w.text, w.textBytes = w.text[:0], 0
 	return nil
 }
 

@@ -60,12 +60,27 @@ type call struct{ id, name string }
 
 // handle reads one complete line.
 func (p *parser) handle(line []byte) {
-	d := decode(line)
+	d := decode(line, &p.seen)
 	p.apply(&d)
 }
 
-// decode reads one complete line, without the parser.
-func decode(line []byte) record {
+// seen holds the last values of the fields nearly every record repeats,
+// so that a record with the same one decodes to the same string instead
+// of a new one (a long session has hundreds of thousands of records).
+type seen struct{ session, cwd, branch, reqSession string }
+
+// again decodes the string raw, reusing *last when it is the same.
+func again(last *string, raw []byte) string {
+	if n := len(raw); n >= 2 && raw[0] == '"' && string(raw[1:n-1]) == *last && bytes.IndexByte(raw, '\\') < 0 {
+		return *last
+	}
+	*last = strOr(raw)
+	return *last
+}
+
+// decode reads one complete line, without the parser; last is the
+// decoder's own.
+func decode(line []byte, last *seen) record {
 	var d record
 	line = bytes.TrimRight(line, "\r\n")
 	if len(bytes.TrimSpace(line)) == 0 {
@@ -158,10 +173,10 @@ func decode(line []byte) record {
 	default:
 		d.parentUUID = strOr(f.parent) // absent or unreadable: link() falls back
 	}
-	d.session = strOr(f.session)
-	d.cwd, d.branch = strOr(f.cwd), strOr(f.branch)
+	d.session = again(&last.session, f.session)
+	d.cwd, d.branch = again(&last.cwd, f.cwd), again(&last.branch, f.branch)
 	d.sidechain = isTrue(f.sidechain)
-	d.reqSession = strOr(f.requestSession)
+	d.reqSession = again(&last.reqSession, f.requestSession)
 	switch d.typ {
 	case "user", "assistant":
 		if isTrue(f.isMeta) {
@@ -226,7 +241,12 @@ func (p *parser) apply(d *record) {
 	if _, dup := p.byUUID[uuid]; dup {
 		return // a record written twice: the first one stands
 	}
-	n := node{uuid: uuid, parentUUID: d.parentUUID, explicit: d.explicit, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
+	n := node{uuid: uuid, explicit: d.explicit, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
+	if j, ok := p.byUUID[d.parentUUID]; ok && d.parentUUID != "" {
+		n.known = j + 1
+	} else {
+		n.parentUUID = d.parentUUID
+	}
 	session := d.session
 	n.group = p.groupOf(p.groupKey(d.sidechain, d.agentID, uuid, &n), d.agentID, session, d.cwd, d.branch, d.ts)
 	switch rs := d.reqSession; {
@@ -360,12 +380,13 @@ func (p *parser) readParallel(lr interface {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var last seen
 			for c := range work {
 				start := 0
 				for _, cl := range c.lines {
 					var d record
 					if cl.tooLong == "" {
-						d = decode(c.text[start:cl.end])
+						d = decode(c.text[start:cl.end], &last)
 					}
 					c.recs = append(c.recs, d)
 					start = cl.end

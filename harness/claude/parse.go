@@ -40,6 +40,7 @@ type fileInfo struct {
 
 func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) {
 	p := newParser(name, info)
+	p.lean = true // only the runs are wanted: build may drop the records
 	if err := p.read(r); err != nil {
 		return p.file, err
 	}
@@ -91,8 +92,12 @@ const (
 
 // node is one chain record (a record with a uuid).
 type node struct {
-	uuid       string
+	uuid string
+	// parentUUID names the parent while it is not known (written later,
+	// or never); once it is, known holds its index + 1 and the string goes:
+	// a long session has hundreds of thousands of records.
 	parentUUID string
+	known      int32
 	explicit   bool  // parentUuid was null: a deliberate root
 	parent     int32 // index in parser.nodes, -1 for a root
 	group      int32
@@ -148,8 +153,12 @@ type parser struct {
 	name  string
 	info  fileInfo
 	split split
-	file  harness.ParsedFile
-	line  int
+	seen  seen // the sequential decoder's
+	// lean: the caller wants only the runs, not the records after build
+	// (a long session holds hundreds of thousands).
+	lean bool
+	file harness.ParsedFile
+	line int
 
 	nodes  []node
 	pays   []pay
@@ -262,7 +271,7 @@ func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string 
 	case n.explicit:
 		return "sidechain:" + uuid
 	}
-	if j, ok := p.byUUID[n.parentUUID]; ok && n.parentUUID != "" && p.groups[p.nodes[j].group].sidechain {
+	if j, ok := p.parentOf(n); ok && p.groups[p.nodes[j].group].sidechain {
 		return p.groups[p.nodes[j].group].key
 	}
 	return "agent:"
@@ -358,8 +367,12 @@ func (p *parser) build() []harness.ParsedRun {
 	}
 	p.link()
 	p.resolveAll()
+	p.pays = nil // in the messages now
 	p.fillToolNames()
 	p.rechain()
+	if p.lean {
+		p.nodes = nil
+	}
 	var runs []harness.ParsedRun
 	for _, g := range p.groupOrder() {
 		runs = append(runs, p.groupRuns(g, len(runs))...)
@@ -393,14 +406,14 @@ func (p *parser) link() {
 	for i := range p.nodes {
 		n := &p.nodes[i]
 		g := n.group
-		j, ok := p.byUUID[n.parentUUID]
+		j, ok := p.parentOf(n)
 		switch {
-		case ok && n.parentUUID != "" && p.nodes[j].group == g && int(j) != i:
+		case ok && p.nodes[j].group == g && int(j) != i:
 			n.parent = j
 		case n.explicit:
 		default:
 			n.parent = prev[g]
-			if n.parentUUID != "" {
+			if name := p.parentName(n); name != "" {
 				where := "is not in the file"
 				if ok {
 					where = "is in another conversation of the file"
@@ -412,9 +425,9 @@ func (p *parser) link() {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
 				s := harness.Skip{File: p.name, Line: int(n.line),
-					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)}
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, name, where, placed)}
 				if !ok {
-					s.MissingParent = n.parentUUID
+					s.MissingParent = name
 				}
 				p.file.Skipped = append(p.file.Skipped, s)
 			}
@@ -423,6 +436,27 @@ func (p *parser) link() {
 	}
 	// Skips were listed as lines were read; these come from the tree.
 	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
+}
+
+// parentOf is the index of the record n names as its parent, when that
+// is in the file.
+func (p *parser) parentOf(n *node) (int32, bool) {
+	if n.known > 0 {
+		return n.known - 1, true
+	}
+	if n.parentUUID == "" {
+		return 0, false
+	}
+	j, ok := p.byUUID[n.parentUUID]
+	return j, ok
+}
+
+// parentName is the uuid n names as its parent, "" for none.
+func (p *parser) parentName(n *node) string {
+	if n.known > 0 {
+		return p.nodes[n.known-1].uuid
+	}
+	return n.parentUUID
 }
 
 const (
