@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,6 +202,68 @@ func BenchmarkReimportUnchanged5000(b *testing.B) {
 	}
 }
 
+// BenchmarkImportLongSession imports one long Claude-shaped session
+// (TINE_BENCH_LONG_MB, default 200 MB: a session Claude Code kept writing)
+// into a fresh database: the path where one file's lines are decoded on
+// every core and its messages are stored in one transaction. Run with
+// -benchmem; peak-heap-MB is the most the Go heap held during the last
+// import, sampled every 10 ms.
+func BenchmarkImportLongSession(b *testing.B) {
+	dir := b.TempDir()
+	size := writeClaudeCorpus(b, dir, 1, envInt("TINE_BENCH_LONG_MB", 200)<<20)
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	cpu := startCPU()
+	var peak uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := sampleHeap(&peak)
+		b.StartTimer()
+		sum, err := Import(context.Background(), st, files, Options{Formats: formats})
+		if err != nil || sum.Failed > 0 || sum.Runs != 1 {
+			b.Fatal(err, sum.Errors, sum.Runs)
+		}
+		b.StopTimer()
+		stop()
+		st.Close()
+		b.StartTimer()
+	}
+	cpu.report(b)
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// sampleHeap records in *peak the largest heap in use until stop is called.
+func sampleHeap(peak *uint64) (stop func()) {
+	*peak = 0
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			*peak = max(*peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 // corpusFiles sets the corpus size (files of 2 MB): 100 makes 200 MB.
 var corpusFiles = envInt("TINE_BENCH_FILES", 100)
 
@@ -240,6 +303,7 @@ func BenchmarkImportSharedCorpus(b *testing.B) {
 		size += f.Size
 	}
 	b.SetBytes(size)
+	b.ReportAllocs()
 	cpu := startCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
