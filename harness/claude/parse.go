@@ -135,7 +135,6 @@ type group struct {
 
 // msgNode is a message of the tree being built.
 type msgNode struct {
-	m        model.Message
 	msgID    string
 	parent   int32
 	children []int32
@@ -177,7 +176,10 @@ type parser struct {
 	haveCost             bool
 	forkRef              map[string]bool // agent ids with a fork-context-ref
 
-	msgs    []msgNode
+	msgs []msgNode
+	// out holds the messages themselves, out[i] message msgs[i]'s: a run
+	// of a linear session is a slice of it, not a copy.
+	out     []model.Message
 	byMsgID map[string]int32
 	calls   map[string]string // tool call id -> tool name
 	tasks   []taskCall        // the calls that start subagents, in file order
@@ -512,12 +514,12 @@ func (p *parser) place(i int32) {
 		// message is still one model response, and its results follow it.
 		if pm >= 0 && pl.msgID != "" && pl.msg.Role == model.Assistant {
 			if q := p.sameResponse(pm, pl.msgID); q >= 0 {
-				pmn := &p.msgs[q]
+				pmn, pmm := &p.msgs[q], &p.out[q]
 				pm = q
-				pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
-				pmn.m.Usage = maxUsage(pmn.m.Usage, pl.msg.Usage)
-				if pmn.m.Model == "" {
-					pmn.m.Model = pl.msg.Model
+				pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
+				pmm.Usage = maxUsage(pmm.Usage, pl.msg.Usage)
+				if pmm.Model == "" {
+					pmm.Model = pl.msg.Model
 				}
 				if pmn.copied == "" {
 					pmn.copied = n.copiedFrom
@@ -534,7 +536,7 @@ func (p *parser) place(i int32) {
 			// The summary belongs with its boundary: it is what the
 			// model reads instead of the history, not something typed.
 			pmn := &p.msgs[pm]
-			pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
+			p.out[pm].Parts = append(p.out[pm].Parts, pl.msg.Parts...)
 			pmn.open = false
 			n.msg = pm
 			p.touch(pm, i)
@@ -554,7 +556,7 @@ func (p *parser) sameResponse(pm int32, id string) int32 {
 	for steps := 0; pm >= 0 && steps < 256; steps++ {
 		mn := &p.msgs[pm]
 		switch {
-		case mn.m.Role == model.Assistant:
+		case p.out[pm].Role == model.Assistant:
 			if mn.msgID == id {
 				return pm
 			}
@@ -577,25 +579,27 @@ func (p *parser) touch(m, i int32) {
 func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
 	n := &p.nodes[i]
 	mn := msgNode{
-		m: pl.msg, msgID: pl.msgID, parent: parent, group: n.group,
+		msgID: pl.msgID, parent: parent, group: n.group,
 		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,
 		open: n.kind == kCompact, owner: -1,
 	}
+	msg := pl.msg
 	if n.kind == kCompact || n.kind == kSummary || n.kind == kLocalEcho {
-		mn.m.Role = model.System
+		msg.Role = model.System
 	}
 	m := int32(len(p.msgs))
 	// Usage is counted once per API message: a message id seen before
 	// (a record copied twice, a re-written block) adds nothing new.
 	if pl.msgID != "" {
 		if q, seen := p.byMsgID[pl.msgID]; seen {
-			p.msgs[q].m.Usage = maxUsage(p.msgs[q].m.Usage, mn.m.Usage)
-			mn.m.Usage = model.Usage{}
+			p.out[q].Usage = maxUsage(p.out[q].Usage, msg.Usage)
+			msg.Usage = model.Usage{}
 		} else {
 			p.byMsgID[pl.msgID] = m
 		}
 	}
 	p.msgs = append(p.msgs, mn)
+	p.out = append(p.out, msg)
 	if parent >= 0 {
 		p.msgs[parent].children = append(p.msgs[parent].children, m)
 	}
@@ -617,8 +621,8 @@ func maxUsage(a, b model.Usage) model.Usage {
 // fillToolNames names each tool result after its call.
 func (p *parser) fillToolNames() {
 	for i := range p.msgs {
-		for j := range p.msgs[i].m.Parts {
-			pt := &p.msgs[i].m.Parts[j]
+		for j := range p.out[i].Parts {
+			pt := &p.out[i].Parts[j]
 			if pt.Kind == model.ToolResult && pt.ToolName == "" {
 				pt.ToolName = p.calls[pt.ToolCallID]
 			}
@@ -746,11 +750,7 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 				pr.ForkAt = int(p.msgs[j].depth)
 			}
 		}
-		msgs := make([]model.Message, len(path))
-		for k, m := range path {
-			msgs[k] = p.msgs[m].m
-		}
-		pr.Messages = msgs
+		pr.Messages = p.messages(path)
 		p.fillRun(&pr, g, idx == 0, path)
 		if pr.Run.Title == "" && idx > 0 {
 			pr.Run.Title = runs[0].Run.Title // a branch without a prompt of its own
@@ -758,6 +758,26 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 		runs = append(runs, pr)
 	}
 	return runs
+}
+
+// messages are the messages of path: a slice of out when they are
+// consecutive there (a linear session's main line), else a copy. Each
+// message is one run's, so no two runs share one.
+func (p *parser) messages(path []int32) []model.Message {
+	if n := len(path); n > 0 && int(path[n-1]-path[0]) == n-1 {
+		consecutive := true
+		for k := 1; k < n && consecutive; k++ {
+			consecutive = path[k] == path[k-1]+1
+		}
+		if consecutive {
+			return p.out[path[0] : path[n-1]+1 : path[n-1]+1]
+		}
+	}
+	msgs := make([]model.Message, len(path))
+	for k, m := range path {
+		msgs[k] = p.out[m]
+	}
+	return msgs
 }
 
 // fillRun sets a run's fields and its links to other sessions.
@@ -772,7 +792,7 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 	case gr.sidechain:
 		r.NativeID = "agent-" + gr.agentID
 		if gr.agentID == "" && len(path) > 0 {
-			r.NativeID = "sidechain-" + p.msgs[path[0]].m.NativeID
+			r.NativeID = "sidechain-" + p.out[path[0]].NativeID
 		}
 		if mainLine {
 			toolID := ""
@@ -917,7 +937,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 			last = k
 			continue
 		}
-		if mn.m.Role == model.Assistant {
+		if p.out[m].Role == model.Assistant {
 			break
 		}
 	}
@@ -925,7 +945,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 		return nil
 	}
 	mn := &p.msgs[path[last]]
-	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: mn.m.NativeID}
+	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: p.out[path[last]].NativeID}
 }
 
 // lastModel is the model of the last assistant message that names a real one.
@@ -944,7 +964,7 @@ func (p *parser) modelAbove(path []int32) string {
 		return ""
 	}
 	for j := p.msgs[path[0]].parent; j >= 0; j = p.msgs[j].parent {
-		if m := p.msgs[j].m; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+		if m := p.out[j]; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
 			return m.Model
 		}
 	}
