@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tine/internal/jsonl"
@@ -299,7 +300,22 @@ type split struct {
 }
 
 func defaultSplit() split {
-	return split{from: parallelFrom, bytes: chunkBytes, lines: chunkLines, workers: runtime.GOMAXPROCS(0)}
+	sp := split{from: parallelFrom, bytes: chunkBytes, lines: chunkLines, workers: runtime.GOMAXPROCS(0)}
+	if f := splitFrom.Load(); f > 0 {
+		sp.from = f - 1
+	}
+	return sp
+}
+
+// splitFrom, when above 0, is 1 + the byte parsers decode in parallel from.
+var splitFrom atomic.Int64
+
+// DecodeInParallelFrom makes the parsers made until restore is called
+// decode a file's lines on every core from byte from on, instead of from
+// 4 MB on: for tests that compare what the two ways store.
+func DecodeInParallelFrom(from int64) (restore func()) {
+	old := splitFrom.Swap(from + 1)
+	return func() { splitFrom.Store(old) }
 }
 
 // chunk is some consecutive lines of a file, copied out of the reader's
