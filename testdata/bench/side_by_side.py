@@ -7,13 +7,15 @@ Rounds alternate so load on the machine falls on all three alike; the
 report gives each one's median time and peak memory (the largest resident
 set of the process, from wait4), and tine's ratios to ccusage's medians.
 
-usage: side_by_side.py [--rounds N] [--work DIR] [--shapes S,...] TINE CCUSAGE [CORPUS_DIR]
+usage: side_by_side.py [--rounds N] [--work DIR] [--shapes S,...] [--before TINE0] TINE CCUSAGE [CORPUS_DIR]
   CORPUS_DIR holds projects/ (as gen_claude_corpus.py makes it): that corpus
   only. Without it, every shape of --shapes (default 400x12,2000x30,1x50000:
   SESSIONSxTURNS, the three of issue 19: 147 MB of small sessions, 1.1 GB of
   larger ones, one 509 MB session of 200,002 messages) is measured, each in
   DIR/SESSIONSxTURNS (default DIR: $TMPDIR/tine-bench), generated there with
-  gen_claude_corpus.py when missing.
+  gen_claude_corpus.py when missing. --before TINE0 also runs another
+  build (the one before a change) in the same rounds, for a before/after
+  table measured under the same load.
 """
 import argparse, os, statistics, subprocess, sys, tempfile, time
 
@@ -25,6 +27,7 @@ ap.add_argument("corpus", nargs="?")
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tine-bench"))
 ap.add_argument("--shapes", default="400x12,2000x30,1x50000")
+ap.add_argument("--before", help="another tine, measured in the same rounds")
 args = ap.parse_args()
 
 
@@ -65,14 +68,19 @@ def measure(label, corpus):
     env = dict(os.environ, CLAUDE_CONFIG_DIR=corpus)
     size = corpus_size(projects)
     print(f"== {label}: {size / 1e6:.0f} MB, {args.rounds} rounds", flush=True)
-    times = {"ccusage": [], "first": [], "reimport": []}
-    rss = {"ccusage": [], "first": [], "reimport": []}
+    cmds = [("ccusage", [args.ccusage, "session", "--json", "--offline"]),
+            ("first", [args.tine, "--db", "{db}", "import", projects]),
+            ("reimport", [args.tine, "--db", "{db}", "import", projects])]
+    if args.before:
+        cmds += [("before", [args.before, "--db", "{db0}", "import", projects]),
+                 ("before-re", [args.before, "--db", "{db0}", "import", projects])]
+    times = {k: [] for k, _ in cmds}
+    rss = {k: [] for k, _ in cmds}
     with tempfile.TemporaryDirectory(dir=args.work if os.path.isdir(args.work) else None) as tmp:
         for r in range(args.rounds):
-            db = os.path.join(tmp, f"r{r}.db")
-            for key, cmd in (("ccusage", [args.ccusage, "session", "--json", "--offline"]),
-                             ("first", [args.tine, "--db", db, "import", projects]),
-                             ("reimport", [args.tine, "--db", db, "import", projects])):
+            db, db0 = os.path.join(tmp, f"r{r}.db"), os.path.join(tmp, f"r{r}-before.db")
+            for key, cmd in cmds:
+                cmd = [c.format(db=db, db0=db0) if c.startswith("{") else c for c in cmd]
                 t, m = run(cmd, env)
                 times[key].append(t)
                 rss[key].append(m)
@@ -84,6 +92,8 @@ def measure(label, corpus):
     peak = {k: max(v) for k, v in rss.items()}
     row = (label, size / 1e6, med["ccusage"], peak["ccusage"], med["first"], med["first"] / med["ccusage"],
            peak["first"], med["reimport"] / med["ccusage"])
+    if args.before:
+        row += (med["before"] / med["ccusage"], peak["before"], med["before-re"] / med["ccusage"])
     print(f"medians of {args.rounds}: ccusage {med['ccusage'] * 1000:.0f} ms ({peak['ccusage']:.0f} MB), "
           f"first import {med['first'] * 1000:.0f} ms ({row[5]:.2f}x, {peak['first']:.0f} MB), "
           f"re-import {med['reimport'] * 1000:.1f} ms ({row[7]:.3f}x)", flush=True)
@@ -96,7 +106,12 @@ else:
     os.makedirs(args.work, exist_ok=True)
     rows = [measure(s, ensure(s)) for s in args.shapes.split(",")]
 print()
-print("| corpus | MB | ccusage s | ccusage peak MB | tine first s | tine/ccusage | tine peak MB | re-import/ccusage |")
-print("|---|---|---|---|---|---|---|---|")
-for label, mb, cc, ccm, first, ratio, fm, re in rows:
-    print(f"| {label} | {mb:.0f} | {cc:.2f} | {ccm:.0f} | {first:.2f} | {ratio:.2f}x | {fm:.0f} | {re:.3f}x |")
+extra = " before/ccusage | before peak MB | before re-import/ccusage |" if args.before else ""
+print("| corpus | MB | ccusage s | ccusage peak MB | tine first s | tine/ccusage | tine peak MB | re-import/ccusage |" + extra)
+print("|---|---|---|---|---|---|---|---|" + ("---|---|---|" if args.before else ""))
+for row in rows:
+    label, mb, cc, ccm, first, ratio, fm, re = row[:8]
+    line = f"| {label} | {mb:.0f} | {cc:.2f} | {ccm:.0f} | {first:.2f} | {ratio:.2f}x | {fm:.0f} | {re:.3f}x |"
+    if args.before:
+        line += f" {row[8]:.2f}x | {row[9]:.0f} | {row[10]:.3f}x |"
+    print(line)
