@@ -265,7 +265,7 @@ func (p *parser) apply(d *record) {
 		p.calls[c.id] = c.name
 	}
 	for _, t := range d.tasks {
-		t.at = int32(len(p.nodes))
+		t.at = int32(p.nodes.len())
 		p.tasks = append(p.tasks, t)
 	}
 	switch {
@@ -273,11 +273,11 @@ func (p *parser) apply(d *record) {
 		// Keep the record in the chain so its children still connect.
 		p.skip(fmt.Sprintf("%s record %s: %v", d.typ, uuid, d.payErr))
 	case d.hasPay:
-		n.kind, n.pay = d.kind, int32(len(p.pays))
-		p.pays = append(p.pays, d.pay)
+		n.kind, n.pay = d.kind, int32(p.pays.len())
+		p.pays.add(d.pay)
 	}
-	p.byUUID[uuid] = int32(len(p.nodes))
-	p.nodes = append(p.nodes, n)
+	p.byUUID[uuid] = int32(p.nodes.len())
+	p.nodes.add(n)
 }
 
 // parallelFrom is how far into a file its lines are decoded one by one
@@ -429,3 +429,26 @@ func (p *parser) readParallel(lr interface {
 	}
 	wg.Wait()
 }
+
+// pages is a growing list kept in blocks: appending never copies what is
+// there (a long session's records, grown by doubling, left several times
+// their own size behind as garbage), and an element's address stays.
+type pages[T any] struct {
+	blocks [][]T
+	n      int32
+}
+
+const pageLen = 4096
+
+func (p *pages[T]) add(v T) {
+	if int(p.n)%pageLen == 0 {
+		p.blocks = append(p.blocks, make([]T, 0, pageLen))
+	}
+	b := &p.blocks[len(p.blocks)-1]
+	*b = append(*b, v)
+	p.n++
+}
+
+func (p *pages[T]) at(i int32) *T { return &p.blocks[i/pageLen][i%pageLen] }
+
+func (p *pages[T]) len() int32 { return p.n }

@@ -159,8 +159,8 @@ type parser struct {
 	file harness.ParsedFile
 	line int
 
-	nodes  []node
-	pays   []pay
+	nodes  pages[node]
+	pays   pages[pay]
 	groups []group
 	byUUID map[string]int32
 	byKey  map[string]int32 // group key -> index
@@ -273,8 +273,8 @@ func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string 
 	case n.explicit:
 		return "sidechain:" + uuid
 	}
-	if j, ok := p.parentOf(n); ok && p.groups[p.nodes[j].group].sidechain {
-		return p.groups[p.nodes[j].group].key
+	if j, ok := p.parentOf(n); ok && p.groups[p.nodes.at(j).group].sidechain {
+		return p.groups[p.nodes.at(j).group].key
 	}
 	return "agent:"
 }
@@ -286,7 +286,7 @@ func (p *parser) groupOf(key, agentID, session, cwd, branch string, ts time.Time
 	g, ok := p.byKey[key]
 	if !ok {
 		g = int32(len(p.groups))
-		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain, key: key, firstNode: int32(len(p.nodes))})
+		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain, key: key, firstNode: int32(p.nodes.len())})
 		p.byKey[key] = g
 	}
 	gr := &p.groups[g]
@@ -364,16 +364,16 @@ func looksLikeUUID(s string) bool {
 
 // build links the records into trees of messages and cuts them into runs.
 func (p *parser) build() []harness.ParsedRun {
-	if len(p.nodes) == 0 {
+	if p.nodes.len() == 0 {
 		return nil
 	}
 	p.link()
 	p.resolveAll()
-	p.pays = nil // in the messages now
+	p.pays = pages[pay]{} // in the messages now
 	p.fillToolNames()
 	p.rechain()
 	if p.lean {
-		p.nodes = nil
+		p.nodes = pages[node]{}
 	}
 	var runs []harness.ParsedRun
 	for _, g := range p.groupOrder() {
@@ -405,12 +405,12 @@ func (p *parser) link() {
 	for i := range prev {
 		prev[i] = -1
 	}
-	for i := range p.nodes {
-		n := &p.nodes[i]
+	for i := range p.nodes.len() {
+		n := p.nodes.at(i)
 		g := n.group
 		j, ok := p.parentOf(n)
 		switch {
-		case ok && p.nodes[j].group == g && int(j) != i:
+		case ok && p.nodes.at(j).group == g && j != i:
 			n.parent = j
 		case n.explicit:
 		default:
@@ -423,7 +423,7 @@ func (p *parser) link() {
 				placed := "placed after the record before it"
 				if n.parent < 0 {
 					placed = "it starts the conversation"
-				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
+				} else if pn := p.nodes.at(n.parent); pn.line > 0 {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
 				s := harness.Skip{File: p.name, Line: int(n.line),
@@ -434,7 +434,7 @@ func (p *parser) link() {
 				p.file.Skipped = append(p.file.Skipped, s)
 			}
 		}
-		prev[g] = int32(i)
+		prev[g] = i
 	}
 	// Skips were listed as lines were read; these come from the tree.
 	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
@@ -456,7 +456,7 @@ func (p *parser) parentOf(n *node) (int32, bool) {
 // parentName is the uuid n names as its parent, "" for none.
 func (p *parser) parentName(n *node) string {
 	if n.known > 0 {
-		return p.nodes[n.known-1].uuid
+		return p.nodes.at(n.known - 1).uuid
 	}
 	return n.parentUUID
 }
@@ -470,43 +470,47 @@ const (
 // resolveAll places every record: it starts a message, joins the message
 // it continues, or sits under the nearest message above it.
 func (p *parser) resolveAll() {
+	// A message starts at a record with a payload: there are no more
+	// messages than payloads, and msgs and out never grow by copying.
+	p.msgs = slices.Grow(p.msgs, int(p.pays.len()))
+	p.out = slices.Grow(p.out, int(p.pays.len()))
 	var stack []int32
-	for i := range p.nodes {
-		if p.nodes[i].state == resolved {
+	for i := range p.nodes.len() {
+		if p.nodes.at(i).state == resolved {
 			continue
 		}
 		// Walk up to the first resolved ancestor, then place downwards,
 		// so parents written after their children are fine too.
 		stack = stack[:0]
 		j := int32(i)
-		for j >= 0 && p.nodes[j].state == unresolved {
-			p.nodes[j].state = resolving
+		for j >= 0 && p.nodes.at(j).state == unresolved {
+			p.nodes.at(j).state = resolving
 			stack = append(stack, j)
-			j = p.nodes[j].parent
+			j = p.nodes.at(j).parent
 		}
-		if j >= 0 && p.nodes[j].state == resolving {
+		if j >= 0 && p.nodes.at(j).state == resolving {
 			// A cycle (a corrupt file): cut it at its top.
-			p.nodes[stack[len(stack)-1]].parent = -1
+			p.nodes.at(stack[len(stack)-1]).parent = -1
 		}
 		for k := len(stack) - 1; k >= 0; k-- {
 			p.place(stack[k])
-			p.nodes[stack[k]].state = resolved
+			p.nodes.at(stack[k]).state = resolved
 		}
 	}
 }
 
 // place decides which message record i belongs to.
 func (p *parser) place(i int32) {
-	n := &p.nodes[i]
+	n := p.nodes.at(i)
 	pm := int32(-1)
 	if n.parent >= 0 {
-		pm = p.nodes[n.parent].msg
+		pm = p.nodes.at(n.parent).msg
 	}
 	switch n.kind {
 	case kPass:
 		n.msg = pm
 	case kMessage, kCompact, kLocalEcho:
-		pl := &p.pays[n.pay]
+		pl := p.pays.at(n.pay)
 		// Claude writes one assistant record per content block, chained,
 		// all with the same message.id: they are one message. It runs a
 		// tool as soon as its block is written, so the results of the
@@ -531,7 +535,7 @@ func (p *parser) place(i int32) {
 		}
 		n.msg = p.newMessage(pm, i, pl)
 	case kSummary:
-		pl := &p.pays[n.pay]
+		pl := p.pays.at(n.pay)
 		if pm >= 0 && p.msgs[pm].open {
 			// The summary belongs with its boundary: it is what the
 			// model reads instead of the history, not something typed.
@@ -577,7 +581,7 @@ func (p *parser) touch(m, i int32) {
 }
 
 func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
-	n := &p.nodes[i]
+	n := p.nodes.at(i)
 	mn := msgNode{
 		msgID: pl.msgID, parent: parent, group: n.group,
 		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,

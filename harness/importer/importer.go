@@ -616,6 +616,13 @@ func (fmts Formats) readNew(f Found) parsedFile {
 	counter := &lineCounter{r: file}
 	parsed, err := format.Parse(counter, f.Path)
 	p.bytes, p.records, p.skipped = counter.n, counter.lines, parsed.Skipped
+	if counter.n >= collectAfter {
+		// A long session's parser leaves its records behind, hundreds of
+		// MB of them, and the heap may grow to twice what was live when it
+		// was last collected, mid-parse: collected now, the writer's own
+		// garbage does not pile on top of it.
+		runtime.GC()
+	}
 	if err != nil {
 		p.err = err
 		return p
@@ -630,6 +637,10 @@ func (fmts Formats) readNew(f Found) parsedFile {
 	}
 	return p
 }
+
+// collectAfter is the size of a file after whose parse the heap is
+// collected at once.
+const collectAfter = 64 << 20
 
 // prefetcher parses the files never imported before on every core, ahead
 // of the one writer, which takes them in order. The readers run up to a
