@@ -292,6 +292,9 @@ const searchToolBytes = 2 << 10
 
 // searchText is what the search index holds for m.
 func searchText(m model.Message) string {
+	if len(m.Parts) == 1 && (m.Parts[0].Kind == model.Text || m.Parts[0].Kind == model.Thinking) {
+		return m.Parts[0].Text // as it is: no copy
+	}
 	var b strings.Builder
 	add := func(s string, limit int) {
 		if s == "" {

@@ -143,9 +143,7 @@ func decode(line []byte, last *seen) record {
 		return d
 	}
 	d.typ = strOr(f.typ)
-	if t, ok := str(f.timestamp); ok {
-		d.ts, _ = time.Parse(time.RFC3339Nano, t)
-	}
+	d.ts = timestamp(f.timestamp)
 	d.agentID = strOr(f.agentID)
 	d.uuid = strOr(f.uuid)
 	if d.uuid == "" {
@@ -452,3 +450,32 @@ func (p *pages[T]) add(v T) {
 func (p *pages[T]) at(i int32) *T { return &p.blocks[i/pageLen][i%pageLen] }
 
 func (p *pages[T]) len() int32 { return p.n }
+
+// timestamp reads a record's time: the form Claude Code writes
+// ("2026-12-01T06:51:45.137Z") directly, any other as RFC 3339 says;
+// the zero time when it is neither.
+func timestamp(raw []byte) time.Time {
+	if len(raw) == 26 && raw[0] == '"' && raw[25] == '"' && raw[24] == 'Z' && raw[5] == '-' && raw[8] == '-' &&
+		raw[11] == 'T' && raw[14] == ':' && raw[17] == ':' && raw[20] == '.' {
+		n := func(i, w int) int {
+			v := 0
+			for _, c := range raw[i : i+w] {
+				if c < '0' || c > '9' {
+					return -1
+				}
+				v = v*10 + int(c-'0')
+			}
+			return v
+		}
+		y, mo, dd, h, mi, sec, ms := n(1, 4), n(6, 2), n(9, 2), n(12, 2), n(15, 2), n(18, 2), n(21, 3)
+		if y >= 0 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 28 && h >= 0 && h < 24 && mi >= 0 && mi < 60 && sec >= 0 && sec < 60 && ms >= 0 {
+			return time.Date(y, time.Month(mo), dd, h, mi, sec, ms*1e6, time.UTC)
+		}
+	}
+	t, ok := str(raw)
+	if !ok {
+		return time.Time{}
+	}
+	ts, _ := time.Parse(time.RFC3339Nano, t)
+	return ts
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,4 +87,21 @@ func TestParallelDecodeIsSequential(t *testing.T) {
 	}
 	// The long one did go parallel, and reads to its last full line.
 	require.Equal(t, int64(len(damaged)-len(`{"type":"user","uuid":"unfinished"`)), parseSplit(t, damaged, "x.jsonl", split{from: 0, bytes: 64, lines: 3, workers: 2}).Offset)
+}
+
+// TestTimestampAsTimeParse: the fast path reads Claude's timestamps
+// exactly as time.Parse does, and leaves every other form to it.
+func TestTimestampAsTimeParse(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		"2026-12-01T06:51:45.137Z", "1999-01-28T23:59:59.999Z", "2026-02-28T00:00:00.000Z",
+		"2026-02-29T00:00:00.000Z", "2026-12-31T06:51:45.137Z", "2026-13-01T06:51:45.137Z",
+		"2026-12-01T24:00:00.000Z", "2026-12-01T06:51:45.13Z", "2026-12-01T06:51:45.137+02:00",
+		"2026-12-01T06:51:45Z", "2026-12-01 06:51:45.137Z", "not a time", "2026-1x-01T06:51:45.137Z",
+	} {
+		want, _ := time.Parse(time.RFC3339Nano, s)
+		require.Equal(t, want, timestamp([]byte(`"`+s+`"`)), s)
+	}
+	require.True(t, timestamp([]byte(`null`)).IsZero())
+	require.True(t, timestamp(nil).IsZero())
 }
