@@ -428,9 +428,10 @@ func (p *parser) readParallel(lr interface {
 	wg.Wait()
 }
 
-// pages is a growing list kept in blocks: appending never copies what is
-// there (a long session's records, grown by doubling, left several times
-// their own size behind as garbage), and an element's address stays.
+// pages is a growing list kept in blocks of pageLen: past the first block,
+// appending never copies what is there (a long session's records, grown by
+// doubling, left several times their own size behind as garbage). The
+// first block grows as a slice does, so a small file costs what it holds.
 type pages[T any] struct {
 	blocks [][]T
 	n      int32
@@ -439,7 +440,10 @@ type pages[T any] struct {
 const pageLen = 4096
 
 func (p *pages[T]) add(v T) {
-	if int(p.n)%pageLen == 0 {
+	switch {
+	case p.n == 0:
+		p.blocks = append(p.blocks[:0], nil)
+	case int(p.n)%pageLen == 0:
 		p.blocks = append(p.blocks, make([]T, 0, pageLen))
 	}
 	b := &p.blocks[len(p.blocks)-1]
