@@ -19,10 +19,14 @@ type checkpointer struct {
 	dsn     string
 	once    sync.Once
 	closing sync.Once
-	db      *sql.DB
-	wake    chan struct{}
-	quit    chan struct{}
-	done    chan struct{}
+	// mu is held while it checkpoints: a checkpoint of the store's own
+	// (Compact's TRUNCATE) takes it too, as SQLite lets only one run at a
+	// time and the other would give up at once.
+	mu   sync.Mutex
+	db   *sql.DB
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
 }
 
 // checkpointEvery is the most often the checkpointer runs.
@@ -69,7 +73,9 @@ func (c *checkpointer) run() {
 		}
 		// A failure (busy with the writer's own checkpoint, a damaged
 		// file) leaves the log for the next one, or the writer's.
+		c.mu.Lock()
 		_, _ = c.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+		c.mu.Unlock()
 		last = time.Now()
 	}
 }
