@@ -289,6 +289,12 @@ func envInt(name string, def int) int {
 // 0.19x while glamour's dependencies took ~35 ms of package init at every
 // start, 0.089x before the scan file spared opening the store). The first
 // import's ratio moves with load: 1.32x at load 3, up to 1.7x seen.
+//
+// 2026-12-02, the three shapes of issue 19 (side_by_side.py --before, 5
+// rounds, load about 8, so the CPU ratio is the one to trust): 400x12
+// 1.27x ccusage's CPU (1.30x before), 45 MB peak; 2000x30 1.45x (1.51x),
+// 69 MB; one 509 MB session of 200,002 messages 0.92x (1.04x), 302 MB
+// peak (623 MB before; ccusage 671 MB).
 func BenchmarkImportSharedCorpus(b *testing.B) {
 	dir := os.Getenv("TINE_BENCH_CORPUS")
 	if dir == "" {
