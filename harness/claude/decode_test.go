@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -104,4 +105,42 @@ func TestTimestampAsTimeParse(t *testing.T) {
 	}
 	require.True(t, timestamp([]byte(`null`)).IsZero())
 	require.True(t, timestamp(nil).IsZero())
+}
+
+// TestLeanParseIsTheSame: Parse, which lets the records and payloads go
+// once the messages are built, gives what a parser that keeps them gives,
+// for a session of many blocks of records (pageLen) with a rewind, a
+// parent written after its child, and a title from a summary.
+func TestLeanParseIsTheSame(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	const sess = "11111111-2222-4333-8444-555555555555"
+	id := func(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+	parent := "null"
+	for i := range 3*pageLen + 100 {
+		p := parent
+		switch i {
+		case 5000:
+			p = `"` + id(4000) + `"` // a rewind
+		case 7000:
+			p = `"` + id(7001) + `"` // its parent comes next
+		}
+		role := "user"
+		content := fmt.Sprintf(`"prompt %d"`, i)
+		if i%2 == 1 {
+			role = "assistant"
+			content = fmt.Sprintf(`[{"type":"text","text":"answer %d"}]`, i)
+		}
+		fmt.Fprintf(&b, `{"parentUuid":%s,"type":%q,"message":{"role":%q,"id":"msg_%d","content":%s},"uuid":%q,"sessionId":%q,"timestamp":"2026-12-01T06:51:45.137Z"}`+"\n",
+			p, role, role, i, content, id(i), sess)
+		parent = `"` + id(i) + `"`
+	}
+	fmt.Fprintf(&b, `{"type":"summary","summary":"the long one","leafUuid":%q}`+"\n", id(3*pageLen+99))
+	data := b.Bytes()
+	lean, err := Parse(bytes.NewReader(data), sess+".jsonl")
+	require.NoError(t, err)
+	full := parseSplit(t, data, sess+".jsonl", split{from: 1 << 62, workers: 1})
+	require.Equal(t, full, lean)
+	require.Greater(t, len(lean.Runs), 1)
+	require.Equal(t, "the long one", lean.Runs[0].Run.Title)
 }
