@@ -93,7 +93,7 @@ func (s *Store) importFiles(ctx context.Context, n int, file func(i int) (model.
 				err = w.indexText()
 			}
 			if err != nil {
-				w.text = w.text[:0]
+				w.text, w.textBytes = w.text[:0], 0
 				errs[i] = fmt.Errorf("import %s: %w", src.Path, err)
 				if fatal != nil && fatal(i, errs[i]) {
 					return errs[i] // the database itself fails: write nothing more

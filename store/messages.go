@@ -25,10 +25,12 @@ func insertMessages(w *writer, runID string, start int, msgs []model.Message) ([
 		return nil, err
 	}
 	ids := make([]int64, len(msgs))
+	// Parts go by shape: most are text, or a call or a result, and leave
+	// the other columns empty; not binding those is a third of the work.
 	type partRow struct {
 		msg, idx int
 	}
-	var parts []partRow
+	var texts, calls, results, others []partRow
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role == "" {
@@ -36,37 +38,78 @@ func insertMessages(w *writer, runID string, start int, msgs []model.Message) ([
 		}
 		ids[i] = first + int64(i)
 		for j := range m.Parts {
-			parts = append(parts, partRow{i, j})
+			p := &m.Parts[j]
+			r := partRow{i, j}
+			switch {
+			case (p.Kind == model.Text || p.Kind == model.Thinking) && p.ToolCallID == "" && p.ToolName == "" && p.ToolInput == "" && !p.IsError && p.Raw == "":
+				texts = append(texts, r)
+			case p.Kind == model.ToolCall && p.Text == "" && !p.IsError && p.Raw == "":
+				calls = append(calls, r)
+			case p.Kind == model.ToolResult && p.ToolInput == "" && p.Raw == "":
+				results = append(results, r)
+			default:
+				others = append(others, r)
+			}
 		}
 	}
 	err = w.insertRows(`INSERT INTO messages (
 		run_id, id, seq, role, native_id, model,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at
-	) VALUES `, `(?1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, 10, len(msgs), []any{runID},
+	) VALUES `, `(?1, ?2 + {r}, ?3 + {r}, ?, ?, ?, ?, ?, ?, ?, ?)`, 8, len(msgs),
+		func(i int) []any { return []any{runID, ids[i], start + i} },
 		func(i int, args []any) []any {
 			m := &msgs[i]
-			return append(args, ids[i], start+i, string(m.Role), m.NativeID, m.Model,
+			return append(args, string(m.Role), m.NativeID, m.Model,
 				m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CacheReadTokens, m.Usage.CacheWriteTokens,
 				nanos(m.Time))
 		})
 	if err != nil {
 		return nil, fmt.Errorf("messages %d to %d: %w", start, start+len(msgs)-1, err)
 	}
-	err = w.insertRows(`INSERT INTO parts (
-		message_id, idx, kind, text, tool_call_id, tool_name, tool_input, is_error, raw
-	) VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?)`, 9, len(parts), nil,
-		func(i int, args []any) []any {
-			r := parts[i]
-			p := &msgs[r.msg].Parts[r.idx]
-			return append(args, ids[r.msg], r.idx, string(p.Kind), p.Text,
-				p.ToolCallID, p.ToolName, p.ToolInput, p.IsError, p.Raw)
-		})
-	if err != nil {
-		return nil, fmt.Errorf("parts of messages %d to %d: %w", start, start+len(msgs)-1, err)
+	part := func(r partRow) *model.Part { return &msgs[r.msg].Parts[r.idx] }
+	shapes := []struct {
+		rows []partRow
+		cols string
+		n    int
+		add  func(p *model.Part, args []any) []any
+	}{
+		{texts, `text`, 1, func(p *model.Part, args []any) []any { return append(args, p.Text) }},
+		{calls, `tool_call_id, tool_name, tool_input`, 3, func(p *model.Part, args []any) []any {
+			return append(args, p.ToolCallID, p.ToolName, p.ToolInput)
+		}},
+		{results, `text, tool_call_id, tool_name, is_error`, 4, func(p *model.Part, args []any) []any {
+			return append(args, p.Text, p.ToolCallID, p.ToolName, p.IsError)
+		}},
+		{others, `text, tool_call_id, tool_name, tool_input, is_error, raw`, 6, func(p *model.Part, args []any) []any {
+			return append(args, p.Text, p.ToolCallID, p.ToolName, p.ToolInput, p.IsError, p.Raw)
+		}},
+	}
+	for _, sh := range shapes {
+		if len(sh.rows) == 0 {
+			continue
+		}
+		row := "(?, ?, ?" + strings.Repeat(", ?", sh.n) + ")"
+		err = w.insertRows(`INSERT INTO parts (message_id, idx, kind, `+sh.cols+`) VALUES `, row, 3+sh.n, len(sh.rows), nil,
+			func(i int, args []any) []any {
+				r := sh.rows[i]
+				p := part(r)
+				return sh.add(p, append(args, ids[r.msg], r.idx, string(p.Kind)))
+			})
+		if err != nil {
+			return nil, fmt.Errorf("parts of messages %d to %d: %w", start, start+len(msgs)-1, err)
+		}
 	}
 	for i := range msgs {
 		if text := searchText(msgs[i]); text != "" {
 			w.text = append(w.text, ftsRow{ids[i], text})
+			w.textBytes += len(text)
+		}
+	}
+	if w.textBytes >= textChunk {
+		// A long run's text is indexed as it goes rather than held whole
+		// until the commit: a segment per chunk, which the index merges.
+		if err := w.indexText(); err != nil {
+			return nil, err
 		}
 	}
 	return ids, nil
@@ -249,6 +292,9 @@ const searchToolBytes = 2 << 10
 
 // searchText is what the search index holds for m.
 func searchText(m model.Message) string {
+	if len(m.Parts) == 1 && (m.Parts[0].Kind == model.Text || m.Parts[0].Kind == model.Thinking) {
+		return m.Parts[0].Text // as it is: no copy
+	}
 	var b strings.Builder
 	add := func(s string, limit int) {
 		if s == "" {

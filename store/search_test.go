@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -121,4 +122,29 @@ func TestSnippet(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got, "…"))
 	assert.True(t, strings.HasSuffix(got, "…"))
 	assert.NotContains(t, snippet("red \x1b[31m text", nil, 40), "\x1b")
+}
+
+// TestLongRunIndexedWhole stores one run whose search text is over
+// textChunk, so the writer indexes it in pieces before the commit: every
+// message is in the index, the first, the middle and the last found.
+func TestLongRunIndexedWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	filler := strings.Repeat("lorem ipsum dolor sit amet ", 150) // 4 KB a message
+	n := textChunk/len(filler)*2 + 10
+	msgs := make([]model.Message, n)
+	for i := range msgs {
+		msgs[i] = model.Message{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: fmt.Sprintf("word%dx %s", i, filler)}}}
+	}
+	r := model.Run{}
+	require.NoError(t, s.CreateRun(ctx, &r, msgs))
+	for _, i := range []int{0, n / 2, n - 1} {
+		hits, err := s.Search(ctx, fmt.Sprintf("word%dx", i), 10)
+		require.NoError(t, err)
+		require.Len(t, hits, 1, "message %d", i)
+	}
+	var rows int
+	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT count(*) FROM message_fts WHERE message_fts MATCH 'lorem'`).Scan(&rows))
+	require.Equal(t, n, rows)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -143,4 +144,39 @@ func TestDeleteKeepsIndexInStep(t *testing.T) {
 	hits, err = s.Search(ctx, "gone", 0)
 	require.NoError(t, err)
 	assert.Empty(t, hits)
+}
+
+// TestPartsOfEveryShapeRoundTrip stores parts of every kind, each with
+// and without the fields its kind rarely has (the writer inserts the
+// usual shapes binding only their own columns), and reads back exactly
+// what was stored.
+func TestPartsOfEveryShapeRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	parts := []model.Part{
+		{Kind: model.Text, Text: "plain"},
+		{Kind: model.Text, Text: "named", ToolName: "odd"},
+		{Kind: model.Thinking, Text: "hmm"},
+		{Kind: model.Thinking, Text: "raw too", Raw: `{"x":1}`},
+		{Kind: model.ToolCall, ToolCallID: "c1", ToolName: "Bash", ToolInput: `{"command":"ls"}`},
+		{Kind: model.ToolCall, ToolCallID: "c2", ToolName: "Bash", ToolInput: `{}`, Text: "with text"},
+		{Kind: model.ToolResult, ToolCallID: "c1", ToolName: "Bash", Text: "out", IsError: true},
+		{Kind: model.ToolResult, ToolCallID: "c2", Text: "out", Raw: `{"y":2}`},
+		{Kind: model.Image, Raw: `{"type":"image","bytes":76}`},
+		{Kind: model.Other, Raw: `{"type":"unknown"}`, Text: "t", ToolCallID: "c", ToolName: "n", ToolInput: "i", IsError: true},
+	}
+	var msgs []model.Message
+	for i := range 70 { // over a statement's 32 rows, in every shape
+		p := parts[i%len(parts)]
+		msgs = append(msgs, model.Message{Role: model.Assistant, NativeID: fmt.Sprint("n", i), Parts: []model.Part{p, parts[(i+3)%len(parts)]}})
+	}
+	r := model.Run{}
+	require.NoError(t, s.CreateRun(ctx, &r, msgs))
+	got, _, err := s.Messages(ctx, r.ID)
+	require.NoError(t, err)
+	requireSameMessages(t, msgs, got)
+	for i := range got {
+		require.Equal(t, got[0].ID+int64(i), got[i].ID, "ids count up with seq")
+	}
 }

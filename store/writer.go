@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -29,9 +30,14 @@ type writer struct {
 	cache *stmtCache
 	// next is the id the next message gets; 0 until read.
 	next int64
-	// text waits to be indexed: rowid (the message's id) and body.
-	text []ftsRow
+	// text waits to be indexed: rowid (the message's id) and body;
+	// textBytes is how long its bodies are.
+	text      []ftsRow
+	textBytes int
 }
+
+// textChunk is how much search text a writer holds before it indexes it.
+const textChunk = 8 << 20
 
 type ftsRow struct {
 	id   int64
@@ -171,7 +177,8 @@ func (w *writer) indexText() error {
 			return err
 		}
 	}
-	w.text = w.text[:0]
+	clear(w.text)
+	w.text, w.textBytes = w.text[:0], 0
 	return nil
 }
 
@@ -181,11 +188,13 @@ func (w *writer) indexText() error {
 const rowsPerInsert = 32
 
 // insertRows inserts n rows through "head row, row, ...": row is the
-// VALUES tuple of one row and holds cols parameters. add appends row i's
-// arguments. Parameters numbered explicitly in row (?1) take fixed, which
-// comes first.
-func (w *writer) insertRows(head, row string, cols, n int, fixed []any, add func(i int, args []any) []any) error {
-	args := make([]any, 0, len(fixed)+cols*min(n, rowsPerInsert))
+// VALUES tuple of one row and holds cols parameters; "{r}" in it stands
+// for the row's place in its statement (0, 1, ...), so that a value that
+// counts up (an id) is one parameter a statement plus r. add appends row
+// i's arguments. Parameters numbered explicitly in row (?1) take those
+// fixed(i) gives, first, for a statement whose first row is row i.
+func (w *writer) insertRows(head, row string, cols, n int, fixed func(i int) []any, add func(i int, args []any) []any) error {
+	args := make([]any, 0, 4+cols*min(n, rowsPerInsert))
 	for i := 0; i < n; {
 		k := rowsPerInsert
 		for k > n-i {
@@ -195,7 +204,10 @@ func (w *writer) insertRows(head, row string, cols, n int, fixed []any, add func
 		if err != nil {
 			return err
 		}
-		args = append(args[:0], fixed...)
+		args = args[:0]
+		if fixed != nil {
+			args = append(args, fixed(i)...)
+		}
 		for r := range k {
 			args = add(i+r, args)
 		}
@@ -219,7 +231,7 @@ func manyRows(head, row string, k int) string {
 		if r > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(row)
+		b.WriteString(strings.ReplaceAll(row, "{r}", strconv.Itoa(r)))
 	}
 	manyRowsSQL.Store(key, b.String())
 	return b.String()

@@ -97,3 +97,19 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseLongSession parses one long session (200 MB, a session
+// Claude Code kept writing through compactions) as an import reads it:
+// past parallelFrom its lines are decoded on every core. The lines are
+// read from memory, so it measures parsing alone.
+func BenchmarkParseLongSession(b *testing.B) {
+	data := synthTranscript(200 << 20)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		pf, err := Parse(bytes.NewReader(data), "synth.jsonl")
+		if err != nil || len(pf.Runs) != 1 {
+			b.Fatal(err, len(pf.Runs))
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 const maxRaw = 64 << 10
 
 // message reads a user or assistant record's message object.
-func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind, error) {
+func (d *record) message(typ string, raw []byte, compactSummary bool) (pay, kind, error) {
 	if isNull(raw) {
 		return pay{}, 0, errors.New("no message")
 	}
@@ -45,7 +45,7 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 		if err != nil {
 			// A corrupt count is never stored: the message stays,
 			// without its usage, and the line says why.
-			p.skip("assistant record usage dropped: " + err.Error())
+			d.skips = append(d.skips, "assistant record usage dropped: "+err.Error())
 		}
 		pl.msg.Usage = u
 	} else {
@@ -70,7 +70,7 @@ func (p *parser) message(typ string, raw []byte, compactSummary bool) (pay, kind
 	if isNull(content) {
 		return pl, k, nil
 	}
-	parts, results, others, err := p.blocks(content, typ == "assistant")
+	parts, results, others, err := d.blocks(content, typ == "assistant")
 	if err != nil {
 		return pay{}, 0, err
 	}
@@ -169,7 +169,7 @@ func readBlock(raw []byte) (block, bool) {
 
 // blocks converts a content array in order. It counts the tool results
 // and the other blocks, which tell a tool-result carrier from a prompt.
-func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results, others int, err error) {
+func (d *record) blocks(raw []byte, assistant bool) (parts []model.Part, results, others int, err error) {
 	a := elements(raw)
 	for v := range a.Elements() {
 		b, ok := readBlock(v)
@@ -191,10 +191,10 @@ func (p *parser) blocks(raw []byte, assistant bool) (parts []model.Part, results
 			id := strOr(b.id)
 			name := strOr(b.name)
 			if id != "" {
-				p.calls[id] = name
+				d.calls = append(d.calls, call{id, name})
 			}
 			if (name == "Task" || name == "Agent") && id != "" && assistant {
-				p.tasks = append(p.tasks, taskCall{id: id, prompt: strOr(member(b.input, "prompt")), at: int32(len(p.nodes))})
+				d.tasks = append(d.tasks, taskCall{id: id, prompt: strOr(member(b.input, "prompt"))})
 			}
 			parts = append(parts, model.Part{Kind: model.ToolCall, ToolCallID: id, ToolName: name, ToolInput: toolInput(b.input)})
 		case "tool_result":

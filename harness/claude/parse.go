@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -41,6 +40,7 @@ type fileInfo struct {
 
 func parse(r io.Reader, name string, info fileInfo) (harness.ParsedFile, error) {
 	p := newParser(name, info)
+	p.lean = true // only the runs are wanted: build may drop the records
 	if err := p.read(r); err != nil {
 		return p.file, err
 	}
@@ -67,6 +67,11 @@ func (p *parser) read(r io.Reader) error {
 			continue
 		}
 		p.handle(l.Text)
+		if l.Offset >= p.split.from && p.split.workers > 1 {
+			// A long file: its other lines are decoded on every core.
+			p.readParallel(lr)
+			break
+		}
 	}
 	if err := lr.Err(); err != nil {
 		return fmt.Errorf("%s: %w", p.name, err)
@@ -87,8 +92,12 @@ const (
 
 // node is one chain record (a record with a uuid).
 type node struct {
-	uuid       string
+	uuid string
+	// parentUUID names the parent while it is not known (written later,
+	// or never); once it is, known holds its index + 1 and the string goes:
+	// a long session has hundreds of thousands of records.
 	parentUUID string
+	known      int32
 	explicit   bool  // parentUuid was null: a deliberate root
 	parent     int32 // index in parser.nodes, -1 for a root
 	group      int32
@@ -126,7 +135,6 @@ type group struct {
 
 // msgNode is a message of the tree being built.
 type msgNode struct {
-	m        model.Message
 	msgID    string
 	parent   int32
 	children []int32
@@ -141,13 +149,18 @@ type msgNode struct {
 }
 
 type parser struct {
-	name string
-	info fileInfo
+	name  string
+	info  fileInfo
+	split split
+	seen  seen // the sequential decoder's
+	// lean: the caller wants only the runs, not the records after build
+	// (a long session holds hundreds of thousands).
+	lean bool
 	file harness.ParsedFile
 	line int
 
-	nodes  []node
-	pays   []pay
+	nodes  pages[node]
+	pays   pages[pay]
 	groups []group
 	byUUID map[string]int32
 	byKey  map[string]int32 // group key -> index
@@ -163,7 +176,10 @@ type parser struct {
 	haveCost             bool
 	forkRef              map[string]bool // agent ids with a fork-context-ref
 
-	msgs    []msgNode
+	msgs []msgNode
+	// out holds the messages themselves, out[i] message msgs[i]'s: a run
+	// of a linear session is a slice of it, not a copy.
+	out     []model.Message
 	byMsgID map[string]int32
 	calls   map[string]string // tool call id -> tool name
 	tasks   []taskCall        // the calls that start subagents, in file order
@@ -182,6 +198,7 @@ func newParser(name string, info fileInfo) *parser {
 	p := &parser{
 		name:    name,
 		info:    info,
+		split:   defaultSplit(),
 		byUUID:  map[string]int32{},
 		byKey:   map[string]int32{},
 		byMsgID: map[string]int32{},
@@ -207,178 +224,33 @@ type fields struct {
 	summary, leaf, customTitle, aiTitle, totalCost, content []byte
 }
 
-// handle reads one complete line.
-func (p *parser) handle(line []byte) {
-	line = bytes.TrimRight(line, "\r\n")
-	if len(bytes.TrimSpace(line)) == 0 {
-		return
-	}
-	var f fields
-	o := newObject(line)
-	for k, v := range o.Members() {
-		switch string(k) {
-		case "type":
-			f.typ = v
-		case "uuid":
-			f.uuid = v
-		case "parentUuid":
-			f.parent = v
-		case "logicalParentUuid":
-			f.logicalParent = v
-		case "sessionId":
-			f.session = v
-		case "timestamp":
-			f.timestamp = v
-		case "cwd":
-			f.cwd = v
-		case "gitBranch":
-			f.branch = v
-		case "isSidechain":
-			f.sidechain = v
-		case "agentId":
-			f.agentID = v
-		case "requestSessionId":
-			f.requestSession = v
-		case "isMeta":
-			f.isMeta = v
-		case "isCompactSummary":
-			f.compactSummary = v
-		case "message":
-			f.message = v
-		case "subtype":
-			f.subtype = v
-		case "compactMetadata":
-			f.compactMeta = v
-		case "summary":
-			f.summary = v
-		case "leafUuid":
-			f.leaf = v
-		case "customTitle":
-			f.customTitle = v
-		case "aiTitle":
-			f.aiTitle = v
-		case "totalCostUSD":
-			f.totalCost = v
-		case "content":
-			f.content = v
-		}
-	}
-	if o.Err() != nil {
-		p.skip("malformed JSON")
-		return
-	}
-	typ := strOr(f.typ)
-	var ts time.Time
-	if t, ok := str(f.timestamp); ok {
-		ts, _ = time.Parse(time.RFC3339Nano, t)
-		if !ts.IsZero() {
-			if p.firstTime.IsZero() {
-				p.firstTime = ts
-			}
-			if ts.After(p.lastTime) {
-				p.lastTime = ts
-			}
-		}
-	}
-	uuid := strOr(f.uuid)
-	if uuid == "" {
-		p.meta(typ, &f)
-		return
-	}
-	if _, dup := p.byUUID[uuid]; dup {
-		return // a record written twice: the first one stands
-	}
-	n := node{uuid: uuid, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
-	switch lp := strOr(f.logicalParent); {
-	case isNull(f.parent) && lp != "":
-		// A compact boundary cuts parentUuid and keeps the real
-		// predecessor here (without it, link() takes the record before).
-		n.parentUUID = lp
-	case f.parent != nil && isNull(f.parent) && strOr(f.subtype) != "compact_boundary":
-		n.explicit = true // a deliberate root: the first prompt, or a rewind to the start
-	default:
-		n.parentUUID = strOr(f.parent) // absent or unreadable: link() falls back
-	}
-	session := strOr(f.session)
-	n.group = p.groupOf(p.groupKey(isTrue(f.sidechain), strOr(f.agentID), uuid, &n), strOr(f.agentID), session, &f, ts)
-	switch rs := strOr(f.requestSession); {
-	case rs != "" && rs != session:
-		n.copiedFrom = rs
-	case p.ownSession != "" && session != "" && session != p.ownSession && !p.groups[n.group].sidechain:
-		// Older versions copied a resumed session's records keeping their
-		// original sessionId: a foreign sessionId marks a copy too.
-		n.copiedFrom = session
-	}
-	switch typ {
-	case "user", "assistant":
-		if isTrue(f.isMeta) {
-			break // context the CLI injected (caveats, skill bodies): not a message
-		}
-		pl, k, err := p.message(typ, f.message, isTrue(f.compactSummary))
-		if err != nil {
-			// Keep the record in the chain so its children still connect.
-			p.skip(fmt.Sprintf("%s record %s: %v", typ, uuid, err))
-			break
-		}
-		pl.msg.NativeID, pl.msg.Time = uuid, ts
-		n.kind, n.pay = k, int32(len(p.pays))
-		p.pays = append(p.pays, pl)
-	case "system":
-		switch strOr(f.subtype) {
-		case "compact_boundary":
-			n.kind, n.pay = kCompact, int32(len(p.pays))
-			p.pays = append(p.pays, pay{msg: model.Message{
-				Role: model.System, NativeID: uuid, Time: ts,
-				Parts: []model.Part{{Kind: model.Text, Text: compactText(f.compactMeta)}},
-			}})
-		case "local_command":
-			// Interactive sessions record slash commands and their
-			// output as system records.
-			text, echo := localCommand(strOr(f.content))
-			if text == "" {
-				break
-			}
-			n.kind, n.pay = kMessage, int32(len(p.pays))
-			if echo {
-				n.kind = kLocalEcho
-			}
-			p.pays = append(p.pays, pay{msg: model.Message{
-				Role: model.User, NativeID: uuid, Time: ts,
-				Parts: []model.Part{{Kind: model.Text, Text: text}},
-			}})
-		}
-	}
-	p.byUUID[uuid] = int32(len(p.nodes))
-	p.nodes = append(p.nodes, n)
-}
-
 // meta reads a record outside the chain: titles, cost, fork references.
 // Everything else there (queue operations, request shapes and blobs, modes,
 // last prompts) is bookkeeping tine does not need.
-func (p *parser) meta(typ string, f *fields) {
-	switch typ {
+func (p *parser) meta(d *record) {
+	switch d.typ {
 	case "user", "assistant":
-		p.skip(typ + " record without a uuid")
+		p.skip(d.typ + " record without a uuid")
 	case "custom-title":
-		if s := strOr(f.customTitle); s != "" {
-			p.customTitle = s
+		if d.customTitle != "" {
+			p.customTitle = d.customTitle
 		}
 	case "ai-title":
-		if s := strOr(f.aiTitle); s != "" {
-			p.aiTitle = s
+		if d.aiTitle != "" {
+			p.aiTitle = d.aiTitle
 		}
 	case "summary":
-		if s := strOr(f.summary); s != "" {
-			p.summaries = append(p.summaries, titleRef{text: s, leaf: strOr(f.leaf)})
+		if d.summary != "" {
+			p.summaries = append(p.summaries, titleRef{text: d.summary, leaf: d.leaf})
 		}
 	case "cost-state":
-		if len(f.totalCost) > 0 {
-			p.cost, p.haveCost = number(f.totalCost), true
+		if d.hasCost {
+			p.cost, p.haveCost = d.cost, true
 		}
 	case "fork-context-ref":
 		// A "fork" subagent inherits its parent's context by reference
 		// and starts with a copy of the parent's calling message.
-		if a := strOr(f.agentID); a != "" {
+		if a := d.agentID; a != "" {
 			if p.forkRef == nil {
 				p.forkRef = map[string]bool{}
 			}
@@ -401,20 +273,20 @@ func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string 
 	case n.explicit:
 		return "sidechain:" + uuid
 	}
-	if j, ok := p.byUUID[n.parentUUID]; ok && n.parentUUID != "" && p.groups[p.nodes[j].group].sidechain {
-		return p.groups[p.nodes[j].group].key
+	if j, ok := p.parentOf(n); ok && p.groups[p.nodes.at(j).group].sidechain {
+		return p.groups[p.nodes.at(j).group].key
 	}
 	return "agent:"
 }
 
 // groupOf finds or makes the tree a record belongs to: the main chain, or
 // the sidechain of one agent.
-func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) int32 {
+func (p *parser) groupOf(key, agentID, session, cwd, branch string, ts time.Time) int32 {
 	sidechain := key != ""
 	g, ok := p.byKey[key]
 	if !ok {
 		g = int32(len(p.groups))
-		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain, key: key, firstNode: int32(len(p.nodes))})
+		p.groups = append(p.groups, group{agentID: agentID, sidechain: sidechain, key: key, firstNode: int32(p.nodes.len())})
 		p.byKey[key] = g
 	}
 	gr := &p.groups[g]
@@ -425,9 +297,9 @@ func (p *parser) groupOf(key, agentID, session string, f *fields, ts time.Time) 
 		}
 	}
 	if gr.cwd == "" {
-		gr.cwd = strOr(f.cwd)
+		gr.cwd = cwd
 	}
-	if b := strOr(f.branch); b != "" {
+	if b := branch; b != "" {
 		gr.branch = b
 	}
 	if !ts.IsZero() {
@@ -492,13 +364,17 @@ func looksLikeUUID(s string) bool {
 
 // build links the records into trees of messages and cuts them into runs.
 func (p *parser) build() []harness.ParsedRun {
-	if len(p.nodes) == 0 {
+	if p.nodes.len() == 0 {
 		return nil
 	}
 	p.link()
 	p.resolveAll()
+	p.pays = pages[pay]{} // in the messages now
 	p.fillToolNames()
 	p.rechain()
+	if p.lean {
+		p.nodes = pages[node]{}
+	}
 	var runs []harness.ParsedRun
 	for _, g := range p.groupOrder() {
 		runs = append(runs, p.groupRuns(g, len(runs))...)
@@ -529,17 +405,17 @@ func (p *parser) link() {
 	for i := range prev {
 		prev[i] = -1
 	}
-	for i := range p.nodes {
-		n := &p.nodes[i]
+	for i := range p.nodes.len() {
+		n := p.nodes.at(i)
 		g := n.group
-		j, ok := p.byUUID[n.parentUUID]
+		j, ok := p.parentOf(n)
 		switch {
-		case ok && n.parentUUID != "" && p.nodes[j].group == g && int(j) != i:
+		case ok && p.nodes.at(j).group == g && j != i:
 			n.parent = j
 		case n.explicit:
 		default:
 			n.parent = prev[g]
-			if n.parentUUID != "" {
+			if name := p.parentName(n); name != "" {
 				where := "is not in the file"
 				if ok {
 					where = "is in another conversation of the file"
@@ -547,21 +423,42 @@ func (p *parser) link() {
 				placed := "placed after the record before it"
 				if n.parent < 0 {
 					placed = "it starts the conversation"
-				} else if pn := &p.nodes[n.parent]; pn.line > 0 {
+				} else if pn := p.nodes.at(n.parent); pn.line > 0 {
 					placed = fmt.Sprintf("placed after the record on line %d", pn.line)
 				}
 				s := harness.Skip{File: p.name, Line: int(n.line),
-					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, n.parentUUID, where, placed)}
+					Reason: fmt.Sprintf("record %s: its parent %s %s; %s", n.uuid, name, where, placed)}
 				if !ok {
-					s.MissingParent = n.parentUUID
+					s.MissingParent = name
 				}
 				p.file.Skipped = append(p.file.Skipped, s)
 			}
 		}
-		prev[g] = int32(i)
+		prev[g] = i
 	}
 	// Skips were listed as lines were read; these come from the tree.
 	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
+}
+
+// parentOf is the index of the record n names as its parent, when that
+// is in the file.
+func (p *parser) parentOf(n *node) (int32, bool) {
+	if n.known > 0 {
+		return n.known - 1, true
+	}
+	if n.parentUUID == "" {
+		return 0, false
+	}
+	j, ok := p.byUUID[n.parentUUID]
+	return j, ok
+}
+
+// parentName is the uuid n names as its parent, "" for none.
+func (p *parser) parentName(n *node) string {
+	if n.known > 0 {
+		return p.nodes.at(n.known - 1).uuid
+	}
+	return n.parentUUID
 }
 
 const (
@@ -573,43 +470,47 @@ const (
 // resolveAll places every record: it starts a message, joins the message
 // it continues, or sits under the nearest message above it.
 func (p *parser) resolveAll() {
+	// A message starts at a record with a payload: there are no more
+	// messages than payloads, and msgs and out never grow by copying.
+	p.msgs = slices.Grow(p.msgs, int(p.pays.len()))
+	p.out = slices.Grow(p.out, int(p.pays.len()))
 	var stack []int32
-	for i := range p.nodes {
-		if p.nodes[i].state == resolved {
+	for i := range p.nodes.len() {
+		if p.nodes.at(i).state == resolved {
 			continue
 		}
 		// Walk up to the first resolved ancestor, then place downwards,
 		// so parents written after their children are fine too.
 		stack = stack[:0]
 		j := int32(i)
-		for j >= 0 && p.nodes[j].state == unresolved {
-			p.nodes[j].state = resolving
+		for j >= 0 && p.nodes.at(j).state == unresolved {
+			p.nodes.at(j).state = resolving
 			stack = append(stack, j)
-			j = p.nodes[j].parent
+			j = p.nodes.at(j).parent
 		}
-		if j >= 0 && p.nodes[j].state == resolving {
+		if j >= 0 && p.nodes.at(j).state == resolving {
 			// A cycle (a corrupt file): cut it at its top.
-			p.nodes[stack[len(stack)-1]].parent = -1
+			p.nodes.at(stack[len(stack)-1]).parent = -1
 		}
 		for k := len(stack) - 1; k >= 0; k-- {
 			p.place(stack[k])
-			p.nodes[stack[k]].state = resolved
+			p.nodes.at(stack[k]).state = resolved
 		}
 	}
 }
 
 // place decides which message record i belongs to.
 func (p *parser) place(i int32) {
-	n := &p.nodes[i]
+	n := p.nodes.at(i)
 	pm := int32(-1)
 	if n.parent >= 0 {
-		pm = p.nodes[n.parent].msg
+		pm = p.nodes.at(n.parent).msg
 	}
 	switch n.kind {
 	case kPass:
 		n.msg = pm
 	case kMessage, kCompact, kLocalEcho:
-		pl := &p.pays[n.pay]
+		pl := p.pays.at(n.pay)
 		// Claude writes one assistant record per content block, chained,
 		// all with the same message.id: they are one message. It runs a
 		// tool as soon as its block is written, so the results of the
@@ -617,12 +518,12 @@ func (p *parser) place(i int32) {
 		// message is still one model response, and its results follow it.
 		if pm >= 0 && pl.msgID != "" && pl.msg.Role == model.Assistant {
 			if q := p.sameResponse(pm, pl.msgID); q >= 0 {
-				pmn := &p.msgs[q]
+				pmn, pmm := &p.msgs[q], &p.out[q]
 				pm = q
-				pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
-				pmn.m.Usage = maxUsage(pmn.m.Usage, pl.msg.Usage)
-				if pmn.m.Model == "" {
-					pmn.m.Model = pl.msg.Model
+				pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
+				pmm.Usage = maxUsage(pmm.Usage, pl.msg.Usage)
+				if pmm.Model == "" {
+					pmm.Model = pl.msg.Model
 				}
 				if pmn.copied == "" {
 					pmn.copied = n.copiedFrom
@@ -634,12 +535,12 @@ func (p *parser) place(i int32) {
 		}
 		n.msg = p.newMessage(pm, i, pl)
 	case kSummary:
-		pl := &p.pays[n.pay]
+		pl := p.pays.at(n.pay)
 		if pm >= 0 && p.msgs[pm].open {
 			// The summary belongs with its boundary: it is what the
 			// model reads instead of the history, not something typed.
 			pmn := &p.msgs[pm]
-			pmn.m.Parts = append(pmn.m.Parts, pl.msg.Parts...)
+			p.out[pm].Parts = append(p.out[pm].Parts, pl.msg.Parts...)
 			pmn.open = false
 			n.msg = pm
 			p.touch(pm, i)
@@ -659,7 +560,7 @@ func (p *parser) sameResponse(pm int32, id string) int32 {
 	for steps := 0; pm >= 0 && steps < 256; steps++ {
 		mn := &p.msgs[pm]
 		switch {
-		case mn.m.Role == model.Assistant:
+		case p.out[pm].Role == model.Assistant:
 			if mn.msgID == id {
 				return pm
 			}
@@ -680,27 +581,29 @@ func (p *parser) touch(m, i int32) {
 }
 
 func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
-	n := &p.nodes[i]
+	n := p.nodes.at(i)
 	mn := msgNode{
-		m: pl.msg, msgID: pl.msgID, parent: parent, group: n.group,
+		msgID: pl.msgID, parent: parent, group: n.group,
 		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,
 		open: n.kind == kCompact, owner: -1,
 	}
+	msg := pl.msg
 	if n.kind == kCompact || n.kind == kSummary || n.kind == kLocalEcho {
-		mn.m.Role = model.System
+		msg.Role = model.System
 	}
 	m := int32(len(p.msgs))
 	// Usage is counted once per API message: a message id seen before
 	// (a record copied twice, a re-written block) adds nothing new.
 	if pl.msgID != "" {
 		if q, seen := p.byMsgID[pl.msgID]; seen {
-			p.msgs[q].m.Usage = maxUsage(p.msgs[q].m.Usage, mn.m.Usage)
-			mn.m.Usage = model.Usage{}
+			p.out[q].Usage = maxUsage(p.out[q].Usage, msg.Usage)
+			msg.Usage = model.Usage{}
 		} else {
 			p.byMsgID[pl.msgID] = m
 		}
 	}
 	p.msgs = append(p.msgs, mn)
+	p.out = append(p.out, msg)
 	if parent >= 0 {
 		p.msgs[parent].children = append(p.msgs[parent].children, m)
 	}
@@ -722,8 +625,8 @@ func maxUsage(a, b model.Usage) model.Usage {
 // fillToolNames names each tool result after its call.
 func (p *parser) fillToolNames() {
 	for i := range p.msgs {
-		for j := range p.msgs[i].m.Parts {
-			pt := &p.msgs[i].m.Parts[j]
+		for j := range p.out[i].Parts {
+			pt := &p.out[i].Parts[j]
 			if pt.Kind == model.ToolResult && pt.ToolName == "" {
 				pt.ToolName = p.calls[pt.ToolCallID]
 			}
@@ -851,11 +754,7 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 				pr.ForkAt = int(p.msgs[j].depth)
 			}
 		}
-		msgs := make([]model.Message, len(path))
-		for k, m := range path {
-			msgs[k] = p.msgs[m].m
-		}
-		pr.Messages = msgs
+		pr.Messages = p.messages(path)
 		p.fillRun(&pr, g, idx == 0, path)
 		if pr.Run.Title == "" && idx > 0 {
 			pr.Run.Title = runs[0].Run.Title // a branch without a prompt of its own
@@ -863,6 +762,26 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 		runs = append(runs, pr)
 	}
 	return runs
+}
+
+// messages are the messages of path: a slice of out when they are
+// consecutive there (a linear session's main line), else a copy. Each
+// message is one run's, so no two runs share one.
+func (p *parser) messages(path []int32) []model.Message {
+	if n := len(path); n > 0 && int(path[n-1]-path[0]) == n-1 {
+		consecutive := true
+		for k := 1; k < n && consecutive; k++ {
+			consecutive = path[k] == path[k-1]+1
+		}
+		if consecutive {
+			return p.out[path[0] : path[n-1]+1 : path[n-1]+1]
+		}
+	}
+	msgs := make([]model.Message, len(path))
+	for k, m := range path {
+		msgs[k] = p.out[m]
+	}
+	return msgs
 }
 
 // fillRun sets a run's fields and its links to other sessions.
@@ -877,7 +796,7 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 	case gr.sidechain:
 		r.NativeID = "agent-" + gr.agentID
 		if gr.agentID == "" && len(path) > 0 {
-			r.NativeID = "sidechain-" + p.msgs[path[0]].m.NativeID
+			r.NativeID = "sidechain-" + p.out[path[0]].NativeID
 		}
 		if mainLine {
 			toolID := ""
@@ -1022,7 +941,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 			last = k
 			continue
 		}
-		if mn.m.Role == model.Assistant {
+		if p.out[m].Role == model.Assistant {
 			break
 		}
 	}
@@ -1030,7 +949,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 		return nil
 	}
 	mn := &p.msgs[path[last]]
-	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: mn.m.NativeID}
+	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: p.out[path[last]].NativeID}
 }
 
 // lastModel is the model of the last assistant message that names a real one.
@@ -1049,7 +968,7 @@ func (p *parser) modelAbove(path []int32) string {
 		return ""
 	}
 	for j := p.msgs[path[0]].parent; j >= 0; j = p.msgs[j].parent {
-		if m := p.msgs[j].m; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+		if m := p.out[j]; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
 			return m.Model
 		}
 	}

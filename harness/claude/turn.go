@@ -325,24 +325,24 @@ func resumePoint(path string, prefix []model.Message, k int) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("claude: message %d (record %s) is not in %s", k, want, path)
 	}
-	m := p.nodes[ni].msg
-	if m < 0 || p.msgs[m].m.NativeID != want {
+	m := p.nodes.at(ni).msg
+	if m < 0 || p.out[m].NativeID != want {
 		return "", fmt.Errorf("claude: record %s in %s does not start a message", want, path)
 	}
 	j := p.msgs[m].parent
 	for i := k - 2; i >= 0 && j >= 0; i-- {
-		if got := p.msgs[j].m.NativeID; got != prefix[i].NativeID {
+		if got := p.out[j].NativeID; got != prefix[i].NativeID {
 			return "", fmt.Errorf("claude: message %d of %s is record %s, not %s: the session differs from the run tine holds", i+1, path, got, prefix[i].NativeID)
 		}
 		j = p.msgs[j].parent
 	}
 	last := p.msgs[m].first
-	for i := last + 1; i < int32(len(p.nodes)); i++ {
-		if n := &p.nodes[i]; n.msg == m && n.kind != kPass {
+	for i := last + 1; i < int32(p.nodes.len()); i++ {
+		if n := p.nodes.at(i); n.msg == m && n.kind != kPass {
 			last = i
 		}
 	}
-	return p.nodes[last].uuid, nil
+	return p.nodes.at(last).uuid, nil
 }
 
 // newUUID returns a random (version 4) UUID.

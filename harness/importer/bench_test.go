@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,6 +202,68 @@ func BenchmarkReimportUnchanged5000(b *testing.B) {
 	}
 }
 
+// BenchmarkImportLongSession imports one long Claude-shaped session
+// (TINE_BENCH_LONG_MB, default 200 MB: a session Claude Code kept writing)
+// into a fresh database: the path where one file's lines are decoded on
+// every core and its messages are stored in one transaction. Run with
+// -benchmem; peak-heap-MB is the most the Go heap held during the last
+// import, sampled every 10 ms.
+func BenchmarkImportLongSession(b *testing.B) {
+	dir := b.TempDir()
+	size := writeClaudeCorpus(b, dir, 1, envInt("TINE_BENCH_LONG_MB", 200)<<20)
+	files, err := Expand([]string{dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	b.ReportAllocs()
+	cpu := startCPU()
+	var peak uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		st, err := store.Open(filepath.Join(b.TempDir(), fmt.Sprintf("b%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stop := sampleHeap(&peak)
+		b.StartTimer()
+		sum, err := Import(context.Background(), st, files, Options{Formats: formats})
+		if err != nil || sum.Failed > 0 || sum.Runs != 1 {
+			b.Fatal(err, sum.Errors, sum.Runs)
+		}
+		b.StopTimer()
+		stop()
+		st.Close()
+		b.StartTimer()
+	}
+	cpu.report(b)
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+}
+
+// sampleHeap records in *peak the largest heap in use until stop is called.
+func sampleHeap(peak *uint64) (stop func()) {
+	*peak = 0
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			*peak = max(*peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
 // corpusFiles sets the corpus size (files of 2 MB): 100 makes 200 MB.
 var corpusFiles = envInt("TINE_BENCH_FILES", 100)
 
@@ -226,6 +289,12 @@ func envInt(name string, def int) int {
 // 0.19x while glamour's dependencies took ~35 ms of package init at every
 // start, 0.089x before the scan file spared opening the store). The first
 // import's ratio moves with load: 1.32x at load 3, up to 1.7x seen.
+//
+// 2026-12-02, the three shapes of issue 19 (side_by_side.py --before, 5
+// rounds, load about 8, so the CPU ratio is the one to trust): 400x12
+// 1.27x ccusage's CPU (1.30x before), 45 MB peak; 2000x30 1.45x (1.51x),
+// 69 MB; one 509 MB session of 200,002 messages 0.92x (1.04x), 302 MB
+// peak (623 MB before; ccusage 671 MB).
 func BenchmarkImportSharedCorpus(b *testing.B) {
 	dir := os.Getenv("TINE_BENCH_CORPUS")
 	if dir == "" {
@@ -240,6 +309,7 @@ func BenchmarkImportSharedCorpus(b *testing.B) {
 		size += f.Size
 	}
 	b.SetBytes(size)
+	b.ReportAllocs()
 	cpu := startCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

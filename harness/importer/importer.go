@@ -497,19 +497,14 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			f.Format = opts.Format
 		}
 		var err error
-		if p, ok := pre.get(i); ok {
-			err = b.add(ctx, p)
-		} else {
-			// A file read before: unchanged, appended to, or read again.
-			// Before one is written, what was queued is stored, so files
-			// are written in order.
-			prev := known[f.Path]
-			if !unchanged(prev, f.Size, f.MTime) {
-				err = b.flush(ctx)
-			}
-			if err == nil {
-				err = opts.Formats.importOne(ctx, st, f, prev, &sum)
-			}
+		if pre.waits(i) && b.bytes >= minBatchBytes {
+			// The next file is still being parsed: store what is parsed
+			// meanwhile rather than wait with it (at the start, the
+			// writer would wait for a whole batch).
+			err = b.flush(ctx)
+		}
+		if err == nil {
+			err = b.next(ctx, pre, i, f, known[f.Path], opts)
 		}
 		if err != nil {
 			var se *StoreError
@@ -621,6 +616,13 @@ func (fmts Formats) readNew(f Found) parsedFile {
 	counter := &lineCounter{r: file}
 	parsed, err := format.Parse(counter, f.Path)
 	p.bytes, p.records, p.skipped = counter.n, counter.lines, parsed.Skipped
+	if counter.n >= collectAfter {
+		// A long session's parser leaves its records behind, hundreds of
+		// MB of them, and the heap may grow to twice what was live when it
+		// was last collected, mid-parse: collected now, the writer's own
+		// garbage does not pile on top of it.
+		runtime.GC()
+	}
 	if err != nil {
 		p.err = err
 		return p
@@ -635,6 +637,10 @@ func (fmts Formats) readNew(f Found) parsedFile {
 	}
 	return p
 }
+
+// collectAfter is the size of a file after whose parse the heap is
+// collected at once.
+const collectAfter = 64 << 20
 
 // prefetcher parses the files never imported before on every core, ahead
 // of the one writer, which takes them in order. The readers run up to a
@@ -709,6 +715,12 @@ func prefetch(ctx context.Context, files []Found, known map[string]model.Source,
 	return p
 }
 
+// waits reports whether file i is a new file not parsed yet.
+func (p *prefetcher) waits(i int) bool {
+	ch, ok := p.results[i]
+	return ok && len(ch) == 0
+}
+
 // get returns file i parsed, or false when i is not a new file.
 func (p *prefetcher) get(i int) (parsedFile, bool) {
 	ch, ok := p.results[i]
@@ -744,10 +756,30 @@ type batch struct {
 	bytes int64
 }
 
+// next brings file i (f, prev as the store holds it) up to date.
+func (b *batch) next(ctx context.Context, pre *prefetcher, i int, f Found, prev model.Source, opts Options) error {
+	if p, ok := pre.get(i); ok {
+		return b.add(ctx, p)
+	}
+	// A file read before: unchanged, appended to, or read again. Before
+	// one is written, what was queued is stored, so files are written in
+	// order.
+	if !unchanged(prev, f.Size, f.MTime) {
+		if err := b.flush(ctx); err != nil {
+			return err
+		}
+	}
+	return opts.Formats.importOne(ctx, b.st, f, prev, b.sum)
+}
+
 // batchBytes is how much transcript a batch holds before it is written:
 // fewer, bigger transactions rewrite the same index and tree pages less
 // often (32 MB took a tenth less CPU than 8 MB on the benchmark corpus).
 const batchBytes = 32 << 20
+
+// minBatchBytes is the least a batch holds before the writer stores it
+// because the next file is not parsed yet.
+const minBatchBytes = 8 << 20
 
 // add takes a parsed file; it is stored now or with the batch.
 func (b *batch) add(ctx context.Context, p parsedFile) error {
