@@ -1,25 +1,29 @@
 #!/usr/bin/env python3
-"""Generate a Gemini CLI or Qwen Code history for import benchmarks.
+"""Generate a Gemini CLI, Qwen Code or opencode history for import benchmarks.
 
-The template is one session file the real CLI wrote against the scripted
-model server (fork_overhead.py --save-templates makes one):
-gemini-0.61.0-template.jsonl and qwen-0.24.4-template.jsonl here, each a
-prompt, a shell call the CLI ran, its result and an answer. Each generated
-session is the template's head (Gemini CLI's header and context) and its
-turn repeated TURNS times, with its own session id, record ids, tool call
-ids, prompts and times (sessions ten minutes apart, turns a minute apart),
-in the file and folder the CLI would have written it to, under HOME:
+The template is one session the real CLI wrote against the scripted model
+server (fork_overhead.py --save-templates makes one):
+gemini-0.61.0-template.jsonl, qwen-0.24.4-template.jsonl and (a dump of
+opencode's SQLite database: its schema and the session's rows)
+opencode-1.18.33-template.json here, each a prompt, a shell call the CLI
+ran, its result and an answer. Each generated session is the template's
+head (Gemini CLI's header and context) and its turn repeated TURNS times,
+with its own session id, record ids, tool call ids, prompts and times
+(sessions ten minutes apart, turns a minute apart), where the CLI would
+have written it under HOME:
 
-  gemini: HOME/.gemini/tmp/<project>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl
-          (+ the project folder's .project_root and ~/.gemini/projects.json)
-  qwen:   HOME/.qwen/projects/<cwd, non-alphanumerics as ->/chats/<sessionId>.jsonl
+  gemini:   HOME/.gemini/tmp/<project>/chats/session-<YYYY-MM-DDTHH-MM>-<id8>.jsonl
+            (+ the project folder's .project_root and ~/.gemini/projects.json)
+  qwen:     HOME/.qwen/projects/<cwd, non-alphanumerics as ->/chats/<sessionId>.jsonl
+  opencode: HOME/.local/share/opencode/opencode.db (made anew), one session row
+            each, with its messages and parts
 
 <project> and <cwd> are the template's. Import it with
-`HOME=HOME tine import` (the agent's default folders) or by path.
+`HOME=HOME tine import` (the agent's default places) or by path.
 
-usage: gen_agent_corpus.py gemini|qwen TEMPLATE.jsonl HOME SESSIONS TURNS
+usage: gen_agent_corpus.py gemini|qwen|opencode TEMPLATE HOME SESSIONS TURNS
 """
-import datetime, json, os, random, re, sys, uuid
+import datetime, json, os, random, re, sqlite3, sys, uuid
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # The scripted model server's ids: tool calls (call_tine0001_0, inside
@@ -48,10 +52,87 @@ def parse_time(s):
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def shift_times(v, ms):
+    """v (opencode's JSON data) with every time in a "time" object moved by ms."""
+    if isinstance(v, dict):
+        return {k: ({tk: tv + ms if isinstance(tv, int) else tv for tk, tv in x.items()} if k == "time" and isinstance(x, dict)
+                    else shift_times(x, ms)) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shift_times(x, ms) for x in v]
+    return v
+
+
+def opencode(tpl, home, nsess, nturns):
+    """opencode keeps sessions in a SQLite database: the template is a dump
+    of one (fork_overhead.py --save-templates), its schema and the rows of
+    one session, whose messages are repeated TURNS times."""
+    d = json.load(open(tpl))
+    if len(d["session"]) != 1:
+        sys.exit("the template holds %d sessions, not one" % len(d["session"]))
+    db = os.path.join(home, ".local", "share", "opencode", "opencode.db")
+    os.makedirs(os.path.dirname(db), exist_ok=True)
+    if os.path.exists(db):
+        os.remove(db)
+    c = sqlite3.connect(db)
+    for stmt in d["schema"]:
+        c.execute(stmt)
+
+    def insert(table, row):
+        c.execute("INSERT INTO %s (%s) VALUES (%s)" % (table, ",".join(row), ",".join("?" * len(row))), list(row.values()))
+
+    for r in d["project"]:
+        insert("project", r)
+    sess = d["session"][0]
+    t0 = sess["time_created"]
+    prompt = next(p for p in d["part"] if p["message_id"] == d["message"][0]["id"] and json.loads(p["data"]).get("type") == "text")
+    # Ids as opencode makes them: a prefix, 12 hex digits (ascending for
+    # messages and parts, descending for sessions) and 14 random letters.
+    seq = [0]
+    abc = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+    def new_id(prefix, down=False):
+        seq[0] += 1
+        n = (0xFFFFFFFFFFFF - seq[0] * 0x1000) if down else 0x200000000000 + seq[0] * 0x1000
+        return "%s_%012x%s" % (prefix, n, "".join(random.choice(abc) for _ in range(14)))
+    random.seed(7)
+    rows = 0
+    for s in range(nsess):
+        sid = new_id("ses", down=True)
+        base = -600000 * (nsess - s)  # ms: sessions ten minutes apart
+        row = dict(sess, id=sid, slug="bench-%d" % s, title="session %d: please look at the failing test" % s,
+                   time_created=t0 + base, time_updated=sess["time_updated"] + base + 60000 * (nturns - 1))
+        insert("session", row)
+        for t in range(nturns):
+            ms = base + 60000 * t
+            remap = {sess["id"]: sid}
+            for m in d["message"]:
+                remap[m["id"]] = new_id("msg")
+            for p in d["part"]:
+                remap[p["id"]] = new_id("prt")
+            def rekey(text):
+                text = re.sub(r"(?:ses|msg|prt)_[0-9a-f]{12}[0-9A-Za-z]{14}", lambda m: remap.get(m.group(), m.group()), text)
+                return CALL.sub(lambda m: remap.setdefault(m.group(), "call_" + uuid.uuid4().hex[:16]), text)
+            for table in ("message", "part"):
+                for r in d[table]:
+                    data = shift_times(json.loads(rekey(r["data"])), ms)
+                    if r is prompt:
+                        data["text"] = "turn %d of session %d: %s" % (t, s, "please look at the failing test " * random.randint(1, 6))
+                    r2 = dict(r, id=remap[r["id"]], session_id=sid, time_created=r["time_created"] + ms, time_updated=r["time_updated"] + ms,
+                              data=json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+                    if table == "part":
+                        r2["message_id"] = remap[r["message_id"]]
+                    insert(table, r2)
+                    rows += 1
+    c.commit()
+    c.close()
+    print("agent=opencode sessions=%d turns=%d rows=%d bytes=%d db=%s" % (nsess, nturns, rows, os.path.getsize(db), db))
+
+
 def main():
     agent, tpl, home, nsess, nturns = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+    if agent == "opencode":
+        return opencode(tpl, home, nsess, nturns)
     if agent not in ("gemini", "qwen"):
-        sys.exit("agent is gemini or qwen")
+        sys.exit("agent is gemini, qwen or opencode")
     recs = [json.loads(l) for l in open(tpl) if l.strip()]
     start = next(i for i, r in enumerate(recs) if is_prompt(agent, r))
     head, turn = recs[:start], recs[start:]

@@ -10,15 +10,17 @@ exactly SESSIONS runs, skipping nothing; every re-import none. Prints each
 round, the medians and ranges, and the load average (the machine may be
 shared: the numbers move with it).
 
-usage: import_speed.py TINE gemini|qwen HOME SESSIONS [ROUNDS]
-  HOME is what gen_agent_corpus.py wrote to; the folder imported is
-  HOME/.gemini/tmp or HOME/.qwen/projects, named on the command line.
+usage: import_speed.py TINE gemini|qwen|opencode HOME SESSIONS [ROUNDS]
+  HOME is what gen_agent_corpus.py wrote to; what is imported is
+  HOME/.gemini/tmp, HOME/.qwen/projects or
+  HOME/.local/share/opencode/opencode.db, named on the command line.
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 
 tine, agent, home, nsess = sys.argv[1], sys.argv[2], os.path.abspath(sys.argv[3]), int(sys.argv[4])
 rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 5
-folder = os.path.join(home, ".gemini", "tmp") if agent == "gemini" else os.path.join(home, ".qwen", "projects")
+folder = {"gemini": os.path.join(home, ".gemini", "tmp"), "qwen": os.path.join(home, ".qwen", "projects"),
+          "opencode": os.path.join(home, ".local", "share", "opencode", "opencode.db")}[agent]
 env = dict(os.environ, HOME=home)
 env.pop("TINE_DB", None)
 
@@ -37,7 +39,8 @@ def ms(xs):
 
 
 first, again, loads, inner = [], [], [], []
-size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jsonl"))
+size = os.path.getsize(folder) if os.path.isfile(folder) else \
+    sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs if f.endswith(".jsonl"))
 with tempfile.TemporaryDirectory() as tmp:
     for r in range(rounds):
         db = os.path.join(tmp, f"r{r}.db")
@@ -50,8 +53,8 @@ with tempfile.TemporaryDirectory() as tmp:
         inner.append(s["seconds"])
         msgs = s["messages"]
         dt, s = imp(db)
-        if s["runs"] != 0 or s["unchanged"] != nsess:
-            sys.exit(f"re-import: {s['runs']} runs, {s['unchanged']} of {nsess} files unchanged")
+        if s["runs"] != 0 or s["unchanged"] != s["files"]:
+            sys.exit(f"re-import: {s['runs']} runs, {s['unchanged']} of {s['files']} files unchanged")
         again.append(dt)
         print(f"round {r + 1}: first import {first[-1] * 1000:.0f} ms (reading and storing {inner[-1] * 1000:.0f} ms), re-import {again[-1] * 1000:.0f} ms, load {loads[-1]:.2f}", flush=True)
 
