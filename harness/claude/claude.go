@@ -110,8 +110,9 @@ func dirsFrom(getenv func(string) string) []string {
 // type only Claude writes first, or the shape of its message records
 // (type user or assistant, a uuid, a message with a role or content), as
 // other tools export them without the session keys. Codex (session_meta,
-// payload), pi (a "session" header) and Qwen Code (whose records carry
-// provenance or systemPayload, and messages of parts) do not match. The
+// payload), pi (a "session" header), Qwen Code (whose records carry
+// provenance or systemPayload, and messages of parts) and Gemini CLI (a
+// header with a projectHash) do not match. The
 // line is read as JSON, whatever its spacing and key order; head may end
 // mid-line, and then what was read of it decides.
 func Detect(head []byte) bool {
@@ -132,6 +133,8 @@ func Detect(head []byte) bool {
 			return false // Codex's envelope
 		case "provenance", "systemPayload":
 			return false // Qwen Code's records (uuid, parentUuid and sessionId too, but these)
+		case "projectHash":
+			return false // Gemini CLI's header (a sessionId too, but this)
 		case "uuid":
 			_, uuid = str(v)
 		case "message":

@@ -502,7 +502,7 @@ func TestDetect(t *testing.T) {
 		assert.True(t, Detect(b[:min(len(b), 512)]), path)
 		assert.True(t, Detect(b[:min(len(b), 100)]), "%s: a cut head", path)
 	}
-	for _, glob := range []string{"codex/sessions/*/*/*/*.jsonl", "pi/sessions/*/*.jsonl", "agents/out/claude/*.stdout.jsonl", "openai/*", "../harness/qwen/testdata/*.jsonl"} {
+	for _, glob := range []string{"codex/sessions/*/*/*/*.jsonl", "pi/sessions/*/*.jsonl", "agents/out/claude/*.stdout.jsonl", "openai/*", "../harness/qwen/testdata/*.jsonl", "../harness/gemini/testdata/*.jsonl"} {
 		files, _ := filepath.Glob(filepath.Join(testdata, glob))
 		require.NotEmpty(t, files, glob)
 		for _, path := range files {

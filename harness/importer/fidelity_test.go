@@ -104,6 +104,25 @@ func TestDetectByParsing(t *testing.T) {
 	}
 }
 
+// TestGeminiAndQwenByPath: a Gemini CLI or Qwen Code session named on
+// the command line is told as its own agent's, not read as Claude Code's
+// (both begin with a sessionId): it imports whole, nothing skipped.
+func TestGeminiAndQwenByPath(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	for _, c := range []struct{ path, native, harness string }{
+		{"../gemini/testdata/session.jsonl", "33bfd967-a6c6-4f81-b069-b94da40612d7", "gemini"},
+		{"../qwen/testdata/session.jsonl", "7ce69607-90c6-460b-a104-fddb0ef4af07", "qwen"},
+	} {
+		sum := importPaths(t, st, c.path)
+		assert.Equal(t, 1, sum.Runs, c.path)
+		assert.Empty(t, sum.Skipped, c.path)
+		r, err := st.Resolve(context.Background(), c.native)
+		require.NoError(t, err, c.path)
+		assert.Equal(t, c.harness, r.Harness, c.path)
+	}
+}
+
 // TestSubagentsInOrder: several subagents of one session each hang under
 // the call that started them, in the order they started; the compaction
 // agent, which no call started, comes last and says what it is.
