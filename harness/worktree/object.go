@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,9 @@ type objects struct {
 	dir string
 	// have holds objects known to be in the store (written, or found).
 	have map[oid]bool
+	dirs map[string]bool // the fan-out folders made or found
+	buf  bytes.Buffer
+	zw   *zlib.Writer
 }
 
 // hashObject is the id git gives an object of kind holding body.
@@ -44,33 +48,39 @@ func (o *objects) write(id oid, kind string, body []byte) error {
 		o.have[id] = true
 		return nil
 	}
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write([]byte(kind + " " + strconv.Itoa(len(body)) + "\x00"))
-	zw.Write(body)
-	if err := zw.Close(); err != nil {
+	o.buf.Reset()
+	if o.zw == nil {
+		o.zw = zlib.NewWriter(&o.buf)
+	} else {
+		o.zw.Reset(&o.buf)
+	}
+	o.zw.Write([]byte(kind + " " + strconv.Itoa(len(body)) + "\x00"))
+	o.zw.Write(body)
+	if err := o.zw.Close(); err != nil {
 		return err
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
+	if !o.dirs[hexID[:2]] {
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		o.dirs[hexID[:2]] = true
 	}
-	tmp, err := os.CreateTemp(dir, "tmp_obj_")
+	// Read-only, as git makes them; renamed into place whole, so a reader
+	// never sees half of one (another writer's is the same bytes).
+	tmp := filepath.Join(dir, "tmp_obj_"+strconv.FormatUint(rand.Uint64(), 36))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o444)
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(buf.Bytes())
-	if cerr := tmp.Close(); err == nil {
+	_, err = f.Write(o.buf.Bytes())
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o444)
-	}
-	if err == nil {
-		// Another writer may have put it there meanwhile: the same bytes.
-		err = os.Rename(tmp.Name(), path)
+		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
+		os.Remove(tmp)
 		return err
 	}
 	o.have[id] = true

@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,14 +55,25 @@ type snapshots struct {
 	precompose bool // core.precomposeunicode
 	gen        uint64
 	pending    []newPath
+	checker    *ignoreChecker // nil until a new path is seen, and after a seed
+	// checkerIdle is how long the checker waits for work (checkerIdle).
+	checkerIdle time.Duration
 	// walks and seeds count the snapshots taken each way (for tests).
 	walks, seeds int
 }
 
 // racyMargin: a file modified this close before the snapshot that read
 // it may have been modified again within its time stamp's granularity
-// without its stat data changing, so it is read again next time.
-const racyMargin = 2 * time.Second
+// without its stat data changing, so it is read again next time. File
+// times tick with the kernel's coarse clock (a jiffy, 10 ms at most);
+// times in whole seconds say a file system that keeps no more (FAT keeps
+// two).
+func racyMargin(st gitStat) int64 {
+	if st.mtimeN == 0 {
+		return int64(2 * time.Second)
+	}
+	return int64(20 * time.Millisecond)
+}
 
 type fileEntry struct {
 	mode    uint32
@@ -106,7 +118,7 @@ func newSnapshots(ctx context.Context, top, index, gitDir string) (*snapshots, e
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
 	o, common, _ := strings.Cut(objDir, "\n")
-	s := &snapshots{top: top, index: index, gitDir: gitDir, common: common, obj: objects{dir: o, have: map[oid]bool{}}}
+	s := &snapshots{top: top, index: index, gitDir: gitDir, common: common, obj: objects{dir: o, have: map[oid]bool{}, dirs: map[string]bool{}}}
 	return s, nil
 }
 
@@ -130,6 +142,10 @@ func (s *snapshots) gitTree(ctx context.Context) (string, error) {
 	start := time.Now()
 	s.seeds++
 	s.root = nil
+	if s.checker != nil {
+		s.checker.stop() // it read the rules as they were
+		s.checker = nil
+	}
 	if err := s.readConfig(ctx); err != nil {
 		return "", err
 	}
@@ -341,60 +357,64 @@ func (s *snapshots) walkTree(ctx context.Context) (string, error) {
 // and what is gone is dropped.
 func (s *snapshots) walk(d *dirNode, abs, rel string, now int64) error {
 	d.gen = s.gen
-	ents, err := os.ReadDir(abs)
+	dir, err := os.Open(abs)
 	if err != nil {
 		return errNeedGit // gone meanwhile, or unreadable: git says what
 	}
-	for _, e := range ents {
-		name := e.Name()
-		p, a := join(rel, name), filepath.Join(abs, name)
+	defer dir.Close()
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return errNeedGit
+	}
+	fd := int(dir.Fd())
+	for _, name := range names {
 		if name == ".git" {
 			if rel == "" {
 				continue
 			}
 			return errNeedGit // a nested repository or submodule
 		}
-		t := e.Type()
-		switch {
-		case t.IsDir():
+		st, kind, err := fstatat(fd, name)
+		if err != nil {
+			return errNeedGit // gone meanwhile
+		}
+		switch kind {
+		case fs.ModeDir:
 			if sub := d.dirs[name]; sub != nil {
-				if err := s.walk(sub, a, p, now); err != nil {
+				if err := s.walk(sub, filepath.Join(abs, name), join(rel, name), now); err != nil {
 					return err
 				}
 				continue
 			}
-		case t.IsRegular() || t&fs.ModeSymlink != 0:
+		case 0, fs.ModeSymlink:
 			if f := d.files[name]; f != nil {
 				f.gen = s.gen
-				info, err := os.Lstat(a)
-				if err != nil {
-					return errNeedGit
-				}
-				st := statOf(info)
-				if st == f.st && st.mtime() < f.checked-int64(racyMargin) {
+				if st == f.st && st.mtime() < f.checked-racyMargin(st) {
 					continue
 				}
-				mode, id, err := s.hash(a, info)
+				id, err := s.hash(filepath.Join(abs, name), st.mode)
 				if err != nil {
 					return err
 				}
-				if mode != f.mode || id != f.id {
+				if st.mode != f.mode || id != f.id {
 					if name == ".gitignore" {
 						return errNeedGit
 					}
 					d.ok = false
 				}
-				f.mode, f.id, f.st, f.checked = mode, id, st, now
+				f.mode, f.id, f.st, f.checked = st.mode, id, st, now
 				continue
 			}
+		default:
+			if d.files[name] != nil || d.dirs[name] != nil {
+				return errNeedGit // what was a file or folder is a pipe, a socket, a device
+			}
 		}
-		if !t.IsDir() && !t.IsRegular() && t&fs.ModeSymlink == 0 && (d.files[name] != nil || d.dirs[name] != nil) {
-			return errNeedGit // what was a file or folder is a pipe, a socket, a device
-		}
+		p := join(rel, name)
 		if s.ignored[p] {
 			continue
 		}
-		s.pending = append(s.pending, newPath{parent: d, name: name, rel: p, abs: a, kind: t.Type()})
+		s.pending = append(s.pending, newPath{parent: d, name: name, rel: p, abs: filepath.Join(abs, name), kind: kind})
 	}
 	for name, f := range d.files {
 		if f.gen != s.gen {
@@ -442,24 +462,36 @@ func join(rel, name string) string {
 func (s *snapshots) addNew(ctx context.Context, now int64) error {
 	todo := s.pending
 	s.pending = nil
-	var in bytes.Buffer
-	for _, p := range todo {
+	paths := make([]string, len(todo))
+	for i, p := range todo {
 		if strings.HasPrefix(p.rel, ":") {
 			return errNeedGit // pathspec magic to check-ignore, which reads no literal path
 		}
-		in.WriteString(p.rel)
-		in.WriteByte(0)
+		paths[i] = p.rel
 	}
-	c := cmd{dir: s.top, stdin: &in, env: []string{"GIT_DIR=" + s.gitDir, "GIT_WORK_TREE=" + s.top}}
-	out, err := c.run(ctx, "check-ignore", "--no-index", "-z", "--stdin")
-	if err != nil && exitCode(err) != 1 {
-		return fmt.Errorf("worktree: %w", err)
-	}
-	ignored := map[string]bool{}
-	for p := range bytes.SplitSeq(out, []byte{0}) {
-		if len(p) > 0 {
-			ignored[string(p)] = true
+	var ignored map[string]bool
+	for {
+		if s.checker == nil {
+			c, err := startChecker(s.top, s.gitDir, cmp.Or(s.checkerIdle, checkerIdle))
+			if err != nil {
+				return fmt.Errorf("worktree: %w", err)
+			}
+			s.checker = c
 		}
+		var err error
+		ignored, err = s.checker.ignored(ctx, paths)
+		if errors.Is(err, errCheckerEnded) {
+			s.checker = nil // idle too long: started again
+			continue
+		}
+		if err != nil {
+			s.checker = nil
+			if ctx.Err() != nil {
+				return err
+			}
+			return errNeedGit // git says what went wrong
+		}
+		break
 	}
 	for _, p := range todo {
 		if p.name == ".gitignore" || p.name == ".gitattributes" {
@@ -478,27 +510,41 @@ func (s *snapshots) addNew(ctx context.Context, now int64) error {
 			d.gen = s.gen
 			p.parent.dirs[p.name] = d
 			p.parent.ok = false
-			ents, err := os.ReadDir(p.abs)
+			dir, err := os.Open(p.abs)
 			if err != nil {
 				return errNeedGit
 			}
-			for _, e := range ents {
-				if e.Name() == ".git" {
+			names, err := dir.Readdirnames(-1)
+			if err != nil {
+				dir.Close()
+				return errNeedGit
+			}
+			fd := int(dir.Fd())
+			for _, name := range names {
+				if name == ".git" {
+					dir.Close()
 					return errNeedGit // a repository inside: git adds it as a submodule
 				}
-				s.pending = append(s.pending, newPath{parent: d, name: e.Name(), rel: p.rel + "/" + e.Name(),
-					abs: filepath.Join(p.abs, e.Name()), kind: e.Type().Type()})
+				_, kind, err := fstatat(fd, name)
+				if err != nil {
+					dir.Close()
+					return errNeedGit
+				}
+				s.pending = append(s.pending, newPath{parent: d, name: name, rel: p.rel + "/" + name,
+					abs: filepath.Join(p.abs, name), kind: kind})
 			}
+			dir.Close()
 		case 0, fs.ModeSymlink:
 			info, err := os.Lstat(p.abs)
 			if err != nil || info.Mode().Type() != p.kind {
 				return errNeedGit
 			}
-			mode, id, err := s.hash(p.abs, info)
+			st := statOf(info)
+			id, err := s.hash(p.abs, st.mode)
 			if err != nil {
 				return err
 			}
-			p.parent.files[p.name] = &fileEntry{mode: mode, id: id, st: statOf(info), checked: now, gen: s.gen}
+			p.parent.files[p.name] = &fileEntry{mode: st.mode, id: id, st: st, checked: now, gen: s.gen}
 			p.parent.ok = false
 		default:
 			return errNeedGit // a pipe, a socket, a device: git says what
@@ -530,30 +576,25 @@ func collides(d *dirNode, name string) bool {
 	return false
 }
 
-// hash writes the blob of the file or symlink at p and says its mode.
-func (s *snapshots) hash(p string, info fs.FileInfo) (uint32, oid, error) {
+// hash writes the blob of the file or symlink at p, of git mode mode.
+func (s *snapshots) hash(p string, mode uint32) (oid, error) {
 	var body []byte
-	var mode uint32
 	var err error
-	switch t := info.Mode().Type(); {
-	case t == fs.ModeSymlink:
+	if mode == 0o120000 {
 		var target string
 		target, err = os.Readlink(p)
-		body, mode = []byte(target), 0o120000
-	case t == 0:
+		body = []byte(target)
+	} else {
 		body, err = os.ReadFile(p)
-		mode = gitMode(info)
-	default:
-		return 0, oid{}, errNeedGit
 	}
 	if err != nil {
-		return 0, oid{}, errNeedGit // gone meanwhile: git says what
+		return oid{}, errNeedGit // gone meanwhile: git says what
 	}
 	id := hashObject("blob", body)
 	if err := s.obj.write(id, "blob", body); err != nil {
-		return 0, oid{}, fmt.Errorf("worktree: %w", err)
+		return oid{}, fmt.Errorf("worktree: %w", err)
 	}
-	return mode, id, nil
+	return id, nil
 }
 
 // gitMode is the mode git records for a file: a symlink, or a regular
@@ -619,4 +660,23 @@ func (s *snapshots) treeOf(d *dirNode, put func(oid, []byte) error) (oid, bool, 
 		}
 	}
 	return d.id, d.empty, nil
+}
+
+// withKind sets st's git mode from a stat mode and says its kind (as
+// fstatat does).
+func withKind(st gitStat, mode uint32) (gitStat, fs.FileMode, error) {
+	switch mode & 0o170000 {
+	case 0o040000:
+		return st, fs.ModeDir, nil
+	case 0o100000:
+		st.mode = 0o100644
+		if mode&0o100 != 0 {
+			st.mode = 0o100755
+		}
+		return st, 0, nil
+	case 0o120000:
+		st.mode = 0o120000
+		return st, fs.ModeSymlink, nil
+	}
+	return st, fs.ModeIrregular, nil
 }

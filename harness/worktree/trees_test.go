@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,7 +80,11 @@ func TestTreesMatchGit(t *testing.T) {
 	newName := func() string {
 		parts := []string{"d0", "d1", "d2", "n" + fmt.Sprint(rng.IntN(3)), "build", "d0/s1", "d1/deep/er"}
 		base := []string{"new.txt", "x.log", "keep.log", "n.go", "f.md"}
-		return filepath.Join(dir, parts[rng.IntN(len(parts))], fmt.Sprintf("%d%s", rng.IntN(5), base[rng.IntN(len(base))]))
+		name := fmt.Sprintf("%d%s", rng.IntN(5), base[rng.IntN(len(base))])
+		if rng.IntN(4) == 0 {
+			name = "keep.log" // not ignored: !keep.log
+		}
+		return filepath.Join(dir, parts[rng.IntN(len(parts))], name)
 	}
 	for i := range 300 {
 		list()
@@ -149,6 +155,7 @@ func TestTreesMatchGit(t *testing.T) {
 			case 1:
 				// Tracked, it is in the tree though ignored.
 				what = "git add -f of an ignored file"
+				os.RemoveAll(filepath.Join(dir, "d0", "forced.log"))
 				write(t, filepath.Join(dir, "d0", "forced.log"), fmt.Sprintf("log %d\n", i), 0o644)
 				check("an ignored file")
 				gitT(t, dir, "add", "-f", "d0/forced.log")
@@ -208,4 +215,36 @@ func TestTreesRacyEdit(t *testing.T) {
 	w, err := gitSnapshot(ctx, s.top, s.index, s.gitDir, nil)
 	require.NoError(t, err)
 	assert.Equal(t, w, after)
+}
+
+// TestTreesCheckerEnds: the git check-ignore a snapshot keeps for new
+// paths ends once idle, and the next new path starts another.
+func TestTreesCheckerEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(tempDir(t), "proj")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	gitT(t, dir, "init", "-q")
+	write(t, filepath.Join(dir, "a.txt"), "a\n", 0o644)
+	s, err := openSnapshots(ctx, dir)
+	require.NoError(t, err)
+	s.checkerIdle = 50 * time.Millisecond
+	_, err = s.tree(ctx)
+	require.NoError(t, err)
+	for i := range 2 {
+		write(t, filepath.Join(dir, fmt.Sprintf("new%d.txt", i)), "n\n", 0o644)
+		got, err := s.tree(ctx)
+		require.NoError(t, err)
+		w, err := gitSnapshot(ctx, s.top, s.index, s.gitDir, nil)
+		require.NoError(t, err)
+		require.Equal(t, w, got)
+		require.NotNil(t, s.checker)
+		s.checker.mu.Lock()
+		proc := s.checker.cmd.Process
+		s.checker.mu.Unlock()
+		require.Eventually(t, func() bool {
+			return proc.Signal(syscall.Signal(0)) != nil // waited for: gone
+		}, time.Minute, 10*time.Millisecond, "git check-ignore ends once idle")
+	}
+	assert.Equal(t, 1, s.seeds)
 }
