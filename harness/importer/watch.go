@@ -3,6 +3,7 @@ package importer
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -30,8 +31,9 @@ var DefaultWatch = WatchOptions{Every: 2 * time.Second, MaxEvery: 30 * time.Seco
 // Watcher imports what changes in a set of folders, again and again, at
 // a cost that falls when nothing does: an idle walk of every folder (a
 // read of each folder, a stat of each file) backs off from Every to
-// MaxEvery, while the few files that changed lately are stat'd every
-// HotEvery. It imports only the files whose size or time differ from what
+// MaxEvery, while the few files that changed lately, and the folders
+// that hold the files, are stat'd every HotEvery: a session being written
+// or a new one shows within HotEvery. It imports only the files whose size or time differ from what
 // the store holds, and never the first import: until the store holds a
 // file it imports nothing (the TUI's library offers that one).
 //
@@ -47,11 +49,15 @@ type Watcher struct {
 	// Now is the clock (time.Now); tests set their own.
 	Now func() time.Time
 
-	known    map[string]model.Source // the store's sizes and times, nil until read
-	seen     map[string]Found        // what the last walk (and the hot looks since) saw
-	order    []string                // seen's paths, in the walk's order
-	hot      []string                // the files looked at every HotEvery
-	every    time.Duration           // the walk's interval now
+	known map[string]model.Source // the store's sizes and times, nil until read
+	seen  map[string]Found        // what the last walk (and the hot looks since) saw
+	order []string                // seen's paths, in the walk's order
+	hot   []string                // the files looked at every HotEvery
+	// folders are the folders that hold the files and the folders above
+	// them, with their times as the last walk found them: a file made or
+	// removed in one changes its time, and brings the walk on at once.
+	folders  map[string]time.Time
+	every    time.Duration // the walk's interval now
 	nextWalk time.Time
 }
 
@@ -119,7 +125,7 @@ func (w *Watcher) Poll(ctx context.Context) (WatchResult, error) {
 		res, err = w.look(ctx, now)
 	}
 	res.Next = w.nextWalk.Sub(now)
-	if len(w.hot) > 0 {
+	if len(w.hot) > 0 || len(w.folders) > 0 {
 		res.Next = min(res.Next, w.opts.HotEvery)
 	}
 	res.Next = max(res.Next, time.Millisecond)
@@ -154,14 +160,34 @@ func (w *Watcher) walk(ctx context.Context, now time.Time) (WatchResult, error) 
 	}
 	w.nextWalk = now.Add(w.every)
 	w.hot = w.hotFiles(now)
+	w.folders = map[string]time.Time{}
+	for _, f := range files {
+		if f.Skip != "" || f.Err != nil {
+			continue
+		}
+		for d, i := filepath.Dir(f.Path), 0; i < 2; d, i = filepath.Dir(d), i+1 {
+			if _, ok := w.folders[d]; ok {
+				continue
+			}
+			if info, err := w.stat(d); err == nil {
+				w.folders[d] = info.ModTime()
+			}
+		}
+	}
 	res.Sum, res.Fresh, err = w.importChanged(ctx, files)
 	return res, err
 }
 
-// look stats the hot files; one that changed is imported, and brings the
-// walk's interval back to Every (what changes may change beside it: a
-// subagent's file, a new session); one gone brings the walk on at once.
+// look stats the folders and the hot files: a folder whose time changed
+// (a file made or removed in it) is walked at once; a hot file that
+// changed is imported, and brings the walk's interval back to Every (what
+// changes may change beside it); one gone brings the walk on at once.
 func (w *Watcher) look(ctx context.Context, now time.Time) (WatchResult, error) {
+	for d, mtime := range w.folders {
+		if info, err := w.stat(d); err != nil || !info.ModTime().Equal(mtime) {
+			return w.walk(ctx, now) // a file made or removed there
+		}
+	}
 	var files []Found
 	for _, p := range w.hot {
 		prev := w.seen[p]

@@ -81,16 +81,28 @@ func TestWatcherBacksOffWhenIdle(t *testing.T) {
 	importPaths(t, x.st, x.dir)
 
 	var intervals []time.Duration
-	for range 7 {
+	for i := 0; len(intervals) < 7; i++ {
+		require.Less(t, i, 200)
 		res := x.poll(t)
-		require.True(t, res.Walked, "no hot file: each poll walks")
 		assert.Zero(t, res.Sum.Runs+res.Sum.Appended, "nothing changed")
-		intervals = append(intervals, res.Next)
+		if res.Walked {
+			intervals = append(intervals, x.w.Interval())
+		}
 	}
 	s := time.Second
 	assert.Equal(t, []time.Duration{2 * s, 4 * s, 8 * s, 16 * s, 30 * s, 30 * s, 30 * s}, intervals)
 	assert.Equal(t, 7, x.walks)
 
+	for i := 0; ; i++ { // to just before the next walk
+		require.Less(t, i, 100)
+		res, err := x.w.Poll(context.Background())
+		require.NoError(t, err)
+		if res.Walked {
+			break
+		}
+		x.clock = x.clock.Add(res.Next)
+	}
+	x.clock = x.clock.Add(30 * time.Second)
 	before := x.messages(t, "a.jsonl")
 	x.write(t, "a.jsonl", len(x.lines), old.Add(time.Minute))
 	res := x.poll(t)
@@ -99,13 +111,13 @@ func TestWatcherBacksOffWhenIdle(t *testing.T) {
 	assert.Greater(t, x.messages(t, "a.jsonl"), before)
 	assert.Equal(t, 2*time.Second, x.w.Interval(), "a change brings the walk back to every 2 seconds")
 	assert.Equal(t, 2*time.Second, res.Next)
-	assert.Equal(t, 4*time.Second, x.poll(t).Next, "and idle again, it backs off again")
+	assert.True(t, x.poll(t).Walked)
+	assert.Equal(t, 4*time.Second, x.w.Interval(), "and idle again, it backs off again")
 }
 
 // TestWatcherLooksAtHotFilesOften: a file changed lately is looked at
 // every 2 seconds while the walk of every folder has backed off to 30
-// seconds, so a session being written shows within 2 seconds; a new
-// file beside it waits for the walk.
+// seconds, so a session being written shows within 2 seconds.
 func TestWatcherLooksAtHotFilesOften(t *testing.T) {
 	t.Parallel()
 	x := newWatched(t)
@@ -132,7 +144,6 @@ func TestWatcherLooksAtHotFilesOften(t *testing.T) {
 	walks := x.walks
 	before := x.messages(t, "hot.jsonl")
 	x.write(t, "hot.jsonl", len(x.lines), x.clock)
-	x.write(t, "new.jsonl", 18, x.clock)
 	res := x.poll(t)
 	assert.False(t, res.Walked, "2 seconds on, a look, not a walk")
 	assert.Equal(t, walks, x.walks)
@@ -142,8 +153,35 @@ func TestWatcherLooksAtHotFilesOften(t *testing.T) {
 
 	res = x.poll(t)
 	assert.True(t, res.Walked, "so the walk comes 2 seconds later")
-	assert.Equal(t, 1, res.Fresh, "and finds the new file")
+	assert.Equal(t, walks+1, x.walks)
+}
+
+// TestWatcherSeesANewFileAtOnce: a file made in a watched folder changes
+// the folder's time, which a look sees: the walk comes then, not when its
+// backed-off interval ends.
+func TestWatcherSeesANewFileAtOnce(t *testing.T) {
+	t.Parallel()
+	x := newWatched(t)
+	old := x.clock.Add(-time.Hour)
+	x.write(t, "old.jsonl", 18, old)
+	require.NoError(t, os.Chtimes(x.dir, old, old))
+	importPaths(t, x.st, x.dir)
+	for i := 0; x.w.Interval() < 30*time.Second; i++ {
+		require.Less(t, i, 100, "the walk backs off")
+		res := x.poll(t)
+		assert.LessOrEqual(t, res.Next, 2*time.Second, "the folder is looked at every 2 seconds")
+	}
+	for i := 0; !x.poll(t).Walked; i++ {
+		require.Less(t, i, 100)
+	}
+	res := x.poll(t)
+	require.False(t, res.Walked, "2 seconds after a walk, a look")
+	x.write(t, "new.jsonl", 18, x.clock)
+	res = x.poll(t)
+	assert.True(t, res.Walked, "the folder's time changed: walked at once")
+	assert.Equal(t, 1, res.Fresh)
 	assert.Equal(t, 1, res.Sum.Runs)
+	assert.Equal(t, 2*time.Second, x.w.Interval())
 }
 
 // TestWatcherNeverMakesTheFirstImport: on an empty store a Watcher
