@@ -25,7 +25,7 @@ import (
 // modified too close to when they were read to be trusted: git's "racy"
 // files), writes their blobs and the trees that changed as loose objects,
 // and asks git only whether the new paths are ignored (one `git
-// check-ignore` for them all). What it cannot reproduce exactly goes to
+// check-ignore --stdin` kept running between snapshots: ignore.go). What it cannot reproduce exactly goes to
 // git, which also seeds it: filters and attributes (any .gitattributes,
 // core.autocrlf), submodules and nested repositories, a changed ignore
 // rule (a .gitignore, info/exclude, core.excludesFile), a changed index
@@ -34,7 +34,7 @@ import (
 // skip-worktree), SHA-256 repositories, and on a case-insensitive or
 // Unicode-folding file system (macOS) a new path that could be another's.
 // Each seed checks that the trees built here from git's index are git's;
-// when they are not, git takes every snapshot from then on.
+// when they are not, git takes the next snapshot too (and checks again).
 type snapshots struct {
 	mu                 sync.Mutex
 	top, index, gitDir string
