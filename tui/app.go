@@ -174,7 +174,7 @@ func New(st *store.Store, opts Options) *App {
 		lib:      newLibraryScreen(),
 		openEnv:  osOpenEnv(),
 		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
-		watch:    watchState{on: opts.Watch && st != nil, every: watchEvery, formats: importer.FormatsOf(agents.Agents())},
+		watch:    watchState{on: opts.Watch && st != nil, opts: importer.DefaultWatch, formats: importer.FormatsOf(agents.Agents())},
 	}
 	a.lib.empty.agents = agents.Agents()
 	if opts.NewDatabase != "" {

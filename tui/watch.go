@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,24 +12,28 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness/importer"
-	"tine/store"
 )
 
 // Watch mode: while the TUI is open on the user's own database
-// (Options.Watch), the agents' default folders are imported every few
-// seconds, incrementally (an unchanged file costs one stat), so a session
-// an agent is writing now grows in the library and in its
+// (Options.Watch), what changes in the agents' default folders is
+// imported, incrementally, by an importer.Watcher: every folder is walked
+// every 2 seconds, less often while nothing changes (up to every 30), and
+// the files changed in the last minutes are looked at every 2 seconds,
+// so a session an agent is writing now grows in the library and in its
 // open tree. The screens follow the store as always (live.go); watch mode
 // only writes to it. It waits until something was imported once: on an
 // empty database the library offers the first import instead.
-const watchEvery = 2 * time.Second
 
 // watchState is watch mode's: whether it is on, whether an import runs
-// now, how often one starts, and what it last failed with (err for the
-// import, fileErrs for the files it could not read), each said once.
+// now, its watcher and when it looks next, and what it last failed with
+// (err for the import, fileErrs for the files it could not read), each
+// said once.
 type watchState struct {
-	on, running   bool
-	every         time.Duration
+	on, running bool
+	opts        importer.WatchOptions
+	watcher     *importer.Watcher
+	// after is how long until the watcher's next look.
+	after         time.Duration
 	err, fileErrs string
 	// formats are what a watch import reads (App.formats).
 	formats importer.Formats
@@ -37,10 +42,8 @@ type watchState struct {
 type (
 	watchTickMsg struct{}
 	watchDoneMsg struct {
-		sum importer.Summary
-		// fresh counts files read for the first time.
-		fresh int
-		err   error
+		res importer.WatchResult
+		err error
 	}
 )
 
@@ -72,7 +75,11 @@ func (w watchState) next(e env) tea.Cmd {
 	if !w.on {
 		return nil
 	}
-	return e.tick(w.every, func(time.Time) tea.Msg { return watchTickMsg{} })
+	after := w.after
+	if after <= 0 {
+		after = cmp.Or(w.opts.Every, importer.DefaultWatch.Every)
+	}
+	return e.tick(after, func(time.Time) tea.Msg { return watchTickMsg{} })
 }
 
 // start runs one incremental import in a goroutine of its own, never two
@@ -86,9 +93,16 @@ func (w watchState) start(e env, importing bool) (watchState, tea.Cmd) {
 		return w, w.next(e)
 	}
 	w.running = true
-	ctx, st, formats := e.ctx, e.st, w.formats
+	if w.watcher == nil {
+		formats := w.formats
+		w.watcher = importer.NewWatcher(e.st, formats, func() ([]importer.Found, error) { return importer.Discover(formats) }, w.opts)
+	}
+	ctx, watcher := e.ctx, w.watcher
 	done := make(chan watchDoneMsg, 1)
-	e.spawn("watch", func() { done <- watchOnce(ctx, st, formats) })
+	e.spawn("watch", func() {
+		res, err := watcher.Poll(ctx)
+		done <- watchDoneMsg{res: res, err: err}
+	})
 	return w, func() tea.Msg {
 		select {
 		case m := <-done:
@@ -99,32 +113,11 @@ func (w watchState) start(e env, importing bool) (watchState, tea.Cmd) {
 	}
 }
 
-// watchOnce imports what changed in the agents' folders, once something
-// was imported: on an empty database the library asks first (watch mode
-// never makes the first import).
-func watchOnce(ctx context.Context, st *store.Store, formats importer.Formats) watchDoneMsg {
-	known, err := st.Sources(ctx)
-	if err != nil || len(known) == 0 {
-		return watchDoneMsg{err: err}
-	}
-	files, err := importer.Discover(formats)
-	if err != nil {
-		return watchDoneMsg{err: err}
-	}
-	fresh := 0
-	for _, f := range files {
-		if _, ok := known[f.Path]; !ok && f.Skip == "" && f.Err == nil {
-			fresh++
-		}
-	}
-	sum, err := importer.Import(ctx, st, files, importer.Options{Formats: formats})
-	return watchDoneMsg{sum: sum, fresh: fresh, err: err}
-}
-
 // done takes a watch import's end: the next one is scheduled; a failure
 // is logged and said once, not every two seconds.
 func (w watchState) done(msg watchDoneMsg, e env) (watchState, tea.Cmd, watchReport) {
 	w.running = false
+	w.after = msg.res.Next
 	if errors.Is(msg.err, context.Canceled) {
 		return w, nil, watchReport{} // quitting
 	}
@@ -138,13 +131,15 @@ func (w watchState) done(msg watchDoneMsg, e env) (watchState, tea.Cmd, watchRep
 		return w, w.next(e), r
 	}
 	w.err = ""
-	if errs := strings.Join(msg.sum.Errors, "\n"); errs != w.fileErrs {
+	// The files that cannot be read are listed by a walk, not by a look
+	// at the hot files only.
+	if errs := strings.Join(msg.res.Sum.Errors, "\n"); msg.res.Walked && errs != w.fileErrs {
 		w.fileErrs = errs
 		if errs != "" {
 			slog.Warn("watch: files not imported", "errors", errs)
 		}
 	}
-	r.news = watchNews(msg.sum, msg.fresh)
+	r.news = watchNews(msg.res.Sum, msg.res.Fresh)
 	return w, w.next(e), r
 }
 

@@ -129,7 +129,7 @@ func TestWatchInTheRealProgram(t *testing.T) {
 	d, grow := watchedSession(t, "bdf46d96-8219-4f20-a09e-98bcce594a76.jsonl", 18)
 	st := d.a.st
 	a := New(st, Options{Watch: true, OpenTree: d.a.tree.data.root.Run.ID, Agents: testAgents})
-	a.watch.every = 50 * time.Millisecond
+	a.watch.opts = importer.WatchOptions{Every: 50 * time.Millisecond, HotEvery: 50 * time.Millisecond}
 	tm := teatest.NewTestModel(t, a, teatest.WithInitialTermSize(120, 30))
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("K=1/2")) },
 		teatest.WithDuration(5*time.Second))

@@ -482,13 +482,8 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 		if err := ctx.Err(); err != nil {
 			return sum, err
 		}
-		switch {
-		case f.Skip != "":
-			sum.SkippedFiles = append(sum.SkippedFiles, FileSkip{Path: f.Path, Reason: f.Skip})
-			continue
-		case f.Err != nil:
-			sum.Failed++
-			sum.Errors = append(sum.Errors, model.OneLine(f.Path+": "+f.Err.Error(), 400))
+		if f.Skip != "" || f.Err != nil {
+			listUnread(f, &sum)
 			continue
 		}
 		sum.Files++
@@ -533,6 +528,17 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 	}
 	sum.Seconds = time.Since(start).Seconds()
 	return sum, nil
+}
+
+// listUnread lists in sum a path discovery could not use (f.Skip or
+// f.Err set).
+func listUnread(f Found, sum *Summary) {
+	if f.Skip != "" {
+		sum.SkippedFiles = append(sum.SkippedFiles, FileSkip{Path: f.Path, Reason: f.Skip})
+		return
+	}
+	sum.Failed++
+	sum.Errors = append(sum.Errors, model.OneLine(f.Path+": "+f.Err.Error(), 400))
 }
 
 // Unchanged is the summary Import gives for files when every one is

@@ -75,11 +75,33 @@ func Tree(ctx context.Context, dir string) (string, error) {
 }
 
 // Trees is Tree for repeated use on one directory: it finds the work
-// tree's top, index and git directory once, so each call runs two git
-// commands, which name that git directory and top to git: what the agent
-// working there does to its .git file from then on is not followed
-// (GitDir).
+// tree's top, index and git directory once, which it names to git: what
+// the agent working there does to its .git file from then on is not
+// followed (GitDir). The first call runs git (a copy of the index, `git
+// add -A`, `git write-tree`); the next ones walk the work tree in Go from
+// what the one before saw, hashing only what changed, and run git only
+// for what they cannot reproduce exactly (snapshots, trees.go).
 func Trees(ctx context.Context, dir string) (func(context.Context) (string, error), error) {
+	s, err := openSnapshots(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return s.tree, nil
+}
+
+// gitTrees is Trees taking every snapshot with git: what Trees did
+// before, kept for the benchmarks and the tests that compare the two.
+func gitTrees(ctx context.Context, dir string) (func(context.Context) (string, error), error) {
+	s, err := openSnapshots(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) (string, error) {
+		return gitSnapshot(ctx, s.top, s.index, s.gitDir, nil)
+	}, nil
+}
+
+func openSnapshots(ctx context.Context, dir string) (*snapshots, error) {
 	if err := checkDir(dir); err != nil {
 		return nil, err
 	}
@@ -91,28 +113,36 @@ func Trees(ctx context.Context, dir string) (func(context.Context) (string, erro
 	if err != nil {
 		return nil, err
 	}
-	return func(ctx context.Context) (string, error) {
-		tmp, err := os.MkdirTemp("", "tine-tree-")
-		if err != nil {
-			return "", fmt.Errorf("worktree: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		idx := filepath.Join(tmp, "index")
-		c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx, "GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + top}}
-		switch err := copyIndex(index, idx); {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return "", fmt.Errorf("worktree: %w", err)
-		}
-		if _, err := c.run(ctx, "add", "-A"); err != nil {
-			return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
-		}
-		t, err := c.line(ctx, "write-tree")
-		if err != nil {
-			return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
-		}
-		return t, nil
-	}, nil
+	return newSnapshots(ctx, top, index, gitDir)
+}
+
+// gitSnapshot is the tree of top's files with git: a copy of its index
+// (never touched itself), `git add -A` on it, `git write-tree`. seen, when
+// set, reads the index git wrote before it is removed.
+func gitSnapshot(ctx context.Context, top, index, gitDir string, seen func(index string)) (string, error) {
+	tmp, err := os.MkdirTemp("", "tine-tree-")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	idx := filepath.Join(tmp, "index")
+	c := cmd{dir: top, env: []string{"GIT_INDEX_FILE=" + idx, "GIT_DIR=" + gitDir, "GIT_WORK_TREE=" + top}}
+	switch err := copyIndex(index, idx); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	if _, err := c.run(ctx, "add", "-A"); err != nil {
+		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+	}
+	t, err := c.line(ctx, "write-tree")
+	if err != nil {
+		return "", fmt.Errorf("worktree: the tree of %s: %w", top, err)
+	}
+	if seen != nil {
+		seen(idx)
+	}
+	return t, nil
 }
 
 // GitDir is the git directory of dir's work tree (absolute): for a linked

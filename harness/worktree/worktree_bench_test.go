@@ -129,44 +129,74 @@ func BenchmarkBareGitWorktreeAdd10k(b *testing.B) {
 }
 
 // BenchmarkTreeSmall is what a recorded or replayed step pays for the
-// tree it arrived with (worktree.Tree), on a small repository with one
-// file changed since the index was written.
+// tree it arrived with (Trees), on a small repository (20 files, one
+// changed since the index was written): when nothing changed since the
+// last snapshot, when one file was edited, and when a file was added;
+// go is Trees, git what it did before (gitTrees: a copy of the index,
+// git add -A, git write-tree).
 func BenchmarkTreeSmall(b *testing.B) {
-	ctx := context.Background()
-	dir := b.TempDir()
-	gitT(b, dir, "init", "-q", "-b", "main")
-	for i := range 20 {
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), []byte(strconv.Itoa(i)+"\n"), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	gitT(b, dir, "add", ".")
-	gitT(b, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	if err := os.WriteFile(filepath.Join(dir, "f1.txt"), []byte("changed\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	tree, err := Trees(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for range b.N {
-		if _, err := tree(ctx); err != nil {
-			b.Fatal(err)
+	for _, how := range snapshotWays {
+		for _, change := range treeChanges {
+			b.Run(how.name+"/"+change.name, func(b *testing.B) {
+				dir := b.TempDir()
+				gitT(b, dir, "init", "-q", "-b", "main")
+				for i := range 20 {
+					write(b, filepath.Join(dir, fmt.Sprintf("f%d.txt", i)), strconv.Itoa(i)+"\n", 0o644)
+				}
+				gitT(b, dir, "add", ".")
+				gitT(b, dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+				write(b, filepath.Join(dir, "f1.txt"), "changed\n", 0o644)
+				benchTree(b, dir, how.trees, change.do)
+			})
 		}
 	}
 }
 
-// BenchmarkTree10kFiles: the same on 10,000 files.
+// BenchmarkTree10kFiles: the same on 10,000 files (in 100 folders).
 func BenchmarkTree10kFiles(b *testing.B) {
+	for _, how := range snapshotWays {
+		for _, change := range treeChanges {
+			b.Run(how.name+"/"+change.name, func(b *testing.B) {
+				benchTree(b, bigRepo(b), how.trees, change.do)
+			})
+		}
+	}
+}
+
+var snapshotWays = []struct {
+	name  string
+	trees func(context.Context, string) (func(context.Context) (string, error), error)
+}{{"go", Trees}, {"git", gitTrees}}
+
+var treeChanges = []struct {
+	name string
+	do   func(b *testing.B, dir string, i int)
+}{
+	{"nothing", func(*testing.B, string, int) {}},
+	{"edit", func(b *testing.B, dir string, i int) {
+		write(b, filepath.Join(dir, "edited.txt"), fmt.Sprintf("edit %d\n", i), 0o644)
+	}},
+	{"new", func(b *testing.B, dir string, i int) {
+		write(b, filepath.Join(dir, fmt.Sprintf("new%d.txt", i)), "new\n", 0o644)
+	}},
+}
+
+// benchTree times change then a snapshot, after a first snapshot (the
+// one a replay takes before its first step).
+func benchTree(b *testing.B, dir string, trees func(context.Context, string) (func(context.Context) (string, error), error), change func(*testing.B, string, int)) {
 	ctx := context.Background()
-	repo := bigRepo(b)
-	tree, err := Trees(ctx, repo)
+	change(b, dir, -1)
+	tree, err := trees(ctx, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
+	if _, err := tree(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
+		change(b, dir, i)
 		if _, err := tree(ctx); err != nil {
 			b.Fatal(err)
 		}
