@@ -142,8 +142,8 @@ var forkTitle = regexp.MustCompile(`^(.*) \(fork #\d+\)$`)
 // session is one session read from the database.
 type session struct {
 	id, title, parent, dir string
-	created              int64
-	exp                  export
+	created                int64
+	exp                    export
 }
 
 // readSession reads session id, its messages and their parts, in one

@@ -28,7 +28,7 @@ func Agents() []harness.Agent {
 		pi.Agent,
 		qwen.Agent,
 		opencode.Agent, // its export JSON names an info with a ses_ id, no other agent's shape
-		gemini.Agent, // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
+		gemini.Agent,   // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,
