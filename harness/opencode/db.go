@@ -132,7 +132,19 @@ func Read(ctx context.Context, path, id string) ([]byte, error) {
 			}
 		}
 	}
-	return json.Marshal(s.exp)
+	return marshal(s.exp)
+}
+
+// marshal is v as JSON, with <, > and & as they are (a tool's input
+// keeps the bytes it had).
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // forkTitle is the title opencode gives a fork: its parent's, then
@@ -157,13 +169,13 @@ func readSession(ctx context.Context, db *sql.DB, id string) (*session, error) {
 	s := &session{id: id}
 	var parent sql.NullString
 	var updated int64
-	var project string
-	if err := tx.QueryRowContext(ctx, `SELECT title, coalesce(parent_id, ''), directory, project_id, time_created, time_updated FROM session WHERE id = ?`, id).
-		Scan(&s.title, &parent, &s.dir, &project, &s.created, &updated); err != nil {
+	var project, slug, version string
+	if err := tx.QueryRowContext(ctx, `SELECT title, coalesce(parent_id, ''), directory, project_id, slug, version, time_created, time_updated FROM session WHERE id = ?`, id).
+		Scan(&s.title, &parent, &s.dir, &project, &slug, &version, &s.created, &updated); err != nil {
 		return nil, err
 	}
 	s.parent = parent.String
-	info := map[string]any{"id": id, "title": s.title, "directory": s.dir, "projectID": project,
+	info := map[string]any{"id": id, "slug": slug, "version": version, "title": s.title, "directory": s.dir, "projectID": project,
 		"time": map[string]int64{"created": s.created, "updated": updated}}
 	if s.parent != "" {
 		info["parentID"] = s.parent

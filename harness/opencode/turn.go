@@ -319,7 +319,7 @@ func cutSession(ctx context.Context, path, id, at, newSession, dir string) ([]by
 		msgs = append(msgs, map[string]any{"info": mi, "parts": parts})
 	}
 	out["messages"] = msgs
-	return json.Marshal(out)
+	return marshal(out)
 }
 
 // Turn implements harness.Harness.
@@ -333,6 +333,8 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	if err != nil {
 		return err
 	}
+	// opencode takes its directory from PWD, not the cwd it runs in.
+	env = append(env, "PWD="+dir)
 	getenv := getenvOf(env)
 	pl, err := h.plan(ctx, req, dir, getenv)
 	if err != nil {
