@@ -82,7 +82,9 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) db() string { return filepath.Join(w.home, ".local", "share", "opencode", "opencode.db") }
+func (w *world) db() string {
+	return filepath.Join(w.home, ".local", "share", "opencode", "opencode.db")
+}
 
 func gitRepo(t *testing.T) string {
 	t.Helper()
