@@ -170,13 +170,22 @@ func readSession(ctx context.Context, db *sql.DB, id string) (*session, error) {
 	var parent sql.NullString
 	var updated int64
 	var project, slug, version string
-	if err := tx.QueryRowContext(ctx, `SELECT title, coalesce(parent_id, ''), directory, project_id, slug, version, time_created, time_updated FROM session WHERE id = ?`, id).
-		Scan(&s.title, &parent, &s.dir, &project, &slug, &version, &s.created, &updated); err != nil {
+	var agent, mdl, perm sql.NullString
+	if err := tx.QueryRowContext(ctx, `SELECT title, coalesce(parent_id, ''), directory, project_id, slug, version, agent, model, permission, time_created, time_updated FROM session WHERE id = ?`, id).
+		Scan(&s.title, &parent, &s.dir, &project, &slug, &version, &agent, &mdl, &perm, &s.created, &updated); err != nil {
 		return nil, err
 	}
 	s.parent = parent.String
 	info := map[string]any{"id": id, "slug": slug, "version": version, "title": s.title, "directory": s.dir, "projectID": project,
 		"time": map[string]int64{"created": s.created, "updated": updated}}
+	if agent.String != "" {
+		info["agent"] = agent.String
+	}
+	for k, v := range map[string]string{"model": mdl.String, "permission": perm.String} {
+		if json.Valid([]byte(v)) && v != "" {
+			info[k] = json.RawMessage(v)
+		}
+	}
 	if s.parent != "" {
 		info["parentID"] = s.parent
 	}

@@ -43,9 +43,10 @@ type sessionInfo struct {
 
 // messageInfo is a message's info.
 type messageInfo struct {
-	ID       string `json:"id"`
-	Role     string `json:"role"`
-	ModelID  string `json:"modelID"`
+	ID         string `json:"id"`
+	Role       string `json:"role"`
+	ModelID    string `json:"modelID"`
+	ProviderID string `json:"providerID"`
 	ParentID string `json:"parentID"`
 	Time     struct {
 		Created   int64 `json:"created"`
@@ -55,8 +56,27 @@ type messageInfo struct {
 	Cost   float64  `json:"cost"`
 	Error  *errInfo `json:"error"`
 	Model  *struct {
-		ModelID string `json:"modelID"`
+		ProviderID string `json:"providerID"`
+		ModelID    string `json:"modelID"`
 	} `json:"model"`
+}
+
+// model is the message's model as opencode names one: provider/model.
+func (mi messageInfo) model() string {
+	switch {
+	case mi.ModelID != "":
+		return qualified(mi.ProviderID, mi.ModelID)
+	case mi.Model != nil && mi.Model.ModelID != "":
+		return qualified(mi.Model.ProviderID, mi.Model.ModelID)
+	}
+	return ""
+}
+
+func qualified(provider, id string) string {
+	if provider == "" {
+		return id
+	}
+	return provider + "/" + id
 }
 
 type tokens struct {
@@ -160,8 +180,8 @@ func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 				usage = usage.Add(o.Usage)
 			}
 		}
-		if mi.ModelID != "" {
-			mdl = mi.ModelID
+		if m := mi.model(); m != "" {
+			mdl = m
 		}
 		if mi.Role == "assistant" {
 			lastErr = ""
@@ -232,16 +252,15 @@ func convert(mi messageInfo, parts []part, raws []json.RawMessage) []model.Messa
 				m.Parts = append(m.Parts, model.Part{Kind: kind, Raw: string(raws[min(i, len(raws)-1)])})
 			}
 		}
-		if mi.Model != nil {
-			m.Model = mi.Model.ModelID
-		}
+		m.Model = mi.model()
 		return []model.Message{m}
 	}
 	if mi.Role != "assistant" {
 		return nil
 	}
 	var out []model.Message
-	cur := model.Message{Role: model.Assistant, Time: at, Model: mi.ModelID, Usage: mi.Tokens.usage()}
+	mdl := mi.model()
+	cur := model.Message{Role: model.Assistant, Time: at, Model: mdl, Usage: mi.Tokens.usage()}
 	var results []model.Part
 	flush := func() {
 		if len(cur.Parts) > 0 {
@@ -250,7 +269,7 @@ func convert(mi messageInfo, parts []part, raws []json.RawMessage) []model.Messa
 		if len(results) > 0 {
 			out = append(out, model.Message{Role: model.Tool, Time: at, Parts: results})
 		}
-		cur = model.Message{Role: model.Assistant, Time: at, Model: mi.ModelID}
+		cur = model.Message{Role: model.Assistant, Time: at, Model: mdl}
 		results = nil
 	}
 	for _, p := range parts {
@@ -296,7 +315,7 @@ func convert(mi messageInfo, parts []part, raws []json.RawMessage) []model.Messa
 		// A model call that wrote nothing (aborted, or failed) still
 		// counted its tokens.
 		if u := mi.Tokens.usage(); !u.IsZero() {
-			out = append(out, model.Message{Role: model.Assistant, Time: at, Model: mi.ModelID, Usage: u})
+			out = append(out, model.Message{Role: model.Assistant, Time: at, Model: mdl, Usage: u})
 		} else {
 			return nil
 		}

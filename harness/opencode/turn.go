@@ -193,7 +193,7 @@ func getenvOf(env []string) func(string) string {
 func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, getenv func(string) string) (*plan, error) {
 	pl := &plan{prompt: req.Input, input: &req.Input, seen: map[string]bool{}}
 	pl.args = []string{"run", "--format", "json"}
-	if req.Model != "" {
+	if strings.Contains(req.Model, "/") { // opencode takes provider/model
 		pl.args = append(pl.args, "--model", req.Model)
 	}
 	switch {
@@ -360,11 +360,13 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	if res.Skipped > 0 {
 		emit(harness.Event{Kind: harness.EventNote, Note: fmt.Sprintf("skipped %d lines of opencode's output that were not JSON", res.Skipped)})
 	}
+	var exit *agentproc.ExitError
 	switch {
+	case s.failure != "" && (err == nil || errors.As(err, &exit)):
+		// What it said on stdout says more than its exit status.
+		return errors.New("opencode: " + s.failure)
 	case err != nil:
 		return err
-	case s.failure != "":
-		return errors.New("opencode: " + s.failure)
 	case len(s.refused) > 0:
 		return fmt.Errorf("opencode: it was refused permission for %s (--permissions ask asks for edits and shell commands, which a run without a person cannot answer)", strings.Join(s.refused, ", "))
 	case s.session == "":
