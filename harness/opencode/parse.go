@@ -47,8 +47,8 @@ type messageInfo struct {
 	Role       string `json:"role"`
 	ModelID    string `json:"modelID"`
 	ProviderID string `json:"providerID"`
-	ParentID string `json:"parentID"`
-	Time     struct {
+	ParentID   string `json:"parentID"`
+	Time       struct {
 		Created   int64 `json:"created"`
 		Completed int64 `json:"completed"`
 	} `json:"time"`
