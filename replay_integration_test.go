@@ -29,7 +29,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -292,6 +292,12 @@ func replayRealAgent(t *testing.T, name string) {
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
 		case "qwen":
 			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
+		case "opencode":
+			// The person's global rules: more in the system prompt.
+			rules := filepath.Join(home, ".config", "opencode", "AGENTS.md")
+			require.NoError(t, os.MkdirAll(filepath.Dir(rules), 0o700))
+			require.NoError(t, os.WriteFile(rules, []byte("Prefer tabs to spaces.\n"), 0o644))
+			defer os.Remove(rules)
 		case "gemini":
 			// A memory file of the person's: more in the system prompt.
 			memory := filepath.Join(home, ".gemini", "GEMINI.md")
@@ -320,7 +326,7 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -363,6 +369,9 @@ func replayImported(t *testing.T, name string) {
 	} else if name == "gemini" {
 		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "-p", "imp-main: do the task")
 		session = field(lines, "type", "init", "session_id")
+	} else if name == "opencode" {
+		lines := agentRun(t, home, a.env, a.bin, "run", "--format", "json", "imp-main: do the task")
+		session = field(lines, "type", "step_start", "sessionID")
 	} else {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
 		session = field(lines, "type", "session", "id")

@@ -37,12 +37,15 @@ var Agent = harness.Agent{
 	// that session.
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--session", r.NativeID}, nil },
 	Record: &harness.Recording{Wire: harness.WireChat, Upstream: upstream,
-		// As opencode 1.18.33's system prompt has them: its environment
-		// block's working directory, workspace root and date.
+		// As opencode 1.18.33's requests have them: its environment
+		// block's working directory, workspace root and date, and, in
+		// its shell tool's description, its temporary folder ($TMPDIR's,
+		// which a replay's sandbox gives it anew).
 		Normalize: harness.Normalization{
 			Cwd: []string{`Working directory: ([^\n]+)`, `Workspace root folder: ([^\n]+)`},
 			Text: []harness.Rewrite{
 				{Has: "Today's date: ", Pattern: `Today's date: [^\n]*`, With: "Today's date: <date>"},
+				{Has: "for temporary work outside the workspace", Pattern: "Use `[^`\n]*` for temporary work", With: "Use `<tmp>` for temporary work"},
 			},
 		},
 		LocalTools: []string{"bash", "read", "write", "edit", "multiedit", "patch", "apply_patch", "glob", "grep", "list", "todowrite", "todoread"},

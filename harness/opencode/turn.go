@@ -211,7 +211,8 @@ func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, get
 			k--
 		}
 		if k == 0 {
-			return pl, nil // a new session
+			pl.args = append(pl.args, "--title", titleOf(pl.prompt)) // a new session
+			return pl, nil
 		}
 		at := req.Prefix[k-1].NativeID
 		if at == "" || strings.Contains(at, "#") {
@@ -248,8 +249,27 @@ func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, get
 		if strings.TrimSpace(pl.prompt) == "" {
 			return nil, errors.New("opencode: nothing to send: no prefix and no message")
 		}
+		pl.args = append(pl.args, "--title", titleOf(cmpOr(req.Input, pl.prompt)))
 	}
 	return pl, nil
+}
+
+// titleOf is a new session's title: the prompt's first line, cut short.
+// A session with a title of its own is not titled by a model call of
+// opencode's, so the model calls of a turn (and its tape) are the
+// conversation's only.
+func titleOf(prompt string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
+	return model.OneLine(line, 60)
+}
+
+func cmpOr(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // readSessionAt reads session id from the database at path.
@@ -290,6 +310,10 @@ func cutSession(ctx context.Context, path, id, at, newSession, dir string) ([]by
 	}
 	info["id"], info["directory"] = newSession, dir
 	delete(info, "parentID")
+	if t, _ := info["title"].(string); t == "" || strings.HasPrefix(t, "New session - ") {
+		// opencode's placeholder, which it would replace by a model call.
+		info["title"] = "fork of " + id
+	}
 	out := map[string]any{"info": info}
 	var msgs []map[string]any
 	for _, m := range s.exp.Messages[:end+1] {
