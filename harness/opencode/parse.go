@@ -328,9 +328,3 @@ func convert(mi messageInfo, parts []part, raws []json.RawMessage) []model.Messa
 	}
 	return out
 }
-
-// opencodeID is the opencode message id a tine message's NativeID names.
-func opencodeID(native string) string {
-	id, _, _ := strings.Cut(native, "#")
-	return id
-}
