@@ -5,8 +5,8 @@
 //
 // The store, as opencode 1.18.33 keeps it (checked with the pinned CLI
 // against the scripted model server): one SQLite database,
-// $XDG_DATA_HOME/opencode/opencode.db (else ~/.local/share/opencode), in
-// WAL mode. Its tables:
+// $XDG_DATA_HOME/opencode/opencode.db (else ~/.local/share/opencode; or
+// $OPENCODE_DB), in WAL mode. Its tables:
 //
 //   - session (id, parent_id, title, directory, time_created,
 //     time_updated, ...): parent_id is set for a subagent's session (the
@@ -62,8 +62,16 @@ const NPMPackage = "opencode-ai"
 // says.
 func DBFiles() []string { return []string{dbFile(os.Getenv)} }
 
-// dbFile is opencode's database for the environment getenv reads.
+// dbFile is opencode's database for the environment getenv reads:
+// $OPENCODE_DB (a path, or a name in its data folder), else opencode.db
+// in its data folder.
 func dbFile(getenv func(string) string) string {
+	if p := getenv("OPENCODE_DB"); p != "" {
+		if filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dataDir(getenv), p)
+	}
 	return filepath.Join(dataDir(getenv), "opencode.db")
 }
 
