@@ -18,6 +18,7 @@ import (
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/importer"
+	"tine/harness/opencode"
 	"tine/internal/modelserver"
 	"tine/model"
 	"tine/store"
@@ -80,7 +81,7 @@ func field(lines []map[string]any, key, val, want string) string {
 // on that home: every session is there, the fork hangs off its parent at
 // the message it was forked at, and its usage is what the server charged.
 func TestRealAgentsForkAndImport(t *testing.T) {
-	for _, cli := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, cli := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(cli, func(t *testing.T) {
 			bin := agentBin(t, cli)
 			srv, err := modelserver.Start(modelserver.Options{Model: "tine-test-model"})
@@ -143,6 +144,13 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 				fork = []string{bin, "--output-format", "stream-json", "--session-file", "%f", "-p", "fork: say bye"}
 				idOf = func(l []map[string]any) string { return field(l, "type", "init", "session_id") }
 				fileOf = func(id string) string { return geminiFile(t, home, id) }
+			case "opencode":
+				env = opencodeEnv(srv.URL())
+				first = []string{bin, "run", "--format", "json", "say hello"}
+				// opencode's own fork: a new session "<title> (fork #1)"
+				// holding copies of the messages under new ids.
+				fork = []string{bin, "run", "--format", "json", "--session", "%s", "--fork", "fork: say bye"}
+				idOf = func(l []map[string]any) string { return field(l, "type", "step_start", "sessionID") }
 			}
 			main := idOf(agentRun(t, home, env, first...))
 			require.NotEmpty(t, main, "the CLI reported its session id")
@@ -167,6 +175,7 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			t.Setenv("QWEN_HOME", "")
 			t.Setenv("QWEN_RUNTIME_DIR", "")
 			t.Setenv("GEMINI_CLI_HOME", "")
+			t.Setenv("XDG_DATA_HOME", "")
 			db := filepath.Join(t.TempDir(), "t.db")
 			out, errOut, code := tine(t, db, "import", "--json")
 			require.Equal(t, 0, code, errOut)
@@ -251,6 +260,17 @@ type e2eAgent struct {
 	// find, when set, finds it for an agent whose file names do not hold
 	// the whole id.
 	find func(t *testing.T, id string) string
+	// read, when set, reads session id as the agent keeps it, for one
+	// that keeps every session in one database (opencode).
+	read func(t *testing.T, id string) []byte
+}
+
+// opencodeEnv has opencode use the scripted server at url as its model,
+// through an OpenAI-compatible provider in OPENCODE_CONFIG_CONTENT.
+func opencodeEnv(url string) []string {
+	return []string{`OPENCODE_CONFIG_CONTENT={"provider":{"fake":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"` + url +
+		`/v1","apiKey":"{env:TINE_TEST_API_KEY}"},"models":{"tine-test-model":{}}}},"model":"fake/tine-test-model","autoupdate":false,"share":"disabled"}`,
+		"TINE_TEST_API_KEY=test", "OPENCODE_DISABLE_MODELS_FETCH=1"}
 }
 
 func setupAgent(t *testing.T, name, home, url string) e2eAgent {
@@ -339,6 +359,26 @@ func setupAgent(t *testing.T, name, home, url string) e2eAgent {
 		a.shell = func(cmd string) modelserver.ToolCall {
 			return modelserver.Call("run_shell_command", map[string]string{"command": cmd})
 		}
+	case "opencode":
+		a.env = append(common, opencodeEnv(url)...)
+		db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+		a.dir = filepath.Dir(db)
+		flags := []string{"run", "--format", "json"}
+		a.session = func(t *testing.T) string {
+			id := field(agentRun(t, home, a.env, append(append([]string{bin}, flags...), "say hello turn-one")...), "type", "step_start", "sessionID")
+			require.NotEmpty(t, id)
+			agentRun(t, home, a.env, append(append([]string{bin}, flags...), "--session", id, "remember turn-two")...)
+			return id
+		}
+		a.find = func(*testing.T, string) string { return db }
+		a.read = func(t *testing.T, id string) []byte {
+			b, err := opencode.Read(context.Background(), db, id)
+			require.NoError(t, err)
+			return b
+		}
+		a.shell = func(cmd string) modelserver.ToolCall {
+			return modelserver.Call("bash", map[string]string{"command": cmd, "description": "run it"})
+		}
 	}
 	a.write = func(file string) modelserver.ToolCall { return a.shell("echo x > " + file) }
 	return a
@@ -380,6 +420,18 @@ func geminiFile(t *testing.T, home, id string) string {
 	return ""
 }
 
+// own is session id as the agent keeps it: its file's bytes, or its
+// database's rows.
+func (a e2eAgent) own(t *testing.T, id string) []byte {
+	t.Helper()
+	if a.read != nil {
+		return a.read(t, id)
+	}
+	b, err := os.ReadFile(a.file(t, id))
+	require.NoError(t, err)
+	return b
+}
+
 // file finds the agent's own transcript of session id.
 func (a e2eAgent) file(t *testing.T, id string) string {
 	t.Helper()
@@ -405,7 +457,7 @@ func (a e2eAgent) file(t *testing.T, id string) string {
 // continues that fork's own session; importing again adds no copies, and
 // the session's own file is never written to.
 func TestAgentForksBestOfNEndToEnd(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
 	}
 }
@@ -423,12 +475,11 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
-	file := a.file(t, session)
-	before, err := os.ReadFile(file)
-	require.NoError(t, err)
+	before := a.own(t, session)
 
 	// tine runs with the environment the person's shell has.
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME")
+	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME",
+		"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
@@ -488,9 +539,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 		_, err = os.Stat(filepath.Join(project, other+".txt"))
 		assert.True(t, os.IsNotExist(err), "%s's work stays in its worktree", other)
 	}
-	after, err := os.ReadFile(file)
-	require.NoError(t, err)
-	assert.Equal(t, before, after, "the session's own file is never written to")
+	assert.Equal(t, string(before), string(a.own(t, session)), "the session's own file is never written to")
 
 	// Compare shows what each changed.
 	out, errOut, code = tine(t, db, "compare", "good", "bad1", "--json")

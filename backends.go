@@ -32,8 +32,11 @@ func formats() importer.Formats { return importer.FormatsOf(registry.Agents()) }
 func defaultFolders() string {
 	var parts []string
 	for _, a := range registry.Agents() {
-		if a.Sessions != nil && a.Sessions.Dirs != nil {
+		switch {
+		case a.Sessions != nil && a.Sessions.Dirs != nil:
 			parts = append(parts, a.Display+": "+strings.Join(a.Sessions.Dirs(), " or "))
+		case a.Sessions != nil && a.Sessions.Database != nil && a.Sessions.Database.Files != nil:
+			parts = append(parts, a.Display+": "+strings.Join(a.Sessions.Database.Files(), " or ")+" (its database)")
 		}
 	}
 	return strings.Join(parts, "; ")

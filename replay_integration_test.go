@@ -30,7 +30,7 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
 	}
 }
@@ -293,6 +293,12 @@ func replayRealAgent(t *testing.T, name string) {
 			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
 		case "qwen":
 			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
+		case "opencode":
+			// The person's global rules: more in the system prompt.
+			rules := filepath.Join(home, ".config", "opencode", "AGENTS.md")
+			require.NoError(t, os.MkdirAll(filepath.Dir(rules), 0o700))
+			require.NoError(t, os.WriteFile(rules, []byte("Prefer tabs to spaces.\n"), 0o644))
+			defer os.Remove(rules)
 		case "gemini":
 			// A memory file of the person's: more in the system prompt.
 			memory := filepath.Join(home, ".gemini", "GEMINI.md")
@@ -321,7 +327,7 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(name, func(t *testing.T) { replayImported(t, name) })
 	}
 }
@@ -354,7 +360,8 @@ func replayImported(t *testing.T, name string) {
 	var session string
 	for attempt := 1; ; attempt++ {
 		session = importedSession(t, a, name, home, on)
-		if sessionHolds(t, home, session, "hello-input-42") || attempt == 3 {
+		// opencode's transcript is its SQLite database: not looked in.
+		if name == "opencode" || sessionHolds(t, home, session, "hello-input-42") || attempt == 3 {
 			break
 		}
 		t.Logf("attempt %d: %s's session %s lost its tool's output; making it again", attempt, name, session)
@@ -415,6 +422,9 @@ func importedSession(t *testing.T, a e2eAgent, name, home string, on func(string
 	} else if name == "gemini" {
 		lines := agentRun(t, home, a.env, a.bin, "--output-format", "stream-json", "--approval-mode", "yolo", "-p", "imp-main: do the task")
 		session = field(lines, "type", "init", "session_id")
+	} else if name == "opencode" {
+		lines := agentRun(t, home, a.env, a.bin, "run", "--format", "json", "imp-main: do the task")
+		session = field(lines, "type", "step_start", "sessionID")
 	} else {
 		lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "imp-main: do the task")
 		session = field(lines, "type", "session", "id")

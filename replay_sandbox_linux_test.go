@@ -29,7 +29,7 @@ func TestReplaySandbox(t *testing.T) {
 	if err := sandbox.Available(); err != nil {
 		t.Skip(err)
 	}
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "acp"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode", "acp"} {
 		t.Run(name, func(t *testing.T) { replaySandbox(t, name) })
 	}
 }

@@ -27,7 +27,7 @@ import (
 // on one opens nothing: a request through it without the run's key is
 // refused, never reaching the model nor the tape.
 func TestRecordedTurnsKeepSecretsOffCommandLines(t *testing.T) {
-	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "acp"} {
+	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode", "acp"} {
 		t.Run(name, func(t *testing.T) { secretsOffCommandLines(t, name) })
 	}
 }
@@ -115,7 +115,7 @@ func secretsOffCommandLines(t *testing.T, name string) {
 // realKeyVar is the variable each agent's real key is in, which tine
 // forwards its recorded calls with (setupAgent's model server).
 var realKeyVar = map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "TINE_TEST_API_KEY", "pi": "TINE_TEST_API_KEY",
-	"qwen": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY"}
+	"qwen": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "opencode": "TINE_TEST_API_KEY"}
 
 // childSpy watches the processes this test starts (its descendants), as
 // any user of the machine can: their command lines. It also reads their

@@ -1,9 +1,11 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"tine/model"
 )
@@ -95,7 +97,41 @@ type Sessions struct {
 	// file, for a format whose state carries across records (Codex's
 	// usage totals and turns); else Parse does.
 	ParseTail func(r io.Reader, name string, file io.ReaderAt, off int64) (ParsedFile, error)
+	// Database, when set, says the agent keeps its sessions in one
+	// database file, not a file each: the importer reads each session of
+	// it as a source of its own, in the form Parse reads.
+	Database *Database
 }
+
+// Database is an agent's database of sessions (opencode's SQLite file).
+// The importer never writes it and holds no lock on it that the agent
+// would wait for: the backend reads it read-only, one session at a time.
+type Database struct {
+	// Files are where the database is by default; nil for none.
+	Files func() []string
+	// Is reports whether the file at path, whose first bytes are head, is
+	// such a database (a path given to tine import).
+	Is func(path string, head []byte) bool
+	// List lists the sessions of the database at path, each with a
+	// fingerprint that changes whenever the session does (a new message
+	// or part, an edit): an unchanged one is not read again.
+	List func(ctx context.Context, path string) ([]Entry, error)
+	// Read is session id of the database at path in the form Parse
+	// reads, with whatever links it to other sessions.
+	Read func(ctx context.Context, path, id string) ([]byte, error)
+}
+
+// Entry is one session of a Database.
+type Entry struct {
+	ID string
+	// Fingerprint and Updated change whenever the session does.
+	Fingerprint int64
+	Updated     time.Time
+}
+
+// EntryPath is the source path of session id of the database at db: how
+// its runs name where they came from.
+func EntryPath(db, id string) string { return db + "#" + id }
 
 // CLI is an agent's command-line program.
 type CLI struct {

@@ -312,6 +312,11 @@ func (a *App) execReady(msg execReadyMsg) tea.Cmd {
 	spec := msg.spec
 	c := exec.CommandContext(a.ctx, spec.argv[0], spec.argv[1:]...)
 	c.Dir = spec.dir
+	if spec.dir != "" {
+		// As a shell started there has it: an agent that takes its
+		// directory from PWD (opencode) opens the run's, not tine's.
+		c.Env = append(os.Environ(), "PWD="+spec.dir)
+	}
 	return tea.Exec(newHeldExec(a.ctx, c, spec.name), func(err error) tea.Msg { return execDoneMsg{spec: spec, err: err} })
 }
 

@@ -91,8 +91,9 @@ import (
 // Name is the harness's default name.
 const Name = "acp"
 
-// describeTimeout bounds Describe's start of the agent.
-const describeTimeout = 10 * time.Second
+// describeTimeout bounds Describe's start of the agent: opencode 1.18.33's
+// initialize took 11 to 12 s on a busy machine.
+const describeTimeout = 30 * time.Second
 
 // Config says which ACP agent to run and how.
 type Config struct {

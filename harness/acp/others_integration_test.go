@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -32,6 +33,11 @@ type otherAgent struct {
 	setup func(t *testing.T, home string, srv *modelserver.Server) []string
 	api   modelserver.API
 	model string
+	// shell is the agent's call of its shell tool ("" run_shell_command).
+	shell string
+	// forksAway: it advertises session/fork but forks into the origin's
+	// folder, whatever cwd it is given, which the harness refuses.
+	forksAway bool
 }
 
 var otherAgents = map[string]otherAgent{
@@ -53,6 +59,17 @@ var otherAgents = map[string]otherAgent{
 			settings := `{"security":{"auth":{"selectedType":"openai"}},"memory":{"enableManagedAutoMemory":false}}`
 			require.NoError(t, os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(settings), 0o600))
 			return []string{"OPENAI_BASE_URL=" + srv.URL() + "/v1", "OPENAI_API_KEY=test-key", "OPENAI_MODEL=tine-test-model"}
+		},
+	},
+	"opencode": {
+		bin: "opencode", flag: "acp", version: "OpenCode 1.18.33 (fork, resume, load)",
+		api: modelserver.APIChat, model: "tine-test-model", shell: "bash", forksAway: true,
+		setup: func(t *testing.T, home string, srv *modelserver.Server) []string {
+			config := `{"provider":{"fake":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"` + srv.URL() +
+				`/v1","apiKey":"test-key"},"models":{"tine-test-model":{}}}},"model":"fake/tine-test-model","permission":{"*":"allow"}}`
+			return []string{"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+				"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+				"OPENCODE_CONFIG_CONTENT=" + config, "OPENCODE_DISABLE_MODELS_FETCH=1"}
 		},
 	},
 }
@@ -106,7 +123,7 @@ func (r *realRig) bodiesOf(api modelserver.API, marker string) []string {
 // and made as a handoff, and what Describe says each advertises.
 func TestRealOtherACPAgents(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"gemini", "qwen"} {
+	for _, name := range []string{"gemini", "qwen", "opencode"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			a := otherAgents[name]
@@ -116,7 +133,7 @@ func TestRealOtherACPAgents(t *testing.T) {
 
 			dir := t.TempDir()
 			r.srv.Push(
-				modelserver.Reply{Text: "I'll write it.", ToolCalls: []modelserver.ToolCall{modelserver.Call("run_shell_command", map[string]string{"command": "printf 'hi\\n' > hello.txt; printf 'tool-said-%s\\n' 42"})},
+				modelserver.Reply{Text: "I'll write it.", ToolCalls: []modelserver.ToolCall{modelserver.Call(cmp.Or(a.shell, "run_shell_command"), map[string]string{"command": "printf 'hi\\n' > hello.txt; printf 'tool-said-%s\\n' 42", "description": "write it"})},
 					Usage: modelserver.Usage{InputTokens: 100, OutputTokens: 20}, Match: &modelserver.Match{Tools: &withTools, Contains: "write hello.txt"}},
 				// Matched by the tool's output, so that the agent's own side
 				// calls on the way (Qwen Code's classifier of a pending tool
@@ -157,6 +174,10 @@ func TestRealOtherACPAgents(t *testing.T) {
 				Origin: &harness.Origin{RunID: "origin", Session: session, K: len(all), Len: len(all)}})
 			require.Error(t, fork.err)
 			assert.Contains(t, fork.err.Error(), "handoff")
+			t.Logf("the native fork: %v", fork.err)
+			if a.forksAway {
+				assert.Contains(t, fork.err.Error(), "not into the fork's worktree", "a fork that would work in another checkout is refused")
+			}
 
 			r.srv.Push(modelserver.Reply{Text: "Bye from the handoff.", Match: &modelserver.Match{Tools: &withTools, Contains: "fork: say bye"}})
 			hand := r.turn(ctx, harness.TurnRequest{Input: "fork: say bye", Dir: t.TempDir(), Prefix: all,

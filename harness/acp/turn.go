@@ -268,6 +268,15 @@ func (t *turn) run(ctx context.Context, a *agent, text string) error {
 			return fmt.Errorf("forking session %s: %w", o.Session, t.h.rootHint(a.failure(ctx, err)))
 		}
 		sess, state = resp.SessionId, stateOf(resp)
+		if caps.SessionCapabilities.List != nil {
+			// An agent may fork into the origin's folder whatever cwd it
+			// is given (opencode 1.18.33 does): its turn would run in
+			// another checkout than the fork's worktree (rule 12).
+			if cwd, ok := a.sessionCwd(ctx, sess); ok && !sameDir(cwd, t.dir) {
+				return fmt.Errorf("%s forked session %s into %s, not into the fork's worktree %s, so its turn would work there; %w",
+					a.name, o.Session, cwd, t.dir, ErrNeedsHandoff)
+			}
+		}
 		t.out.push(harness.Event{Kind: harness.EventSession, NativeID: string(sess)})
 	case req.Run.NativeID != "" && req.Handoff == "":
 		sess = sdk.SessionId(req.Run.NativeID)
@@ -673,4 +682,37 @@ func (t *turn) ReleaseTerminal(ctx context.Context, p sdk.ReleaseTerminalRequest
 }
 func (t *turn) WaitForTerminalExit(ctx context.Context, p sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
 	return refuseAll{}.WaitForTerminalExit(ctx, p)
+}
+
+// sessionCwd is the working directory session/list gives session id, if
+// it lists it (a few pages at most).
+func (a *agent) sessionCwd(ctx context.Context, id sdk.SessionId) (string, bool) {
+	var cursor *string
+	for range 20 {
+		resp, err := a.conn.ListSessions(ctx, sdk.ListSessionsRequest{Cursor: cursor})
+		if err != nil {
+			return "", false
+		}
+		for _, s := range resp.Sessions {
+			if s.SessionId == id {
+				return s.Cwd, true
+			}
+		}
+		if resp.NextCursor == nil || *resp.NextCursor == "" {
+			return "", false
+		}
+		cursor = resp.NextCursor
+	}
+	return "", false
+}
+
+// sameDir reports whether a and b are one folder, symlinks resolved.
+func sameDir(a, b string) bool {
+	clean := func(p string) string {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return filepath.Clean(p)
+	}
+	return clean(a) == clean(b)
 }

@@ -105,11 +105,22 @@ type Found struct {
 	// Err, when set, is why Path (a folder) could not be read. Import
 	// counts it as failed.
 	Err error
+	// entry, when set, is the session of an agent's database that Path
+	// names (harness.EntryPath): it is read from there, and its Size and
+	// MTime are its fingerprint.
+	entry *entry
 }
 
 // Discover lists the session files in the default folders of every
 // format.
-func Discover(formats Formats) ([]Found, error) { return discover(formats, os.ReadDir) }
+// A format that keeps its sessions in one database lists each of them.
+func Discover(formats Formats) ([]Found, error) {
+	found, err := discover(formats, os.ReadDir)
+	if err != nil {
+		return nil, err
+	}
+	return append(found, formats.databases(context.Background())...), nil
+}
 
 func discover(formats Formats, readDir func(string) ([]fs.DirEntry, error)) ([]Found, error) {
 	w := newWalker(readDir, ".jsonl") // agents write JSON lines; their .json files are other things
@@ -440,6 +451,7 @@ func Import(ctx context.Context, st Store, files []Found, opts Options) (Summary
 			return sum, fmt.Errorf("unknown format %q (known: auto, %s)", opts.Format, strings.Join(opts.Formats.Names(), ", "))
 		}
 	}
+	files = opts.Formats.expandDatabases(ctx, files)
 	known, err := taggedStore{st}.Sources(ctx)
 	if err != nil {
 		if se := storeFailure(err, ""); se != nil {
@@ -592,6 +604,9 @@ type parsedFile struct {
 // readNew reads and parses a file never imported before; it writes nothing.
 func (fmts Formats) readNew(f Found) parsedFile {
 	p := parsedFile{path: f.Path, src: model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}}
+	if f.entry != nil {
+		return fmts.readEntry(f, p)
+	}
 	if p.src.MTime.IsZero() {
 		info, err := os.Stat(f.Path)
 		if err != nil {
@@ -647,6 +662,33 @@ func (fmts Formats) readNew(f Found) parsedFile {
 // collectAfter is the size of a file after whose parse the heap is
 // collected at once.
 const collectAfter = 64 << 20
+
+// readEntry is readNew for a session of an agent's database.
+func (fmts Formats) readEntry(f Found, p parsedFile) parsedFile {
+	format, ok := fmts.Named(p.src.Format)
+	if !ok {
+		p.err = fmt.Errorf("unknown format %q", p.src.Format)
+		return p
+	}
+	r, err := f.entry.read(context.Background())
+	if err != nil {
+		p.err = err
+		return p
+	}
+	counter := &lineCounter{r: r}
+	parsed, err := format.Parse(counter, f.Path)
+	p.bytes, p.records, p.skipped = counter.n, counter.lines, parsed.Skipped
+	if err != nil {
+		p.err = err
+		return p
+	}
+	p.src.Offset = parsed.Offset
+	p.runs = fileRuns(parsed, format.Name)
+	if len(p.runs) == 0 {
+		p.unshown = unshown(parsed)
+	}
+	return p
+}
 
 // prefetcher parses the files never imported before on every core, ahead
 // of the one writer, which takes them in order. The readers run up to a
@@ -904,6 +946,20 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 		sum.Unchanged++
 		return nil
 	}
+	if f.entry != nil {
+		// A changed session of a database: read again whole.
+		if prev.Path != "" {
+			sum.Reread++
+		}
+		p := fmts.readEntry(f, parsedFile{path: f.Path, src: src})
+		sum.Bytes += p.bytes
+		sum.Records += p.records
+		sum.Skipped = append(sum.Skipped, p.skipped...)
+		if p.err != nil {
+			return p.err
+		}
+		return storeParsed(ctx, st, p.src, p.runs, p.unshown, sum)
+	}
 	file, err := openRegular(f.Path)
 	if err != nil {
 		return err
@@ -948,9 +1004,14 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 	if format.IDField != "" {
 		src.Leaf = lastChainID(file, src.Offset, format)
 	}
-	runs := fileRuns(parsed, format.Name)
+	return storeParsed(ctx, st, src, fileRuns(parsed, format.Name), unshown(parsed), sum)
+}
+
+// storeParsed stores a file read again (or a database's session): its
+// runs, or that it holds none, or that it is a fork tine ran.
+func storeParsed(ctx context.Context, st Store, src model.Source, runs []model.FileRun, none model.Usage, sum *Summary) error {
 	if len(runs) == 0 {
-		return empty(ctx, st, src, unshown(parsed), sum)
+		return empty(ctx, st, src, none, sum)
 	}
 	// A session a fork of tine's ran in is that fork: its messages were
 	// stored as they streamed.

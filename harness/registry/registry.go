@@ -12,6 +12,7 @@ import (
 	"tine/harness/codex"
 	"tine/harness/gemini"
 	"tine/harness/openai"
+	"tine/harness/opencode"
 	"tine/harness/pi"
 	"tine/harness/qwen"
 	"tine/harness/script"
@@ -26,7 +27,8 @@ func Agents() []harness.Agent {
 		codex.Agent,
 		pi.Agent,
 		qwen.Agent,
-		gemini.Agent, // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
+		opencode.Agent, // its export JSON names an info with a ses_ id, no other agent's shape
+		gemini.Agent,   // before openai's loose chat shape; its header (sessionId, projectHash) is no other agent's
 		acp.Agent,
 		openai.Agent,
 		anthropic.Agent,
