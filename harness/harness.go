@@ -94,6 +94,26 @@ type Origin struct {
 // AtEnd reports whether the fork keeps the whole session.
 func (o Origin) AtEnd() bool { return o.K == o.Len }
 
+// Cut is where a fork's first turn branches the origin session of agent
+// (its name, for errors), and what it sends. It is o.K, the person's
+// message being req.Input; when the fork answers again (Input ""), an
+// agent CLI needs a prompt, so the branch is made before message K, which
+// must be a person's prompt, and that prompt is sent again (again: the
+// run has it already, so it is not emitted).
+func (o Origin) Cut(agent string, req TurnRequest) (k int, prompt string, again bool, err error) {
+	k = o.K
+	if k < 0 || k > len(req.Prefix) {
+		return 0, "", false, fmt.Errorf("%s: fork at message %d of a %d-message prefix", agent, k, len(req.Prefix))
+	}
+	if req.Input != "" {
+		return k, req.Input, false, nil
+	}
+	if k == 0 || req.Prefix[k-1].Role != model.User || req.Prefix[k-1].PlainText() == "" {
+		return 0, "", false, fmt.Errorf("%s cannot answer again after a message that is not a person's prompt; give a message", agent)
+	}
+	return k - 1, req.Prefix[k-1].PlainText(), true, nil
+}
+
 // TurnRequest is one turn to run on a run: the kept prefix plus a new message.
 type TurnRequest struct {
 	Run model.Run

@@ -163,23 +163,18 @@ func (h *CLI) plan(req harness.TurnRequest) (plan, error) {
 	switch {
 	case req.Origin != nil:
 		o := *req.Origin
-		k := o.K
-		if k < 0 || k > len(req.Prefix) {
-			return pl, fmt.Errorf("claude: fork at message %d of a %d-message prefix", k, len(req.Prefix))
+		k, prompt, again, err := o.Cut("claude", req)
+		if err != nil {
+			return pl, err
 		}
-		if req.Input == "" {
-			// Answering again: Claude needs a prompt, so the fork
-			// branches before message K and sends it again under its
-			// own record id, which keeps later forks of the fork at
-			// their NativeIDs.
-			if k == 0 || req.Prefix[k-1].Role != model.User || req.Prefix[k-1].PlainText() == "" {
-				return pl, errors.New("claude cannot answer again after a message that is not a person's prompt; give a message")
-			}
-			pl.prompt = req.Prefix[k-1].PlainText()
-			if id := req.Prefix[k-1].NativeID; id != "" {
+		if again {
+			// Answering again: the prompt goes again under its own
+			// record id, which keeps later forks of the fork at their
+			// NativeIDs.
+			pl.prompt = prompt
+			if id := req.Prefix[k].NativeID; id != "" {
 				pl.uuid = id
 			}
-			k--
 		}
 		pl.session, pl.report = h.newID(), true
 		if k == 0 {

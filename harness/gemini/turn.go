@@ -197,16 +197,12 @@ func (h *CLI) plan(req harness.TurnRequest, getenv func(string) string) (*plan, 
 	switch {
 	case req.Origin != nil && req.Handoff == "":
 		o := *req.Origin
-		k := o.K
-		if k < 0 || k > len(req.Prefix) {
-			return nil, fmt.Errorf("gemini: fork at message %d of a %d-message prefix", k, len(req.Prefix))
+		k, prompt, again, err := o.Cut("gemini", req)
+		if err != nil {
+			return nil, err
 		}
-		if req.Input == "" {
-			if k == 0 || req.Prefix[k-1].Role != model.User || req.Prefix[k-1].PlainText() == "" {
-				return nil, errors.New("gemini cannot answer again after a message that is not a person's prompt; give a message")
-			}
-			pl.prompt, pl.skipPrompt = req.Prefix[k-1].PlainText(), true
-			k--
+		if again {
+			pl.prompt, pl.skipPrompt = prompt, true
 		}
 		for _, m := range req.Prefix[:k] {
 			pl.known[m.NativeID] = true

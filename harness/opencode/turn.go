@@ -199,16 +199,12 @@ func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, get
 	switch {
 	case req.Origin != nil && req.Handoff == "":
 		o := *req.Origin
-		k := o.K
-		if k < 0 || k > len(req.Prefix) {
-			return nil, fmt.Errorf("opencode: fork at message %d of a %d-message prefix", k, len(req.Prefix))
+		k, prompt, again, err := o.Cut("opencode", req)
+		if err != nil {
+			return nil, err
 		}
-		if req.Input == "" {
-			if k == 0 || req.Prefix[k-1].Role != model.User || req.Prefix[k-1].PlainText() == "" {
-				return nil, errors.New("opencode cannot answer again after a message that is not a person's prompt; give a message")
-			}
-			pl.prompt, pl.skipPrompt = req.Prefix[k-1].PlainText(), true
-			k--
+		if again {
+			pl.prompt, pl.skipPrompt = prompt, true
 		}
 		if k == 0 {
 			pl.args = append(pl.args, "--title", titleOf(pl.prompt)) // a new session
