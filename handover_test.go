@@ -134,7 +134,10 @@ func TestHandOverSaysWhyTheWorkWasNotTaken(t *testing.T) {
 
 	// A process that cannot claim its work (another holds the write lock
 	// for longer than the wait) is stopped, and says so.
-	conn, err := sql.Open("sqlite", db)
+	// The process just handed nothing may still be closing its store (a
+	// checkpoint takes the write lock): wait for it as tine's own
+	// connections do instead of failing at once.
+	conn, err := sql.Open("sqlite", "file:"+db+"?_pragma=busy_timeout(10000)")
 	require.NoError(t, err)
 	defer conn.Close()
 	c, err := conn.Conn(context.Background())
