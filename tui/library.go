@@ -578,9 +578,11 @@ type libColumns struct {
 	agent, age, msgs, forks, spent int
 }
 
+// libraryColumns: the agent column holds the longest harness name
+// ("anthropic", "opencode") after its space.
 func libraryColumns(width int) libColumns {
 	w := width - 3 // cursor column and the indent under a project
-	c := libColumns{agent: 8, age: 5, msgs: 7, forks: 6, spent: 8}
+	c := libColumns{agent: 10, age: 5, msgs: 7, forks: 6, spent: 8}
 	if w < 70 {
 		c.agent, c.spent = 0, 0
 	}
