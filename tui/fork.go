@@ -79,10 +79,13 @@ type forkDialog struct {
 	harness   int
 	// absent are the harnesses tine is built with that cannot run turns
 	// here (the demo forks offline), and absentWhy says why.
-	absent      []string
-	absentWhy   string
-	handoff     bool
-	inPlace     bool
+	absent    []string
+	absentWhy string
+	handoff   bool
+	inPlace   bool
+	// recording: the forks' model calls are taped (tine --record), so the
+	// screen says whether this harness's are.
+	recording   bool
 	checkNumber bool
 	inputs      []textinput.Model // messages[0..n) then names[0..n)
 	api         map[string]*apiInputs
@@ -660,6 +663,13 @@ func (d *forkDialog) view(st *Styles) string {
 	add(fieldN, "branches", choice(strconv.Itoa(d.n)))
 	add(fieldHarness, "harness", choice(name))
 	lines = append(lines, d.harnessList(st)...)
+	if d.recording {
+		if h, err := d.reg.Get(name); err == nil && h.Capabilities().Replayable() {
+			note(st.Subtle, "recorded: its model calls are taped through tine's gateway, so R replays it to a step")
+		} else {
+			note(st.Warn, "not recorded: "+name+"'s forks cannot be taped for a replay")
+		}
+	}
 	if fit.handoff != "" {
 		v := "off"
 		if d.handoff {

@@ -137,6 +137,39 @@ func TestForkRefusedShowsInTheDialog(t *testing.T) {
 	assert.NotContains(t, s, "--in-place")
 }
 
+// TestForkScreenSaysWhetherTheForkIsRecorded: with tine --record (the
+// driver has a gateway) the Fork screen says the chosen harness's forks
+// are taped, or that they cannot be; without it, it says nothing of it.
+func TestForkScreenSaysWhetherTheForkIsRecorded(t *testing.T) {
+	st := seedStore(t, 0)
+	ctx := context.Background()
+	id := firstTree(t, st)
+	require.NoError(t, st.CreateRun(ctx, &model.Run{ParentID: id, ForkAt: 6, Name: "by-claude", Harness: "claude", NativeID: "sess-1", Cwd: t.TempDir()},
+		[]model.Message{text(model.User, "more"), text(model.Assistant, "sure")}))
+	gateway := func(context.Context, model.Run, string) (string, string, func(), error) { return "", "", nil, nil }
+	for _, recording := range []bool{true, false} {
+		drv := &fork.Driver{Store: st, Harnesses: agentRegistry()}
+		if recording {
+			drv.Gateway = gateway
+		}
+		d := newDriverWith(t, st, 140, 40, drv)
+		d.keys("enter")
+		d.cursorTo("by-claude")
+		d.keys("f")
+		require.NotNil(t, d.a.dialog)
+		s := d.plain()
+		if !recording {
+			assert.NotContains(t, s, "recorded")
+			continue
+		}
+		assert.Contains(t, s, "recorded: its model calls are taped through tine's gateway, so R replays it to a step")
+		for d.a.dialog.harnessName() != "script" {
+			d.a.dialog.harness = (d.a.dialog.harness + 1) % len(d.a.dialog.harnesses)
+		}
+		assert.Contains(t, d.plain(), "not recorded: script's forks cannot be taped for a replay")
+	}
+}
+
 // TestForkWithCheck: a check typed in the Fork screen scores the forks;
 // the best is marked, in the tree and its detail.
 func TestForkWithCheck(t *testing.T) {
