@@ -67,7 +67,12 @@ func testEnv(home, url, bin string) []string {
 	config := `{"provider":{"fake":{"npm":"@ai-sdk/openai-compatible","options":{"baseURL":"` + url + `/v1","apiKey":"test-key"},"models":{"tine-test-model":{}}}},"model":"fake/tine-test-model","autoupdate":false,"share":"disabled"}`
 	return []string{"HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		configVar + "=" + config, "OPENCODE_DISABLE_MODELS_FETCH=1", "PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
+		configVar + "=" + config, "OPENCODE_DISABLE_MODELS_FETCH=1", "PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH"),
+		// opencode works in $PWD: were a turn not to set it, it would
+		// work in this package's folder (the source checkout; once it
+		// left a notes.txt here); a folder that is not there fails it
+		// instead.
+		"PWD=" + filepath.Join(home, "no-such-folder")}
 }
 
 func newWorld(t *testing.T) *world {
