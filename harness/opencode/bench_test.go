@@ -1,6 +1,8 @@
 package opencode
 
 import (
+	"tine/harness/opencode/export"
+
 	"bytes"
 	"context"
 	"fmt"
@@ -53,7 +55,7 @@ func BenchmarkReadSessions(b *testing.B) {
 		for _, e := range list {
 			data, err := Read(ctx, path, e.ID)
 			require.NoError(b, err)
-			if _, err := Parse(bytes.NewReader(data), e.ID); err != nil {
+			if _, err := export.Parse(bytes.NewReader(data), e.ID); err != nil {
 				b.Fatal(err)
 			}
 		}

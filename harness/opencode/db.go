@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"tine/harness"
+	"tine/harness/opencode/export"
 )
 
 // dbs are the databases opened, by path: a *sql.DB holds no lock between
@@ -92,25 +93,17 @@ func List(ctx context.Context, path string) ([]harness.Entry, error) {
 	return list, rows.Err()
 }
 
-// export is a session as `opencode export` writes it, with forkOf, which
-// tine adds when the session is a fork opencode made.
-type export struct {
+// sessionExport is a session as `opencode export` writes it, with
+// export.ForkOf, which tine adds when the session is a fork opencode made.
+type sessionExport struct {
 	Info     json.RawMessage `json:"info"`
 	Messages []exportMsg     `json:"messages"`
-	ForkOf   *forkOf         `json:"tineForkOf,omitempty"`
+	ForkOf   *export.ForkOf  `json:"tineForkOf,omitempty"`
 }
 
 type exportMsg struct {
 	Info  json.RawMessage   `json:"info"`
 	Parts []json.RawMessage `json:"parts"`
-}
-
-// forkOf says a session is a fork opencode made of Session: its first
-// Messages messages are copies of Session's, the last of them After.
-type forkOf struct {
-	Session  string `json:"session"`
-	Messages int    `json:"messages"`
-	After    string `json:"after"`
 }
 
 // Read is session id of the database at path as `opencode export`
@@ -155,7 +148,7 @@ var forkTitle = regexp.MustCompile(`^(.*) \(fork #\d+\)$`)
 type session struct {
 	id, title, parent, dir string
 	created                int64
-	exp                    export
+	exp                    sessionExport
 }
 
 // readSession reads session id, its messages and their parts, in one
@@ -261,7 +254,7 @@ func withIDs(data []byte, ids map[string]string) json.RawMessage {
 // forked from: one titled title, created before s, whose messages s's
 // first ones copy (the same role, time and parts, under new ids). Of
 // several, the one s copies the most of. nil when none is.
-func findOrigin(ctx context.Context, db *sql.DB, s *session, title string) (*forkOf, error) {
+func findOrigin(ctx context.Context, db *sql.DB, s *session, title string) (*export.ForkOf, error) {
 	rows, err := db.QueryContext(ctx, `SELECT id FROM session WHERE title = ? AND id != ? AND time_created <= ? ORDER BY time_created DESC`, title, s.id, s.created)
 	if err != nil {
 		return nil, err
@@ -280,7 +273,7 @@ func findOrigin(ctx context.Context, db *sql.DB, s *session, title string) (*for
 		return nil, err
 	}
 	mine := keys(s.exp.Messages)
-	var best *forkOf
+	var best *export.ForkOf
 	for _, pid := range ids {
 		p, err := readSession(ctx, db, pid)
 		if err != nil {
@@ -292,7 +285,7 @@ func findOrigin(ctx context.Context, db *sql.DB, s *session, title string) (*for
 			n++
 		}
 		if n > 0 && (best == nil || n > best.Messages) {
-			best = &forkOf{Session: pid, Messages: n, After: messageID(p.exp.Messages[n-1].Info)}
+			best = &export.ForkOf{Session: pid, Messages: n, After: messageID(p.exp.Messages[n-1].Info)}
 		}
 	}
 	return best, nil

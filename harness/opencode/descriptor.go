@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"tine/harness"
+	"tine/harness/opencode/export"
 	"tine/model"
 )
 
@@ -30,7 +31,7 @@ var Agent = harness.Agent{
 		"a model: a provider in ~/.config/opencode/opencode.json or OPENCODE_CONFIG_CONTENT (an OpenAI-compatible one, with baseURL and apiKey, to record)",
 		"TINE_OPENCODE_BIN to use another opencode binary",
 	},
-	Sessions: &harness.Sessions{Detect: Detect, Parse: Parse,
+	Sessions: &harness.Sessions{Detect: export.Detect, Parse: export.Parse,
 		Database: &harness.Database{Files: DBFiles, Is: IsDB, List: List, Read: Read}},
 	CLI: &harness.CLI{Bin: "opencode", BinVar: binVar, Package: NPMPackage},
 	// opencode --session ID, run in the session's directory: its TUI on

@@ -6,6 +6,8 @@ package opencode
 // a temporary directory. Skipped when opencode is not installed.
 
 import (
+	"tine/harness/opencode/export"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -138,7 +140,7 @@ func (w *world) imported(t *testing.T, id string) harness.ParsedRun {
 	t.Helper()
 	b, err := Read(context.Background(), w.db(), id)
 	require.NoError(t, err)
-	pf, err := Parse(strings.NewReader(string(b)), id)
+	pf, err := export.Parse(strings.NewReader(string(b)), id)
 	require.NoError(t, err)
 	require.Len(t, pf.Runs, 1)
 	return pf.Runs[0]

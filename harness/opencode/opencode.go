@@ -29,7 +29,7 @@
 // The database is read read-only (mode=ro), one session a short
 // transaction, so opencode, which writes it, never waits for tine. A
 // session is read as the JSON `opencode export` writes ({info, messages:
-// [{info, parts}]}), which Parse reads; such a file can be imported too.
+// [{info, parts}]}), which export.Parse reads; such a file can be imported too.
 //
 // A fork that opencode made itself (`run --session ID --fork`, the
 // server's POST /session/ID/fork) is a new session titled "<title> (fork
@@ -45,6 +45,8 @@
 package opencode
 
 import (
+	"tine/harness/opencode/export"
+
 	"crypto/rand"
 	"os"
 	"path/filepath"
@@ -53,7 +55,7 @@ import (
 )
 
 // Harness is this backend's name in runs and the registry.
-const Harness = "opencode"
+const Harness = export.Harness
 
 // NPMPackage provides the opencode binary.
 const NPMPackage = "opencode-ai"

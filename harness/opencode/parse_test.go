@@ -1,6 +1,8 @@
 package opencode
 
 import (
+	"tine/harness/opencode/export"
+
 	"bytes"
 	"context"
 	"database/sql"
@@ -31,8 +33,8 @@ func parseFixture(t *testing.T, name string) []byte {
 func TestParseASession(t *testing.T) {
 	t.Parallel()
 	b := parseFixture(t, "session.json")
-	require.True(t, Detect(b))
-	pf, err := Parse(bytes.NewReader(b), "session.json")
+	require.True(t, export.Detect(b))
+	pf, err := export.Parse(bytes.NewReader(b), "session.json")
 	require.NoError(t, err)
 	assert.Empty(t, pf.Skipped)
 	assert.Equal(t, int64(len(b)), pf.Offset)
@@ -72,7 +74,7 @@ func TestParseASession(t *testing.T) {
 
 func TestParseAForkOpencodeMade(t *testing.T) {
 	t.Parallel()
-	pf, err := Parse(bytes.NewReader(parseFixture(t, "fork.json")), "fork.json")
+	pf, err := export.Parse(bytes.NewReader(parseFixture(t, "fork.json")), "fork.json")
 	require.NoError(t, err)
 	require.Len(t, pf.Runs, 1)
 	r := pf.Runs[0]
@@ -95,7 +97,7 @@ func TestParseSkipsWhatItCannotRead(t *testing.T) {
 	 {"info":[1],"parts":[]},
 	 {"info":{"id":"msg_2","role":"assistant","modelID":"m","providerID":"p","time":{"created":2},"tokens":{"input":5,"output":1,"reasoning":2,"cache":{"read":3,"write":0}}},
 	  "parts":[{"type":"reasoning","text":"think"},7,{"type":"tool","callID":"c1","tool":"bash","state":{"status":"running","input":{"command":"sleep 9"}}}]}]}`
-	pf, err := Parse(strings.NewReader(doc), "x.json")
+	pf, err := export.Parse(strings.NewReader(doc), "x.json")
 	require.NoError(t, err)
 	assert.Len(t, pf.Skipped, 2)
 	require.Len(t, pf.Runs, 1)
@@ -109,9 +111,9 @@ func TestParseSkipsWhatItCannotRead(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	t.Parallel()
-	assert.True(t, Detect(parseFixture(t, "fork.json")))
+	assert.True(t, export.Detect(parseFixture(t, "fork.json")))
 	for _, other := range []string{`{"type":"session","id":"x"}`, `{"sessionId":"a","messages":[]}`, `[]`, ``, `{"info":{"id":"x"},"messages":[]}`} {
-		assert.False(t, Detect([]byte(other)), other)
+		assert.False(t, export.Detect([]byte(other)), other)
 	}
 }
 
@@ -214,13 +216,13 @@ func TestReadTheDatabase(t *testing.T) {
 		require.Len(t, list, 2)
 		b, err := Read(ctx, path, "ses_dca6fd722ffereNKhlXO73r4kO")
 		require.NoError(t, err)
-		pf, err := Parse(bytes.NewReader(b), "fork")
+		pf, err := export.Parse(bytes.NewReader(b), "fork")
 		require.NoError(t, err)
 		require.NotNil(t, pf.Runs[0].Fork, "order %v", order)
 		assert.Equal(t, 6, pf.Runs[0].Fork.Inherited)
 		b, err = Read(ctx, path, "ses_dca70e0abffe47KOlCMZFuyNgm")
 		require.NoError(t, err)
-		pf, err = Parse(bytes.NewReader(b), "session")
+		pf, err = export.Parse(bytes.NewReader(b), "session")
 		require.NoError(t, err)
 		assert.Nil(t, pf.Runs[0].Fork)
 		assert.Len(t, pf.Runs[0].Messages, 6)
@@ -240,44 +242,4 @@ func TestReadTheDatabase(t *testing.T) {
 			assert.Equal(t, changed, list[i].Fingerprint != again[i].Fingerprint, list[i].ID)
 		}
 	}
-}
-
-// FuzzParse: whatever the bytes, Parse never panics, consumes them all
-// when it reads them, and pairs every result with a call before it.
-func FuzzParse(f *testing.F) {
-	for _, name := range []string{"session.json", "fork.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte(`{"info":{"id":"ses_a"},"messages":[{"info":{"id":"msg_1","role":"assistant"},"parts":[{"type":"tool","callID":"c","state":{"status":"error","error":"no"}}]}]}`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := Parse(bytes.NewReader(data), "fuzz.json")
-		if err != nil {
-			return
-		}
-		if pf.Offset != int64(len(data)) {
-			t.Fatalf("offset %d of %d", pf.Offset, len(data))
-		}
-		for _, r := range pf.Runs {
-			calls := map[string]bool{}
-			for _, m := range r.Messages {
-				for _, p := range m.Parts {
-					switch p.Kind {
-					case model.ToolCall:
-						calls[p.ToolCallID] = true
-					case model.ToolResult:
-						if !calls[p.ToolCallID] {
-							t.Fatalf("a result of %q before its call", p.ToolCallID)
-						}
-					}
-				}
-			}
-			if r.Fork != nil && (r.Fork.Inherited < 1 || r.Fork.Inherited > len(r.Messages)) {
-				t.Fatalf("inherits %d of %d", r.Fork.Inherited, len(r.Messages))
-			}
-		}
-	})
 }

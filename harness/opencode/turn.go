@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"tine/harness"
+	"tine/harness/opencode/export"
 	"tine/internal/agentproc"
 	"tine/internal/sandbox"
 	"tine/model"
@@ -422,7 +423,7 @@ func (h *CLI) importPrefix(ctx context.Context, pl *plan, dir string, env []stri
 
 // exportIDs are the message ids of an export file.
 func exportIDs(b []byte) []string {
-	var ex export
+	var ex sessionExport
 	if json.Unmarshal(b, &ex) != nil {
 		return nil
 	}
@@ -448,9 +449,9 @@ type stream struct {
 
 // event is one line of opencode's JSON events, as far as tine reads it.
 type event struct {
-	Type      string `json:"type"`
-	SessionID string `json:"sessionID"`
-	Part      *part  `json:"part"`
+	Type      string       `json:"type"`
+	SessionID string       `json:"sessionID"`
+	Part      *export.Part `json:"part"`
 	Error     *struct {
 		Name string `json:"name"`
 		Data struct {
@@ -509,7 +510,7 @@ func (s *stream) read() {
 		return // not written yet
 	}
 	for _, m := range ss.exp.Messages {
-		var mi messageInfo
+		var mi export.MessageInfo
 		if json.Unmarshal(m.Info, &mi) != nil || s.pl.seen[mi.ID] {
 			continue
 		}
@@ -520,9 +521,9 @@ func (s *stream) read() {
 			break
 		}
 		s.pl.seen[mi.ID] = true
-		var parts []part
+		var parts []export.Part
 		for _, raw := range m.Parts {
-			var p part
+			var p export.Part
 			if json.Unmarshal(raw, &p) == nil {
 				parts = append(parts, p)
 			}
@@ -530,7 +531,7 @@ func (s *stream) read() {
 		if mi.Role == "assistant" && mi.Error != nil && mi.Error.Name != "MessageAbortedError" && s.failure == "" {
 			s.failure = model.OneLine(strings.TrimSpace(mi.Error.Name+": "+mi.Error.Data.Message), 300)
 		}
-		for _, msg := range convert(mi, parts, m.Parts) {
+		for _, msg := range export.Convert(mi, parts, m.Parts) {
 			if msg.Role == model.User {
 				s.users++
 				switch {

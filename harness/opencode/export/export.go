@@ -1,4 +1,9 @@
-package opencode
+// Package export reads an opencode session as `opencode export` writes it
+// (and as the opencode backend reads each session of opencode's database)
+// into tine's messages. It is apart from its backend so that it links no
+// SQLite: fuzzing it (FuzzParse) then runs thousands of inputs a second
+// instead of a few.
+package export
 
 import (
 	"bytes"
@@ -13,9 +18,9 @@ import (
 	"tine/model"
 )
 
-// maxSession bounds a session read whole (an export file, or a session of
+// MaxSession bounds a session read whole (an export file, or a session of
 // the database).
-const maxSession = 1 << 30
+const MaxSession = 1 << 30
 
 // Detect reports whether head, a file's first bytes, is a session as
 // `opencode export` writes it: a JSON object whose info has an opencode
@@ -27,6 +32,18 @@ func Detect(head []byte) bool {
 	}
 	return bytes.Contains(head, []byte(`"info"`)) && bytes.Contains(head, []byte(`"ses_`)) &&
 		(bytes.Contains(head, []byte(`"messages"`)) || len(head) >= 64<<10)
+}
+
+// Harness is the backend's name in runs and the registry.
+const Harness = "opencode"
+
+// ForkOf says a session is a fork opencode made of Session: its first
+// Messages messages are copies of Session's, the last of them After. tine
+// adds it to an export (as "tineForkOf") when opencode made the fork.
+type ForkOf struct {
+	Session  string `json:"session"`
+	Messages int    `json:"messages"`
+	After    string `json:"after"`
 }
 
 // sessionInfo is an export's info, as far as tine reads it.
@@ -41,8 +58,8 @@ type sessionInfo struct {
 	} `json:"time"`
 }
 
-// messageInfo is a message's info.
-type messageInfo struct {
+// MessageInfo is a message's info.
+type MessageInfo struct {
 	ID         string `json:"id"`
 	Role       string `json:"role"`
 	ModelID    string `json:"modelID"`
@@ -62,7 +79,7 @@ type messageInfo struct {
 }
 
 // model is the message's model as opencode names one: provider/model.
-func (mi messageInfo) model() string {
+func (mi MessageInfo) model() string {
 	switch {
 	case mi.ModelID != "":
 		return qualified(mi.ProviderID, mi.ModelID)
@@ -105,8 +122,8 @@ type errInfo struct {
 	} `json:"data"`
 }
 
-// part is a part's data, as far as tine reads it.
-type part struct {
+// Part is a part's data, as far as tine reads it.
+type Part struct {
 	ID        string `json:"id"`
 	Type      string `json:"type"`
 	Text      string `json:"text"`
@@ -127,12 +144,12 @@ type part struct {
 // Parse reads one session as `opencode export` writes it (as tine reads
 // the database's sessions too) into its run.
 func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxSession+1))
+	data, err := io.ReadAll(io.LimitReader(r, MaxSession+1))
 	if err != nil {
 		return harness.ParsedFile{}, err
 	}
-	if len(data) > maxSession {
-		return harness.ParsedFile{}, fmt.Errorf("%s: an opencode session over %d bytes", name, maxSession)
+	if len(data) > MaxSession {
+		return harness.ParsedFile{}, fmt.Errorf("%s: an opencode session over %d bytes", name, MaxSession)
 	}
 	var ex struct {
 		Info     json.RawMessage `json:"info"`
@@ -140,7 +157,7 @@ func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 			Info  json.RawMessage   `json:"info"`
 			Parts []json.RawMessage `json:"parts"`
 		} `json:"messages"`
-		ForkOf *forkOf `json:"tineForkOf"`
+		ForkOf *ForkOf `json:"tineForkOf"`
 	}
 	if err := json.Unmarshal(data, &ex); err != nil {
 		return harness.ParsedFile{}, fmt.Errorf("%s: not an opencode session: %w", name, err)
@@ -159,22 +176,22 @@ func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	var usage model.Usage
 	var lastErr string
 	for i, m := range ex.Messages {
-		var mi messageInfo
+		var mi MessageInfo
 		if err := json.Unmarshal(m.Info, &mi); err != nil || mi.ID == "" {
 			skip(i, "a message that is not opencode's")
 			ends = append(ends, len(msgs))
 			continue
 		}
-		parts := make([]part, 0, len(m.Parts))
+		parts := make([]Part, 0, len(m.Parts))
 		for _, raw := range m.Parts {
-			var p part
+			var p Part
 			if json.Unmarshal(raw, &p) != nil {
 				skip(i, "a part of message "+model.OneLine(mi.ID, 40)+" that is not opencode's")
 				continue
 			}
 			parts = append(parts, p)
 		}
-		out := convert(mi, parts, m.Parts)
+		out := Convert(mi, parts, m.Parts)
 		if i >= inherited(ex.ForkOf) {
 			for _, o := range out {
 				usage = usage.Add(o.Usage)
@@ -217,7 +234,7 @@ func Parse(r io.Reader, name string) (harness.ParsedFile, error) {
 	return pf, nil
 }
 
-func inherited(f *forkOf) int {
+func inherited(f *ForkOf) int {
 	if f == nil {
 		return 0
 	}
@@ -231,10 +248,10 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// convert is one opencode message as tine's messages: a user message,
+// Convert is one opencode message as tine's messages: a user message,
 // or an assistant message split after each run of tool calls that have
 // results, their results in a tool message. The last carries mi.ID.
-func convert(mi messageInfo, parts []part, raws []json.RawMessage) []model.Message {
+func Convert(mi MessageInfo, parts []Part, raws []json.RawMessage) []model.Message {
 	at := msTime(mi.Time.Created)
 	if mi.Role == "user" {
 		m := model.Message{Role: model.User, Time: at, NativeID: mi.ID}
