@@ -98,7 +98,7 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff b
 			}
 		}
 		if !r.FinishedAt.IsZero() {
-			cr.Seconds = r.FinishedAt.Sub(r.CreatedAt).Round(100 * time.Millisecond).Seconds()
+			cr.Seconds = r.Took().Round(100 * time.Millisecond).Seconds()
 		}
 		for _, m := range after {
 			if m.Role == model.Assistant {

@@ -178,6 +178,10 @@ type Run struct {
 	CreatedAt time.Time
 	// FinishedAt is zero while the run has not finished.
 	FinishedAt time.Time
+	// Worked is how long the turns tine ran of it took, together: not the
+	// waits for a slot or between turns. 0 for a run tine ran no turn of
+	// (an imported session).
+	Worked time.Duration
 	// Usage and CostUSD are the run's own spending, never its inherited prefix's.
 	Usage   Usage
 	CostUSD float64
@@ -262,6 +266,19 @@ func (c *Check) Passed() bool { return c != nil && c.Ran && c.Exit == 0 && c.Err
 
 // Len is the run's full length: its inherited prefix plus its own messages.
 func (r Run) Len() int { return r.ForkAt + r.OwnMessages }
+
+// Took is how long the run took: its turns' time (Worked) when tine ran
+// them, else, for an imported session, from its start to its end; 0
+// while it has not finished.
+func (r Run) Took() time.Duration {
+	switch {
+	case r.Worked > 0:
+		return r.Worked
+	case r.FinishedAt.IsZero() || r.CreatedAt.IsZero():
+		return 0
+	}
+	return r.FinishedAt.Sub(r.CreatedAt)
+}
 
 // Label is what a person calls the run: its name, else its short id.
 func (r Run) Label() string {

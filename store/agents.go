@@ -44,8 +44,8 @@ func (s *Store) AddNote(ctx context.Context, id, note string) error {
 func (s *Store) SetRunning(ctx context.Context, id string) error {
 	pid := os.Getpid()
 	return s.update(ctx, "set running", id, `UPDATE runs SET status = 'running', error = '', finished_at = NULL,
-		owner_pid = ?, owner_start = ?, cancel_requested = 0, handed_over = 0, agent_pgid = 0, agent_mark = ''
-		WHERE id = ?`, pid, processStart(pid), id)
+		owner_pid = ?, owner_start = ?, cancel_requested = 0, handed_over = 0, agent_pgid = 0, agent_mark = '',
+		started_at = ? WHERE id = ?`, pid, processStart(pid), time.Now().UnixNano(), id)
 }
 
 // SetAgent records the agent run id's turn started: its process group and
@@ -193,9 +193,9 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 		err := s.write(ctx, func(tx *sql.Tx) (err error) {
 			switch o.status {
 			case string(model.Running):
-				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?, finished_at = ?,
-					last_at = max(last_at, ?) WHERE id = ? AND status = 'running' AND owner_pid = ? AND owner_start = ?`,
-					Interrupted, now, now, o.id, o.pid, o.start)
+				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?2, finished_at = ?3,
+					last_at = max(last_at, ?3), `+endTurn+` WHERE id = ?4 AND status = 'running' AND owner_pid = ?5 AND owner_start = ?6`,
+					nil, Interrupted, now, o.id, o.pid, o.start)
 			case string(model.Cancelled):
 				// Cancelled while it waited: nothing was lost.
 				_, err = tx.ExecContext(ctx, `UPDATE runs SET handed_over = 0 WHERE id = ? AND handed_over = 1

@@ -195,3 +195,57 @@ func TestAZombieIsNoLiveOwner(t *testing.T) {
 	assert.False(t, alive(pid, start), "a zombie, not yet waited for")
 	_ = cmd.Wait()
 }
+
+// TestWorkedIsTheTurnsTimeAlone: a run's Worked sums the time of its
+// turns (SetRunning to a finished status, or to being reaped), not the
+// waits before and between them, which finished minus created counts.
+func TestWorkedIsTheTurnsTimeAlone(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	ctx := context.Background()
+	root := model.Run{Harness: "fake"}
+	require.NoError(t, st.CreateRun(ctx, &root, conversation(4, "r")))
+	f := model.Run{ParentID: root.ID, ForkAt: 4}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&f}))
+	turn := func(status model.Status) {
+		require.NoError(t, st.SetRunning(ctx, f.ID))
+		time.Sleep(60 * time.Millisecond)
+		require.NoError(t, st.SetStatus(ctx, f.ID, status, ""))
+	}
+	time.Sleep(150 * time.Millisecond) // waiting for a slot
+	turn(model.Completed)
+	got, err := st.Run(ctx, f.ID)
+	require.NoError(t, err)
+	first := got.Worked
+	assert.GreaterOrEqual(t, first, 60*time.Millisecond)
+	assert.GreaterOrEqual(t, got.FinishedAt.Sub(got.CreatedAt)-first, 150*time.Millisecond, "the wait is not worked")
+	time.Sleep(200 * time.Millisecond) // between turns
+	turn(model.Failed)
+	got, err = st.Run(ctx, f.ID)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, got.Worked, first+60*time.Millisecond, "the second turn adds its time")
+	assert.GreaterOrEqual(t, got.FinishedAt.Sub(got.CreatedAt)-got.Worked, 350*time.Millisecond)
+	assert.Equal(t, got.Worked, got.Took())
+
+	// A turn whose owner died is counted to when it was reaped.
+	require.NoError(t, st.SetRunning(ctx, f.ID))
+	time.Sleep(60 * time.Millisecond)
+	cmd := exec.Command("true")
+	require.NoError(t, cmd.Run())
+	_, err = st.w.ExecContext(ctx, `UPDATE runs SET owner_pid = ? WHERE id = ?`, cmd.Process.Pid, f.ID)
+	require.NoError(t, err)
+	_, err = st.ReapOrphans(ctx)
+	require.NoError(t, err)
+	reaped, err := st.Run(ctx, f.ID)
+	require.NoError(t, err)
+	assert.Equal(t, model.Failed, reaped.Status)
+	assert.GreaterOrEqual(t, reaped.Worked, got.Worked+60*time.Millisecond)
+
+	// An imported session, which tine ran no turn of, took its span.
+	r, err := st.Run(ctx, root.ID)
+	require.NoError(t, err)
+	assert.Zero(t, r.Worked)
+	if !r.FinishedAt.IsZero() {
+		assert.Equal(t, r.FinishedAt.Sub(r.CreatedAt), r.Took())
+	}
+}

@@ -20,7 +20,7 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.source, r.spawned_by, r.spawned_call,
 	r.base_commit, r.start_tree, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
 	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
-	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch, r.max_tokens, r.max_cost_usd`
+	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch, r.max_tokens, r.max_cost_usd, r.worked_ns`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -33,6 +33,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		c        model.Check
 		score    sql.NullFloat64
 		checkMS  int64
+		worked   int64
 	)
 	dest := []any{&r.ID, &r.TreeID, &r.ParentID, &r.ForkAt, &r.ForkStep,
 		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
@@ -42,7 +43,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
 		&r.BaseCommit, &r.StartTree, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
 		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
-		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch, &r.Budget.Tokens, &r.Budget.USD}
+		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch, &r.Budget.Tokens, &r.Budget.USD, &worked}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -56,6 +57,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 	r.Status = model.Status(status)
 	r.CreatedAt = time.Unix(0, created)
 	r.FinishedAt = fromNanos(finished)
+	r.Worked = time.Duration(worked)
 	return r, nil
 }
 
@@ -290,6 +292,12 @@ func finished(st model.Status) bool {
 // SetStatus records where run id is and the error that ended it, if any.
 // A completed, failed or cancelled run gets its finish time; any other status
 // clears it.
+// endTurn is the SET clause that, when ?3 (the time a turn finished, in
+// nanoseconds) is not NULL, adds the turn's time to worked_ns and closes
+// it (started_at, set by SetRunning).
+const endTurn = `worked_ns = worked_ns + CASE WHEN ?3 IS NOT NULL AND started_at IS NOT NULL THEN max(?3 - started_at, 0) ELSE 0 END,
+	started_at = CASE WHEN ?3 IS NULL THEN started_at ELSE NULL END`
+
 func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errText string) error {
 	var fin sql.NullInt64
 	if finished(st) {
@@ -297,8 +305,8 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 	}
 	// A status the turn reached is no longer a turn waiting to start.
 	return s.update(ctx, "set status", id,
-		`UPDATE runs SET status = ?, error = ?, finished_at = ?, last_at = max(last_at, coalesce(?, 0)),
-		handed_over = 0 WHERE id = ?`, string(st), errText, fin, fin, id)
+		`UPDATE runs SET status = ?1, error = ?2, finished_at = ?3, last_at = max(last_at, coalesce(?3, 0)),
+		handed_over = 0, `+endTurn+` WHERE id = ?4`, string(st), errText, fin, id)
 }
 
 // ForkNames returns the names of run id's forks, so that new ones are

@@ -821,8 +821,8 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		if cs := cost(r.CostUSD); cs != "" && r.ForkAt == c.forkPoint {
 			parts = append(parts, st.Subtle.Render(cs))
 		}
-		if !r.FinishedAt.IsZero() && !r.CreatedAt.IsZero() && r.ForkAt == c.forkPoint {
-			parts = append(parts, st.Subtle.Render(r.FinishedAt.Sub(r.CreatedAt).Round(100*time.Millisecond).String()))
+		if took := r.Took(); took > 0 && !r.FinishedAt.IsZero() && r.ForkAt == c.forkPoint {
+			parts = append(parts, st.Subtle.Render(took.Round(100*time.Millisecond).String()))
 		}
 		return fitParts(parts, st.Subtle.Render(" · "), w)
 	case headHarness:

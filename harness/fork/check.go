@@ -127,7 +127,7 @@ func PickBest(runs []model.Run) (id, reason string) {
 		if r.FinishedAt.IsZero() {
 			return 1<<63 - 1
 		}
-		return r.FinishedAt.Sub(r.CreatedAt)
+		return r.Took()
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
