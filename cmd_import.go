@@ -21,16 +21,19 @@ import (
 
 func cmdImport(ctx context.Context, e *env, args []string) error {
 	fmts := formats()
-	f := newFlags(e, "import", "[PATH...] [--format auto|"+strings.Join(fmts.Names(), "|")+"] [--json]",
+	f := newFlags(e, "import", "[PATH...] [--format auto|"+strings.Join(fmts.Names(), "|")+"] [--watch] [--json]",
 		"Import transcripts. With no PATH: every session of every agent on this machine\n"+
 			"("+defaultFolders()+").\nWith PATHs: those files, and the .jsonl/.json files in those\n"+
 			"folders. Unchanged files are skipped, grown ones read from where the last import\n"+
 			"stopped. Unreadable lines are skipped and listed, never fatal; a partial last line\n"+
 			"(the agent is still writing) is left for next time. Symlinks are followed; named\n"+
 			"pipes, sockets and devices are skipped, saying so. The exit status is 1 when any\n"+
-			"file or folder failed; a full disk or a damaged database stops the import at once.")
+			"file or folder failed; a full disk or a damaged database stops the import at once.\n"+
+			"With --watch it then goes on importing what the agents write (new sessions and\n"+
+			"grown ones, within about two seconds) until interrupted, a line for each import.")
 	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(fmts.Names(), ", "))
 	asJSON := f.Bool("json", false, "print the summary as JSON")
+	watch := f.Bool("watch", false, "then keep importing what changes, until interrupted (Ctrl+C)")
 	paths, err := f.parse(args, 0, -1)
 	if err != nil {
 		return err
@@ -38,12 +41,13 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if _, ok := fmts.Named(*format); !ok && *format != "auto" {
 		return usagef("import: unknown --format %q (known: auto, %s)", *format, strings.Join(fmts.Names(), ", "))
 	}
-	var files []importer.Found
-	if len(paths) == 0 {
-		files, err = importer.Discover(fmts)
-	} else {
-		files, err = importer.Expand(paths)
+	discover := func() ([]importer.Found, error) {
+		if len(paths) == 0 {
+			return importer.Discover(fmts)
+		}
+		return importer.Expand(paths)
 	}
+	files, err := discover()
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -74,6 +78,10 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	switch {
+	case *asJSON && *watch:
+		if err := writeJSONLine(e.stdout, sum); err != nil { // the first of a stream
+			return err
+		}
 	case *asJSON:
 		if err := writeJSON(e.stdout, sum); err != nil {
 			return err
@@ -86,6 +94,8 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	switch {
 	case stopped != nil:
 		return stopped
+	case *watch:
+		return watchImports(ctx, e, discover, *asJSON)
 	case sum.Failed > 0 && sum.Runs == 0 && sum.Unchanged == 0 && sum.Appended == 0:
 		return fmt.Errorf("nothing imported: %s", sum.Errors[0])
 	case sum.Failed > 0:
@@ -98,6 +108,60 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("import: %d failed (%s); the rest was imported", sum.Failed, where)
 	}
 	return nil
+}
+
+// watchImports goes on importing what discover lists as it changes (an
+// importer.Watcher: every folder walked every 2 s, less often while
+// nothing changes, the files written lately looked at every 2 s), until
+// ctx ends (Ctrl+C, kill): a line for each import that brought something
+// (a summary a line with --json). A file it cannot read is said once;
+// a failing database stops it.
+func watchImports(ctx context.Context, e *env, discover func() ([]importer.Found, error), asJSON bool) error {
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w := importer.NewWatcher(st, formats(), discover, importer.WatchOptions{Empty: true})
+	fmt.Fprintln(e.stderr, "tine: watching for new and grown sessions; Ctrl+C stops")
+	said := map[string]bool{}
+	for {
+		res, err := w.Poll(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var stopped *importer.StoreError
+		if errors.As(err, &stopped) {
+			return stopped
+		}
+		if err != nil && !said[err.Error()] {
+			said[err.Error()] = true
+			fmt.Fprintf(e.stderr, "tine: watching: %s\n", model.OneLine(err.Error(), 300))
+		}
+		for _, msg := range res.Sum.Errors {
+			if !said[msg] {
+				said[msg] = true
+				fmt.Fprintf(e.stderr, "tine: %s\n", model.OneLine(msg, 0))
+			}
+		}
+		if res.Sum.Runs > 0 || res.Sum.Appended > 0 || res.Sum.Reread > 0 || len(res.Sum.Skipped) > 0 {
+			if asJSON {
+				res.Sum.Errors = []string{} // said above
+				if err := writeJSONLine(e.stdout, res.Sum); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(e.stdout, time.Now().Format("15:04:05")+" ")
+				res.Sum.Errors = nil
+				printSummary(e, res.Sum, false)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(res.Next):
+		}
+	}
 }
 
 // storeImports counts the imports that opened the store, for tests.

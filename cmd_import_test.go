@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness/importer"
 	"tine/store"
 )
 
@@ -204,4 +209,94 @@ this line is not json
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "imported 1 run, 2 messages from 1 file (")
 	assert.Contains(t, out, "skipped 1 unreadable line:\n")
+}
+
+// lockedBuffer is a bytes.Buffer written by one goroutine, read by another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestImportWatch: `tine import --watch` makes the import, then imports a
+// session that appears later (into a store the first import left empty)
+// and one that grows, a JSON line each, until it is interrupted, which
+// ends it with status 0.
+func TestImportWatch(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "t.db")
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"--db", db, "import", dir, "--watch", "--json"}, &env{stdout: &out, stderr: &errOut, stdin: strings.NewReader("")})
+	}()
+	lines := func() []importer.Summary {
+		var sums []importer.Summary
+		for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var s importer.Summary
+			if l != "" && json.Unmarshal([]byte(l), &s) == nil {
+				sums = append(sums, s)
+			}
+		}
+		return sums
+	}
+	waitFor := func(what string, ok func([]importer.Summary) bool) []importer.Summary {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if s := lines(); ok(s) {
+				return s
+			}
+			select {
+			case code := <-done:
+				t.Fatalf("ended (%d) before %s: %s %s", code, what, out.String(), errOut.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		t.Fatalf("no %s within 30 s: %s %s", what, out.String(), errOut.String())
+		return nil
+	}
+	first := waitFor("first summary", func(s []importer.Summary) bool { return len(s) >= 1 })
+	assert.Zero(t, first[0].Runs, "the folder was empty")
+
+	seed, err := os.ReadFile("testdata/openai/chat.jsonl")
+	require.NoError(t, err)
+	lines2 := bytes.SplitAfter(seed, []byte("\n"))
+	p := filepath.Join(dir, "chat.jsonl")
+	require.NoError(t, os.WriteFile(p, bytes.Join(lines2[:len(lines2)/2], nil), 0o600))
+	got := waitFor("the new session", func(s []importer.Summary) bool { return len(s) >= 2 && s[len(s)-1].Runs == 1 })
+	assert.Positive(t, got[len(got)-1].Messages)
+
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write(bytes.Join(lines2[len(lines2)/2:], nil))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	waitFor("the grown session", func(s []importer.Summary) bool { return len(s) >= 3 })
+
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, errOut.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("--watch did not end when interrupted")
+	}
+	assert.Contains(t, errOut.String(), "watching for new and grown sessions")
+	ls, _, code := tine(t, db, "ls", "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, ls, `"harness": "openai"`)
 }

@@ -107,7 +107,7 @@ func missingDir(dir string) string {
 func commands() []command {
 	return []command{
 		{"demo", "", "open the TUI on a fresh temporary database holding demo trees", cmdDemo},
-		{"import", "PATH... [--format openai]", "import transcripts (a file a run)", cmdImport},
+		{"import", "[PATH...] [--watch]", "import the agents' sessions; --watch goes on as they grow", cmdImport},
 		{"ls", "", "list trees and their runs", cmdLs},
 		{"show", "RUN", "print a run's messages, numbered by boundary", cmdShow},
 		{"checkpoints", "RUN", "print a run's pair-safe boundaries", cmdCheckpoints},

@@ -24,6 +24,19 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// writeJSONLine prints v as one line of JSON (a stream of them: tine
+// import --watch --json), escaped as writeJSON escapes.
+func writeJSONLine(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeC1(buf.Bytes()))
+	return err
+}
+
 func escapeC1(b []byte) []byte {
 	if !bytes.Contains(b, []byte{0xc2}) {
 		return b

@@ -22,6 +22,10 @@ type WatchOptions struct {
 	// HotFor, so a session an agent is writing shows within HotEvery.
 	HotEvery, HotFor time.Duration
 	HotFiles         int
+	// Empty: import into a store that holds no file yet, as `tine import
+	// --watch` does (it made the first import itself, which may have found
+	// nothing); the TUI's watch leaves the first import to the library.
+	Empty bool
 }
 
 // DefaultWatch is what a Watcher uses for the options left zero.
@@ -111,9 +115,12 @@ func (w *Watcher) Poll(ctx context.Context) (WatchResult, error) {
 		if err != nil {
 			return WatchResult{Next: w.opts.Every}, err
 		}
-		if len(known) == 0 {
+		if len(known) == 0 && !w.opts.Empty {
 			// Nothing imported yet: watch mode never makes the first import.
 			return WatchResult{Next: w.opts.Every}, nil
+		}
+		if known == nil {
+			known = map[string]model.Source{}
 		}
 		w.known = known
 	}
@@ -277,7 +284,7 @@ func (w *Watcher) importChanged(ctx context.Context, files []Found) (Summary, in
 		// Which file failed the summary says only in words: read again
 		// what the store holds.
 		w.known = nil
-		if known, kerr := w.st.Sources(ctx); kerr == nil {
+		if known, kerr := w.st.Sources(ctx); kerr == nil && known != nil {
 			w.known = known
 		}
 		return got, fresh, err

@@ -199,3 +199,25 @@ func TestWatcherNeverMakesTheFirstImport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, sources)
 }
+
+// TestWatcherEmptyImportsIntoAnEmptyStore: with Empty (tine import
+// --watch, which made the first import itself and may have found
+// nothing) a session that appears in an empty store is imported.
+func TestWatcherEmptyImportsIntoAnEmptyStore(t *testing.T) {
+	t.Parallel()
+	x := newWatched(t)
+	x.w.opts.Empty = true
+	assert.Zero(t, x.poll(t).Sum.Files, "nothing there yet")
+	x.write(t, "a.jsonl", 18, x.clock)
+	var res WatchResult
+	for range 3 {
+		if res = x.poll(t); res.Sum.Runs > 0 {
+			break
+		}
+	}
+	assert.Equal(t, 1, res.Sum.Runs)
+	assert.Equal(t, 1, res.Fresh)
+	sources, err := x.st.Sources(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, sources, 1)
+}
