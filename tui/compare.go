@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/sergi/go-diff/diffmatchpatch"
 
+	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
@@ -67,6 +69,11 @@ type token struct {
 	newline bool
 	indent  bool
 	msg     int // which message it belongs to
+	// norm, on a line break, is the line as it is compared when its
+	// agent's tool-output rewrites changed it (a process id Qwen Code
+	// prints with every command): two lines that differ only there are
+	// not marked.
+	norm string
 }
 
 // compareScreen shows N runs side by side from where they part, scrolling
@@ -98,9 +105,10 @@ type compareLoadedMsg struct {
 }
 
 // loadCompare reads the runs and diffs their words, off the UI goroutine.
-func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
+func loadCompare(ctx context.Context, st *store.Store, agents *harness.Registry, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
 	return func() tea.Msg {
 		c := &compareScreen{forkPoint: forkPoint}
+		rewrites := map[string][]toolRewrite{}
 		for i, r := range runs {
 			if fresh, err := st.Run(ctx, r.ID); err == nil {
 				r = fresh // its status and spending as stored now
@@ -110,7 +118,12 @@ func loadCompare(ctx context.Context, st *store.Store, view int, runs []model.Ru
 				return compareLoadedMsg{view: view, err: err}
 			}
 			col := compareColumn{run: r, label: labels[i], msgs: msgs[min(forkPoint, len(msgs)):]}
-			col.tokens = tokenize(col.msgs)
+			rw, ok := rewrites[r.Harness]
+			if !ok {
+				rw = toolRewritesOf(agents, r.Harness)
+				rewrites[r.Harness] = rw
+			}
+			col.tokens = tokenize(col.msgs, rw...)
 			c.cols = append(c.cols, col)
 		}
 		ids := make([]string, len(c.cols))
@@ -193,7 +206,7 @@ func (a *App) reloadCompare() tea.Cmd {
 	for i, col := range c.cols {
 		runs[i], labels[i] = col.run, col.label
 	}
-	load := loadCompare(a.ctx, a.st, a.view, runs, labels, c.forkPoint)
+	load := loadCompare(a.ctx, a.st, a.agents, a.view, runs, labels, c.forkPoint)
 	return func() tea.Msg {
 		msg := load().(compareLoadedMsg)
 		msg.reload = true
@@ -260,7 +273,7 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 
 // tokenize splits messages into words, indentation and line breaks, made
 // safe.
-func tokenize(msgs []model.Message) []token {
+func tokenize(msgs []model.Message, rewrites ...toolRewrite) []token {
 	var toks []token
 	for i, m := range msgs {
 		for _, line := range strings.Split(compareText(m), "\n") {
@@ -270,10 +283,64 @@ func tokenize(msgs []model.Message) []token {
 			for _, w := range strings.Fields(line) {
 				toks = append(toks, token{text: w, msg: i})
 			}
-			toks = append(toks, token{newline: true, msg: i})
+			br := token{newline: true, msg: i}
+			if m.Role == model.Tool {
+				if n := rewriteLine(line, rewrites); n != line {
+					br.norm = lineKey(n)
+				}
+			}
+			toks = append(toks, br)
 		}
 	}
 	return toks
+}
+
+// toolRewrite is one of an agent's rewrites of its tool outputs
+// (harness.Normalization.ToolOutput), compiled.
+type toolRewrite struct {
+	has, with string
+	re        *regexp.Regexp
+}
+
+// toolRewritesOf compiles the tool-output rewrites of the agent named
+// harness (none when tine does not know it).
+func toolRewritesOf(agents *harness.Registry, name string) []toolRewrite {
+	if agents == nil {
+		return nil
+	}
+	ag, ok := agents.Agent(name)
+	if !ok || ag.Record == nil {
+		return nil
+	}
+	var out []toolRewrite
+	for _, r := range ag.Record.Normalize.ToolOutput {
+		if re, err := regexp.Compile(r.Pattern); err == nil {
+			out = append(out, toolRewrite{has: r.Has, with: r.With, re: re})
+		}
+	}
+	return out
+}
+
+func rewriteLine(line string, rewrites []toolRewrite) string {
+	for _, r := range rewrites {
+		if r.has == "" || strings.Contains(line, r.has) {
+			line = r.re.ReplaceAllString(line, r.with)
+		}
+	}
+	return line
+}
+
+// lineKey is a line's text as splitLines keys it: its indent and its
+// words, each followed by a space.
+func lineKey(line string) string {
+	var b strings.Builder
+	if n := indentWidth(line); n > 0 && strings.TrimSpace(line) != "" {
+		b.WriteString(strings.Repeat(" ", n) + " ")
+	}
+	for _, w := range strings.Fields(line) {
+		b.WriteString(w + " ")
+	}
+	return b.String()
 }
 
 // indentWidth is the width of a line's leading blanks, a tab counting 4.
@@ -396,7 +463,11 @@ func splitLines(toks []token) []tokenLine {
 	var key strings.Builder
 	for i, t := range toks {
 		if t.newline {
-			lines = append(lines, tokenLine{start: start, end: i, key: fmt.Sprint(t.msg, "\x00", key.String())})
+			k := key.String()
+			if t.norm != "" {
+				k = t.norm
+			}
+			lines = append(lines, tokenLine{start: start, end: i, key: fmt.Sprint(t.msg, "\x00", k)})
 			key.Reset()
 			start = i + 1
 			continue

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
 	"tine/harness/worktree"
 	"tine/model"
 )
@@ -334,4 +335,45 @@ func TestCompareHeadSaysTheAARate(t *testing.T) {
 	s := d.plain()
 	assert.Contains(t, s, "A/A 2/3", "terse's 3 measured replays, 2 of which reproduced it")
 	assert.Equal(t, 1, strings.Count(s, "A/A "), "the original was never replayed")
+}
+
+// normAgent is an agent whose tool outputs state a process group id, with
+// the rewrite its descriptor gives for it.
+type normAgent struct{ fakeAgent }
+
+func (n *normAgent) Descriptor() harness.Agent {
+	return harness.Agent{Name: n.name, Record: &harness.Recording{Normalize: harness.Normalization{
+		ToolOutput: []harness.Rewrite{{Has: "Process Group PGID: ", Pattern: `(?m)^Process Group PGID: .*$`, With: "Process Group PGID: <pgid>"}}}}}
+}
+
+// TestCompareIgnoresWhatAnAgentsToolOutputsStateOfTheMoment: two forks
+// whose command printed the same but for the process group id the agent
+// adds (Qwen Code, Gemini CLI) are not marked different there; a real
+// difference in the output still is.
+func TestCompareIgnoresWhatAnAgentsToolOutputsStateOfTheMoment(t *testing.T) {
+	t.Parallel()
+	reg := harness.NewRegistry(&normAgent{fakeAgent{name: "pgidagent"}})
+	rw := toolRewritesOf(reg, "pgidagent")
+	require.Len(t, rw, 1)
+	out := func(pgid, text string) []modelMsg {
+		return []modelMsg{{Role: model.Tool, Parts: []model.Part{{Kind: model.ToolResult, ToolCallID: "c",
+			Text: "Output: " + text + "\nProcess Group PGID: " + pgid}}}}
+	}
+	marked := func(a, b []token) []string {
+		_, lines := changedLines(a, b)
+		var words []string
+		for i, c := range lines {
+			if c {
+				words = append(words, b[i].text)
+			}
+		}
+		return words
+	}
+	a, b := tokenize(out("4242", "hello"), rw...), tokenize(out("11720", "hello"), rw...)
+	assert.Empty(t, marked(a, b), "only the process group differs")
+	assert.NotEmpty(t, marked(tokenize(out("4242", "hello")), tokenize(out("11720", "hello"))), "without the agent's rewrite it is marked")
+	c := tokenize(out("11720", "bye"), rw...)
+	assert.Contains(t, marked(a, c), "bye", "a real difference still is")
+	assert.NotContains(t, marked(a, c), "11720")
+	assert.Empty(t, toolRewritesOf(reg, "no-such-agent"))
 }

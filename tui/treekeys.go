@@ -171,7 +171,7 @@ func (a *App) toggleDetail() tea.Cmd {
 func (a *App) compareSelected() tea.Cmd {
 	runs, labels, k, _ := comparisonFor(a.tree)
 	a.loading = "comparing…"
-	return loadCompare(a.ctx, a.st, a.view, runs, labels, k)
+	return loadCompare(a.ctx, a.st, a.agents, a.view, runs, labels, k)
 }
 
 // Why a key of the tree does nothing now; "" when it applies.
