@@ -266,6 +266,17 @@ func skipString(s string, i int) int {
 	return i
 }
 
+// FirstNonBlank is the first of ss that holds more than whitespace, as
+// it is; "" when none does.
+func FirstNonBlank(ss ...string) string {
+	for _, s := range ss {
+		if strings.TrimSpace(s) != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 // OneLine makes s safe for a terminal, folds its whitespace to single
 // spaces and cuts it to at most n runes.
 func OneLine(s string, n int) string {

@@ -177,12 +177,6 @@ func (h *CLI) env(req harness.TurnRequest) []string {
 	return append(env, req.Env...)
 }
 
-// getenvOf reads the environment the CLI runs in.
-func getenvOf(env []string) func(string) string {
-	full := agentproc.MergeEnv(nil, env)
-	return func(k string) string { return harness.Getenv(full, k) }
-}
-
 // plan decides how the turn runs: a fork's first turn (Origin), the next
 // turn of tine's own session, or a new session (a handoff).
 func (h *CLI) plan(req harness.TurnRequest, getenv func(string) string) (*plan, error) {
@@ -366,7 +360,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		}
 		defer cleanup()
 	}
-	getenv := getenvOf(env)
+	getenv := agentproc.EnvOf(env)
 	pl, err := h.plan(req, getenv)
 	if err != nil {
 		return err
@@ -495,7 +489,7 @@ func (s *stream) line(b []byte) error {
 			s.refused = append(s.refused, name)
 		}
 	case "error":
-		msg := model.OneLine(cmpOr(o.Message, "an error"), 300)
+		msg := model.OneLine(model.FirstNonBlank(o.Message, "an error"), 300)
 		if o.Severity == "error" {
 			if s.failure == "" {
 				s.failure = msg
@@ -508,7 +502,7 @@ func (s *stream) line(b []byte) error {
 		if o.Status != "" && o.Status != "success" {
 			why := o.Status
 			if o.Error != nil {
-				why = cmpOr(o.Error.Message, o.Error.Type, why)
+				why = model.FirstNonBlank(o.Error.Message, o.Error.Type, why)
 			}
 			s.failure = model.OneLine(why, 300)
 		}
@@ -522,15 +516,6 @@ func (s *stream) line(b []byte) error {
 // default one's).
 var needsApproval = map[string]bool{"run_shell_command": true, "write_file": true, "replace": true, "web_fetch": true,
 	"list_background_processes": true, "read_background_output": true, "write_todos": true, "activate_skill": true}
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	return ""
-}
 
 // read emits the session's new messages: each one another follows, and
 // at the end (final) the rest.

@@ -184,11 +184,6 @@ func merge(dst, src map[string]any) {
 	}
 }
 
-func getenvOf(env []string) func(string) string {
-	full := agentproc.MergeEnv(nil, env)
-	return func(k string) string { return harness.Getenv(full, k) }
-}
-
 // plan decides how the turn runs: a fork's first turn (Origin), the next
 // turn of tine's own session, or a new session (a handoff).
 func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, getenv func(string) string) (*plan, error) {
@@ -246,7 +241,7 @@ func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, get
 		if strings.TrimSpace(pl.prompt) == "" {
 			return nil, errors.New("opencode: nothing to send: no prefix and no message")
 		}
-		pl.args = append(pl.args, "--title", titleOf(cmpOr(req.Input, pl.prompt)))
+		pl.args = append(pl.args, "--title", titleOf(model.FirstNonBlank(req.Input, pl.prompt)))
 	}
 	return pl, nil
 }
@@ -258,15 +253,6 @@ func (h *CLI) plan(ctx context.Context, req harness.TurnRequest, dir string, get
 func titleOf(prompt string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(prompt), "\n")
 	return model.OneLine(line, 60)
-}
-
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // readSessionAt reads session id from the database at path.
@@ -356,7 +342,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	}
 	// opencode takes its directory from PWD, not the cwd it runs in.
 	env = append(env, "PWD="+dir)
-	getenv := getenvOf(env)
+	getenv := agentproc.EnvOf(env)
 	pl, err := h.plan(ctx, req, dir, getenv)
 	if err != nil {
 		return err

@@ -136,10 +136,6 @@ func (h *CLI) env(req harness.TurnRequest) []string {
 }
 
 // getenv reads the environment the CLI runs in.
-func getenvOf(env []string) func(string) string {
-	full := agentproc.MergeEnv(nil, env)
-	return func(k string) string { return harness.Getenv(full, k) }
-}
 
 // plan decides how the turn runs: a fork's first turn (Origin), the next
 // turn of tine's own session, or a new session (a handoff).
@@ -255,7 +251,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		}
 		defer cleanup()
 	}
-	pl, err := h.plan(req, dir, getenvOf(env))
+	pl, err := h.plan(req, dir, agentproc.EnvOf(env))
 	if err != nil {
 		return err
 	}
@@ -270,7 +266,7 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		emit(harness.Event{Kind: harness.EventSession, NativeID: pl.session})
 	}
 	s := &stream{emit: emit, pl: pl, tail: &tail{path: pl.file, off: pl.from}}
-	getenv := getenvOf(env)
+	getenv := agentproc.EnvOf(env)
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name: "qwen", Package: NPMPackage, Bin: h.cfg.Bin, Args: pl.args, Dir: dir, Env: env,
 		Stdin: bytes.NewReader(stdin), Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
@@ -375,7 +371,7 @@ func (s *stream) line(b []byte) error {
 	case "result":
 		s.ended = true
 		if o.IsError || (o.Subtype != "" && o.Subtype != "success") {
-			s.failure = model.OneLine(cmpOr(o.Result, o.Subtype, "the turn failed"), 300)
+			s.failure = model.OneLine(model.FirstNonBlank(o.Result, o.Subtype, "the turn failed"), 300)
 		} else if denied := deniedTools(o.PermissionDenials); len(denied) > 0 {
 			s.failure = fmt.Sprintf("it was refused permission for %s (--permissions ask keeps qwen's own approval)", strings.Join(denied, ", "))
 		}
@@ -388,15 +384,6 @@ func (s *stream) line(b []byte) error {
 // approval: `Qwen Code requires permission to use "run_shell_command"...`.
 const refusal = `Qwen Code requires permission to use "`
 
-func cmpOr(ss ...string) string {
-	for _, s := range ss {
-		if strings.TrimSpace(s) != "" {
-			return s
-		}
-	}
-	return ""
-}
-
 // deniedTools are the names in a result's permission_denials.
 func deniedTools(raw json.RawMessage) []string {
 	var ds []struct {
@@ -408,7 +395,7 @@ func deniedTools(raw json.RawMessage) []string {
 	}
 	var names []string
 	for _, d := range ds {
-		if n := cmpOr(d.Tool, d.Name); n != "" {
+		if n := model.FirstNonBlank(d.Tool, d.Name); n != "" {
 			names = append(names, n)
 		}
 	}

@@ -296,6 +296,22 @@ func isObject(line []byte) bool {
 	return len(line) >= 2 && line[0] == '{' && line[len(line)-1] == '}'
 }
 
+// EnvOf is how a variable reads for an agent started with the KEY=VALUE
+// pairs of over on top of this process's environment (MergeEnv(nil,
+// over)): the last pair of a key wins, "" when there is none.
+func EnvOf(over []string) func(string) string {
+	full := MergeEnv(nil, over)
+	return func(key string) string {
+		v := ""
+		for _, kv := range full {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+				v = val
+			}
+		}
+		return v
+	}
+}
+
 // MergeEnv returns base (os.Environ() when nil) with the KEY=VALUE pairs of
 // over set on top: a key in over replaces the same key in base.
 func MergeEnv(base, over []string) []string {
