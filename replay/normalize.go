@@ -257,19 +257,33 @@ func (n *normalizer) text(s string, toolOut bool) string {
 	for _, c := range n.cwds {
 		s = strings.ReplaceAll(s, c, "<cwd>")
 	}
-	for _, tr := range n.r.text {
+	s = rewrite(s, n.r.text)
+	if toolOut {
+		s = rewrite(s, n.r.toolOutput)
+	}
+	return s
+}
+
+// rewrite applies rules to s in turn.
+func rewrite(s string, rules []textRule) string {
+	for _, tr := range rules {
 		if strings.Contains(s, tr.has) {
 			s = tr.re().ReplaceAllString(s, tr.with)
 		}
 	}
-	if toolOut {
-		for _, tr := range n.r.toolOutput {
-			if strings.Contains(s, tr.has) {
-				s = tr.re().ReplaceAllString(s, tr.with)
-			}
-		}
-	}
 	return s
+}
+
+// ToolOutputRewriter rewrites a tool output of agent a as a replay
+// compares it (its Normalization.ToolOutput: what the agent states of the
+// moment, such as Qwen Code's process group id, made the same); nil when
+// a has no such rewrite.
+func ToolOutputRewriter(a harness.Agent) func(string) string {
+	if a.Record == nil || len(a.Record.Normalize.ToolOutput) == 0 {
+		return nil
+	}
+	rules := appendRewrites(nil, a.Record.Normalize.ToolOutput)
+	return func(s string) string { return rewrite(s, rules) }
 }
 
 // walk normalises v; toolOut says v is (inside) a tool output.

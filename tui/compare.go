@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
+	"tine/replay"
 	"tine/store"
 )
 
@@ -108,7 +108,7 @@ type compareLoadedMsg struct {
 func loadCompare(ctx context.Context, st *store.Store, agents *harness.Registry, view int, runs []model.Run, labels []string, forkPoint int) tea.Cmd {
 	return func() tea.Msg {
 		c := &compareScreen{forkPoint: forkPoint}
-		rewrites := map[string][]toolRewrite{}
+		rewrites := map[string]func(string) string{}
 		for i, r := range runs {
 			if fresh, err := st.Run(ctx, r.ID); err == nil {
 				r = fresh // its status and spending as stored now
@@ -123,7 +123,7 @@ func loadCompare(ctx context.Context, st *store.Store, agents *harness.Registry,
 				rw = toolRewritesOf(agents, r.Harness)
 				rewrites[r.Harness] = rw
 			}
-			col.tokens = tokenize(col.msgs, rw...)
+			col.tokens = tokenizeTools(col.msgs, rw)
 			c.cols = append(c.cols, col)
 		}
 		ids := make([]string, len(c.cols))
@@ -273,7 +273,11 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 
 // tokenize splits messages into words, indentation and line breaks, made
 // safe.
-func tokenize(msgs []model.Message, rewrites ...toolRewrite) []token {
+func tokenize(msgs []model.Message) []token { return tokenizeTools(msgs, nil) }
+
+// tokenizeTools is tokenize, a tool output's lines compared as
+// toolOutput rewrites them (when not nil).
+func tokenizeTools(msgs []model.Message, toolOutput func(string) string) []token {
 	var toks []token
 	for i, m := range msgs {
 		for _, line := range strings.Split(compareText(m), "\n") {
@@ -284,8 +288,8 @@ func tokenize(msgs []model.Message, rewrites ...toolRewrite) []token {
 				toks = append(toks, token{text: w, msg: i})
 			}
 			br := token{newline: true, msg: i}
-			if m.Role == model.Tool {
-				if n := rewriteLine(line, rewrites); n != line {
+			if toolOutput != nil && m.Role == model.Tool {
+				if n := toolOutput(line); n != line {
 					br.norm = lineKey(n)
 				}
 			}
@@ -295,39 +299,18 @@ func tokenize(msgs []model.Message, rewrites ...toolRewrite) []token {
 	return toks
 }
 
-// toolRewrite is one of an agent's rewrites of its tool outputs
-// (harness.Normalization.ToolOutput), compiled.
-type toolRewrite struct {
-	has, with string
-	re        *regexp.Regexp
-}
-
-// toolRewritesOf compiles the tool-output rewrites of the agent named
-// harness (none when tine does not know it).
-func toolRewritesOf(agents *harness.Registry, name string) []toolRewrite {
+// toolRewritesOf is how Compare reads a tool output of the agent named
+// name: as a replay compares it (replay.ToolOutputRewriter); nil when
+// tine does not know the agent or it rewrites nothing.
+func toolRewritesOf(agents *harness.Registry, name string) func(string) string {
 	if agents == nil {
 		return nil
 	}
 	ag, ok := agents.Agent(name)
-	if !ok || ag.Record == nil {
+	if !ok {
 		return nil
 	}
-	var out []toolRewrite
-	for _, r := range ag.Record.Normalize.ToolOutput {
-		if re, err := regexp.Compile(r.Pattern); err == nil {
-			out = append(out, toolRewrite{has: r.Has, with: r.With, re: re})
-		}
-	}
-	return out
-}
-
-func rewriteLine(line string, rewrites []toolRewrite) string {
-	for _, r := range rewrites {
-		if r.has == "" || strings.Contains(line, r.has) {
-			line = r.re.ReplaceAllString(line, r.with)
-		}
-	}
-	return line
+	return replay.ToolOutputRewriter(ag)
 }
 
 // lineKey is a line's text as splitLines keys it: its indent and its
