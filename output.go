@@ -12,24 +12,17 @@ import (
 
 // writeJSON prints v indented. encoding/json escapes C0 controls; C1
 // controls (U+0080-U+009F), which some terminals obey, are escaped here too.
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(escapeC1(buf.Bytes()))
-	return err
-}
+func writeJSON(w io.Writer, v any) error { return encodeJSON(w, v, "  ") }
 
 // writeJSONLine prints v as one line of JSON (a stream of them: tine
 // import --watch --json), escaped as writeJSON escapes.
-func writeJSONLine(w io.Writer, v any) error {
+func writeJSONLine(w io.Writer, v any) error { return encodeJSON(w, v, "") }
+
+func encodeJSON(w io.Writer, v any, indent string) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
