@@ -143,6 +143,7 @@ type msgNode struct {
 	last     int32 // the newest record that belongs to it or sits under it
 	carrier  bool
 	open     bool // a compact boundary still waiting for its summary
+	live     bool // a message: false for a payload merged into another
 	copied   string
 	depth    int32
 	owner    int32
@@ -176,10 +177,12 @@ type parser struct {
 	haveCost             bool
 	forkRef              map[string]bool // agent ids with a fork-context-ref
 
-	msgs []msgNode
-	// out holds the messages themselves, out[i] message msgs[i]'s: a run
-	// of a linear session is a slice of it, not a copy.
-	out     []model.Message
+	// msgs are the messages of the tree, indexed as pays: a message is
+	// numbered after the payload of its first record, and holds its
+	// content there (msg), so that a long session's messages are not held
+	// twice while the tree is built. A payload merged into an earlier
+	// message leaves its slot unused (msgNode.live false).
+	msgs    []msgNode
 	byMsgID map[string]int32
 	calls   map[string]string // tool call id -> tool name
 	tasks   []taskCall        // the calls that start subagents, in file order
@@ -369,7 +372,6 @@ func (p *parser) build() []harness.ParsedRun {
 	}
 	p.link()
 	p.resolveAll()
-	p.pays = pages[pay]{} // in the messages now
 	p.fillToolNames()
 	p.rechain()
 	if p.lean {
@@ -470,10 +472,9 @@ const (
 // resolveAll places every record: it starts a message, joins the message
 // it continues, or sits under the nearest message above it.
 func (p *parser) resolveAll() {
-	// A message starts at a record with a payload: there are no more
-	// messages than payloads, and msgs and out never grow by copying.
-	p.msgs = slices.Grow(p.msgs, int(p.pays.len()))
-	p.out = slices.Grow(p.out, int(p.pays.len()))
+	// A message starts at a record with a payload, and is numbered
+	// after it.
+	p.msgs = make([]msgNode, p.pays.len())
 	var stack []int32
 	for i := range p.nodes.len() {
 		if p.nodes.at(i).state == resolved {
@@ -518,7 +519,7 @@ func (p *parser) place(i int32) {
 		// message is still one model response, and its results follow it.
 		if pm >= 0 && pl.msgID != "" && pl.msg.Role == model.Assistant {
 			if q := p.sameResponse(pm, pl.msgID); q >= 0 {
-				pmn, pmm := &p.msgs[q], &p.out[q]
+				pmn, pmm := &p.msgs[q], p.msg(q)
 				pm = q
 				pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
 				pmm.Usage = maxUsage(pmm.Usage, pl.msg.Usage)
@@ -540,7 +541,8 @@ func (p *parser) place(i int32) {
 			// The summary belongs with its boundary: it is what the
 			// model reads instead of the history, not something typed.
 			pmn := &p.msgs[pm]
-			p.out[pm].Parts = append(p.out[pm].Parts, pl.msg.Parts...)
+			pmm := p.msg(pm)
+			pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
 			pmn.open = false
 			n.msg = pm
 			p.touch(pm, i)
@@ -560,7 +562,7 @@ func (p *parser) sameResponse(pm int32, id string) int32 {
 	for steps := 0; pm >= 0 && steps < 256; steps++ {
 		mn := &p.msgs[pm]
 		switch {
-		case p.out[pm].Role == model.Assistant:
+		case p.msg(pm).Role == model.Assistant:
 			if mn.msgID == id {
 				return pm
 			}
@@ -582,28 +584,27 @@ func (p *parser) touch(m, i int32) {
 
 func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
 	n := p.nodes.at(i)
-	mn := msgNode{
+	m := n.pay
+	p.msgs[m] = msgNode{
 		msgID: pl.msgID, parent: parent, group: n.group,
 		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,
-		open: n.kind == kCompact, owner: -1,
+		open: n.kind == kCompact, owner: -1, live: true,
 	}
-	msg := pl.msg
+	msg := &pl.msg
 	if n.kind == kCompact || n.kind == kSummary || n.kind == kLocalEcho {
 		msg.Role = model.System
 	}
-	m := int32(len(p.msgs))
 	// Usage is counted once per API message: a message id seen before
 	// (a record copied twice, a re-written block) adds nothing new.
 	if pl.msgID != "" {
 		if q, seen := p.byMsgID[pl.msgID]; seen {
-			p.out[q].Usage = maxUsage(p.out[q].Usage, msg.Usage)
+			qm := p.msg(q)
+			qm.Usage = maxUsage(qm.Usage, msg.Usage)
 			msg.Usage = model.Usage{}
 		} else {
 			p.byMsgID[pl.msgID] = m
 		}
 	}
-	p.msgs = append(p.msgs, mn)
-	p.out = append(p.out, msg)
 	if parent >= 0 {
 		p.msgs[parent].children = append(p.msgs[parent].children, m)
 	}
@@ -622,11 +623,18 @@ func maxUsage(a, b model.Usage) model.Usage {
 	}
 }
 
+// msg is message m itself.
+func (p *parser) msg(m int32) *model.Message { return &p.pays.at(m).msg }
+
 // fillToolNames names each tool result after its call.
 func (p *parser) fillToolNames() {
 	for i := range p.msgs {
-		for j := range p.out[i].Parts {
-			pt := &p.out[i].Parts[j]
+		if !p.msgs[i].live {
+			continue
+		}
+		msg := p.msg(int32(i))
+		for j := range msg.Parts {
+			pt := &msg.Parts[j]
 			if pt.Kind == model.ToolResult && pt.ToolName == "" {
 				pt.ToolName = p.calls[pt.ToolCallID]
 			}
@@ -703,7 +711,7 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 	var roots, leaves []int32
 	for m := range p.msgs {
 		mn := &p.msgs[m]
-		if mn.group != g {
+		if !mn.live || mn.group != g {
 			continue
 		}
 		if mn.parent < 0 {
@@ -764,22 +772,12 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 	return runs
 }
 
-// messages are the messages of path: a slice of out when they are
-// consecutive there (a linear session's main line), else a copy. Each
+// messages are the messages of path, copied out of the payloads. Each
 // message is one run's, so no two runs share one.
 func (p *parser) messages(path []int32) []model.Message {
-	if n := len(path); n > 0 && int(path[n-1]-path[0]) == n-1 {
-		consecutive := true
-		for k := 1; k < n && consecutive; k++ {
-			consecutive = path[k] == path[k-1]+1
-		}
-		if consecutive {
-			return p.out[path[0] : path[n-1]+1 : path[n-1]+1]
-		}
-	}
 	msgs := make([]model.Message, len(path))
 	for k, m := range path {
-		msgs[k] = p.out[m]
+		msgs[k] = *p.msg(m)
 	}
 	return msgs
 }
@@ -796,7 +794,7 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 	case gr.sidechain:
 		r.NativeID = "agent-" + gr.agentID
 		if gr.agentID == "" && len(path) > 0 {
-			r.NativeID = "sidechain-" + p.out[path[0]].NativeID
+			r.NativeID = "sidechain-" + p.msg(path[0]).NativeID
 		}
 		if mainLine {
 			toolID := ""
@@ -941,7 +939,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 			last = k
 			continue
 		}
-		if p.out[m].Role == model.Assistant {
+		if p.msg(m).Role == model.Assistant {
 			break
 		}
 	}
@@ -949,7 +947,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 		return nil
 	}
 	mn := &p.msgs[path[last]]
-	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: p.out[path[last]].NativeID}
+	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: p.msg(path[last]).NativeID}
 }
 
 // lastModel is the model of the last assistant message that names a real one.
@@ -968,7 +966,7 @@ func (p *parser) modelAbove(path []int32) string {
 		return ""
 	}
 	for j := p.msgs[path[0]].parent; j >= 0; j = p.msgs[j].parent {
-		if m := p.out[j]; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+		if m := p.msg(j); m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
 			return m.Model
 		}
 	}

@@ -321,12 +321,12 @@ func resumePoint(path string, prefix []model.Message, k int) (string, error) {
 		return "", fmt.Errorf("claude: message %d (record %s) is not in %s", k, want, path)
 	}
 	m := p.nodes.at(ni).msg
-	if m < 0 || p.out[m].NativeID != want {
+	if m < 0 || p.msg(m).NativeID != want {
 		return "", fmt.Errorf("claude: record %s in %s does not start a message", want, path)
 	}
 	j := p.msgs[m].parent
 	for i := k - 2; i >= 0 && j >= 0; i-- {
-		if got := p.out[j].NativeID; got != prefix[i].NativeID {
+		if got := p.msg(j).NativeID; got != prefix[i].NativeID {
 			return "", fmt.Errorf("claude: message %d of %s is record %s, not %s: the session differs from the run tine holds", i+1, path, got, prefix[i].NativeID)
 		}
 		j = p.msgs[j].parent
