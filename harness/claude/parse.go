@@ -173,6 +173,7 @@ type parser struct {
 
 	customTitle, aiTitle string
 	summaries            []titleRef // summary records: a title for a leaf
+	summaryTitle         string     // the newest summary's whose leaf is in the file
 	cost                 float64
 	haveCost             bool
 	forkRef              map[string]bool // agent ids with a fork-context-ref
@@ -371,6 +372,11 @@ func (p *parser) build() []harness.ParsedRun {
 		return nil
 	}
 	p.link()
+	p.summaryTitle = p.titleOfSummaries()
+	if p.lean {
+		// Every parent is linked: the uuids are no longer looked up.
+		p.byUUID = nil
+	}
 	p.resolveAll()
 	p.fillToolNames()
 	p.rechain()
@@ -916,8 +922,13 @@ func (p *parser) title() string {
 	case p.aiTitle != "":
 		return model.OneLine(p.aiTitle, 120)
 	}
-	// A summary names the conversation ending at its leaf; older versions
-	// also carried summaries of other sessions, so the leaf must be here.
+	return p.summaryTitle
+}
+
+// titleOfSummaries is the newest summary whose leaf is in the file: a
+// summary names the conversation ending at its leaf; older versions also
+// carried summaries of other sessions, so the leaf must be here.
+func (p *parser) titleOfSummaries() string {
 	for i := len(p.summaries) - 1; i >= 0; i-- {
 		if _, ok := p.byUUID[p.summaries[i].leaf]; ok {
 			return model.OneLine(p.summaries[i].text, 120)
