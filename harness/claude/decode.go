@@ -240,21 +240,22 @@ func (p *parser) apply(d *record) {
 	if _, dup := p.byUUID[uuid]; dup {
 		return // a record written twice: the first one stands
 	}
+	i := int32(p.nodes.len())
 	n := node{uuid: uuid, explicit: d.explicit, parent: -1, msg: -1, pay: -1, line: int32(p.line)}
 	if j, ok := p.byUUID[d.parentUUID]; ok && d.parentUUID != "" {
 		n.known = j + 1
-	} else {
-		n.parentUUID = d.parentUUID
+	} else if d.parentUUID != "" {
+		p.unknown[i] = d.parentUUID
 	}
 	session := d.session
-	n.group = p.groupOf(p.groupKey(d.sidechain, d.agentID, uuid, &n), d.agentID, session, d.cwd, d.branch, d.ts)
+	n.group = p.groupOf(p.groupKey(d.sidechain, d.agentID, uuid, i, &n), d.agentID, session, d.cwd, d.branch, d.ts)
 	switch rs := d.reqSession; {
 	case rs != "" && rs != session:
-		n.copiedFrom = rs
+		n.copied = p.copiedRef(rs)
 	case p.ownSession != "" && session != "" && session != p.ownSession && !p.groups[n.group].sidechain:
 		// Older versions copied a resumed session's records keeping their
 		// original sessionId: a foreign sessionId marks a copy too.
-		n.copiedFrom = session
+		n.copied = p.copiedRef(session)
 	}
 	for _, s := range d.skips {
 		p.skip(s)
@@ -263,7 +264,7 @@ func (p *parser) apply(d *record) {
 		p.calls[c.id] = c.name
 	}
 	for _, t := range d.tasks {
-		t.at = int32(p.nodes.len())
+		t.at = i
 		p.tasks = append(p.tasks, t)
 	}
 	switch {
@@ -274,7 +275,7 @@ func (p *parser) apply(d *record) {
 		n.kind, n.pay = d.kind, int32(p.pays.len())
 		p.pays.add(d.pay)
 	}
-	p.byUUID[uuid] = int32(p.nodes.len())
+	p.byUUID[uuid] = i
 	p.nodes.add(n)
 }
 

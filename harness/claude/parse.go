@@ -91,24 +91,25 @@ const (
 )
 
 // node is one chain record (a record with a uuid).
+//
+// A long session has hundreds of thousands of records: what only a few of
+// them carry is kept beside (parser.unknown, parser.copiedFrom).
 type node struct {
 	uuid string
-	// parentUUID names the parent while it is not known (written later,
-	// or never); once it is, known holds its index + 1 and the string goes:
-	// a long session has hundreds of thousands of records.
-	parentUUID string
-	known      int32
-	explicit   bool  // parentUuid was null: a deliberate root
-	parent     int32 // index in parser.nodes, -1 for a root
-	group      int32
-	msg        int32 // the message this record belongs to or sits under, -1 for none
-	state      uint8
-	kind       kind
-	pay        int32 // index in parser.pays, -1 for none
-	// copiedFrom names the session a fork copied this record from (its
-	// requestSessionId, or a foreign sessionId in older versions).
-	copiedFrom string
-	line       int32 // its line in the file, for what is said about it
+	// known is the parent's index + 1 when the parent was read before
+	// the record; a parent named but not read yet is in parser.unknown.
+	known    int32
+	explicit bool  // parentUuid was null: a deliberate root
+	parent   int32 // index in parser.nodes, -1 for a root
+	group    int32
+	msg      int32 // the message this record belongs to or sits under, -1 for none
+	state    uint8
+	kind     kind
+	pay      int32 // index in parser.pays, -1 for none
+	// copied is 1 + the index in parser.copiedFrom of the session a fork
+	// copied this record from; 0 for a record that is not a copy.
+	copied int32
+	line   int32 // its line in the file, for what is said about it
 }
 
 // pay is the message a record carries, before records are merged.
@@ -142,9 +143,9 @@ type msgNode struct {
 	first    int32 // its first record
 	last     int32 // the newest record that belongs to it or sits under it
 	carrier  bool
-	open     bool // a compact boundary still waiting for its summary
-	live     bool // a message: false for a payload merged into another
-	copied   string
+	open     bool  // a compact boundary still waiting for its summary
+	live     bool  // a message: false for a payload merged into another
+	copied   int32 // as node.copied
 	depth    int32
 	owner    int32
 }
@@ -164,7 +165,15 @@ type parser struct {
 	pays   pages[pay]
 	groups []group
 	byUUID map[string]int32
-	byKey  map[string]int32 // group key -> index
+	// unknown holds, by record index, the parent uuid a record names that
+	// was not read before it (written later, or never).
+	unknown map[int32]string
+	// copiedFrom are the sessions records were copied from (their
+	// requestSessionId, or a foreign sessionId in older versions), each
+	// once; copiedIndex finds one.
+	copiedFrom  []string
+	copiedIndex map[string]int32
+	byKey       map[string]int32 // group key -> index
 
 	ownSession  string // from the file name, when it holds one
 	lastSession string // the sessionId of the last main-chain record
@@ -204,6 +213,7 @@ func newParser(name string, info fileInfo) *parser {
 		info:    info,
 		split:   defaultSplit(),
 		byUUID:  map[string]int32{},
+		unknown: map[int32]string{},
 		byKey:   map[string]int32{},
 		byMsgID: map[string]int32{},
 		calls:   map[string]string{},
@@ -268,7 +278,7 @@ func (p *parser) meta(d *record) {
 // subagents into the session's file without an agentId: each of those
 // starts at a root of its own (a null parentUuid), and its records follow
 // their parents there.
-func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string {
+func (p *parser) groupKey(sidechain bool, agentID, uuid string, i int32, n *node) string {
 	switch {
 	case !sidechain:
 		return ""
@@ -277,7 +287,7 @@ func (p *parser) groupKey(sidechain bool, agentID, uuid string, n *node) string 
 	case n.explicit:
 		return "sidechain:" + uuid
 	}
-	if j, ok := p.parentOf(n); ok && p.groups[p.nodes.at(j).group].sidechain {
+	if j, ok := p.parentOf(i, n); ok && p.groups[p.nodes.at(j).group].sidechain {
 		return p.groups[p.nodes.at(j).group].key
 	}
 	return "agent:"
@@ -375,7 +385,7 @@ func (p *parser) build() []harness.ParsedRun {
 	p.summaryTitle = p.titleOfSummaries()
 	if p.lean {
 		// Every parent is linked: the uuids are no longer looked up.
-		p.byUUID = nil
+		p.byUUID, p.unknown = nil, nil
 	}
 	p.resolveAll()
 	p.fillToolNames()
@@ -416,14 +426,14 @@ func (p *parser) link() {
 	for i := range p.nodes.len() {
 		n := p.nodes.at(i)
 		g := n.group
-		j, ok := p.parentOf(n)
+		j, ok := p.parentOf(i, n)
 		switch {
 		case ok && p.nodes.at(j).group == g && j != i:
 			n.parent = j
 		case n.explicit:
 		default:
 			n.parent = prev[g]
-			if name := p.parentName(n); name != "" {
+			if name := p.parentName(i, n); name != "" {
 				where := "is not in the file"
 				if ok {
 					where = "is in another conversation of the file"
@@ -448,25 +458,40 @@ func (p *parser) link() {
 	slices.SortStableFunc(p.file.Skipped, func(a, b harness.Skip) int { return a.Line - b.Line })
 }
 
-// parentOf is the index of the record n names as its parent, when that
-// is in the file.
-func (p *parser) parentOf(n *node) (int32, bool) {
+// parentOf is the index of the record n (record i) names as its parent,
+// when that is in the file.
+func (p *parser) parentOf(i int32, n *node) (int32, bool) {
 	if n.known > 0 {
 		return n.known - 1, true
 	}
-	if n.parentUUID == "" {
+	name, ok := p.unknown[i]
+	if !ok {
 		return 0, false
 	}
-	j, ok := p.byUUID[n.parentUUID]
+	j, ok := p.byUUID[name]
 	return j, ok
 }
 
-// parentName is the uuid n names as its parent, "" for none.
-func (p *parser) parentName(n *node) string {
+// parentName is the uuid n (record i) names as its parent, "" for none.
+func (p *parser) parentName(i int32, n *node) string {
 	if n.known > 0 {
 		return p.nodes.at(n.known - 1).uuid
 	}
-	return n.parentUUID
+	return p.unknown[i]
+}
+
+// copiedRef is the node.copied of a record copied from session.
+func (p *parser) copiedRef(session string) int32 {
+	if k, ok := p.copiedIndex[session]; ok {
+		return k
+	}
+	if p.copiedIndex == nil {
+		p.copiedIndex = map[string]int32{}
+	}
+	p.copiedFrom = append(p.copiedFrom, session)
+	k := int32(len(p.copiedFrom))
+	p.copiedIndex[session] = k
+	return k
 }
 
 const (
@@ -532,8 +557,8 @@ func (p *parser) place(i int32) {
 				if pmm.Model == "" {
 					pmm.Model = pl.msg.Model
 				}
-				if pmn.copied == "" {
-					pmn.copied = n.copiedFrom
+				if pmn.copied == 0 {
+					pmn.copied = n.copied
 				}
 				n.msg = pm
 				p.touch(pm, i)
@@ -593,7 +618,7 @@ func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
 	m := n.pay
 	p.msgs[m] = msgNode{
 		msgID: pl.msgID, parent: parent, group: n.group,
-		first: i, last: i, carrier: pl.carrier, copied: n.copiedFrom,
+		first: i, last: i, carrier: pl.carrier, copied: n.copied,
 		open: n.kind == kCompact, owner: -1, live: true,
 	}
 	msg := &pl.msg
@@ -946,7 +971,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 	last := -1
 	for k, m := range path {
 		mn := &p.msgs[m]
-		if mn.copied != "" {
+		if mn.copied != 0 {
 			last = k
 			continue
 		}
@@ -958,7 +983,7 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 		return nil
 	}
 	mn := &p.msgs[path[last]]
-	return &harness.ForkHint{ParentSession: mn.copied, Inherited: last + 1, AfterMessage: p.msg(path[last]).NativeID}
+	return &harness.ForkHint{ParentSession: p.copiedFrom[mn.copied-1], Inherited: last + 1, AfterMessage: p.msg(path[last]).NativeID}
 }
 
 // lastModel is the model of the last assistant message that names a real one.
