@@ -136,18 +136,21 @@ type group struct {
 
 // msgNode is a message of the tree being built.
 type msgNode struct {
-	msgID    string
-	parent   int32
-	children []int32
-	group    int32
-	first    int32 // its first record
-	last     int32 // the newest record that belongs to it or sits under it
-	carrier  bool
-	open     bool  // a compact boundary still waiting for its summary
-	live     bool  // a message: false for a payload merged into another
-	copied   int32 // as node.copied
-	depth    int32
-	owner    int32
+	msgID  string
+	parent int32
+	// child and lastChild are its first and last children, next its next
+	// sibling (-1: none): a list in the order they were placed, with no
+	// slice to allocate for each of a long session's messages.
+	child, lastChild, next int32
+	group                  int32
+	first                  int32 // its first record
+	last                   int32 // the newest record that belongs to it or sits under it
+	carrier                bool
+	open                   bool  // a compact boundary still waiting for its summary
+	live                   bool  // a message: false for a payload merged into another
+	copied                 int32 // as node.copied
+	depth                  int32
+	owner                  int32
 }
 
 type parser struct {
@@ -620,6 +623,7 @@ func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
 		msgID: pl.msgID, parent: parent, group: n.group,
 		first: i, last: i, carrier: pl.carrier, copied: n.copied,
 		open: n.kind == kCompact, owner: -1, live: true,
+		child: -1, lastChild: -1, next: -1,
 	}
 	msg := &pl.msg
 	if n.kind == kCompact || n.kind == kSummary || n.kind == kLocalEcho {
@@ -637,9 +641,37 @@ func (p *parser) newMessage(parent, i int32, pl *pay) int32 {
 		}
 	}
 	if parent >= 0 {
-		p.msgs[parent].children = append(p.msgs[parent].children, m)
+		p.addChild(parent, m)
 	}
 	return m
+}
+
+// addChild makes message c the last child of message m.
+func (p *parser) addChild(m, c int32) {
+	mn := &p.msgs[m]
+	p.msgs[c].next = -1
+	if mn.lastChild < 0 {
+		mn.child = c
+	} else {
+		p.msgs[mn.lastChild].next = c
+	}
+	mn.lastChild = c
+}
+
+// children appends message m's children to dst, in order.
+func (p *parser) children(dst []int32, m int32) []int32 {
+	for c := p.msgs[m].child; c >= 0; c = p.msgs[c].next {
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// setChildren makes list message m's children, in order.
+func (p *parser) setChildren(m int32, list []int32) {
+	p.msgs[m].child, p.msgs[m].lastChild = -1, -1
+	for _, c := range list {
+		p.addChild(m, c)
+	}
 }
 
 // maxUsage keeps, field by field, the larger count: older versions wrote
@@ -679,14 +711,18 @@ func (p *parser) fillToolNames() {
 // the conversation on. Those siblings are one step, not branches: the ones
 // that lead nowhere are chained, in file order, in front of the rest.
 func (p *parser) rechain() {
+	var kids []int32
 	for m := range p.msgs {
-		kids := p.msgs[m].children
+		if !p.msgs[m].live {
+			continue
+		}
+		kids = p.children(kids[:0], int32(m))
 		if len(kids) < 2 {
 			continue
 		}
 		var dangling, rest []int32
 		for _, c := range kids {
-			if p.msgs[c].carrier && len(p.msgs[c].children) == 0 {
+			if p.msgs[c].carrier && p.msgs[c].child < 0 {
 				dangling = append(dangling, c)
 			} else {
 				rest = append(rest, c)
@@ -696,16 +732,16 @@ func (p *parser) rechain() {
 			continue
 		}
 		slices.SortFunc(dangling, func(a, b int32) int { return int(p.msgs[a].first - p.msgs[b].first) })
-		p.msgs[m].children = []int32{dangling[0]}
+		p.setChildren(int32(m), dangling[:1])
 		for k := 1; k < len(dangling); k++ {
 			p.msgs[dangling[k]].parent = dangling[k-1]
-			p.msgs[dangling[k-1]].children = []int32{dangling[k]}
+			p.setChildren(dangling[k-1], dangling[k:k+1])
 		}
 		tail := dangling[len(dangling)-1]
 		for _, c := range rest {
 			p.msgs[c].parent = tail
 		}
-		p.msgs[tail].children = rest
+		p.setChildren(tail, rest)
 		// The chain now leads to all that followed: it is as new as the
 		// newest of them, so the newest leaf is still found below it.
 		newest := int32(-1)
@@ -748,7 +784,7 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 		if mn.parent < 0 {
 			roots = append(roots, int32(m))
 		}
-		if len(mn.children) == 0 {
+		if mn.child < 0 {
 			leaves = append(leaves, int32(m))
 		}
 	}
@@ -763,7 +799,7 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, c := range p.msgs[m].children {
+		for c := p.msgs[m].child; c >= 0; c = p.msgs[c].next {
 			p.msgs[c].depth = p.msgs[m].depth + 1
 			stack = append(stack, c)
 		}
