@@ -343,10 +343,10 @@ func (p *parser) readParallel(lr interface {
 	TooLongReason() string
 }) {
 	workers, chunkBytes, chunkLines := p.split.workers, p.split.bytes, p.split.lines
-	inFlight := 2*workers + 2
+	inFlight := workers + 1
 	ordered := make(chan *chunk, inFlight)
 	work := make(chan *chunk, inFlight)
-	free := make(chan *chunk, inFlight+workers+2)
+	free := make(chan *chunk, inFlight+workers)
 	fresh := func() *chunk {
 		var c *chunk
 		select {

@@ -387,8 +387,12 @@ func (p *parser) build() []harness.ParsedRun {
 	p.link()
 	p.summaryTitle = p.titleOfSummaries()
 	if p.lean {
-		// Every parent is linked: the uuids are no longer looked up.
+		// Every parent is linked: the uuids are no longer looked up, nor
+		// held but by the messages (their NativeIDs).
 		p.byUUID, p.unknown = nil, nil
+		for i := range p.nodes.len() {
+			p.nodes.at(i).uuid = ""
+		}
 	}
 	p.resolveAll()
 	p.fillToolNames()
