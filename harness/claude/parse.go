@@ -511,8 +511,12 @@ const (
 // it continues, or sits under the nearest message above it.
 func (p *parser) resolveAll() {
 	// A message starts at a record with a payload, and is numbered
-	// after it.
+	// after it. A slot no message takes links to nothing, so that a walk
+	// that reaches it finds no message 0 there.
 	p.msgs = make([]msgNode, p.pays.len())
+	for i := range p.msgs {
+		p.msgs[i] = msgNode{parent: -1, child: -1, lastChild: -1, next: -1, owner: -1}
+	}
 	var stack []int32
 	for i := range p.nodes.len() {
 		if p.nodes.at(i).state == resolved {
