@@ -36,7 +36,10 @@ func Restore(ctx context.Context, s Spec, wt Worktree) (Worktree, error) {
 		return Worktree{}, err
 	}
 	// A folder deleted by hand is still registered, holding its branch.
-	if _, err := git(ctx, src.top, "worktree", "prune"); err != nil {
+	if err := underLock(ctx, home, func() error {
+		_, err := git(ctx, src.top, "worktree", "prune")
+		return err
+	}); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: %w", err)
 	}
 	path := filepath.Join(home, strings.ReplaceAll(wt.Branch, "/", "-"))
@@ -54,7 +57,10 @@ func Restore(ctx context.Context, s Spec, wt Worktree) (Worktree, error) {
 	}
 	out := Worktree{Path: path, Branch: wt.Branch, Base: wt.Base, Start: wt.Start}
 	if hasBranch && tip != wt.Base {
-		if _, err := git(ctx, src.top, "worktree", "add", "--quiet", path, wt.Branch); err != nil {
+		if err := underLock(ctx, home, func() error {
+			_, err := git(ctx, src.top, "worktree", "add", "--quiet", path, wt.Branch)
+			return err
+		}); err != nil {
 			return Worktree{}, fmt.Errorf("worktree: making the fork's worktree again from branch %s: %w", wt.Branch, err)
 		}
 		return out, nil
@@ -73,7 +79,10 @@ func Restore(ctx context.Context, s Spec, wt Worktree) (Worktree, error) {
 	if !hasBranch {
 		args = []string{"worktree", "add", "--quiet", "-b", wt.Branch, path, wt.Base}
 	}
-	if _, err := git(ctx, src.top, args...); err != nil {
+	if err := underLock(ctx, home, func() error {
+		_, err := git(ctx, src.top, args...)
+		return err
+	}); err != nil {
 		return Worktree{}, fmt.Errorf("worktree: making the fork's worktree again on branch %s: %w", wt.Branch, err)
 	}
 	if err := populate(ctx, path, baseTree, "", start); err != nil {

@@ -69,6 +69,9 @@ const (
 	// repoFile holds the repository's git directory, so Remove can still
 	// delete the branch when the worktree directory was deleted by hand.
 	repoFile = ".tine-repo"
+	// lockFile is what tine's worktree adds and removes for the repo lock
+	// (lockHome).
+	lockFile = ".tine-lock"
 )
 
 // Repo reports whether dir is inside a git work tree: its top-level directory
@@ -361,7 +364,12 @@ func add(ctx context.Context, src source, root, parent, kind string) (Worktree, 
 		if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		_, err := git(ctx, src.top, "worktree", "add", "--quiet", "-b", name, path, src.head)
+		unlock, err := lockHome(ctx, home)
+		if err != nil {
+			return Worktree{}, err
+		}
+		_, err = git(ctx, src.top, "worktree", "add", "--quiet", "-b", name, path, src.head)
+		unlock()
 		if err == nil {
 			// Record the name before anything else can fail, so it is
 			// never handed out again.
@@ -514,7 +522,10 @@ func populate(ctx context.Context, path, base, staged, work string) error {
 func undo(src source, wt Worktree) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	git(ctx, src.top, "worktree", "remove", "--force", "--force", wt.Path)
+	underLock(ctx, filepath.Dir(wt.Path), func() error {
+		_, err := git(ctx, src.top, "worktree", "remove", "--force", "--force", wt.Path)
+		return err
+	})
 	// Delete the branch only if it still is the untouched fork of Base.
 	git(ctx, src.top, "update-ref", "-d", "refs/heads/"+wt.Branch, wt.Base)
 }
@@ -546,10 +557,16 @@ func Remove(ctx context.Context, wt Worktree, force bool) error {
 		if force { // also when the worktree is locked
 			args = []string{"worktree", "remove", "--force", "--force", path}
 		}
-		if _, err := git(ctx, common, args...); err != nil {
+		if err := underLock(ctx, filepath.Dir(path), func() error {
+			_, err := git(ctx, common, args...)
+			return err
+		}); err != nil {
 			return fmt.Errorf("worktree: removing %s (kept it and branch %q): %w", path, branch, err)
 		}
-	} else if _, err := git(ctx, common, "worktree", "prune"); err != nil {
+	} else if err := underLock(ctx, filepath.Dir(path), func() error {
+		_, err := git(ctx, common, "worktree", "prune")
+		return err
+	}); err != nil {
 		return fmt.Errorf("worktree: %w", err)
 	}
 	if branch == "" {

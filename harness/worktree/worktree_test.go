@@ -865,3 +865,40 @@ func TestRestore(t *testing.T) {
 	_, err = Restore(ctx, Spec{Source: repo, Root: root}, Worktree{Branch: "main-fork-99"})
 	assert.ErrorContains(t, err, "no branch main-fork-99 and no base commit")
 }
+
+// TestCreateWaitsForTheRepositorysLock: git fails an add that reads an
+// entry another git is still writing, so a Create waits while anyone (here
+// the test, as another tine process would) holds the repository's lock.
+func TestCreateWaitsForTheRepositorysLock(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	root := tempDir(t)
+	src, err := inspect(ctx, repo)
+	require.NoError(t, err)
+	home, err := makeHome(src, root)
+	require.NoError(t, err)
+	unlock, err := lockHome(ctx, home)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := Create(ctx, Spec{Source: repo, Root: root, Branch: "main"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Create made a worktree while the repository's lock was held (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	unlock()
+	require.NoError(t, <-done)
+
+	// A caller that gives up while waiting is told why.
+	unlock, err = lockHome(ctx, home)
+	require.NoError(t, err)
+	defer unlock()
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = Create(short, Spec{Source: repo, Root: root, Branch: "main"})
+	require.ErrorContains(t, err, "waiting for another fork's worktree")
+}

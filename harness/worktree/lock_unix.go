@@ -1,0 +1,53 @@
+//go:build linux || darwin
+
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockHome takes the lock of home, the folder a repository's forks live
+// in, until unlock is called. Git reads every worktree's entry in the
+// repository while it adds one, and fails ("failed to read
+// .git/worktrees/<name>/commondir") on an entry another git is still
+// writing or deleting: tine's own adds, prunes and removes of one
+// repository's worktrees therefore go one at a time, across processes too
+// (an flock on home/.tine-lock). It waits until ctx is done.
+func lockHome(ctx context.Context, home string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(home, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("worktree: locking %s: %w", home, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("worktree: waiting for another fork's worktree in %s: %w", home, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// underLock runs fn holding home's lock when it can be taken (home may be
+// gone with the worktrees it held), else without it.
+func underLock(ctx context.Context, home string, fn func() error) error {
+	if unlock, err := lockHome(ctx, home); err == nil {
+		defer unlock()
+	}
+	return fn()
+}
