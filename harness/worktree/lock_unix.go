@@ -43,11 +43,15 @@ func lockHome(ctx context.Context, home string) (unlock func(), err error) {
 	}
 }
 
-// underLock runs fn holding home's lock when it can be taken (home may be
-// gone with the worktrees it held), else without it.
+// underLock runs fn holding home's lock when home is a folder of tine's
+// (it holds the repository file makeHome writes) and the lock can be
+// taken, else without it: home may be gone with the worktrees it held, and
+// a folder that is not tine's never gets a lock file.
 func underLock(ctx context.Context, home string, fn func() error) error {
-	if unlock, err := lockHome(ctx, home); err == nil {
-		defer unlock()
+	if _, err := os.Stat(filepath.Join(home, repoFile)); err == nil {
+		if unlock, err := lockHome(ctx, home); err == nil {
+			defer unlock()
+		}
 	}
 	return fn()
 }

@@ -902,3 +902,18 @@ func TestCreateWaitsForTheRepositorysLock(t *testing.T) {
 	_, err = Create(short, Spec{Source: repo, Root: root, Branch: "main"})
 	require.ErrorContains(t, err, "waiting for another fork's worktree")
 }
+
+// TestRemoveLeavesNoLockOutsideTinesFolders: Remove takes the repository's
+// lock in the folder under the worktree root; a worktree elsewhere (made
+// by hand) gets no lock file beside it.
+func TestRemoveLeavesNoLockOutsideTinesFolders(t *testing.T) {
+	t.Parallel()
+	ctx := ctxT(t)
+	repo := newRepo(t)
+	outside := tempDir(t)
+	path := filepath.Join(outside, "by-hand")
+	gitT(t, repo, "worktree", "add", "-q", "-b", "by-hand", path, "HEAD")
+	require.NoError(t, Remove(ctx, Worktree{Path: path, Branch: "by-hand", Base: gitT(t, repo, "rev-parse", "HEAD")}, false))
+	_, err := os.Lstat(filepath.Join(outside, lockFile))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "a lock file was left beside a worktree tine did not make")
+}
