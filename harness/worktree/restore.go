@@ -88,7 +88,11 @@ func Restore(ctx context.Context, s Spec, wt Worktree) (Worktree, error) {
 	if err := populate(ctx, path, baseTree, "", start); err != nil {
 		if hasBranch {
 			// Keep the branch: it was there before.
-			git(context.WithoutCancel(ctx), src.top, "worktree", "remove", "--force", "--force", path)
+			bg := context.WithoutCancel(ctx)
+			underLock(bg, home, func() error {
+				_, err := git(bg, src.top, "worktree", "remove", "--force", "--force", path)
+				return err
+			})
 		} else {
 			undo(src, Worktree{Path: path, Branch: wt.Branch, Base: wt.Base})
 		}

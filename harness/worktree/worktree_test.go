@@ -899,8 +899,9 @@ func TestCreateWaitsForTheRepositorysLock(t *testing.T) {
 	defer unlock()
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
-	_, err = Create(short, Spec{Source: repo, Root: root, Branch: "main"})
+	_, err = lockHome(short, home)
 	require.ErrorContains(t, err, "waiting for another fork's worktree")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 // TestRemoveLeavesNoLockOutsideTinesFolders: Remove takes the repository's
