@@ -193,10 +193,9 @@ func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
 		err := s.write(ctx, func(tx *sql.Tx) (err error) {
 			switch o.status {
 			case string(model.Running):
-				// Numbered as endTurn wants (the finish time ?3); ?1 unused.
-				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?2, finished_at = ?3,
-					last_at = max(last_at, ?3), `+endTurn+` WHERE id = ?4 AND status = 'running' AND owner_pid = ?5 AND owner_start = ?6`,
-					nil, Interrupted, now, o.id, o.pid, o.start)
+				res, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'failed', error = ?1, finished_at = ?2,
+					last_at = max(last_at, ?2), `+endTurn("?2")+` WHERE id = ?3 AND status = 'running' AND owner_pid = ?4 AND owner_start = ?5`,
+					Interrupted, now, o.id, o.pid, o.start)
 			case string(model.Cancelled):
 				// Cancelled while it waited: nothing was lost.
 				_, err = tx.ExecContext(ctx, `UPDATE runs SET handed_over = 0 WHERE id = ? AND handed_over = 1

@@ -289,15 +289,18 @@ func finished(st model.Status) bool {
 	return false
 }
 
+// endTurn is the SET clause that, when the parameter at (the time a turn
+// finished, in nanoseconds) is not NULL, adds the turn's time to worked_ns
+// and closes it (started_at, set by SetRunning).
+func endTurn(at string) string {
+	return strings.NewReplacer("{at}", at).Replace(
+		`worked_ns = worked_ns + CASE WHEN {at} IS NOT NULL AND started_at IS NOT NULL THEN max({at} - started_at, 0) ELSE 0 END,
+	started_at = CASE WHEN {at} IS NULL THEN started_at ELSE NULL END`)
+}
+
 // SetStatus records where run id is and the error that ended it, if any.
 // A completed, failed or cancelled run gets its finish time; any other status
 // clears it.
-// endTurn is the SET clause that, when ?3 (the time a turn finished, in
-// nanoseconds) is not NULL, adds the turn's time to worked_ns and closes
-// it (started_at, set by SetRunning).
-const endTurn = `worked_ns = worked_ns + CASE WHEN ?3 IS NOT NULL AND started_at IS NOT NULL THEN max(?3 - started_at, 0) ELSE 0 END,
-	started_at = CASE WHEN ?3 IS NULL THEN started_at ELSE NULL END`
-
 func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errText string) error {
 	var fin sql.NullInt64
 	if finished(st) {
@@ -306,7 +309,7 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 	// A status the turn reached is no longer a turn waiting to start.
 	return s.update(ctx, "set status", id,
 		`UPDATE runs SET status = ?1, error = ?2, finished_at = ?3, last_at = max(last_at, coalesce(?3, 0)),
-		handed_over = 0, `+endTurn+` WHERE id = ?4`, string(st), errText, fin, id)
+		handed_over = 0, `+endTurn("?3")+` WHERE id = ?4`, string(st), errText, fin, id)
 }
 
 // ForkNames returns the names of run id's forks, so that new ones are
