@@ -135,8 +135,6 @@ func (h *CLI) env(req harness.TurnRequest) []string {
 	return append(env, req.Env...)
 }
 
-// getenv reads the environment the CLI runs in.
-
 // plan decides how the turn runs: a fork's first turn (Origin), the next
 // turn of tine's own session, or a new session (a handoff).
 func (h *CLI) plan(req harness.TurnRequest, dir string, getenv func(string) string) (*plan, error) {
@@ -251,7 +249,8 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		}
 		defer cleanup()
 	}
-	pl, err := h.plan(req, dir, agentproc.EnvOf(env))
+	getenv := agentproc.EnvOf(env) // the environment the CLI runs in
+	pl, err := h.plan(req, dir, getenv)
 	if err != nil {
 		return err
 	}
@@ -266,7 +265,6 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		emit(harness.Event{Kind: harness.EventSession, NativeID: pl.session})
 	}
 	s := &stream{emit: emit, pl: pl, tail: &tail{path: pl.file, off: pl.from}}
-	getenv := agentproc.EnvOf(env)
 	res, err := agentproc.Run(ctx, agentproc.Spec{
 		Name: "qwen", Package: NPMPackage, Bin: h.cfg.Bin, Args: pl.args, Dir: dir, Env: env,
 		Stdin: bytes.NewReader(stdin), Stall: h.cfg.Stall, Grace: h.cfg.Grace, Started: h.started,
