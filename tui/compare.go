@@ -281,12 +281,7 @@ func tokenizeTools(msgs []model.Message, toolOutput func(string) string) []token
 	var toks []token
 	for i, m := range msgs {
 		for _, line := range strings.Split(compareText(m), "\n") {
-			if n := indentWidth(line); n > 0 && strings.TrimSpace(line) != "" {
-				toks = append(toks, token{text: strings.Repeat(" ", n), indent: true, msg: i})
-			}
-			for _, w := range strings.Fields(line) {
-				toks = append(toks, token{text: w, msg: i})
-			}
+			toks = appendLine(toks, line, i)
 			br := token{newline: true, msg: i}
 			if toolOutput != nil && m.Role == model.Tool {
 				if n := toolOutput(line); n != line {
@@ -313,17 +308,31 @@ func toolRewritesOf(agents *harness.Registry, name string) func(string) string {
 	return replay.ToolOutputRewriter(ag)
 }
 
-// lineKey is a line's text as splitLines keys it: its indent and its
-// words, each followed by a space.
-func lineKey(line string) string {
-	var b strings.Builder
+// appendLine appends the tokens of one line of message msg: its
+// indentation, then its words.
+func appendLine(toks []token, line string, msg int) []token {
 	if n := indentWidth(line); n > 0 && strings.TrimSpace(line) != "" {
-		b.WriteString(strings.Repeat(" ", n) + " ")
+		toks = append(toks, token{text: strings.Repeat(" ", n), indent: true, msg: msg})
 	}
 	for _, w := range strings.Fields(line) {
-		b.WriteString(w + " ")
+		toks = append(toks, token{text: w, msg: msg})
 	}
-	return b.String()
+	return toks
+}
+
+// keyWord adds a token of a line to the line's key (splitLines).
+func keyWord(key *strings.Builder, t token) {
+	key.WriteString(t.text)
+	key.WriteByte(' ')
+}
+
+// lineKey is line's key as splitLines makes it from its tokens.
+func lineKey(line string) string {
+	var key strings.Builder
+	for _, t := range appendLine(nil, line, 0) {
+		keyWord(&key, t)
+	}
+	return key.String()
 }
 
 // indentWidth is the width of a line's leading blanks, a tab counting 4.
@@ -455,8 +464,7 @@ func splitLines(toks []token) []tokenLine {
 			start = i + 1
 			continue
 		}
-		key.WriteString(t.text)
-		key.WriteByte(' ')
+		keyWord(&key, t)
 	}
 	if start < len(toks) {
 		lines = append(lines, tokenLine{start: start, end: len(toks), key: key.String()})
