@@ -1,13 +1,17 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/importer"
+	"tine/harness/place"
+	"tine/harness/place/docker"
 	"tine/harness/registry"
 	"tine/store"
 )
@@ -69,5 +73,29 @@ func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.
 	if rec != nil {
 		rec.agents = d.Harnesses
 	}
+	d.Places = places(st, d.Harnesses, d.WorktreeRoot)
 	return d, nil
+}
+
+// places are where else than this machine forks' turns can run: a
+// Docker daemon (--on docker, or docker:CONTEXT). One place is made per
+// name, and kept: it holds its daemon's client and the batch images it
+// made.
+func places(st *store.Store, agents *harness.Registry, worktrees string) place.Places {
+	var mu sync.Mutex
+	made := map[string]place.Place{}
+	return place.Places{docker.Kind: func(name string) (place.Place, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p, ok := made[name]; ok {
+			return p, nil
+		}
+		p, err := docker.New(name, docker.Config{Store: st, Agents: agents, Environ: os.Environ(), DB: st.Path(),
+			WorktreeRoot: worktrees})
+		if err != nil {
+			return nil, err
+		}
+		made[name] = p
+		return p, nil
+	}}
 }

@@ -39,6 +39,8 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
 	var bf budgetFlags
 	bf.register(f)
+	var pf placeFlags
+	pf.register(f)
 	applyBestFork := f.Bool("apply-best", false, "with --check and --wait: when every fork has finished, bring the best one's work into the checkout (as tine apply does)")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
@@ -72,24 +74,37 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	on, popts, err := pf.opts("fork")
+	if err != nil {
+		return err
+	}
 	st, parent, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	d.Parallel = *parallel
+	parallelGiven := false
+	f.Visit(func(fl *flag.Flag) { parallelGiven = parallelGiven || fl.Name == "parallel" })
+	if on != "" && !parallelGiven {
+		// A daemon's --jobs bounds its containers; the rest wait queued.
+		d.Parallel = fork.MaxForks
+	}
 	if len(msgs) > 0 || *regenerate {
 		h := *hname
 		if h == "" {
 			h = parent.Harness
 		}
-		if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
-			return err
+		if on == "" {
+			if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
+				return err
+			}
 		}
 	}
 	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
 		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
-		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number", Budget: budget})
+		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number", Budget: budget,
+		On: on, PlaceOpts: popts})
 	if err != nil {
 		return err
 	}

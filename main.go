@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 
+	"tine/harness"
+	"tine/harness/place/docker"
 	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
@@ -121,6 +123,7 @@ func commands() []command {
 		{"apply", "FORK [--commit] [--json]", "bring a fork's work into the checkout it was made from", cmdApply},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
+		{"image", "build [AGENT...] [--offline]", "make the images agents' forks run in with --on docker", cmdImage},
 		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
 		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
 	}
@@ -132,7 +135,20 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
 		os.Exit(sandbox.RelayMain(os.Args[2:]))
 	}
+	// In a fork's container tine runs the fork's turn (place/docker).
+	if len(os.Args) > 1 && os.Args[1] == docker.InsideArg {
+		os.Exit(insideContainer())
+	}
 	os.Exit(runMain())
+}
+
+// insideContainer is tine in a fork's container: one job from stdin,
+// with every backend (docker.Inside).
+func insideContainer() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	agents := func() *harness.Registry { return backends(harness.Setup{}, true) }
+	return docker.Inside(ctx, agents, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // runMain runs the command line of this process. A closed terminal

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/harness/place/docker"
 	"tine/internal/modelserver"
 	"tine/internal/sandbox"
 	"tine/model"
@@ -273,6 +274,10 @@ func TestMain(m *testing.M) {
 	// It is the relay in a replay's sandbox, as tine is (main).
 	if len(os.Args) > 1 && os.Args[1] == sandbox.RelayArg {
 		os.Exit(sandbox.RelayMain(os.Args[2:]))
+	}
+	// And tine in a fork's container (place/docker).
+	if len(os.Args) > 1 && os.Args[1] == docker.InsideArg {
+		os.Exit(insideContainer())
 	}
 	for _, a := range os.Args {
 		if a == "run-turns" || os.Getenv("TINE_TEST_AS_TINE") == "1" {

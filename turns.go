@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"tine/harness"
 	"tine/harness/fork"
+	"tine/harness/place"
+	"tine/harness/place/docker"
 	"tine/harness/registry"
 	"tine/model"
 	"tine/store"
@@ -181,6 +184,65 @@ func (b budgetFlags) budget(cmd string) (model.Budget, error) {
 	return bud, nil
 }
 
+// placeFlags are where an agent's forks run: this machine, or a
+// container on a Docker daemon (place/docker), with its image and limits.
+type placeFlags struct {
+	on, image, memory, network string
+	cpus                       float64
+	jobs                       int
+}
+
+func (p *placeFlags) register(f *flags) {
+	f.StringVar(&p.on, "on", os.Getenv("TINE_ON"), "where an agent's forks run: local (this machine, a worktree each), docker (a container each, on the Docker daemon DOCKER_HOST or the current docker context names) or docker:CONTEXT; default local, or TINE_ON")
+	f.StringVar(&p.image, "image", "", "with --on docker: the `image` the forks run in (default tine/<agent>:latest, made by tine image build)")
+	f.Float64Var(&p.cpus, "cpus", 0, "with --on docker: the CPUs each fork's container may use (default no limit)")
+	f.StringVar(&p.memory, "memory", "", "with --on docker: the memory each fork's container may use (`SIZE`: 512m, 2g; default no limit)")
+	f.StringVar(&p.network, "network", "", "with --on docker: the containers' network (host, none, a network's name; default the daemon's)")
+	f.IntVar(&p.jobs, "jobs", 0, "with --on docker: how many forks' containers run at once on its daemon, across tine's processes here (default its CPUs); the rest wait, queued")
+}
+
+// opts are the flags as a run keeps them; a flag given without --on
+// docker is a usage error of command cmd.
+func (p placeFlags) opts(cmd string) (string, model.PlaceOpts, error) {
+	on := place.Normalize(p.on)
+	o := model.PlaceOpts{Image: p.image, CPUs: p.cpus, Network: p.network, Jobs: p.jobs}
+	if p.memory != "" {
+		n, err := parseSize(p.memory)
+		if err != nil {
+			return "", o, usagef("%s: --memory: %s", cmd, err)
+		}
+		o.MemoryBytes = n
+	}
+	switch {
+	case on == "" && !o.IsZero():
+		return "", o, usagef("%s: --image, --cpus, --memory, --network and --jobs are for forks in containers: add --on docker", cmd)
+	case p.cpus < 0 || p.jobs < 0:
+		return "", o, usagef("%s: --cpus and --jobs cannot be negative", cmd)
+	case on != "" && on != docker.Kind && !strings.HasPrefix(on, docker.Kind+":"):
+		return "", o, usagef("%s: --on is local, docker or docker:CONTEXT, not %q", cmd, p.on)
+	}
+	return on, o, nil
+}
+
+// parseSize reads a size as docker's --memory takes it: a number of
+// bytes, or with a suffix k, m, g (kibibytes and so on).
+func parseSize(s string) (int64, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	mult := int64(1)
+	for suf, m := range map[string]int64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40} {
+		if strings.HasSuffix(t, suf) || strings.HasSuffix(t, suf+"b") || strings.HasSuffix(t, suf+"ib") {
+			t = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b"), suf)
+			mult = m
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(t, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%q is not a size (512m, 2g)", s)
+	}
+	return int64(n * float64(mult)), nil
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 
@@ -212,6 +274,10 @@ type forkJSON struct {
 	Why      string      `json:"best_reason,omitempty"`
 	Note     string      `json:"note,omitempty"`
 	Budget   *budgetJSON `json:"budget"`
+	// Place is where its turns run: "local" or "docker[:CONTEXT]";
+	// Container its container there.
+	Place     string `json:"place"`
+	Container string `json:"container,omitempty"`
 }
 
 // budgetJSON is a fork's budget; null when it was given none.
@@ -251,7 +317,15 @@ func toForkJSON(r model.Run) forkJSON {
 		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
 		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
 		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note,
-		Budget: toBudgetJSON(r.Budget)}
+		Budget: toBudgetJSON(r.Budget), Place: placeName(r), Container: r.Container}
+}
+
+// placeName is where r's turns run, as tine says it.
+func placeName(r model.Run) string {
+	if r.Place == "" {
+		return "local"
+	}
+	return r.Place
 }
 
 // failedForks is the error of a command whose forks failed, naming the first.
@@ -269,7 +343,7 @@ func printForks(w io.Writer, forks []model.Run) {
 	checks, trees := false, false
 	for _, r := range forks {
 		checks = checks || r.Check != nil
-		trees = trees || r.Worktree != ""
+		trees = trees || r.Worktree != "" || r.Branch != "" && r.Place != ""
 	}
 	head := "FORK\tNAME\tK\tSTATUS\tHARNESS\tMSGS\tTOKENS"
 	if trees {
@@ -299,8 +373,12 @@ func printForks(w io.Writer, forks []model.Run) {
 		if r.Best && r.BestReason != "" {
 			fmt.Fprintf(w, "best: %s (%s)\n", model.SafeText(r.Label()), r.BestReason)
 		}
-		if r.Worktree != "" {
+		switch {
+		case r.Worktree != "":
 			fmt.Fprintf(w, "%s works in %s\n", model.SafeText(r.Label()), model.SafeText(r.Worktree))
+		case r.Container != "":
+			fmt.Fprintf(w, "%s works in container %s on %s; its work comes back as branch %s\n", model.SafeText(r.Label()),
+				model.ShortID(r.Container), model.SafeText(r.Place), model.SafeText(r.Branch))
 		}
 	}
 }

@@ -54,6 +54,11 @@ type Agent struct {
 
 	// API is how a model API is configured; nil for anything else.
 	API *API
+
+	// Carry is how its turns run on another machine (a fork's
+	// container); nil when they run only on this one, NoCarry saying why.
+	Carry   *Carry
+	NoCarry string
 }
 
 // Setup is what making a harness may take from tine beyond the
@@ -139,8 +144,9 @@ type CLI struct {
 	Bin string
 	// BinVar names another binary to use ("TINE_CLAUDE_BIN").
 	BinVar string
-	// Package is the npm package that provides it.
-	Package string
+	// Package is the npm package that provides it; Pin the version tine
+	// was checked against (what `tine image build` installs).
+	Package, Pin string
 }
 
 // Recording is how an agent's model calls go through tine's gateway

@@ -142,7 +142,10 @@ type Status string
 
 const (
 	// Pending: created (a lazy fork) and not yet used.
-	Pending   Status = "pending"
+	Pending Status = "pending"
+	// Queued: its turn was handed to a process that waits for room to run
+	// it where it runs (a container slot of its daemon: --jobs).
+	Queued    Status = "queued"
 	Running   Status = "running"
 	Completed Status = "completed"
 	Failed    Status = "failed"
@@ -223,7 +226,37 @@ type Run struct {
 	OwnerPID int
 	// CancelRequested: someone asked to stop the run's turn (tine cancel).
 	CancelRequested bool
+	// Place is where the run's turns run: "" on this machine, else the
+	// place's name ("docker", or "docker:CONTEXT"), with Opts. A fork
+	// keeps its place for every later turn.
+	Place     string
+	PlaceOpts PlaceOpts
+	// Container is the container a fork's turns run in, when its place
+	// has containers ("" before its first turn).
+	Container string
 }
+
+// PlaceOpts are how a run's place runs its turns: for a container, its
+// image and limits. Zero values are the place's defaults.
+type PlaceOpts struct {
+	Image string `json:"image,omitempty"`
+	// CPUs and MemoryBytes limit the container; 0 is no limit.
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	// Network is the container's network mode ("host", "none", a network's
+	// name); "" is the daemon's default.
+	Network string `json:"network,omitempty"`
+	// Jobs bounds how many containers run at once on the place's daemon
+	// (0: as many as it has CPUs).
+	Jobs int `json:"jobs,omitempty"`
+}
+
+// IsZero reports whether o asks for nothing but the defaults.
+func (o PlaceOpts) IsZero() bool { return o == PlaceOpts{} }
+
+// OnThisMachine reports whether r's turns run on this machine, in a
+// worktree or in place.
+func (r Run) OnThisMachine() bool { return r.Place == "" }
 
 // DiffBase is what a fork's changes are measured against: the files its
 // worktree started with, else the commit it was made from.

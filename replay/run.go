@@ -13,6 +13,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/fork"
+	"tine/harness/place"
 	"tine/harness/worktree"
 	"tine/internal/sandbox"
 	"tine/model"
@@ -712,7 +713,7 @@ func (p *Replayer) aa(ctx context.Context, spec Spec, src *source, id string) (*
 		why = fmt.Sprintf("a different final answer (%q, the original said %q)", model.OneLine(got, 80), model.OneLine(want, 80))
 	}
 	if spec.Check != "" {
-		c := fork.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())
+		c := place.RunCheck(ctx, p.Driver.AgentDir(run), spec.Check, spec.CheckNumber, p.checkTimeout())
 		_ = p.Store.SetCheck(ctx, id, c)
 		orig := src.run.Check
 		switch {

@@ -92,7 +92,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) (model.Status, err
 	switch r.Status {
 	case model.Running:
 		err = s.update(ctx, "cancel", id, `UPDATE runs SET cancel_requested = 1 WHERE id = ?`, id)
-	case model.Pending:
+	case model.Pending, model.Queued:
 		err = s.SetStatus(ctx, id, model.Cancelled, "cancelled before it started")
 	}
 	return r.Status, err

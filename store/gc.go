@@ -21,7 +21,7 @@ type OldTape struct {
 func (s *Store) OldTapes(ctx context.Context, cut time.Time) ([]OldTape, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT t.run_id, count(*), sum(length(coalesce(t.request, '')) + length(t.response) + length(t.tool_outputs))
 		FROM tapes t JOIN runs r ON r.id = t.run_id
-		WHERE r.status NOT IN ('running', 'pending') AND coalesce(r.finished_at, r.created_at) < ?
+		WHERE r.status NOT IN ('running', 'pending', 'queued') AND coalesce(r.finished_at, r.created_at) < ?
 		GROUP BY t.run_id ORDER BY t.run_id`, cut.UnixNano())
 	if err != nil {
 		return nil, err

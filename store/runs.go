@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,7 +21,8 @@ const runCols = `r.id, r.tree_id, coalesce(r.parent_id, ''), r.fork_at, r.fork_s
 	r.source, r.spawned_by, r.spawned_call,
 	r.base_commit, r.start_tree, r.handoff, r.in_place, r.check_cmd, r.check_number, r.check_ran,
 	r.check_exit, r.check_score, r.check_output, r.check_ms, r.check_error,
-	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch, r.max_tokens, r.max_cost_usd, r.worked_ns`
+	r.best_reason, r.note, r.owner_pid, r.cancel_requested, r.batch, r.max_tokens, r.max_cost_usd, r.worked_ns,
+	r.place, r.place_opts, r.container`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -34,6 +36,7 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		score    sql.NullFloat64
 		checkMS  int64
 		worked   int64
+		opts     string
 	)
 	dest := []any{&r.ID, &r.TreeID, &r.ParentID, &r.ForkAt, &r.ForkStep,
 		&r.Asked, &r.SnapReason, &r.ParentLen, &r.Name, &r.Harness, &r.NativeID, &r.Model,
@@ -43,7 +46,8 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 		&r.Source, &r.SpawnedBy, &r.SpawnedCall,
 		&r.BaseCommit, &r.StartTree, &r.Handoff, &r.InPlace, &c.Cmd, &c.Number, &c.Ran,
 		&c.Exit, &score, &c.Output, &checkMS, &c.Error,
-		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch, &r.Budget.Tokens, &r.Budget.USD, &worked}
+		&r.BestReason, &r.Note, &r.OwnerPID, &r.CancelRequested, &r.Batch, &r.Budget.Tokens, &r.Budget.USD, &worked,
+		&r.Place, &opts, &r.Container}
 	if err := sc.Scan(append(dest, extra...)...); err != nil {
 		return model.Run{}, err
 	}
@@ -58,7 +62,21 @@ func scanRun(sc scanner, extra ...any) (model.Run, error) {
 	r.CreatedAt = time.Unix(0, created)
 	r.FinishedAt = fromNanos(finished)
 	r.Worked = time.Duration(worked)
+	if opts != "" {
+		// Written by PlaceOptsJSON; a value it cannot read is the
+		// place's defaults, never a run that cannot be read.
+		_ = json.Unmarshal([]byte(opts), &r.PlaceOpts)
+	}
 	return r, nil
+}
+
+// placeOptsJSON is how runs.place_opts holds o: "" for the defaults.
+func placeOptsJSON(o model.PlaceOpts) string {
+	if o.IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(o)
+	return string(b)
 }
 
 // CreateRun stores r with msgs as its own messages. It fills in what r
@@ -227,9 +245,10 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		created_at, finished_at, last_at,
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
 		cost_usd, hidden, own_messages, branch, worktree, best, source, spawned_by, spawned_call,
-		base_commit, handoff, in_place, check_cmd, check_number, batch, max_tokens, max_cost_usd
+		base_commit, handoff, in_place, check_cmd, check_number, batch, max_tokens, max_cost_usd,
+		place, place_opts
 	) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-		?, ?, ?, ?, ?, ?, ?, ?)`)
+		?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -239,7 +258,7 @@ func insertRun(w *writer, r *model.Run, last time.Time) error {
 		r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.CacheReadTokens, r.Usage.CacheWriteTokens,
 		r.CostUSD, r.Hidden, r.OwnMessages, r.Branch, r.Worktree, r.Best, r.Source, r.SpawnedBy, r.SpawnedCall,
 		r.BaseCommit, r.Handoff, r.InPlace, checkCmd(r.Check), r.Check != nil && r.Check.Number, r.Batch,
-		r.Budget.Tokens, r.Budget.USD)
+		r.Budget.Tokens, r.Budget.USD, r.Place, placeOptsJSON(r.PlaceOpts))
 	if err != nil {
 		return fmt.Errorf("run %s: %w", r.ID, err)
 	}
@@ -472,6 +491,19 @@ func (s *Store) SetTitle(ctx context.Context, id, title string) error {
 // SetNativeID records the agent CLI's own id for run id, once it is known.
 func (s *Store) SetNativeID(ctx context.Context, id, nativeID string) error {
 	return s.update(ctx, "set native id", id, `UPDATE runs SET native_id = ? WHERE id = ?`, nativeID, id)
+}
+
+// SetContainer records the container run id's turns run in ("" when it
+// has none any more).
+func (s *Store) SetContainer(ctx context.Context, id, container string) error {
+	return s.update(ctx, "set container", id, `UPDATE runs SET container = ? WHERE id = ?`, container, id)
+}
+
+// SetQueued marks run id queued: its turn, handed to this process
+// (ClaimTurns), waits for room where it runs. The run stays handed over,
+// so that it is reaped, not left queued, should this process die.
+func (s *Store) SetQueued(ctx context.Context, id string) error {
+	return s.update(ctx, "set queued", id, `UPDATE runs SET status = 'queued' WHERE id = ? AND status != 'running'`, id)
 }
 
 // SetWorktree records the git worktree and branch run id works in, the

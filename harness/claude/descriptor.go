@@ -22,9 +22,10 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, Appends: true,
 		IDField: "uuid", ParentField: "parentUuid"},
-	CLI: &harness.CLI{Bin: "claude", BinVar: binVar, Package: NPMPackage},
+	CLI: &harness.CLI{Bin: "claude", BinVar: binVar, Package: NPMPackage, Pin: "2.1.328"},
 	// claude --resume ID, as checked against the pinned CLI.
-	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },
+	Open:  func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },
+	Carry: carry,
 	Record: &harness.Recording{Wire: harness.WireAnthropic,
 		Upstream: func(_ model.Run, environ []string) (harness.Wire, harness.Upstream, error) {
 			return harness.AnthropicUpstream(environ)

@@ -25,7 +25,7 @@ var Agent = harness.Agent{
 		"TINE_CODEX_BIN to use another codex binary",
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, ParseTail: ParseTail, Appends: true, Header: true},
-	CLI:      &harness.CLI{Bin: "codex", BinVar: binVar, Package: NPMPackage},
+	CLI:      &harness.CLI{Bin: "codex", BinVar: binVar, Package: NPMPackage, Pin: "0.169.0"},
 	// codex resume ID, as checked against the pinned CLI.
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "resume", r.NativeID}, nil },
 	Record: &harness.Recording{Wire: harness.WireResponses, Upstream: upstream,

@@ -14,6 +14,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/fork"
+	"tine/harness/place/local"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -574,13 +575,13 @@ func TestReplaysAndChecksNeverFallBackToTheCheckout(t *testing.T) {
 	_, err := os.Stat(filepath.Join(repo, "out.txt"))
 	assert.True(t, os.IsNotExist(err), "nothing is written into the checkout")
 
-	dir, err := d.CheckDir(model.Run{Name: "x", Harness: "claude", Cwd: repo})
+	dir, err := local.CheckDir(model.Run{Name: "x", Harness: "claude", Cwd: repo})
 	assert.ErrorContains(t, err, "fork x has no worktree to check; it is not checked in "+repo+" instead")
 	assert.Empty(t, dir)
-	dir, err = d.CheckDir(model.Run{Harness: "claude", Cwd: repo, InPlace: true})
+	dir, err = local.CheckDir(model.Run{Harness: "claude", Cwd: repo, InPlace: true})
 	require.NoError(t, err)
 	assert.Equal(t, repo, dir, "in place is the person's choice")
-	dir, err = d.CheckDir(model.Run{Harness: "claude", Cwd: repo, Worktree: "/w"})
+	dir, err = local.CheckDir(model.Run{Harness: "claude", Cwd: repo, Worktree: "/w"})
 	require.NoError(t, err)
 	assert.Equal(t, "/w", dir)
 }

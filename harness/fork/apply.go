@@ -35,6 +35,9 @@ func Apply(ctx context.Context, run model.Run, commit bool) (Applied, error) {
 		return Applied{}, fmt.Errorf("%s is no fork: there is no other checkout to bring its work into", label)
 	case run.Status == model.Running:
 		return Applied{}, fmt.Errorf("%s is running: apply it when its turn has ended", label)
+	case !run.OnThisMachine() && run.Branch != "" && run.Cwd != "":
+		// Its files were elsewhere; its work came back as its branch.
+		return applyBranch(ctx, run, commit)
 	case run.Worktree == "" && run.InPlace:
 		return Applied{}, fmt.Errorf("%s ran in place, in %s: its work is there already", label, model.SafeText(run.Cwd))
 	case run.Worktree == "" && run.BaseCommit != "":
@@ -51,6 +54,23 @@ func Apply(ctx context.Context, run model.Run, commit bool) (Applied, error) {
 	if err != nil {
 		return Applied{}, err
 	}
+	return applyPatch(ctx, run, patch, files, commit)
+}
+
+// applyBranch applies the work of a fork that ran elsewhere (a
+// container): its branch, since the files it started with.
+func applyBranch(ctx context.Context, run model.Run, commit bool) (Applied, error) {
+	patch, files, err := worktree.BetweenPatch(ctx, run.Cwd, run.DiffBase(), "refs/heads/"+run.Branch)
+	if err != nil {
+		return Applied{}, fmt.Errorf("%s's branch %s: %w", model.SafeText(run.Label()), model.SafeText(run.Branch), err)
+	}
+	return applyPatch(ctx, run, patch, files, commit)
+}
+
+// applyPatch brings patch, a fork's work touching files, into the
+// checkout it was made from.
+func applyPatch(ctx context.Context, run model.Run, patch []byte, files []worktree.FileStat, commit bool) (Applied, error) {
+	label := model.SafeText(run.Label())
 	msg := ""
 	if commit {
 		msg = "Apply tine fork " + run.Label()

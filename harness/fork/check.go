@@ -1,101 +1,15 @@
 package fork
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"tine/harness/place"
 	"tine/model"
 )
-
-// checkOutputMax is how much of a check's output is kept: its tail, where
-// test runners put their verdict.
-const checkOutputMax = 8 << 10
-
-// RunCheck runs a best-of-N check (rule 11 in ARCHITECTURE.md) in dir and
-// scores it. The command is the person's own command line, so it runs
-// through /bin/sh -c, like a Makefile recipe or a git hook, with its own
-// process group, stopped whole at the timeout or on cancellation.
-func RunCheck(ctx context.Context, dir, cmdline string, number bool, timeout time.Duration) model.Check {
-	c := model.Check{Cmd: cmdline, Number: number, Ran: true}
-	if timeout <= 0 {
-		timeout = 10 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
-	cmd.Dir = dir
-	killGroupOnCancel(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	start := time.Now()
-	err := cmd.Run()
-	c.Duration = time.Since(start)
-	c.Output = tail(out.String(), checkOutputMax)
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() == context.DeadlineExceeded:
-		c.Exit, c.Error = -1, fmt.Sprintf("timed out after %s", timeout)
-		return c
-	case ctx.Err() != nil:
-		c.Exit, c.Error = -1, "cancelled"
-		return c
-	case errors.As(err, &ee):
-		c.Exit = ee.ExitCode()
-	case err != nil:
-		c.Exit, c.Error = -1, err.Error()
-		return c
-	}
-	if !number {
-		score := 0.0
-		if c.Exit == 0 {
-			score = 1
-		}
-		c.Score = &score
-		return c
-	}
-	if v, ok := lastNumber(out.String()); ok {
-		c.Score = &v
-	} else {
-		c.Error = "no number on the last line of its output"
-	}
-	return c
-}
-
-// lastNumber reads the number on the last non-empty line of s: the line
-// itself, or its last word ("score: 0.93").
-func lastNumber(s string) (float64, bool) {
-	lines := strings.Split(strings.TrimRight(s, "\n\r\t "), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if v, err := strconv.ParseFloat(last, 64); err == nil {
-		return v, true
-	}
-	if f := strings.Fields(last); len(f) > 0 {
-		if v, err := strconv.ParseFloat(strings.TrimSuffix(f[len(f)-1], "%"), 64); err == nil {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return "…\n" + s
-}
 
 // PickBest chooses the best of runs by their checks: the highest score
 // (for an exit-status check, only forks that passed), then fewer tokens,
@@ -185,12 +99,7 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			var c model.Check
-			if dir, err := d.CheckDir(r); err != nil {
-				c = model.Check{Cmd: r.Check.Cmd, Number: r.Check.Number, Ran: true, Exit: -1, Error: err.Error()}
-			} else {
-				c = RunCheck(ctx, dir, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
-			}
+			c := d.check(ctx, r)
 			if err := d.Store.SetCheck(bg, r.ID, c); err != nil {
 				c.Error = err.Error()
 			}
@@ -232,20 +141,17 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 	return runs
 }
 
-// CheckDir is where fork r's check runs: its worktree; its directory when
-// it ran in place or has no files of its own (a model API's fork). An
-// agent's fork without a worktree is not checked in the session's own
-// checkout instead (rule 12 in ARCHITECTURE.md).
-func (d *Driver) CheckDir(r model.Run) (string, error) {
-	if r.Worktree != "" {
-		return r.Worktree, nil
+// check runs fork r's check: where an agent's fork has its files (its
+// place), or, for a model API's fork, which has none, in its directory.
+func (d *Driver) check(ctx context.Context, r model.Run) model.Check {
+	if _, h, err := d.harnessFor(r, r.Harness); err != nil || !h.Capabilities().OwnSessions {
+		return place.RunCheck(ctx, r.Cwd, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 	}
-	if !r.InPlace {
-		if _, h, err := d.harnessFor(r, r.Harness); err == nil && h.Capabilities().OwnSessions {
-			return "", fmt.Errorf("fork %s has no worktree to check; it is not checked in %s instead", r.Label(), r.Cwd)
-		}
+	pl, err := d.PlaceOf(r)
+	if err != nil {
+		return model.Check{Cmd: r.Check.Cmd, Number: r.Check.Number, Ran: true, Exit: -1, Error: err.Error()}
 	}
-	return r.Cwd, nil
+	return pl.Check(ctx, r, *r.Check, d.CheckTimeout)
 }
 
 // batchKey names r's batch; a run made in none is a batch of its own.

@@ -11,10 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -22,7 +20,8 @@ import (
 	"time"
 
 	"tine/harness"
-	"tine/harness/worktree"
+	"tine/harness/place"
+	"tine/harness/place/local"
 	"tine/internal/agentproc"
 	"tine/internal/sandbox"
 	"tine/model"
@@ -64,6 +63,8 @@ type Store interface {
 	SetAgent(ctx context.Context, id string, pgid int, mark string) error
 	// CancelRequested returns which of ids another process asked to stop.
 	CancelRequested(ctx context.Context, ids []string) ([]string, error)
+	// SetQueued marks id queued: its turn waits for room where it runs.
+	SetQueued(ctx context.Context, id string) error
 }
 
 // Coster is a harness that can price usage.
@@ -105,6 +106,11 @@ type ForkSpec struct {
 	// over is stopped and the fork recorded failed, saying what it spent
 	// (CheckBudget says which budgets can be kept).
 	Budget model.Budget
+	// On is where the forks' turns run: "" on this machine, else a place
+	// Driver.Places knows ("docker", "docker:CONTEXT"), with PlaceOpts.
+	// Only an agent's forks run elsewhere: a model API runs no tools.
+	On        string
+	PlaceOpts model.PlaceOpts
 }
 
 // RunEvent is what the driver reports while forks run, for a UI.
@@ -132,6 +138,9 @@ type Driver struct {
 	// WorktreeRoot is where agent forks get their worktrees (tine's data
 	// dir + "/worktrees"); "" puts them next to the database's default.
 	WorktreeRoot string
+	// Places are where else than this machine forks' turns can run
+	// (ForkSpec.On, model.Run.Place): main's wiring.
+	Places place.Places
 	// Permissions answers agents' permission requests (default auto).
 	Permissions harness.Permissions
 	// CheckTimeout bounds one best-of-N check (default 10 minutes).
@@ -145,6 +154,14 @@ type Driver struct {
 	// (TurnRequest.ModelKey); dir is where the agent works. done is called
 	// when the turn ends.
 	Gateway func(ctx context.Context, run model.Run, dir string) (url, key string, done func(), err error)
+}
+
+// Local is this machine as a place: forks' worktrees under WorktreeRoot.
+func (d *Driver) Local() *local.Local { return local.New(d.Store, d.WorktreeRoot) }
+
+// PlaceOf is the place run's turns run in.
+func (d *Driver) PlaceOf(run model.Run) (place.Place, error) {
+	return d.Places.Get(run.Place, d.Local())
 }
 
 func (d *Driver) now() time.Time {
@@ -198,6 +215,13 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 	caps := h.Capabilities()
 	handoff := spec.Handoff
 	cwd := parent.Cwd
+	on := place.Normalize(spec.On)
+	if on != "" && !caps.OwnSessions {
+		return nil, cut, fmt.Errorf("%s runs no tools of its own, so its turns run in tine itself; only an agent's forks run on %s", hname, on)
+	}
+	if on != "" && spec.InPlace {
+		return nil, cut, fmt.Errorf("a fork on %s has files of its own there; it cannot run in place", on)
+	}
 	if caps.OwnSessions {
 		if !handoff {
 			origin, err := d.originFor(ctx, parent, cut.K, hname)
@@ -212,7 +236,11 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 				return nil, cut, fmt.Errorf("%s; a handoff starts a new %s session whose first message is the transcript so far: pass --handoff to do that", why, hname)
 			}
 		}
-		if cwd, err = d.workDir(ctx, parent, spec.InPlace); err != nil {
+		pl, err := d.Places.Get(on, d.Local())
+		if err != nil {
+			return nil, cut, err
+		}
+		if cwd, err = pl.Admit(ctx, parent, hname, spec.PlaceOpts, spec.InPlace); err != nil {
 			return nil, cut, err
 		}
 	} else if !caps.ForkAtK && cut.K != bounds.Len() {
@@ -236,7 +264,7 @@ func (d *Driver) Fork(ctx context.Context, spec ForkSpec) ([]model.Run, model.Cu
 			ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
 			ParentLen: bounds.Len(), Harness: hname, Model: forkModel, Cwd: cwd, Branch: parent.Branch,
 			Title: parent.Title, Status: model.Pending, Handoff: handoff, InPlace: spec.InPlace && caps.OwnSessions,
-			Check: check, Budget: spec.Budget,
+			Check: check, Budget: spec.Budget, Place: on, PlaceOpts: spec.PlaceOpts,
 			// Distinct times keep siblings in the order they were asked for.
 			CreatedAt: now.Add(time.Duration(i) * time.Microsecond),
 		}
@@ -396,14 +424,26 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	if err := d.Store.ClaimTurns(ctx, ids); err != nil {
 		slog.Warn("claiming turns", "err", err)
 	}
-	// Worktrees are made one after the other, in the order the forks were
-	// asked for, so fork i of a batch works on <branch>-fork-i; a failure
-	// here is reported by the fork's turn.
+	// Each place readies its forks' files before their first turns, in
+	// the order the forks were asked for, so fork i of a batch works on
+	// <branch>-fork-i (a worktree each here; a container's image with
+	// their starting files once per batch elsewhere); a failure here is
+	// reported by the fork's turn.
+	first := map[string][]model.Run{}
+	var places []string
 	for _, t := range turns {
 		if run, err := d.Store.Run(ctx, t.RunID); err == nil && run.Status == model.Pending {
 			if _, h, err := d.harnessFor(run, run.Harness); err == nil && h.Capabilities().OwnSessions {
-				_ = d.ensureWorktree(ctx, &run)
+				if _, ok := first[run.Place]; !ok {
+					places = append(places, run.Place)
+				}
+				first[run.Place] = append(first[run.Place], run)
 			}
+		}
+	}
+	for _, name := range places {
+		if pl, err := d.Places.Get(name, d.Local()); err == nil {
+			pl.Prepare(ctx, first[name])
 		}
 	}
 	cancels := &turnCancels{m: map[string]context.CancelFunc{}}
@@ -591,6 +631,15 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 	}
 	inherited := func(model.Message) bool { return false }
 	handoff := false // a new session seeded with the prefix
+	// A replay's trials and a model API's turns run here; an agent's
+	// fork where it was made to run (its place).
+	var pl place.Place = d.Local()
+	if t.Rebuild == nil && caps.OwnSessions {
+		if pl, err = d.PlaceOf(run); err != nil {
+			finish(model.Failed, err)
+			return
+		}
+	}
 	switch rb := t.Rebuild; {
 	case rb != nil:
 		if !caps.Replayable() {
@@ -607,7 +656,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			finish(model.Failed, fmt.Errorf("%s is gone; it never runs in %s instead: replay the run again", what, run.Cwd))
 			return
 		}
-		req.Dir = d.agentDir(run)
+		req.Dir = local.AgentDir(run)
 		req.ModelURL, req.ModelKey, req.Env, req.Sandbox = rb.ModelURL, rb.ModelKey, rb.Env, rb.Sandbox
 		if run.NativeID == "" {
 			req.Origin, handoff, req.Prefix = rb.Origin, rb.Handoff, rb.Prefix
@@ -616,12 +665,13 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			inherited = rb.Inherited
 		}
 	case caps.OwnSessions:
-		if handoff, err = d.prepareAgentTurn(ctx, &run, caps, &req); err != nil {
+		var ws place.Workspace
+		if handoff, ws, err = d.prepareAgentTurn(ctx, pl, &run, caps, &req); err != nil {
 			finish(model.Failed, err)
 			return
 		}
 		if d.Gateway != nil && caps.Record {
-			url, key, done, err := d.Gateway(ctx, run, req.Dir)
+			url, key, done, err := d.Gateway(ctx, run, ws.HostDir)
 			if err != nil {
 				finish(model.Failed, fmt.Errorf("recording: %w", err))
 				return
@@ -631,6 +681,26 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			}
 			req.ModelURL, req.ModelKey = url, key
 		}
+	}
+	// Where the turn runs may have room for fewer turns at once than
+	// are asked for (a daemon's --jobs): it waits, queued, for one.
+	release, err := pl.Acquire(ctx, run, func() {
+		if err := d.Store.SetQueued(bg, run.ID); err == nil {
+			onEvent(RunEvent{RunID: run.ID, Status: model.Queued})
+		}
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			finish(model.Cancelled, errors.New("cancelled before it started"))
+		} else {
+			finish(model.Failed, err)
+		}
+		return
+	}
+	defer release()
+	if r, err := d.Store.Run(bg, run.ID); err == nil && r.Status == model.Cancelled {
+		onEvent(RunEvent{RunID: t.RunID, Status: model.Cancelled, Err: errors.New("cancelled while it waited")})
+		return
 	}
 	if err := d.Store.SetRunning(bg, run.ID); err != nil {
 		onEvent(RunEvent{RunID: t.RunID, Err: err})
@@ -711,7 +781,7 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 			slog.Warn("recording a turn's agent", "run", run.ID, "err", err)
 		}
 	})
-	err = h.Turn(actx, req, emit)
+	err = pl.Turn(actx, h, req, emit)
 	switch {
 	case storeErr != nil:
 		finish(model.Failed, fmt.Errorf("saving the turn: %w", storeErr))
@@ -731,153 +801,35 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 // prepareAgentTurn fills in what an agent's turn needs: where it works
 // (the fork's own worktree, made on its first turn: rule 10), and, on a
 // fork's first turn, the session it branches (Origin) or the handoff.
-func (d *Driver) prepareAgentTurn(ctx context.Context, run *model.Run, caps harness.Capabilities, req *harness.TurnRequest) (handoff bool, err error) {
-	if err := d.ensureWorktree(ctx, run); err != nil {
-		return false, err
+func (d *Driver) prepareAgentTurn(ctx context.Context, pl place.Place, run *model.Run, caps harness.Capabilities, req *harness.TurnRequest) (handoff bool, ws place.Workspace, err error) {
+	if ws, err = pl.Ready(ctx, run); err != nil {
+		return false, ws, err
 	}
 	req.Run = *run
-	req.Dir = d.agentDir(*run)
+	req.Dir = ws.Dir
 	bg := context.WithoutCancel(ctx)
 	if run.NativeID != "" || run.ParentID == "" {
-		return false, nil // its next turn resumes its own session
+		return false, ws, nil // its next turn resumes its own session
 	}
 	if run.Handoff {
-		return true, nil
+		return true, ws, nil
 	}
 	parent, err := d.Store.Run(bg, run.ParentID)
 	if err != nil {
-		return false, err
+		return false, ws, err
 	}
 	origin, err := d.originFor(bg, parent, run.ForkAt, run.Harness)
 	if err != nil {
-		return false, err
+		return false, ws, err
 	}
 	if origin == nil {
-		return false, fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
+		return false, ws, fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
 	}
 	if !caps.ForkAtK && !origin.AtEnd() {
-		return false, fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, run.Harness, origin.K, origin.Len)
+		return false, ws, fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, run.Harness, origin.K, origin.Len)
 	}
 	req.Origin = origin
-	return false, nil
-}
-
-// ensureWorktree gives an agent's fork its own git worktree before its
-// first turn (rule 10), from the directory the fork starts from, and
-// records it on run. A turn of a fork runs only in that fork's worktree
-// (rule 12 in ARCHITECTURE.md): one that is gone (tine worktree rm or
-// prune, or deleted by hand) is made again, and when it cannot be, the
-// turn is refused; it never falls back to the session's own checkout.
-// Only a fork made in place runs there.
-func (d *Driver) ensureWorktree(ctx context.Context, run *model.Run) error {
-	if run.ParentID == "" || run.InPlace {
-		return nil
-	}
-	switch {
-	case run.Worktree != "":
-		if _, err := os.Stat(run.Worktree); err == nil {
-			return nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("fork %s's worktree %s: %w", run.Label(), run.Worktree, err)
-		}
-		return d.restoreWorktree(ctx, run)
-	case run.BaseCommit != "":
-		return d.restoreWorktree(ctx, run)
-	case run.NativeID != "" || run.OwnMessages > 0:
-		return fmt.Errorf("fork %s has run before without a worktree recorded, so tine cannot tell where its files are; it never runs in %s instead: fork it again (tine fork %s)",
-			run.Label(), run.Cwd, run.Label())
-	}
-	// The branch is named after the one checked out where the fork starts
-	// (its HEAD is what the fork is made from), not the one the transcript
-	// recorded, which the person may have left since.
-	_, branch, err := worktree.Repo(ctx, run.Cwd)
-	if err != nil {
-		return fmt.Errorf("the fork's directory: %w", err)
-	}
-	wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: d.worktreeRoot(), Branch: branch})
-	if err != nil {
-		return fmt.Errorf("making the fork's worktree from %s: %w", run.Cwd, err)
-	}
-	if err := d.Store.SetWorktree(context.WithoutCancel(ctx), run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
-		return err
-	}
-	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
-	return nil
-}
-
-// restoreWorktree makes fork run's worktree again, now that it is gone:
-// from its branch, or from its base commit and the files it started with
-// (worktree.Restore), and notes that it did. It says why it cannot.
-func (d *Driver) restoreWorktree(ctx context.Context, run *model.Run) error {
-	bg := context.WithoutCancel(ctx)
-	gone := func(err error) error {
-		return fmt.Errorf("fork %s's worktree is gone (removed by tine worktree rm or prune, or by hand) and could not be made again; it never runs in %s instead (fork %s again, or free its branch %s): %w",
-			run.Label(), run.Cwd, run.Label(), run.Branch, err)
-	}
-	repo, err := d.repoOf(bg, *run)
-	if err != nil {
-		return gone(err)
-	}
-	had, err := worktree.BranchHasCommits(ctx, repo, run.Branch, run.BaseCommit)
-	if err != nil {
-		return gone(err)
-	}
-	wt, err := worktree.Restore(ctx, worktree.Spec{Source: repo, Root: d.worktreeRoot()},
-		worktree.Worktree{Branch: run.Branch, Base: run.BaseCommit, Start: run.StartTree})
-	if err != nil {
-		return gone(err)
-	}
-	if err := d.Store.SetWorktree(bg, run.ID, wt.Path, wt.Branch, wt.Base, wt.Start); err != nil {
-		return err
-	}
-	from := "its base commit, holding the files it started with"
-	if had {
-		from = "branch " + wt.Branch
-	}
-	_ = d.Store.AddNote(bg, run.ID, "its worktree was gone; tine made it again from "+from)
-	run.Worktree, run.Branch, run.BaseCommit, run.StartTree = wt.Path, wt.Branch, wt.Base, wt.Start
-	return nil
-}
-
-// repoOf is a directory of the repository fork run's worktree belongs to:
-// the directory it was made from, or, when that is gone (its parent's
-// worktree, removed too), an ancestor's.
-func (d *Driver) repoOf(ctx context.Context, run model.Run) (string, error) {
-	r := run
-	for {
-		for _, dir := range []string{r.Cwd, r.Worktree} {
-			if dir == "" {
-				continue
-			}
-			if _, _, err := worktree.Repo(ctx, dir); err == nil {
-				return dir, nil
-			}
-		}
-		if r.ParentID == "" {
-			return "", fmt.Errorf("%s, the directory it was made from, is not a git work tree any more", run.Cwd)
-		}
-		parent, err := d.Store.Run(ctx, r.ParentID)
-		if err != nil {
-			return "", err
-		}
-		r = parent
-	}
-}
-
-// agentDir is where an agent works on run: its worktree, at the place the
-// run's cwd has in its repository, else its cwd.
-func (d *Driver) agentDir(run model.Run) string {
-	if run.Worktree == "" {
-		return run.Cwd
-	}
-	top, _, err := worktree.Repo(context.Background(), run.Cwd)
-	if err != nil {
-		return run.Worktree
-	}
-	if rel, err := filepath.Rel(top, run.Cwd); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
-		return filepath.Join(run.Worktree, rel)
-	}
-	return run.Worktree
+	return false, ws, nil
 }
 
 // originFor is OriginOf over the store.
@@ -906,51 +858,6 @@ func OriginOf(r model.Run, k int, hname string, get func(id string) (model.Run, 
 		}
 		r = parent
 	}
-}
-
-// workDir is the directory an agent's forks of parent start from: the
-// parent's worktree, else its cwd. Unless inPlace, it must be in a git
-// repository, so that each fork gets a worktree of its own (rule 10); a
-// directory that is not, or is gone, is said plainly before anything runs.
-func (d *Driver) workDir(ctx context.Context, parent model.Run, inPlace bool) (string, error) {
-	dir := parent.Worktree
-	if dir == "" {
-		dir = parent.Cwd
-	}
-	if dir == "" {
-		return "", fmt.Errorf("run %s has no working directory recorded, so its agent has nowhere to run", parent.Label())
-	}
-	_, _, err := worktree.Repo(ctx, dir)
-	switch {
-	case errors.Is(err, worktree.ErrMissing):
-		return "", fmt.Errorf("run %s worked in %s, which no longer exists", parent.Label(), dir)
-	case err != nil && inPlace:
-		return dir, nil
-	case errors.Is(err, worktree.ErrNotRepo):
-		return "", fmt.Errorf("run %s worked in %s, which is not a git repository, so its forks cannot get worktrees of their own: pass --in-place to run them there, sharing it", parent.Label(), dir)
-	case err != nil:
-		return "", err
-	}
-	return dir, nil
-}
-
-// Worktrees is where agent forks' worktrees live.
-func (d *Driver) Worktrees() string { return d.worktreeRoot() }
-
-// AgentDir is where run's agent works: its worktree (at the same place
-// below the top as its cwd), else its cwd.
-func (d *Driver) AgentDir(run model.Run) string { return d.agentDir(run) }
-
-func (d *Driver) worktreeRoot() string {
-	if d.WorktreeRoot != "" {
-		return d.WorktreeRoot
-	}
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(base, "tine", "worktrees")
 }
 
 // Continue gives run id a new turn (NextTurnRun says on which run) and
@@ -1132,3 +1039,10 @@ func ForkNames(parent model.Run, taken []string, n int) []string {
 	}
 	return out
 }
+
+// Worktrees is where agent forks' worktrees live on this machine.
+func (d *Driver) Worktrees() string { return d.Local().Root() }
+
+// AgentDir is where run's agent works on this machine: its worktree (at
+// the same place below the top as its cwd), else its cwd.
+func (d *Driver) AgentDir(run model.Run) string { return local.AgentDir(run) }

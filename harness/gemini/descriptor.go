@@ -24,7 +24,7 @@ var Agent = harness.Agent{
 		"TINE_GEMINI_BIN to use another gemini binary",
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Files: Files, Detect: Detect, Parse: Parse},
-	CLI:      &harness.CLI{Bin: "gemini", BinVar: binVar, Package: NPMPackage},
+	CLI:      &harness.CLI{Bin: "gemini", BinVar: binVar, Package: NPMPackage, Pin: "0.61.0"},
 	// gemini --resume ID, run in the session's directory (it looks for
 	// the session in that directory's project folder only).
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },

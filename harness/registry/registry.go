@@ -38,3 +38,13 @@ func Agents() []harness.Agent {
 
 // New is the registry of every backend, each harness made with setup.
 func New(setup harness.Setup) *harness.Registry { return harness.Build(setup, Agents()...) }
+
+// Agent is the backend named name.
+func Agent(name string) (harness.Agent, bool) {
+	for _, a := range Agents() {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return harness.Agent{}, false
+}

@@ -124,7 +124,7 @@ func TestOnlyMainNamesAnAgent(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range entries {
 		switch e.Name() {
-		case "fork", "importer", "worktree", "registry":
+		case "fork", "importer", "worktree", "registry", "place":
 		default:
 			if e.IsDir() {
 				backends["tine/harness/"+e.Name()] = true

@@ -1,6 +1,6 @@
 //go:build unix
 
-package fork
+package place
 
 import (
 	"os/exec"

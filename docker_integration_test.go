@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/harness/place/docker"
+	"tine/harness/registry"
+	"tine/internal/modelserver"
+)
+
+// dockerOrSkip is the local Docker daemon as a place, skipping the test
+// when none answers (.ci/run starts one).
+func dockerOrSkip(t *testing.T) *docker.Place {
+	t.Helper()
+	p, err := docker.New("docker", docker.Config{Environ: os.Environ()})
+	require.NoError(t, err)
+	if _, err := p.Client(context.Background()); err != nil {
+		t.Skipf("no Docker daemon to run forks in: %v (.ci/run starts dockerd)", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// agentImage makes sure the image agent name's forks run in is there,
+// making it offline from the agent installed here when it is not (.ci/run
+// makes them before the tests).
+func agentImage(t *testing.T, p *docker.Place, name string) {
+	t.Helper()
+	bin := agentBin(t, name)
+	cli, err := p.Client(context.Background())
+	require.NoError(t, err)
+	if _, err := cli.ImageInspect(context.Background(), docker.DefaultImage(name)); err == nil {
+		return
+	} else if !errdefs.IsNotFound(err) {
+		require.NoError(t, err)
+	}
+	ag, ok := registry.Agent(name)
+	require.True(t, ok)
+	_, err = p.BuildImage(context.Background(), docker.Build{Agent: ag, Offline: true, Bin: bin}, func(s string) { t.Log(s) })
+	require.NoError(t, err)
+}
+
+// gitOut runs git in dir and returns its output.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
+	return strings.TrimSpace(string(out))
+}
+
+// TestDockerForksEndToEnd: three forks of a real Claude Code session run
+// in containers of their own on the local daemon, best-of-N with a check
+// run in each container, the best applied, a second turn in the same
+// container; each fork's work comes back as its branch, and nothing of
+// the person's machine was in reach.
+func TestDockerForksEndToEnd(t *testing.T) {
+	p := dockerOrSkip(t)
+	for _, name := range []string{"claude"} {
+		t.Run(name, func(t *testing.T) {
+			agentImage(t, p, name)
+			dockerForksEndToEnd(t, name)
+		})
+	}
+}
+
+func dockerForksEndToEnd(t *testing.T, name string) {
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	project := filepath.Join(home, "project")
+	gitInit(t, project)
+	// Uncommitted and untracked work the forks start with, as local
+	// forks do.
+	require.NoError(t, os.WriteFile(filepath.Join(project, "README.md"), []byte("a project, edited\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("untracked\n"), 0o644))
+	// What must stay out of reach: the person's ssh key, a secret in
+	// their environment.
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE-KEY-OF-THE-HOST\n"), 0o600))
+	a := setupAgent(t, name, home, srv.URL())
+	on := replies(srv)
+	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
+	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
+	session := a.session(t)
+
+	asShell(t, append(a.env, "GITHUB_TOKEN=ghp-host-secret-123"), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
+		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
+	db := filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := tine(t, db, "show", session, "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown showJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	k := 0
+	for _, m := range shown.Transcript {
+		if m.Role == "assistant" && strings.Contains(fmt.Sprint(m.Parts), "ready when you are") {
+			k = m.K
+		}
+	}
+	require.NotZero(t, k)
+
+	for _, f := range []string{"good", "bad1", "bad2"} {
+		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{
+			a.shell("echo x > " + f + ".txt; cat ~/.ssh/id_rsa; env | grep -c ghp- ; ls " + project)}},
+			modelserver.Reply{Text: "Wrote " + f + ".txt."})
+	}
+	start := time.Now()
+	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
+		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--on", "docker", "--network", "host",
+		"--wait", "--json", "--apply-best")
+	t.Logf("three forks in containers: %s", time.Since(start))
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	if code != 0 {
+		shown, _, _ := tine(t, db, "show", "good")
+		t.Logf("good:\n%s", shown)
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Len(t, res.Forks, 3)
+	for i, f := range res.Forks {
+		require.Equal(t, "completed", f.Status, f.Error)
+		assert.Equal(t, "docker", f.Place)
+		assert.NotEmpty(t, f.Container)
+		assert.Empty(t, f.Worktree, "no worktree here: its files are in its container")
+		assert.Equal(t, fmt.Sprintf("main-fork-%d", i+1), f.Branch)
+		// Its branch holds what it started with and what it wrote, and
+		// not the others' files.
+		files := gitOut(t, project, "ls-tree", "-r", "--name-only", f.Branch)
+		assert.Contains(t, files, f.Name+".txt")
+		assert.Contains(t, files, "notes.txt", "the untracked file it started with")
+		for _, other := range []string{"good", "bad1", "bad2"} {
+			if other != f.Name {
+				assert.NotContains(t, files, other+".txt")
+			}
+		}
+		assert.Equal(t, "a project, edited", gitOut(t, project, "show", f.Branch+":README.md"))
+		require.NotNil(t, f.Check)
+		assert.True(t, f.Check.Ran)
+		assert.Equal(t, f.Name == "good", f.Best)
+	}
+	// The person's checkout is as it was but for the best fork's file,
+	// applied; their repository has the forks' branches.
+	assert.Equal(t, "M README.md\n?? good.txt\n?? notes.txt", gitOut(t, project, "status", "--short", "--untracked-files=all"))
+	// --apply-best brought the best fork's file into the checkout.
+	b, err := os.ReadFile(filepath.Join(project, "good.txt"))
+	require.NoError(t, err, errOut)
+	assert.Equal(t, "x\n", string(b))
+
+	// What the forks' tools saw: no key of the host, no secret of its
+	// environment, not the person's checkout.
+	reqs := srv.ModelRequests()
+	for _, r := range reqs {
+		body := string(r.Body)
+		assert.NotContains(t, body, "PRIVATE-KEY-OF-THE-HOST")
+		assert.NotContains(t, body, "ghp-host-secret-123")
+	}
+
+	// A second turn runs in the same container, in the fork's session.
+	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})
+	out, errOut, code = tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	assert.Equal(t, "good", res.Forks[0].Name)
+	assert.Equal(t, "docker", res.Forks[0].Place, "a fork keeps where it ran")
+	reqs = srv.ModelRequests()
+	last := string(reqs[len(reqs)-1].Body)
+	assert.Contains(t, last, "Wrote good.txt.", "the agent remembers the fork's first turn")
+}

@@ -1,0 +1,108 @@
+// Package place says where a fork's turns run. A Place makes a fork's
+// files ready, runs its agent's turns there and scores its check there:
+// on this machine (place/local: a git worktree and the agent's process,
+// ARCHITECTURE.md rule 10) or in a container reached through the Docker
+// Engine API (place/docker), on this machine's daemon or another's. The
+// driver (harness/fork) asks a run's place and names none but this
+// machine's; main says which others exist (Places), so another one
+// (Kubernetes Jobs) is one more package and one line there.
+package place
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"tine/harness"
+	"tine/model"
+)
+
+// Place is where a fork's turns run.
+type Place interface {
+	// Name is the place as runs record it: "" for this machine, else
+	// the name given to Places ("docker", "docker:CONTEXT").
+	Name() string
+	// Admit says, before any fork is made, whether agent's forks of parent can
+	// run here with opts (a daemon that answers, an image that is there),
+	// and which directory their files start from (rules 10 and 12).
+	Admit(ctx context.Context, parent model.Run, agent string, opts model.PlaceOpts, inPlace bool) (dir string, err error)
+	// Prepare readies the files of forks whose first turns are about to
+	// run, in the order given, so that the i-th fork of a batch gets
+	// branch <branch>-fork-<i>. A fork it could not ready says why when
+	// its turn asks (Ready).
+	Prepare(ctx context.Context, runs []model.Run)
+	// Ready makes run's files ready for its next turn, made again when
+	// they are gone, and says where its agent works. It records what it
+	// made on run (its worktree, branch, container).
+	Ready(ctx context.Context, run *model.Run) (Workspace, error)
+	// Acquire waits until run's turn may start here, calling queued
+	// first when it has to wait; release gives the room back.
+	Acquire(ctx context.Context, run model.Run, queued func()) (release func(), err error)
+	// Turn runs one turn of h on req.Run, whose files Ready made ready
+	// (req.Dir is where its agent works).
+	Turn(ctx context.Context, h harness.Harness, req harness.TurnRequest, emit func(harness.Event)) error
+	// Check runs run's best-of-N check c where its files are, as its
+	// turns left them (rule 11), within timeout.
+	Check(ctx context.Context, run model.Run, c model.Check, timeout time.Duration) model.Check
+}
+
+// Workspace is where a fork's agent works.
+type Workspace struct {
+	// Dir is the directory the agent works in, as the agent sees it.
+	Dir string
+	// HostDir is the same directory on this machine; "" when the files
+	// are elsewhere (a container), so nothing here can read them.
+	HostDir string
+}
+
+// Store is what a place records through; *store.Store satisfies it.
+type Store interface {
+	Run(ctx context.Context, id string) (model.Run, error)
+	SetWorktree(ctx context.Context, id, worktree, branch, base, start string) error
+	AddNote(ctx context.Context, id, note string) error
+}
+
+// Maker makes the place named name ("docker", or "docker:CONTEXT"):
+// what follows the kind's colon is the maker's to read.
+type Maker func(name string) (Place, error)
+
+// Places are the places turns can run in besides this machine, by kind
+// ("docker"): main's wiring.
+type Places map[string]Maker
+
+// Get is the place named name; "" (or "local") is this machine's, here.
+func (p Places) Get(name string, here Place) (Place, error) {
+	if name == "" || name == "local" {
+		return here, nil
+	}
+	kind, _, _ := strings.Cut(name, ":")
+	mk, ok := p[kind]
+	if !ok {
+		return nil, fmt.Errorf("tine cannot run turns on %q: the places are %s", name, p.describe())
+	}
+	return mk(name)
+}
+
+func (p Places) describe() string {
+	names := []string{"local (this machine)"}
+	var kinds []string
+	for k := range p {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		names = append(names, k+" (or "+k+":CONTEXT)")
+	}
+	return strings.Join(names, ", ")
+}
+
+// Normalize is how runs record the place a person named: "" for this
+// machine, else name as given.
+func Normalize(name string) string {
+	if name == "local" {
+		return ""
+	}
+	return name
+}
