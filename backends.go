@@ -58,7 +58,7 @@ func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.
 	paced = paced || ag.paced
 	p, err := harness.ParsePermissions(ag.permissions)
 	if err != nil {
-		return nil, usageError{err.Error()}
+		return nil, usageError{msg: err.Error()}
 	}
 	d := &fork.Driver{Store: st, Permissions: p, CheckTimeout: ag.checkTimeout,
 		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}

@@ -70,6 +70,15 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if *applyBestFork && (*check == "" || !tf.wait) {
 		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
 	}
+	if _, err := model.ParseContinueFrom(*at); err != nil {
+		return usagef("fork: %s", err)
+	}
+	if *parallel < 1 {
+		return usagef("fork: --parallel is how many turns run at once: 1 or more, not %d", *parallel)
+	}
+	if err := harnessFlag("fork", *hname); err != nil {
+		return err
+	}
 	budget, err := bf.budget("fork")
 	if err != nil {
 		return err

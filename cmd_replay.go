@@ -109,18 +109,22 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	spec := replay.Spec{AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
+		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
+	if err := spec.Valid(); err != nil {
+		return usagef("replay: %s", err)
+	}
 	st, run, d, err := tf.open(ctx, e, pos[0])
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	spec.Run = run.ID
 	rp := newReplayer(st, d, tf.ag)
 	if err := rp.Isolation(); err != nil && *trials == "" {
 		// Said on every replay (README: Isolation).
 		fmt.Fprintln(e.stderr, isolationWarning(err))
 	}
-	spec := replay.Spec{Run: run.ID, AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
-		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
 	var plan *replay.Plan
 	if *trials != "" { // the background half: the trials exist
 		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}

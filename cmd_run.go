@@ -30,6 +30,9 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := harnessFlag("run", *hname); err != nil {
+		return err
+	}
 	budget, err := bf.budget("run")
 	if err != nil {
 		return err

@@ -23,12 +23,14 @@ import (
 	"tine/store"
 )
 
-// usageError is a mistake on the command line: exit status 2.
-type usageError struct{ msg string }
+// usageError is a mistake on the command line: exit status 2. cmd is the
+// command it was made in ("" before one is named), whose --help the
+// error points to.
+type usageError struct{ msg, cmd string }
 
 func (e usageError) Error() string { return e.msg }
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 // command is one subcommand.
 type command struct {
@@ -170,7 +172,13 @@ func run(ctx context.Context, args []string, e *env) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "tine: %s\nRun 'tine --help' for usage.\n", ue.msg)
+		// One line and where to read more, on stderr only: stdout may be
+		// a --json pipe (STYLE.md 21).
+		help := "tine --help"
+		if ue.cmd != "" {
+			help = "tine " + ue.cmd + " --help"
+		}
+		fmt.Fprintf(e.stderr, "tine: %s\nRun '%s' for usage.\n", model.OneLine(ue.msg, 0), help)
 		return 2
 	default:
 		fmt.Fprintf(e.stderr, "tine: %s\n", model.OneLine(err.Error(), 0))
@@ -216,7 +224,12 @@ func dispatch(ctx context.Context, args []string, e *env) error {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
+			err := c.run(ctx, e, args[1:])
+			if ue, ok := err.(usageError); ok && ue.cmd == "" {
+				ue.cmd = c.name
+				return ue
+			}
+			return err
 		}
 	}
 	return usagef("unknown command %q", args[0])
@@ -244,14 +257,20 @@ func printUsage(w io.Writer) {
 type flags struct {
 	*flag.FlagSet
 	env *env
+	// usage prints the command's help on stdout: asked for (--help)
+	// only, never after a mistake, which is one line on stderr (run).
+	usage func()
 }
 
 func newFlags(e *env, name, args, summary string) *flags {
 	fs := flag.NewFlagSet("tine "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	// The flag package prints the usage on every error too: it prints
+	// nothing, and parse prints the help when it was asked for.
+	fs.Usage = func() {}
 	f := &flags{FlagSet: fs, env: e}
 	fs.StringVar(&e.db, "db", e.db, "database `path` (default $TINE_DB, else ~/.local/share/tine/tine.db)")
-	fs.Usage = func() {
+	f.usage = func() {
 		fmt.Fprintf(e.stdout, "Usage: tine %s %s\n\n%s\n\nFlags:\n", name, args, summary)
 		// A flag without a usage line is for tine's own background
 		// processes: not listed.
@@ -268,15 +287,22 @@ func newFlags(e *env, name, args, summary string) *flags {
 }
 
 // parse parses flags wherever they sit among the positional arguments and
-// returns the positionals, checking their count.
+// returns the positionals, checking their count. A `--` ends the flags:
+// every argument after it is positional (tine show -- --odd-name).
 func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	name := strings.TrimPrefix(f.Name(), "tine ")
+	var rest []string
+	if i := f.endOfFlags(args); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
 	var pos []string
 	for {
 		if err := f.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // Parse has printed the usage
+				f.usage()
+				return nil, err
 			}
-			return nil, usageError{err.Error()}
+			return nil, usageError{msg: name + ": " + err.Error(), cmd: name}
 		}
 		if f.NArg() == 0 {
 			break
@@ -284,12 +310,37 @@ func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
 		pos = append(pos, f.Arg(0))
 		args = f.Args()[1:]
 	}
-	name := strings.TrimPrefix(f.Name(), "tine ")
+	pos = append(pos, rest...)
 	if len(pos) < minPos {
-		return nil, usagef("%s: missing argument (see tine %s --help)", name, name)
+		return nil, usageError{msg: name + ": missing argument", cmd: name}
 	}
 	if maxPos >= 0 && len(pos) > maxPos {
-		return nil, usagef("%s: unexpected argument %q", name, pos[maxPos])
+		return nil, usageError{msg: fmt.Sprintf("%s: unexpected argument %q", name, pos[maxPos]), cmd: name}
 	}
 	return pos, nil
+}
+
+// endOfFlags is the index of the `--` that ends args' flags, -1 when
+// none does. It reads args as the flag package does: a non-boolean flag
+// written without = takes the next argument as its value, even "--"
+// (--name -- names a fork "--").
+func (f *flags) endOfFlags(args []string) int {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return i
+		}
+		if len(a) < 2 || a[0] != '-' || strings.Contains(a, "=") {
+			continue
+		}
+		fl := f.Lookup(strings.TrimPrefix(a[1:], "-"))
+		if fl == nil {
+			continue // not a flag of ours: Parse says so
+		}
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		i++ // its value
+	}
+	return -1
 }

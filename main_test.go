@@ -110,7 +110,7 @@ func TestUsageErrorsAndHelp(t *testing.T) {
 		assert.Contains(t, cout, "-db", c.name)
 	}
 	_, errOut, _ := tine(t, db, "compare")
-	assert.Equal(t, "tine: compare: missing argument (see tine compare --help)\nRun 'tine --help' for usage.\n", errOut)
+	assert.Equal(t, "tine: compare: missing argument\nRun 'tine compare --help' for usage.\n", errOut)
 	_, _, code = tine(t, db, "ls") // the database is made (and said) here
 	assert.Equal(t, 0, code)
 	_, errOut, code = tine(t, db, "show", "nosuchrun")

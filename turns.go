@@ -243,6 +243,23 @@ func parseSize(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
+// harnessFlag refuses a --harness that names no backend tine is built
+// with (harness/registry), as a usage error of command cmd, before
+// anything is opened; "" is the run's own.
+func harnessFlag(cmd, name string) error {
+	if name == "" {
+		return nil
+	}
+	var names []string
+	for _, a := range registry.Agents() {
+		if a.Name == name {
+			return nil
+		}
+		names = append(names, a.Name)
+	}
+	return usagef("%s: --harness: no harness %q (have: %s)", cmd, name, strings.Join(names, ", "))
+}
+
 // stringList is a repeatable string flag.
 type stringList []string
 

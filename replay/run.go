@@ -70,6 +70,23 @@ type Spec struct {
 	Budget model.Budget `json:"budget,omitzero"`
 }
 
+// Valid says what is wrong with the spec's own values, if anything, before
+// any run or tape is read: a caller can refuse them as a usage error.
+func (s Spec) Valid() error {
+	if s.Continuations < 0 || s.Continuations > MaxContinuations {
+		return fmt.Errorf("--continuations must be 0..%d, not %d", MaxContinuations, s.Continuations)
+	}
+	switch s.OnDivergence {
+	case "", Stop, Live:
+	default:
+		return fmt.Errorf("--on-divergence is stop or live, not %q", s.OnDivergence)
+	}
+	if s.Continuations == 0 && s.OnDivergence == Live {
+		return errors.New("--continuations 0 only verifies: it never goes live (drop --on-divergence live)")
+	}
+	return nil
+}
+
 // Replayer runs replays: it makes the sandboxes and the forks, starts the
 // run's own agent through the Driver, pointed at the Gateway, and records
 // how each trial went.
@@ -358,18 +375,11 @@ func DecodeTape(steps []model.TapeStep) (Tape, error) {
 // worktree at the run's base holding the files it started with. Nothing
 // runs yet. An *Unreplayable error says why a run cannot be replayed.
 func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
-	if spec.Continuations < 0 || spec.Continuations > MaxContinuations {
-		return nil, fmt.Errorf("--continuations must be 0..%d, not %d", MaxContinuations, spec.Continuations)
+	if err := spec.Valid(); err != nil {
+		return nil, err
 	}
-	switch spec.OnDivergence {
-	case "":
+	if spec.OnDivergence == "" {
 		spec.OnDivergence = Stop
-	case Stop, Live:
-	default:
-		return nil, fmt.Errorf("--on-divergence is stop or live, not %q", spec.OnDivergence)
-	}
-	if spec.Continuations == 0 && spec.OnDivergence == Live {
-		return nil, errors.New("--continuations 0 only verifies: it never goes live (drop --on-divergence live)")
 	}
 	src, err := p.load(ctx, spec)
 	if err != nil {
