@@ -14,13 +14,12 @@ import (
 func cmdExport(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "export", "RUN [--format json|md] [-o FILE]", "Write a run's whole transcript (its inherited prefix included) as JSON or Markdown.")
 	format := f.String("format", "json", "output `format`: json or md")
+	f.oneOf("format", "json", "md")
 	out := f.String("o", "", "write to `file` instead of standard output")
+	f.path("o")
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
 		return err
-	}
-	if *format != "json" && *format != "md" {
-		return usagef("export: --format must be json or md, not %q", *format)
 	}
 	r, msgs, inherited, err := loadRun(ctx, e, pos[0])
 	if err != nil {

@@ -26,7 +26,9 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	f.Var(&names, "name", "a fork's `name` (repeat once per fork; default <parent>-fork-<i>)")
 	f.Var(&msgs, "m", "the `message` each fork continues with: once for all, or once per fork")
 	at := f.String("at", "end", "where to fork: end, last_user, a boundary K, or step:N")
+	f.hint("at", "end", "last_user")
 	hname := f.String("harness", "", "the `harness` that runs the turns (default: the run's own)")
+	f.oneOf("harness", harnessNames()...)
 	modelName := f.String("model", "", "the `model` the harness asks for (openai: or OPENAI_MODEL; anthropic: or ANTHROPIC_MODEL)")
 	var tf turnFlags
 	tf.register(f)
@@ -37,6 +39,7 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	inPlace := f.Bool("in-place", false, "run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)")
 	check := f.String("check", "", "a shell `command` run in each finished fork's worktree to score it; the best is marked")
 	score := f.String("score", "exit", "how --check scores: exit (exit status 0 passes) or number (the number on its output's last line; highest wins)")
+	f.oneOf("score", "exit", "number")
 	var bf budgetFlags
 	bf.register(f)
 	var pf placeFlags
@@ -64,9 +67,6 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err := fork.CheckNames(names); err != nil {
 		return usagef("fork: %s", err)
 	}
-	if *score != "exit" && *score != "number" {
-		return usagef("fork: --score is exit or number, not %q", *score)
-	}
 	if *applyBestFork && (*check == "" || !tf.wait) {
 		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
 	}
@@ -75,9 +75,6 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	}
 	if *parallel < 1 {
 		return usagef("fork: --parallel is how many turns run at once: 1 or more, not %d", *parallel)
-	}
-	if err := harnessFlag("fork", *hname); err != nil {
-		return err
 	}
 	budget, err := bf.budget("fork")
 	if err != nil {

@@ -32,14 +32,12 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 			"With --watch it then goes on importing what the agents write (new sessions and\n"+
 			"grown ones, within about two seconds) until interrupted, a line for each import.")
 	format := f.String("format", "auto", "transcript `format`: auto, "+strings.Join(fmts.Names(), ", "))
+	f.oneOf("format", append([]string{"auto"}, fmts.Names()...)...)
 	asJSON := f.Bool("json", false, "print the summary as JSON")
 	watch := f.Bool("watch", false, "then keep importing what changes, until interrupted (Ctrl+C)")
 	paths, err := f.parse(args, 0, -1)
 	if err != nil {
 		return err
-	}
-	if _, ok := fmts.Named(*format); !ok && *format != "auto" {
-		return usagef("import: unknown --format %q (known: auto, %s)", *format, strings.Join(fmts.Names(), ", "))
 	}
 	discover := func() ([]importer.Found, error) {
 		if len(paths) == 0 {

@@ -77,9 +77,11 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	at := f.Int("at-step", 0, "the step `N` to rebuild (1..the tape's length)")
 	k := f.Int("continuations", 1, "how many live continuations (`K`, 0-10); 0 only verifies that the run reproduces to step N")
 	onDiv := f.String("on-divergence", "stop", "at the first divergence: stop, or go live from there")
+	f.oneOf("on-divergence", string(replay.Stop), string(replay.Live))
 	base := f.String("base", "", "the commit (`REV`) the sandbox starts at (default: the run's recorded base; needed for a run tine did not start)")
 	check := f.String("check", "", "a shell `command` run in each finished continuation's worktree; A/A then compares its result with the original's")
 	score := f.String("score", "exit", "how --check scores: exit or number")
+	f.oneOf("score", "exit", "number")
 	// The TUI's replay (tuiBackground): its events go back on a pipe, and
 	// how it ended: why it could not run, or Execute's error; not a
 	// divergence, which is its result.
@@ -101,9 +103,6 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	defer func() { ack.done(err) }()
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
-	}
-	if *score != "exit" && *score != "number" {
-		return usagef("replay: --score is exit or number, not %q", *score)
 	}
 	budget, err := bf.budget("replay")
 	if err != nil {

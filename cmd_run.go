@@ -22,15 +22,13 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 			"of its own) for its later turns; given here, it replaces it.")
 	msg := f.String("m", "", "the `message`")
 	hname := f.String("harness", "", "the `harness` (default: the run's own)")
+	f.oneOf("harness", harnessNames()...)
 	var tf turnFlags
 	tf.register(f)
 	var bf budgetFlags
 	bf.register(f)
 	pos, err := f.parse(args, 1, 1)
 	if err != nil {
-		return err
-	}
-	if err := harnessFlag("run", *hname); err != nil {
 		return err
 	}
 	budget, err := bf.budget("run")

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -48,6 +49,10 @@ type env struct {
 	record bool
 	// made is the database open made, when there was none at its path.
 	made string
+	// probe asks a command for its flags only (completion): its parse
+	// keeps the flag set in probed and stops the command there.
+	probe  bool
+	probed *flags
 }
 
 // dbPath is the store's path: --db, else TINE_DB, else the default.
@@ -128,6 +133,7 @@ func commands() []command {
 		{"image", "build [AGENT...] [--offline]", "make the images agents' forks run in with --on docker", cmdImage},
 		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
 		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
+		{"completion", "bash|zsh|fish", "print a shell completion script (source <(tine completion bash))", cmdCompletion},
 	}
 }
 
@@ -221,6 +227,8 @@ func dispatch(ctx context.Context, args []string, e *env) error {
 		return nil
 	case "run-turns":
 		return cmdRunTurns(ctx, e, args[1:])
+	case completeCmd:
+		return cmdComplete(ctx, e, args[1:])
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -260,6 +268,11 @@ type flags struct {
 	// usage prints the command's help on stdout: asked for (--help)
 	// only, never after a mistake, which is one line on stderr (run).
 	usage func()
+	// choices are the values a flag takes (oneOf), hints values it may
+	// take among others (hint), paths the flags whose value is a file's
+	// path. Completion offers them.
+	choices, hints map[string][]string
+	paths          map[string]bool
 }
 
 func newFlags(e *env, name, args, summary string) *flags {
@@ -268,7 +281,7 @@ func newFlags(e *env, name, args, summary string) *flags {
 	// The flag package prints the usage on every error too: it prints
 	// nothing, and parse prints the help when it was asked for.
 	fs.Usage = func() {}
-	f := &flags{FlagSet: fs, env: e}
+	f := &flags{FlagSet: fs, env: e, choices: map[string][]string{}, hints: map[string][]string{}, paths: map[string]bool{"db": true}}
 	fs.StringVar(&e.db, "db", e.db, "database `path` (default $TINE_DB, else ~/.local/share/tine/tine.db)")
 	f.usage = func() {
 		fmt.Fprintf(e.stdout, "Usage: tine %s %s\n\n%s\n\nFlags:\n", name, args, summary)
@@ -290,6 +303,10 @@ func newFlags(e *env, name, args, summary string) *flags {
 // returns the positionals, checking their count. A `--` ends the flags:
 // every argument after it is positional (tine show -- --odd-name).
 func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
+	if f.env.probe {
+		f.env.probed = f
+		return nil, errProbed
+	}
 	name := strings.TrimPrefix(f.Name(), "tine ")
 	var rest []string
 	if i := f.endOfFlags(args); i >= 0 {
@@ -311,6 +328,17 @@ func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
 		args = f.Args()[1:]
 	}
 	pos = append(pos, rest...)
+	var bad error
+	f.Visit(func(fl *flag.Flag) {
+		vs, ok := f.choices[fl.Name]
+		v := fl.Value.String()
+		if ok && bad == nil && !slices.Contains(vs, v) && v != fl.DefValue {
+			bad = usageError{msg: fmt.Sprintf("%s: %s is %s, not %q", name, dashed(fl.Name), orList(vs), v), cmd: name}
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
 	if len(pos) < minPos {
 		return nil, usageError{msg: name + ": missing argument", cmd: name}
 	}
@@ -318,6 +346,36 @@ func (f *flags) parse(args []string, minPos, maxPos int) ([]string, error) {
 		return nil, usageError{msg: fmt.Sprintf("%s: unexpected argument %q", name, pos[maxPos]), cmd: name}
 	}
 	return pos, nil
+}
+
+// errProbed stops a command whose flags were asked for (env.probe).
+var errProbed = errors.New("flags probed")
+
+// oneOf says the values flag name takes: parse refuses any other (but its
+// default), and completion offers them.
+func (f *flags) oneOf(name string, values ...string) { f.choices[name] = values }
+
+// hint gives values flag name may take, among others its command
+// checks itself, for completion.
+func (f *flags) hint(name string, values ...string) { f.hints[name] = values }
+
+// path says flag name's value is a file's path, for completion.
+func (f *flags) path(name string) { f.paths[name] = true }
+
+// dashed is a flag as tine's help writes it: -n, --name.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// orList joins values as "a, b or c".
+func orList(values []string) string {
+	if len(values) < 2 {
+		return strings.Join(values, "")
+	}
+	return strings.Join(values[:len(values)-1], ", ") + " or " + values[len(values)-1]
 }
 
 // endOfFlags is the index of the `--` that ends args' flags, -1 when

@@ -89,7 +89,7 @@ func TestImportErrors(t *testing.T) {
 
 	_, errOut, code = tine(t, db, "import", "testdata/openai", "--format", "yaml")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, `unknown --format "yaml"`)
+	assert.Contains(t, errOut, `--format is auto, claude, codex, pi, qwen, opencode, gemini or openai, not "yaml"`)
 }
 
 func TestUsageErrorsAndHelp(t *testing.T) {

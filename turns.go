@@ -145,6 +145,9 @@ type agentFlags struct {
 func (a *agentFlags) register(f *flags) {
 	f.StringVar(&a.permissions, "permissions", os.Getenv("TINE_PERMISSIONS"),
 		"how an agent's permission requests are answered: auto (it uses its tools without asking, in the fork's own worktree) or ask (its own default: a tool that needs permission fails the turn); default auto, or TINE_PERMISSIONS")
+	// A hint: ParsePermissions checks it, and takes "" (a background
+	// tine is given the TUI's, which may be "").
+	f.hint("permissions", string(harness.PermitAuto), string(harness.PermitAsk))
 	f.DurationVar(&a.checkTimeout, "check-timeout", 10*time.Minute, "how long a --check may run in each fork")
 	f.BoolVar(&a.record, "record", os.Getenv("TINE_RECORD") == "1",
 		"record each model call of "+model.List(harness.Replayable(registry.Agents()))+" turns as the run's tape, through tine's gateway, so it can be replayed (the real key stays with tine: see the README), and of the model APIs' turns (recorded, not replayed); or TINE_RECORD=1")
@@ -243,21 +246,14 @@ func parseSize(s string) (int64, error) {
 	return int64(n * float64(mult)), nil
 }
 
-// harnessFlag refuses a --harness that names no backend tine is built
-// with (harness/registry), as a usage error of command cmd, before
-// anything is opened; "" is the run's own.
-func harnessFlag(cmd, name string) error {
-	if name == "" {
-		return nil
-	}
+// harnessNames are the backends tine is built with (harness/registry):
+// what --harness takes.
+func harnessNames() []string {
 	var names []string
 	for _, a := range registry.Agents() {
-		if a.Name == name {
-			return nil
-		}
 		names = append(names, a.Name)
 	}
-	return usagef("%s: --harness: no harness %q (have: %s)", cmd, name, strings.Join(names, ", "))
+	return names
 }
 
 // stringList is a repeatable string flag.
