@@ -17,14 +17,7 @@ import (
 // cmdImage makes the images agents' forks run in on a Docker daemon
 // (--on docker).
 func cmdImage(ctx context.Context, e *env, args []string) error {
-	if len(args) == 0 || args[0] != "build" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			args = []string{"build", "--help"}
-		} else {
-			return usagef("image: the one subcommand is build (tine image build [AGENT] [--offline])")
-		}
-	}
-	f := newFlags(e, "image build", "[AGENT...] [--offline] [--tag NAME] [--on docker[:CONTEXT]]",
+	f := newFlags(e, "image", "build [AGENT...] [--offline] [--tag NAME] [--on docker[:CONTEXT]]",
 		"Make the image an agent's forks run in with --on docker: its pinned npm package and git\n"+
 			"on a Node base image, tagged tine/<agent>:latest. --offline (and a build that cannot pull\n"+
 			"its base image) assembles the image from the agent installed on this machine instead:\n"+
@@ -34,10 +27,14 @@ func cmdImage(ctx context.Context, e *env, args []string) error {
 	offline := f.Bool("offline", false, "assemble the image from this machine's installed agent; pull nothing")
 	tag := f.String("tag", "", "the image's `name` (default tine/<agent>:latest; one AGENT only)")
 	on := f.String("on", os.Getenv("TINE_ON"), "the Docker daemon: docker (DOCKER_HOST, or the current docker context) or docker:CONTEXT")
-	pos, err := f.parse(args[1:], 0, -1)
+	pos, err := f.parse(args, 1, -1)
 	if err != nil {
 		return err
 	}
+	if pos[0] != "build" {
+		return usagef("image: the one subcommand is build (tine image build [AGENT] [--offline]), not %q", pos[0])
+	}
+	pos = pos[1:]
 	if *tag != "" && len(pos) != 1 {
 		return usagef("image build: --tag names one image: give one AGENT")
 	}
