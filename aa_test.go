@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/model"
-	"tine/store"
 )
 
 // TestAARatesSumUpARunsReplays: the continuations of a run's replays whose
@@ -17,12 +16,8 @@ import (
 // (JSON and text); a replay not measured does not count.
 func TestAARatesSumUpARunsReplays(t *testing.T) {
 	t.Parallel()
-	db, id := importSeed(t)
-	ctx := context.Background()
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	parent, err := st.Run(ctx, id)
-	require.NoError(t, err)
+	db, st, parent := openSeed(t)
+	id, ctx := parent.ID, context.Background()
 	yes, no := true, false
 	for i, aa := range []*bool{&yes, &no, &yes, nil} {
 		fk := &model.Run{ParentID: id, TreeID: parent.TreeID, ForkAt: 6, Harness: "script", Status: model.Completed}

@@ -25,7 +25,7 @@ type comparedRunJS struct {
 	Error    string      `json:"error,omitempty"`
 	Steps    int         `json:"steps"`
 	Usage    model.Usage `json:"usage"`
-	CostUSD  float64     `json:"cost_usd"`
+	CostUSD  usd         `json:"cost_usd"`
 	Seconds  float64     `json:"seconds"`
 	Best     bool        `json:"best,omitempty"`
 	Why      string      `json:"best_reason,omitempty"`
@@ -85,7 +85,7 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff b
 		}
 		after := msgs[c.ForkPoint:]
 		cr := comparedRunJS{ID: r.ID, Name: r.Label(), Status: string(r.Status), Error: r.Error, Usage: r.Usage,
-			CostUSD: r.CostUSD, messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
+			CostUSD: usd(r.CostUSD), messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
 			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
 		if r.Worktree != "" && r.DiffBase() != "" {
 			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.DiffBase()); err != nil {
@@ -149,7 +149,7 @@ func writeComparison(w io.Writer, c comparison) {
 		}
 		fmt.Fprintf(w, "\n━━ %s  %s · %d %s · %d tokens", model.SafeText(r.Name), r.Status, r.Steps, steps, r.Usage.Total())
 		if r.CostUSD > 0 {
-			fmt.Fprintf(w, " · %s", costText(r.CostUSD))
+			fmt.Fprintf(w, " · %s", costText(float64(r.CostUSD)))
 		}
 		if r.Seconds > 0 {
 			fmt.Fprintf(w, " · %.1fs", r.Seconds)

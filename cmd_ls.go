@@ -32,7 +32,7 @@ type runJSON struct {
 	CreatedAt  time.Time   `json:"created_at"`
 	FinishedAt *time.Time  `json:"finished_at,omitempty"`
 	Usage      model.Usage `json:"usage"`
-	CostUSD    float64     `json:"cost_usd"`
+	CostUSD    usd         `json:"cost_usd"`
 	Hidden     bool        `json:"hidden,omitempty"`
 	SpawnedBy  string      `json:"spawned_by,omitempty"`
 	Best       bool        `json:"best,omitempty"`
@@ -93,7 +93,7 @@ func toRunJSON(r model.Run) runJSON {
 		ID: r.ID, Tree: r.TreeID, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Name: r.Name, Harness: r.Harness, NativeID: r.NativeID, Model: r.Model, Status: string(r.Status),
 		Error: r.Error, Messages: r.Len(), Title: r.Title, Cwd: r.Cwd, CreatedAt: r.CreatedAt,
-		Usage: r.Usage, CostUSD: r.CostUSD, Hidden: r.Hidden, SpawnedBy: r.SpawnedBy, Best: r.Best,
+		Usage: r.Usage, CostUSD: usd(r.CostUSD), Hidden: r.Hidden, SpawnedBy: r.SpawnedBy, Best: r.Best,
 		Worktree: r.Worktree, Branch: r.Branch, Handoff: r.Handoff, Check: toCheckJSON(r.Check),
 	}
 	if !r.FinishedAt.IsZero() {

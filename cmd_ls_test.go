@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/model"
 )
 
 // TestLsPutsAHiddenRunsForksInItsPlace: a run hidden by regenerating
@@ -37,4 +42,46 @@ func TestCostIsWrittenOneWay(t *testing.T) {
 	for usd, want := range map[float64]string{0: "-", 0.004: "<$0.01", 0.1234: "$0.12", 12.5: "$12.50", 250.4: "$250"} {
 		assert.Equal(t, want, costText(usd), "%v", usd)
 	}
+}
+
+// TestMoneyInJSONIsRounded: a cost summed in floating point (0.1 + 0.2)
+// prints as 0.3 in every JSON that carries money (ls, show, export,
+// compare, fork and run), not 0.30000000000000004.
+func TestMoneyInJSONIsRounded(t *testing.T) {
+	t.Parallel()
+	db, st, parent := openSeed(t)
+	id, ctx := parent.ID, context.Background()
+	a := &model.Run{ParentID: id, TreeID: parent.TreeID, ForkAt: 1, Name: "a", Harness: "script", Status: model.Completed}
+	b := &model.Run{ParentID: id, TreeID: parent.TreeID, ForkAt: 1, Name: "b", Harness: "script", Status: model.Completed}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{a, b}))
+	for _, f := range []*model.Run{a, b} {
+		require.NoError(t, st.AddCost(ctx, f.ID, 0.1))
+		require.NoError(t, st.AddCost(ctx, f.ID, 0.2))
+	}
+	tenth := 0.1
+	require.NoError(t, st.SetBudget(ctx, a.ID, model.Budget{USD: tenth + 0.2}))
+	fa, err := st.Run(ctx, a.ID)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.Equal(t, "0.30000000000000004", fmt.Sprint(fa.CostUSD), "the store holds the sum as summed")
+
+	outs := map[string]string{}
+	for what, args := range map[string][]string{
+		"ls":      {"ls", "--json"},
+		"show":    {"show", "a", "--json"},
+		"export":  {"export", "a"},
+		"compare": {"compare", "a", "b", "--json"},
+	} {
+		out, errOut, code := tine(t, db, args...)
+		require.Equal(t, 0, code, "%s: %s", what, errOut)
+		outs[what] = out
+	}
+	var fork bytes.Buffer
+	require.NoError(t, writeJSON(&fork, toForkJSON(fa)))
+	outs["fork"] = fork.String()
+	for what, out := range outs {
+		assert.NotContains(t, out, "0.30000000000000004", what)
+		assert.Regexp(t, `"cost_usd": 0.3[,\n]`, out, what)
+	}
+	assert.Contains(t, outs["fork"], `"max_cost_usd": 0.3`+"\n")
 }

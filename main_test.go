@@ -40,6 +40,18 @@ func importSeed(t *testing.T) (db, runID string) {
 	return db, sum.RunIDs[0]
 }
 
+// openSeed imports the seed example and opens the database: its path, the
+// store (the test closes it) and the seed's run.
+func openSeed(t *testing.T) (string, *store.Store, model.Run) {
+	t.Helper()
+	db, id := importSeed(t)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	r, err := st.Run(context.Background(), id)
+	require.NoError(t, err)
+	return db, st, r
+}
+
 func TestCheckpointsOfTheSeedExample(t *testing.T) {
 	db, id := importSeed(t)
 	out, _, code := tine(t, db, "checkpoints", id)

@@ -140,12 +140,8 @@ func TestCompareWithOneRunSaysWhatToCompare(t *testing.T) {
 // worktree and branch (not only the checkout it was made from), its base,
 // its check and why it is the best.
 func TestExportMarkdownSaysWhereAForkWorked(t *testing.T) {
-	db, id := importSeed(t)
-	ctx := context.Background()
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	root, err := st.Run(ctx, id)
-	require.NoError(t, err)
+	db, st, root := openSeed(t)
+	id, ctx := root.ID, context.Background()
 	fk := model.Run{ParentID: id, TreeID: root.TreeID, ForkAt: 6, Name: "good", Harness: "claude", Cwd: "/src/proj", Status: model.Completed}
 	require.NoError(t, st.CreateForks(ctx, []*model.Run{&fk}))
 	require.NoError(t, st.SetWorktree(ctx, fk.ID, "/data/worktrees/proj-1/main-fork-1", "main-fork-1", "0123456789abcdef", ""))

@@ -276,7 +276,7 @@ type forkJSON struct {
 	NativeID string      `json:"native_id"`
 	Messages int         `json:"messages"`
 	Usage    model.Usage `json:"usage"`
-	CostUSD  float64     `json:"cost_usd"`
+	CostUSD  usd         `json:"cost_usd"`
 	Error    string      `json:"error"`
 	Worktree string      `json:"worktree"`
 	Branch   string      `json:"branch"`
@@ -295,15 +295,15 @@ type forkJSON struct {
 
 // budgetJSON is a fork's budget; null when it was given none.
 type budgetJSON struct {
-	MaxTokens  int64   `json:"max_tokens,omitempty"`
-	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	MaxTokens  int64 `json:"max_tokens,omitempty"`
+	MaxCostUSD usd   `json:"max_cost_usd,omitempty"`
 }
 
 func toBudgetJSON(b model.Budget) *budgetJSON {
 	if b.IsZero() {
 		return nil
 	}
-	return &budgetJSON{MaxTokens: b.Tokens, MaxCostUSD: b.USD}
+	return &budgetJSON{MaxTokens: b.Tokens, MaxCostUSD: usd(b.USD)}
 }
 
 // checkJSON is a fork's best-of-N check; null when it was given none.
@@ -328,7 +328,7 @@ func toCheckJSON(c *model.Check) *checkJSON {
 func toForkJSON(r model.Run) forkJSON {
 	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
 		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
-		CostUSD: r.CostUSD, Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
+		CostUSD: usd(r.CostUSD), Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
 		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note,
 		Budget: toBudgetJSON(r.Budget), Place: placeName(r), Container: r.Container}
 }
