@@ -100,3 +100,16 @@ func TestPruneKeepsEveryBatchsBestAndAllWork(t *testing.T) {
 	assert.NoDirExists(t, forks["b1"].Worktree)
 	assert.Empty(t, gitIn(t, project, "branch", "--list", forks["b1"].Branch), "--force deletes the work and the branch")
 }
+
+// TestApplyingAForkAgainSaysItIsApplied: the second tine apply of a fork
+// says it is applied already, not that the checkout clashes with it.
+func TestApplyingAForkAgainSaysItIsApplied(t *testing.T) {
+	t.Parallel()
+	db, project, _ := agentForks(t, []string{"a"})
+	out, errOut, code := tine(t, db, "apply", "a")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "applied a into "+project)
+	_, errOut, code = tine(t, db, "apply", "a")
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "tine: a: not applied: it is applied already: the checkout "+project+" holds its changes (1 file)\n", errOut)
+}

@@ -499,7 +499,8 @@ func TestCompareAppliesTheFocusedFork(t *testing.T) {
 	assert.NotEqual(t, string(before), string(after))
 
 	d.keys("A", "y")
-	assert.Contains(t, d.plain(), "uncommitted changes to parser.go, table.go", "a second apply clashes: refused")
+	assert.Contains(t, d.plain(), "table: not applied: it is applied already: the checkout "+checkout+" holds its changes (2 files)",
+		"a second apply is refused as applied, not as a clash")
 }
 
 // TestCompareHeaderFitsAt80: at 80 columns the header keeps what the

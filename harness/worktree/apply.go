@@ -34,7 +34,8 @@ var ErrApply = errors.New("not applied")
 // was in start, the tree the fork started from, is no clash: those are
 // the changes the fork carried), when (to commit) it has anything staged
 // or git knows no committer, or when the patch does not apply cleanly
-// (naming the files). It returns the commit it made ("" for none).
+// (naming the files), or when the checkout holds the patch's changes
+// already (applied before). It returns the commit it made ("" for none).
 func Apply(ctx context.Context, dir, start string, patch []byte, files []FileStat, commitMsg string) (string, error) {
 	if len(files) == 0 || len(bytes.TrimSpace(patch)) == 0 {
 		return "", fmt.Errorf("%w: the fork changed no file", ErrApply)
@@ -42,6 +43,11 @@ func Apply(ctx context.Context, dir, start string, patch []byte, files []FileSta
 	top, _, err := topAndIndex(ctx, dir)
 	if err != nil {
 		return "", err
+	}
+	// A fork applied before: the checkout holds its changes (undoing them
+	// would apply), which is no clash of the checkout's own to report.
+	if _, err := (cmd{dir: top, stdin: bytes.NewReader(patch)}).run(ctx, "apply", "--whitespace=nowarn", "--reverse", "--check"); err == nil {
+		return "", fmt.Errorf("%w: it is applied already: the checkout %s holds its changes (%s)", ErrApply, top, plural(len(files), "file"))
 	}
 	status, err := cmd{dir: top}.run(ctx, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
 	if err != nil {

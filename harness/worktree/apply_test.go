@@ -69,6 +69,29 @@ func TestApplyCommits(t *testing.T) {
 	assert.Empty(t, gitT(t, repo, "status", "--porcelain"), "clean after the commit")
 }
 
+// TestApplyTwiceSaysItIsApplied: applying a fork a second time, after it
+// was applied as uncommitted changes or as a commit, says it is applied
+// already (not that the checkout clashes with it) and changes nothing.
+func TestApplyTwiceSaysItIsApplied(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{"", "Apply tine fork x"} {
+		repo := newRepo(t)
+		wt := forkWith(t, repo, func(dir string) {
+			write(t, filepath.Join(dir, "a.txt"), "alpha\nBETA\ngamma\n", 0o644)
+			write(t, filepath.Join(dir, "new.txt"), "fresh\n", 0o644)
+			require.NoError(t, os.Remove(filepath.Join(dir, "b.txt")))
+		})
+		_, err := apply(t, repo, wt, msg)
+		require.NoError(t, err)
+		before, head := files(t, repo), gitT(t, repo, "rev-parse", "HEAD")
+		_, err = apply(t, repo, wt, msg)
+		require.ErrorIs(t, err, ErrApply, "commit %q", msg)
+		assert.Equal(t, "not applied: it is applied already: the checkout "+repo+" holds its changes (3 files)", err.Error(), "commit %q", msg)
+		assert.Equal(t, before, files(t, repo))
+		assert.Equal(t, head, gitT(t, repo, "rev-parse", "HEAD"))
+	}
+}
+
 // TestApplyCarriedWorkIsNoClash: the checkout's uncommitted change the fork
 // carried and built on is no clash: it is what the fork started from.
 func TestApplyCarriedWorkIsNoClash(t *testing.T) {
