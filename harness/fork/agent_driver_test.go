@@ -332,7 +332,7 @@ func TestBestOfNByCheck(t *testing.T) {
 	require.NoError(t, err)
 	first := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "good-but-long"}}, nil)
 	assert.True(t, first[0].Best)
-	assert.Equal(t, "the only fork of 1 whose check passed", first[0].BestReason)
+	assert.Equal(t, "the only fork of 2 whose check passed (1 not checked)", first[0].BestReason, "counted in its batch of 2")
 	second := d.RunTurns(ctx, []fork.Turn{{RunID: forks[1].ID, Input: "good"}}, nil)
 	assert.True(t, second[0].Best)
 	assert.Equal(t, "2 passed; fewest tokens (405 vs 1305)", second[0].BestReason)

@@ -11,9 +11,10 @@ import (
 	"tine/model"
 )
 
-// PickBest chooses the best of runs by their checks: the highest score
-// (for an exit-status check, only forks that passed), then fewer tokens,
-// then less time. It returns "" when no run qualifies, with why.
+// PickBest chooses the best of runs, a whole batch, by their checks: the
+// highest score (for an exit-status check, only forks that passed), then
+// fewer tokens, then less time. It returns "" when no run qualifies, with
+// why; the reason counts the batch.
 func PickBest(runs []model.Run) (id, reason string) {
 	var cands []model.Run
 	checked := 0
@@ -59,8 +60,15 @@ func PickBest(runs []model.Run) (id, reason string) {
 		reason = fmt.Sprintf("the only score: %g", *best.Check.Score)
 	case best.Check.Number && *cands[1].Check.Score < *best.Check.Score:
 		reason = fmt.Sprintf("highest score: %g (next %g)", *best.Check.Score, *cands[1].Check.Score)
+	case len(cands) == 1 && len(runs) == 1:
+		reason = "its check passed"
 	case len(cands) == 1:
-		reason = fmt.Sprintf("the only fork of %d whose check passed", checked)
+		// Of the whole batch: a fork that failed, or whose turn has not
+		// run yet, was not checked, and is still one of the batch.
+		reason = fmt.Sprintf("the only fork of %d whose check passed", len(runs))
+		if checked < len(runs) {
+			reason += fmt.Sprintf(" (%d not checked)", len(runs)-checked)
+		}
 	case best.Usage.Total() < cands[1].Usage.Total():
 		reason = fmt.Sprintf("%d passed; fewest tokens (%d vs %d)", len(cands), best.Usage.Total(), cands[1].Usage.Total())
 	default:
