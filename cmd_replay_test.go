@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+	"tine/store"
 )
 
 // TestBackgroundReplayKeepsTheKeyOffItsCommandLine: `tine replay
@@ -27,4 +33,41 @@ func TestBackgroundReplayKeepsTheKeyOffItsCommandLine(t *testing.T) {
 		assert.Contains(t, cmd.Env, "OPENAI_API_KEY=sk-secret-1")
 		assert.Contains(t, cmd.Env, "ANTHROPIC_API_KEY=sk-secret-1")
 	}
+}
+
+// TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything: --base that
+// names no commit of the run's repository, or a recorded base it no
+// longer has, is refused, saying so, before any trial is made (no failed
+// run is left behind), as tine fork checks its arguments first.
+func TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything(t *testing.T) {
+	t.Parallel()
+	repo := filepath.Join(t.TempDir(), "project")
+	gitInit(t, repo)
+	db := filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	say := func(role model.Role, text string) model.Message {
+		return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}}
+	}
+	run := model.Run{Harness: "claude", NativeID: "11111111-2222-4333-8444-555555555555", Cwd: repo, Name: "rec"}
+	require.NoError(t, st.CreateRun(context.Background(), &run, []model.Message{say(model.User, "hi"), say(model.Assistant, "Hello.")}))
+	require.NoError(t, st.Close())
+
+	_, errOut, code := tine(t, db, "replay", "rec", "--at-step", "1", "--base", "HEAD~99", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "--base HEAD~99 is not a commit of "+repo)
+	// A recorded base the repository no longer has.
+	st, err = store.Open(db)
+	require.NoError(t, err)
+	require.NoError(t, st.SetWorktree(context.Background(), run.ID, "", "", "0123456789abcdef0123456789abcdef01234567", ""))
+	require.NoError(t, st.Close())
+	_, errOut, code = tine(t, db, "replay", "rec", "--at-step", "1", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "run rec's base commit 01234567 is not in "+repo+" any more; give the commit it started from with --base REV")
+	st, err = store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	runs, err := st.Runs(context.Background())
+	require.NoError(t, err)
+	assert.Len(t, runs, 1, "no trial was made")
 }

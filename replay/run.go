@@ -312,6 +312,18 @@ func (p *Replayer) load(ctx context.Context, spec Spec) (*source, error) {
 	if _, _, err := worktree.Repo(ctx, src.repo); src.repo == "" || err != nil {
 		src.repo = run.Cwd
 	}
+	// Checked before anything is made: a trial whose sandbox cannot be
+	// made would be a failed run left behind.
+	commit, err := worktree.BaseCommit(ctx, src.repo, src.base, src.start)
+	switch {
+	case errors.Is(err, worktree.ErrNoCommit) && spec.Base != "":
+		return nil, fmt.Errorf("--base %s is not a commit of %s", spec.Base, src.repo)
+	case errors.Is(err, worktree.ErrNoCommit):
+		return nil, fmt.Errorf("run %s's base commit %s is not in %s any more; give the commit it started from with --base REV", run.Label(), model.ShortID(src.base), src.repo)
+	case err != nil:
+		return nil, fmt.Errorf("the replay's sandbox cannot be made: %w", err)
+	}
+	src.base = commit
 	return src, nil
 }
 

@@ -24,18 +24,9 @@ func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error)
 	if err != nil {
 		return Worktree{}, err
 	}
-	head, err := git(ctx, src.top, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	head, tree, start, err := resolveBase(ctx, src.top, base, start)
 	if err != nil {
-		return Worktree{}, fmt.Errorf("worktree: %s is not a commit of %s", base, src.top)
-	}
-	tree, err := git(ctx, src.top, "rev-parse", "--verify", "--quiet", head+"^{tree}")
-	if err != nil {
-		return Worktree{}, fmt.Errorf("worktree: %w", err)
-	}
-	if start == "" {
-		start = tree
-	} else if _, err := git(ctx, src.top, "cat-file", "-e", start+"^{tree}"); err != nil {
-		return Worktree{}, fmt.Errorf("worktree: the tree the run started with (%s) is not in %s any more", short(start), src.top)
+		return Worktree{}, err
 	}
 	parent := s.Branch
 	if parent == "" {
@@ -60,6 +51,53 @@ func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error)
 		wt.Carried, _ = countChanged(ctx, src.top, tree, start)
 	}
 	return wt, nil
+}
+
+// ErrNoCommit: a revision names no commit of the repository (a
+// *NoCommitError says which).
+var ErrNoCommit = errors.New("no such commit")
+
+// NoCommitError is a revision Rev that names no commit of the repository
+// at Top. It is ErrNoCommit.
+type NoCommitError struct{ Rev, Top string }
+
+func (e *NoCommitError) Error() string {
+	return fmt.Sprintf("worktree: %s is not a commit of %s", e.Rev, e.Top)
+}
+
+// Is makes errors.Is(err, ErrNoCommit) hold.
+func (e *NoCommitError) Is(target error) bool { return target == ErrNoCommit }
+
+// BaseCommit checks what CreateAt needs of dir's repository before
+// anything is made: that base names a commit (else a *NoCommitError) and
+// start ("" for base's own files) a tree of it. It returns base's commit.
+func BaseCommit(ctx context.Context, dir, base, start string) (string, error) {
+	top, _, err := Repo(ctx, dir)
+	if err != nil {
+		return "", err
+	}
+	head, _, _, err := resolveBase(ctx, top, base, start)
+	return head, err
+}
+
+// resolveBase is base's commit and tree in the repository at top, and
+// the tree a worktree at base starts with: start, or base's own tree.
+func resolveBase(ctx context.Context, top, base, start string) (head, tree, starts string, err error) {
+	head, err = git(ctx, top, "rev-parse", "--verify", "--quiet", "--end-of-options", base+"^{commit}")
+	if err != nil {
+		return "", "", "", &NoCommitError{Rev: base, Top: top}
+	}
+	tree, err = git(ctx, top, "rev-parse", "--verify", "--quiet", head+"^{tree}")
+	if err != nil {
+		return "", "", "", fmt.Errorf("worktree: %w", err)
+	}
+	if start == "" {
+		return head, tree, tree, nil
+	}
+	if _, err := git(ctx, top, "cat-file", "-e", start+"^{tree}"); err != nil {
+		return "", "", "", fmt.Errorf("worktree: the tree the run started with (%s) is not in %s any more", short(start), top)
+	}
+	return head, tree, start, nil
 }
 
 // Tree is the git tree of the files in dir's work tree now (tracked and
