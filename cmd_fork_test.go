@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"tine/model"
 )
 
 // forkCount is how many forks db holds.
@@ -36,6 +38,9 @@ func TestForkUsageErrorsMakeNothing(t *testing.T) {
 		{[]string{"-n", "0", "-m", "go"}, "-n is how many forks: 1 to 10, not 0"},
 		{[]string{"-n", "11"}, "-n is how many forks: 1 to 10, not 11"},
 		{[]string{"-n", "-1"}, "-n is how many forks: 1 to 10, not -1"},
+		// The seed's id as tine ls shows it: show, apply and worktree rm of
+		// it would then act on the fork.
+		{[]string{"--name", model.ShortID(id)}, `the name "` + model.ShortID(id) + `" looks like a run id`},
 	} {
 		args := append([]string{"fork", id, "--harness", "script", "--wait"}, tc.args...)
 		_, errOut, code := tine(t, db, args...)
@@ -50,6 +55,13 @@ func TestForkUsageErrorsMakeNothing(t *testing.T) {
 	_, errOut, code = tine(t, db, "fork", id, "--harness", "script", "--name", "taken")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `a run named "taken" exists already`)
+	// The start of the seed's id, shorter than ls shows it.
+	_, errOut, code = tine(t, db, "fork", id, "--harness", "script", "--name", id[:5])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `the name "`+id[:5]+`" is the start of run `+model.ShortID(id)+`'s id`)
+	out, errOut, code := tine(t, db, "show", model.ShortID(id), "--json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, `"id": "`+id+`"`, "the short id still means the seed")
 }
 
 // Forks started at once by several tine processes get names of their own,

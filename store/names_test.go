@@ -102,3 +102,65 @@ func openBefore(t *testing.T, suffix string) (*sql.DB, string) {
 	require.True(t, found, "no migration *%s", suffix)
 	return raw, path
 }
+
+// A name commands would take for a run's id is refused (issue 27, item 7:
+// a fork named another run's id as tine ls shows it took that id's place
+// in show, apply and worktree rm): one that looks like an id (8 or more
+// hex digits), whether or not a run has it, and one of 4 or more that is
+// the start of another run's id. A shorter one ("a") is a name first. A
+// name given before the rule that is another run's id as ls shows it is
+// ambiguous to Resolve, never taken for the wrong run.
+func TestNamesThatReadAsRunIDsAreRefused(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	mk := func(id string) model.Run {
+		r := model.Run{ID: id}
+		require.NoError(t, s.CreateRun(ctx, &r, nil))
+		return r
+	}
+	root := mk("0a1b2c3d4e5f6071")
+	other := mk("c0ffee0000000001")
+	likeID := func(err error, name, id string) {
+		t.Helper()
+		require.ErrorIs(t, err, model.ErrNameLikeID, name)
+		var e *model.NameLikeIDError
+		require.True(t, errors.As(err, &e))
+		assert.Equal(t, model.NameLikeIDError{Name: name, ID: id}, *e)
+	}
+	fork := func(name string) error {
+		return s.CreateForks(ctx, []*model.Run{{ParentID: root.ID, ForkAt: 0, Name: name}})
+	}
+	likeID(fork("c0ffee00"), "c0ffee00", "")                 // another run's id as ls shows it
+	likeID(fork("deadbeef"), "deadbeef", "")                 // no run's id yet: one may start so later
+	likeID(fork("c0ffee0000000001"), "c0ffee0000000001", "") // a whole id
+	likeID(fork("c0ff"), "c0ff", other.ID)                   // the start of one
+	likeID(s.SetName(ctx, other.ID, "0a1b2c3d"), "0a1b2c3d", "")
+	likeID(s.SetName(ctx, other.ID, "0a1b"), "0a1b", root.ID)
+	assert.Equal(t, 2, count(t, s, "runs"), "nothing was written")
+	assert.Contains(t, fork("c0ffee00").Error(), `the name "c0ffee00" looks like a run id (8 or more of 0-9 and a-f, as tine ls shows ids)`)
+	assert.Contains(t, fork("c0ff").Error(), `the name "c0ff" is the start of run c0ffee00's id`)
+
+	// Names that are not ids, or too short to be taken for one, are names.
+	for _, name := range []string{"c0", "c0f", "bad1", "C0FFEE00", "c0ffee-1", "c0ffee0g"} {
+		require.NoError(t, fork(name), name)
+		r, err := s.Resolve(ctx, name)
+		require.NoError(t, err)
+		assert.Equal(t, name, r.Name)
+	}
+	require.NoError(t, s.SetName(ctx, other.ID, "c0ff-ee"), "its own name")
+
+	// A name given before the rule, that another run's id starts with.
+	_, err := s.w.ExecContext(ctx, `UPDATE runs SET name = 'c0ffee00' WHERE id = ?`, root.ID)
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, "c0ffee00")
+	require.ErrorIs(t, err, ErrAmbiguous)
+	assert.Equal(t, `run "c0ffee00" is ambiguous: it is the name of run 0a1b2c3d4e5f6071 and the start of run c0ffee0000000001's id: say the whole id`, err.Error())
+	r, err := s.Resolve(ctx, "c0ffee0000000001")
+	require.NoError(t, err)
+	assert.Equal(t, other.ID, r.ID, "the whole id says which")
+	_, err = s.w.ExecContext(ctx, `UPDATE runs SET name = 'deadbeef' WHERE id = ?`, root.ID)
+	require.NoError(t, err)
+	r, err = s.Resolve(ctx, "deadbeef")
+	require.NoError(t, err)
+	assert.Equal(t, root.ID, r.ID, "no id starts so: the name")
+}

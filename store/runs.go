@@ -464,13 +464,33 @@ func (s *Store) SetName(ctx context.Context, id, name string) error {
 	return nil
 }
 
+// minIDPrefix is the shortest name checked against the runs' ids: a
+// shorter one ("a", "b1") is a name first to Resolve, and would be the
+// start of some id in most stores.
+const minIDPrefix = 4
+
 // nameFree reports, inside the write transaction that gives run id the
-// name, a name another run has (model.NameTakenError): names say which run
-// a command means. Write transactions run one at a time, so what it sees
-// holds until the commit; the unique index on names backs it.
+// name, a name another run has (model.NameTakenError), or one commands
+// would take for a run's id (model.NameLikeIDError): it looks like one, or
+// it is the start of another run's id: names say which run a command
+// means. Write transactions run one at a time, so what it sees holds until
+// the commit; the unique index on names backs it.
 func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
 	if name == "" {
 		return nil
+	}
+	if model.LooksLikeID(name) {
+		return &model.NameLikeIDError{Name: name}
+	}
+	if len(name) >= minIDPrefix && model.IsHex(name) {
+		var other string
+		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE id GLOB ? AND id != ? LIMIT 1`, name+"*", id).Scan(&other)
+		if err == nil {
+			return &model.NameLikeIDError{Name: name, ID: other}
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
 	}
 	var taken bool
 	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE name = ? AND id != ?)`, name, id).Scan(&taken)
@@ -560,7 +580,14 @@ func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
 		return r, err
 	}
 	// Names come before prefixes: a fork named "a" must not lose to every id
-	// that starts with "a".
+	// that starts with "a". But a ref that reads as an id as tine shows it
+	// (model.LooksLikeID), which no name may be now, and which a name
+	// given before that rule may be, is ambiguous when it is both.
+	if model.LooksLikeID(ref) {
+		if err := s.nameOrID(ctx, ref); err != nil {
+			return model.Run{}, err
+		}
+	}
 	type lookup struct{ what, where, arg string }
 	levels := []lookup{
 		{"name", `r.name = ?`, ref},
@@ -598,6 +625,21 @@ func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
 		return model.Run{}, fmt.Errorf("run %q is %w: it matches the %s of %s", ref, ErrAmbiguous, l.what, b.String())
 	}
 	return model.Run{}, fmt.Errorf("run %q: %w", ref, ErrNotFound)
+}
+
+// nameOrID refuses ref when it is one run's name and the start of another
+// run's id, saying both.
+func (s *Store) nameOrID(ctx context.Context, ref string) error {
+	named, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.name = ? LIMIT 1`, ref)
+	if err != nil || len(named) == 0 {
+		return err
+	}
+	byID, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id GLOB ? AND r.id != ? ORDER BY r.created_at, r.id LIMIT 1`, ref+"*", named[0].ID)
+	if err != nil || len(byID) == 0 {
+		return err
+	}
+	return fmt.Errorf("run %q is %w: it is the name of run %s and the start of run %s's id: say the whole id",
+		ref, ErrAmbiguous, named[0].ID, byID[0].ID)
 }
 
 // Runs returns every run, hidden ones included, oldest first.

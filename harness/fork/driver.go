@@ -317,13 +317,18 @@ func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*mod
 	}
 }
 
-// CheckNames refuses fork names that are empty or given twice: a name
-// says which run a command means, so each names one.
+// CheckNames refuses fork names that are empty, given twice, or look like
+// a run id: a name says which run a command means, so each names one, and
+// never another run by its id (the store also refuses the start of an
+// existing run's id).
 func CheckNames(names []string) error {
 	seen := map[string]bool{}
 	for _, n := range names {
 		if strings.TrimSpace(n) == "" {
 			return errors.New("a fork's name cannot be empty")
+		}
+		if model.LooksLikeID(n) {
+			return &model.NameLikeIDError{Name: n}
 		}
 		if seen[n] {
 			return fmt.Errorf("the name %q is given twice: each fork needs a name of its own", n)
