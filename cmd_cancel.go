@@ -16,7 +16,7 @@ func cmdCancel(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return err
 	}

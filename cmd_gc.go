@@ -42,7 +42,11 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return usagef("gc: --tapes-older-than: %v", err)
 	}
-	st, err := e.open()
+	open := e.openToWrite
+	if *dry {
+		open = e.open
+	}
+	st, err := open()
 	if err != nil {
 		return err
 	}

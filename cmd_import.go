@@ -115,7 +115,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 // (a summary a line with --json). A file it cannot read is said once;
 // a failing database stops it.
 func watchImports(ctx context.Context, e *env, discover func() ([]importer.Found, error), asJSON bool) error {
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ var storeImports atomic.Int64
 // it (store.SaveScan).
 func importStore(ctx context.Context, e *env, dbPath string, files []importer.Found, format string, asJSON bool) (importer.Summary, error) {
 	storeImports.Add(1)
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return importer.Summary{}, err
 	}

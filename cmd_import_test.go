@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness/importer"
+	"tine/model"
 	"tine/store"
 )
 
@@ -107,21 +108,11 @@ func TestImportIntoADamagedDatabase(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "base.db")
 	_, errOut, code := tine(t, base, "import", "testdata/openai/seed-example.json")
 	require.Equal(t, 0, code, errOut)
-	clean, err := os.ReadFile(base)
-	require.NoError(t, err)
-	const page = 4096
 	failed := 0
-	for p := 1; p*page < len(clean); p++ {
-		data := append([]byte(nil), clean...)
-		for i := p * page; i < (p+1)*page && i < len(data); i++ {
-			data[i] = byte(i*7 + p)
-		}
-		db := filepath.Join(t.TempDir(), "t.db")
-		require.NoError(t, os.WriteFile(db, data, 0o600))
-
+	eachPageDamaged(t, base, func(p int, db string) {
 		out, errOut, code := tine(t, db, "import", "testdata/openai")
 		if code == 0 {
-			continue
+			return
 		}
 		failed++
 		assert.Equal(t, 1, code, "page %d", p)
@@ -129,8 +120,69 @@ func TestImportIntoADamagedDatabase(t *testing.T) {
 		assert.Len(t, lines, 1, "page %d: one line: %s", p, errOut)
 		assert.Contains(t, errOut, "malformed", "page %d", p)
 		assert.NotContains(t, out, "No .jsonl or .json files there", "page %d: stopped, not empty", p)
-	}
+	})
 	assert.Positive(t, failed, "some damage is noticed")
+}
+
+// eachPageDamaged calls fn with a copy of the database base (closed) for
+// each of its pages but the first, that page overwritten.
+func eachPageDamaged(t *testing.T, base string, fn func(page int, db string)) {
+	t.Helper()
+	clean, err := os.ReadFile(base)
+	require.NoError(t, err)
+	const size = 4096
+	for p := 1; p*size < len(clean); p++ {
+		data := append([]byte(nil), clean...)
+		for i := p * size; i < (p+1)*size && i < len(data); i++ {
+			data[i] = byte(i*7 + p)
+		}
+		db := filepath.Join(t.TempDir(), "t.db")
+		require.NoError(t, os.WriteFile(db, data, 0o600))
+		fn(p, db)
+	}
+}
+
+// TestEveryWriteRefusesADatabaseFoundDamaged (issue 27, item 5): once a
+// command has found the file damaged (show, reading a damaged page), every
+// command that writes refuses it with the same line, exit status 1,
+// before it does anything (an import touching other pages wrote on and
+// exited 0; prune would remove a worktree it could not then record), while
+// ls still reads it. Each page is damaged in turn.
+func TestEveryWriteRefusesADatabaseFoundDamaged(t *testing.T) {
+	t.Parallel()
+	base, _, forks := agentForks(t, []string{"a"})
+	id, wt := forks["a"].ParentID, forks["a"].Worktree
+	found := 0
+	eachPageDamaged(t, base, func(p int, db string) {
+		_, said, code := tine(t, db, "show", id)
+		if code == 0 || !strings.Contains(said, "the database file is damaged") {
+			return
+		}
+		found++
+		said = strings.TrimPrefix(said[strings.Index(said, "the database file is damaged"):], "\n")
+		for _, args := range [][]string{
+			{"import", "testdata/openai/chat.jsonl"},
+			{"fork", id, "--harness", "script"},
+			{"gc"},
+			{"worktree", "prune"},
+		} {
+			_, errOut, code := tine(t, db, args...)
+			assert.Equal(t, 1, code, "page %d: %v", p, args)
+			assert.True(t, strings.HasSuffix(errOut, said), "page %d: %v: %q, not %q", p, args, errOut, said)
+		}
+		st, err := store.Open(db)
+		require.NoError(t, err)
+		runs, err := st.Runs(context.Background())
+		st.Close()
+		if err == nil {
+			assert.Len(t, runs, 2, "page %d: nothing was written", p)
+			out, errOut, code := tine(t, db, "ls")
+			assert.Equal(t, 0, code, "page %d: ls reads what it can: %s", p, errOut)
+			assert.Contains(t, out, model.ShortID(id))
+		}
+		assert.FileExists(t, filepath.Join(wt, "out-a.txt"), "page %d: the worktree stays", p)
+	})
+	assert.Positive(t, found, "some damage is found by show")
 }
 
 // TestReimportOfUnchangedFilesSkipsTheStore: a second import of the same

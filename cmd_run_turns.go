@@ -33,7 +33,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
 		return fmt.Errorf("run-turns: reading its turns: %w", err)
 	}
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 	if sub == "" {
 		return usagef("worktree: say rm RUN... or prune (see tine worktree --help)")
 	}
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,22 @@ func (e *env) open() (*store.Store, error) {
 	return st, nil
 }
 
+// openToWrite opens the store for a command that writes to it: one that
+// cannot be written (store.Writable: the file is damaged) is refused
+// before the command does anything, saying why, as every writing command
+// refuses it.
+func (e *env) openToWrite() (*store.Store, error) {
+	st, err := e.open()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Writable(); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
 // missingDir is the outermost folder of dir that does not exist, "" when
 // dir does.
 func missingDir(dir string) string {

@@ -44,7 +44,7 @@ func (t *turnFlags) register(f *flags) {
 // open opens the store, resolves ref and makes the driver the flags ask
 // for; the caller closes the store.
 func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *fork.Driver, error) {
-	st, err := e.open()
+	st, err := e.openToWrite()
 	if err != nil {
 		return nil, model.Run{}, nil, err
 	}

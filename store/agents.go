@@ -155,6 +155,11 @@ type orphan struct {
 // most then only write (an import), so a second connection, which parses
 // the whole schema again, would be opened for these queries.
 func (s *Store) ReapOrphans(ctx context.Context) (int, error) {
+	if s.Writable() != nil {
+		// It could not record what it stopped: a store that cannot be
+		// written reaps nothing, and kills nothing.
+		return 0, nil
+	}
 	// Two queries, each on its partial index: this runs at every open.
 	var dead []orphan
 	for _, q := range []string{

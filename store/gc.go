@@ -76,6 +76,9 @@ func (s *Store) Worktrees(ctx context.Context) (map[string]bool, error) {
 // holds the database open in a transaction (the TUI reading, say): the
 // space is then freed by a later gc.
 func (s *Store) Compact(ctx context.Context) error {
+	if err := s.Writable(); err != nil {
+		return err
+	}
 	s.ckpt.mu.Lock()
 	defer s.ckpt.mu.Unlock()
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {

@@ -47,13 +47,19 @@ func stateOf(path string) (dbState, bool) {
 	if _, err := os.Lstat(path + "-wal"); !errors.Is(err, os.ErrNotExist) {
 		return dbState{}, false
 	}
+	st, err := fileState(path)
+	return st, err == nil
+}
+
+// fileState reads the file's state, log or not.
+func fileState(path string) (dbState, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return dbState{}, false
+		return dbState{}, err
 	}
 	st := dbState{size: info.Size(), mtime: info.ModTime().UnixNano()}
 	st.ino, st.ctime = inodeAndCtime(info)
-	return st, true
+	return st, nil
 }
 
 // SaveScan writes the scan file of the database at path, holding sources,
@@ -70,25 +76,35 @@ func SaveScan(path string, sources map[string]model.Source) error {
 		}
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tine-scan-*")
+	return replaceFile(scan, encodeScan(st, sources))
+}
+
+// replaceFile writes data to path through a file beside it renamed over
+// it, so a reader never sees half of it.
+func replaceFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(encodeScan(st, sources)); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), scan)
+	return os.Rename(tmp.Name(), path)
 }
 
 // LoadScan reads the scan file of the database at path: each imported
 // file's size and time by path. ok is false when there is none, it cannot
-// be read, or the database changed since it was written.
+// be read, the database changed since it was written, or a tine found it
+// damaged.
 func LoadScan(path string) (map[string]model.Source, bool) {
+	if _, err := os.Lstat(damagedPath(path)); err == nil {
+		return nil, false // found damaged: the store, opened, says so
+	}
 	data, err := os.ReadFile(ScanPath(path))
 	if err != nil {
 		return nil, false

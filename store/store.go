@@ -113,7 +113,13 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
-	if err := retryBusy(func() error { return migrate(context.Background(), w) }); err != nil {
+	// A file a tine found damaged before is read, never written: not even
+	// to migrate it.
+	var noWrite error
+	if d := recallDamage(context.Background(), abs, w); d != nil {
+		noWrite = d
+	}
+	if err := retryBusy(func() error { return migrate(context.Background(), w, noWrite) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -131,7 +137,11 @@ func Open(path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(readConns)
 	r.SetMaxIdleConns(readConns)
-	return &Store{path: abs, w: w, r: r, ckpt: newCheckpointer(dsn(abs, false))}, nil
+	s := &Store{path: abs, w: w, r: r, ckpt: newCheckpointer(dsn(abs, false))}
+	if d, ok := noWrite.(*damagedError); ok {
+		s.damaged.Store(d)
+	}
+	return s, nil
 }
 
 // Path is the absolute path of the database file.
@@ -251,8 +261,9 @@ func SchemaVersion() int {
 }
 
 // migrate applies every migration newer than the file's user_version, each
-// in its own transaction.
-func migrate(ctx context.Context, db *sql.DB) error {
+// in its own transaction. With noWrite (why the file cannot be written)
+// it applies none, and a file older than this tine is refused with it.
+func migrate(ctx context.Context, db *sql.DB, noWrite error) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -264,6 +275,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if v > len(ms) {
 		return fmt.Errorf("%w: the file is at schema version %d, this tine knows up to %d; upgrade tine",
 			ErrSchemaTooNew, v, len(ms))
+	}
+	if noWrite != nil && v < len(ms) {
+		return fmt.Errorf("%w; and its schema (version %d) is older than this tine's (%d), which it cannot upgrade without writing", noWrite, v, len(ms))
 	}
 	for _, m := range ms[v:] {
 		if err := applyMigration(ctx, db, m); err != nil {
