@@ -95,7 +95,7 @@ func (e *env) open() (*store.Store, error) {
 }
 
 // openToWrite opens the store for a command that writes to it: one that
-// cannot be written (store.Writable: the file is damaged) is refused
+// cannot be written (store.Writable: read-only to this user, or damaged) is refused
 // before the command does anything, saying why, as every writing command
 // refuses it.
 func (e *env) openToWrite() (*store.Store, error) {

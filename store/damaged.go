@@ -41,7 +41,7 @@ func (e *damagedError) Unwrap() []error { return []error{ErrDamaged, e.cause} }
 
 // damage records that err, from a statement on this store, says the file
 // is malformed, and returns the error to report: the damaged error then,
-// else err. Every later write is refused (refuseDamaged).
+// else err. Every later write is refused (Writable).
 func (s *Store) damage(err error) error {
 	if err == nil || !isMalformed(err) {
 		return err
@@ -51,20 +51,22 @@ func (s *Store) damage(err error) error {
 		return err
 	}
 	d = &damagedError{cause: err}
-	if s.damaged.CompareAndSwap(nil, d) {
+	// A store that only reads leaves no mark: what it read as an
+	// immutable file may have been folded into meanwhile (openReadOnly).
+	if s.damaged.CompareAndSwap(nil, d) && s.readOnly == nil {
 		markDamaged(s.path, d) // best effort: the error is said anyway
 	}
 	return d
 }
 
-// Writable says why nothing can be written to the store (the file is
-// damaged: ErrDamaged), or nil. A command that writes asks before it does
-// anything, so that it refuses whole, the same way every time.
-func (s *Store) Writable() error { return s.refuseDamaged() }
-
-// refuseDamaged returns the damaged error once the file reported itself
-// malformed, else nil.
-func (s *Store) refuseDamaged() error {
+// Writable says why nothing can be written to the store (this process
+// cannot write the file: ErrReadOnly; the file is damaged: ErrDamaged),
+// or nil. A command that writes asks before it does anything, so that it
+// refuses whole, the same way every time.
+func (s *Store) Writable() error {
+	if s.readOnly != nil {
+		return s.readOnly
+	}
 	if d := s.damaged.Load(); d != nil {
 		return d
 	}

@@ -57,6 +57,9 @@ type Store struct {
 	// damaged holds the error with which the file first reported itself
 	// malformed; from then on every write is refused (ErrDamaged).
 	damaged damagedState
+	// readOnly says why this process cannot write the file, which it then
+	// only reads (ErrReadOnly); nil when it can.
+	readOnly error
 	// drivenStmt asks DrivenRun's question, prepared on r the first time.
 	drivenOnce sync.Once
 	drivenStmt *sql.Stmt
@@ -108,39 +111,55 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 
-	w, err := sql.Open("sqlite", dsn(abs, false))
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	w.SetMaxOpenConns(1)
-	// A file a tine found damaged before is read, never written: not even
-	// to migrate it.
-	var noWrite error
-	if d := recallDamage(context.Background(), abs, w); d != nil {
-		noWrite = d
-	}
-	if err := retryBusy(func() error { return migrate(context.Background(), w, noWrite) }); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	if created {
-		if err := os.Chmod(abs, 0o600); err != nil {
+	s := &Store{path: abs, ckpt: newCheckpointer(dsn(abs, false)), readOnly: unwritable(abs)}
+	if s.readOnly == nil {
+		w, err := sql.Open("sqlite", dsn(abs, false))
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		w.SetMaxOpenConns(1)
+		// A file a tine found damaged before is read, never written: not
+		// even to migrate it.
+		var noWrite error
+		d := recallDamage(context.Background(), abs, w)
+		if d != nil {
+			noWrite = d
+		}
+		err = retryBusy(func() error { return migrate(context.Background(), w, noWrite) })
+		if isReadOnly(err) {
+			// SQLite cannot write it (its folder cannot take the log, say):
+			// read it as a file this process cannot write.
+			s.readOnly = &readOnlyError{path: abs, cause: err}
 			w.Close()
+		} else if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		} else {
+			s.w = w
+			if d != nil {
+				s.damaged.Store(d)
+			}
+		}
+	}
+	if created && s.readOnly == nil {
+		if err := os.Chmod(abs, 0o600); err != nil {
+			s.w.Close()
 			return nil, fmt.Errorf("open database: %w", err)
 		}
 	}
-
-	r, err := sql.Open("sqlite", dsn(abs, true))
+	rdsn := dsn(abs, true)
+	if s.readOnly != nil {
+		if s.w, rdsn, err = openReadOnly(abs, s.readOnly); err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+	}
+	s.r, err = sql.Open("sqlite", rdsn)
 	if err != nil {
-		w.Close()
+		s.w.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
-	s := &Store{path: abs, w: w, r: r, ckpt: newCheckpointer(dsn(abs, false))}
-	if d, ok := noWrite.(*damagedError); ok {
-		s.damaged.Store(d)
-	}
+	s.r.SetMaxOpenConns(readConns)
+	s.r.SetMaxIdleConns(readConns)
 	return s, nil
 }
 
@@ -191,8 +210,14 @@ func createPrivate(path string) (bool, error) {
 }
 
 // dsn builds the file: URI the driver opens; the path is escaped so that
-// characters like '?' or '#' in it stay part of the name.
+// characters like '?' or '#' in it stay part of the name. readOnly is for
+// the reading connections of a file this process writes too.
 func dsn(path string, readOnly bool) string {
+	return fileURI(path, dsnQuery(readOnly))
+}
+
+// dsnQuery is the query of dsn's URI.
+func dsnQuery(readOnly bool) url.Values {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "foreign_keys(1)")
@@ -208,6 +233,10 @@ func dsn(path string, readOnly bool) string {
 		// of upgrading a read lock mid-transaction, which fails at once.
 		q.Set("_txlock", "immediate")
 	}
+	return q
+}
+
+func fileURI(path string, q url.Values) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
 	return u.String()
 }
@@ -368,10 +397,10 @@ func dedupeNames(ctx context.Context, tx *sql.Tx) error {
 	return nil
 }
 
-// write runs fn in one write transaction. Once the file has reported
-// itself malformed, it refuses to (ErrDamaged).
+// write runs fn in one write transaction. It refuses to when the file
+// cannot be written (Writable: read-only, or damaged).
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	if err := s.refuseDamaged(); err != nil {
+	if err := s.Writable(); err != nil {
 		return err
 	}
 	tx, err := s.w.BeginTx(ctx, nil)
