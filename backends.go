@@ -51,6 +51,12 @@ func defaultFolders() string {
 // harness so a person can watch), the permission policy, the check's
 // timeout, and whether model calls are recorded. Agent forks' worktrees
 // live next to the database, in tine's data dir.
+// worktreesOf is where the forks of st's runs get their worktrees: beside
+// the database, as private as it is.
+func worktreesOf(st *store.Store) string {
+	return filepath.Join(filepath.Dir(st.Path()), "worktrees")
+}
+
 func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.Driver, error) {
 	if ag.demo {
 		return demoDriver(st), nil
@@ -60,8 +66,7 @@ func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.
 	if err != nil {
 		return nil, usageError{msg: err.Error()}
 	}
-	d := &fork.Driver{Store: st, Permissions: p, CheckTimeout: ag.checkTimeout,
-		WorktreeRoot: filepath.Join(filepath.Dir(st.Path()), "worktrees")}
+	d := &fork.Driver{Store: st, Permissions: p, CheckTimeout: ag.checkTimeout, WorktreeRoot: worktreesOf(st)}
 	setup := harness.Setup{BaseURL: api.baseURL, APIKey: api.apiKey, Paced: paced}
 	var rec *recorder
 	if ag.record {

@@ -17,11 +17,14 @@ import (
 type gcJSON struct {
 	DryRun bool `json:"dry_run"`
 	// Tapes are the runs whose tapes were (or would be) removed.
-	Tapes      []string `json:"tapes"`
-	TapeSteps  int      `json:"tape_steps"`
-	TapeBytes  int64    `json:"tape_bytes"`
-	Worktrees  []string `json:"worktrees"`
-	Kept       []string `json:"kept"` // worktrees of runs that are gone, kept for their uncommitted work
+	Tapes     []string `json:"tapes"`
+	TapeSteps int      `json:"tape_steps"`
+	TapeBytes int64    `json:"tape_bytes"`
+	Worktrees []string `json:"worktrees"`
+	Kept      []string `json:"kept"` // worktrees of runs that are gone, kept for their uncommitted work
+	// Recent are worktrees no run holds yet, made too lately to tell
+	// from one a fork is being given (worktree.Settle): left alone.
+	Recent     []string `json:"recent"`
 	BytesFreed int64    `json:"bytes_freed"`
 	Note       string   `json:"note,omitempty"`
 }
@@ -51,7 +54,7 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	out := gcJSON{DryRun: *dry, Tapes: []string{}, Worktrees: []string{}, Kept: []string{}}
+	out := gcJSON{DryRun: *dry, Tapes: []string{}, Worktrees: []string{}, Kept: []string{}, Recent: []string{}}
 	tapes, err := st.OldTapes(ctx, time.Now().Add(-age))
 	if err != nil {
 		return err
@@ -61,12 +64,42 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		out.TapeSteps += t.Steps
 		out.TapeBytes += t.Bytes
 	}
+	// Another gc, or a prune, removing worktrees waits (and this one for
+	// it), so that two never remove one worktree.
+	root := worktreesOf(st)
+	unlock, err := worktree.LockRoot(ctx, root)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	// A fork's worktree is made before its run records it: one made too
+	// lately to tell from such a one is left alone, and which runs hold
+	// one is read after the folders are, so a worktree recorded meanwhile
+	// is held.
+	var dirs []string
+	found, _ := filepath.Glob(filepath.Join(root, "*", "*"))
+	for _, d := range found {
+		made, ok := worktree.Made(d)
+		switch {
+		case !ok:
+			// Being added by git now, or no worktree of tine's.
+		case time.Since(made) < worktree.Settle:
+			out.Recent = append(out.Recent, d)
+		default:
+			dirs = append(dirs, d)
+		}
+	}
 	held, err := st.Worktrees(ctx)
 	if err != nil {
 		return err
 	}
-	root := filepath.Join(filepath.Dir(st.Path()), "worktrees")
-	dirs, _ := filepath.Glob(filepath.Join(root, "*", "*"))
+	recent := out.Recent[:0]
+	for _, d := range out.Recent {
+		if !held[d] {
+			recent = append(recent, d)
+		}
+	}
+	out.Recent = recent
 	for _, d := range dirs {
 		if info, err := os.Stat(d); err != nil || !info.IsDir() || held[d] {
 			continue
@@ -112,6 +145,10 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 	}
 	for _, d := range out.Kept {
 		fmt.Fprintf(e.stdout, "kept %s: its run is gone, but it holds uncommitted work (remove it by hand when it is not needed)\n", model.SafeText(d))
+	}
+	for _, d := range out.Recent {
+		fmt.Fprintf(e.stdout, "kept %s: no run holds it yet, but it was made under %s ago (a fork may be being given it)\n",
+			model.SafeText(d), strings.TrimSuffix(strings.TrimSuffix(worktree.Settle.String(), "0s"), "0m"))
 	}
 	if !*dry {
 		fmt.Fprintf(e.stdout, "freed %s of the database\n", mb(out.BytesFreed))

@@ -41,6 +41,13 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// Another prune, rm or gc waits (and this one for it), and the runs
+	// are read once it may go on: two never remove one worktree.
+	unlock, err := worktree.LockRoot(ctx, worktreesOf(st))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	var runs []model.Run
 	if sub == "rm" {
 		for _, ref := range pos {
@@ -122,7 +129,7 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		for _, r := range every {
 			if r.Cwd != "" && !seen[r.Cwd] && (r.Worktree != "" || r.BaseCommit != "") {
 				seen[r.Cwd] = true
-				_ = worktree.Prune(ctx, r.Cwd)
+				_ = worktree.Prune(ctx, r.Cwd, worktreesOf(st))
 			}
 		}
 		if len(runs) == 0 {

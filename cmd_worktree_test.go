@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -112,4 +113,37 @@ func TestApplyingAForkAgainSaysItIsApplied(t *testing.T) {
 	_, errOut, code = tine(t, db, "apply", "a")
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "tine: a: not applied: it is applied already: the checkout "+project+" holds its changes (1 file)\n", errOut)
+}
+
+// TestPrunesAtOnceAreSafe (issue 27, item 4): two tine worktree prune at
+// once (and a gc beside them) each finish without an error, and between
+// them every finished fork's worktree goes, its work committed to its
+// branch once.
+func TestPrunesAtOnceAreSafe(t *testing.T) {
+	t.Parallel()
+	names := []string{"p1", "p2", "p3", "p4", "p5", "p6"}
+	db, project, forks := agentForks(t, names)
+	var wg sync.WaitGroup
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	results := make([]result, 3)
+	for i, args := range [][]string{{"worktree", "prune", "--all"}, {"worktree", "prune", "--all"}, {"gc"}} {
+		wg.Go(func() {
+			out, errOut, code := tine(t, db, args...)
+			results[i] = result{out, errOut, code}
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		assert.Equal(t, 0, r.code, "%d: %s\n%s", i, r.out, r.errOut)
+		assert.Empty(t, r.errOut, "%d", i)
+	}
+	for _, n := range names {
+		f := forks[n]
+		assert.NoDirExists(t, f.Worktree, n)
+		assert.Equal(t, n, gitIn(t, project, "show", f.Branch+":out-"+n+".txt"), "%s: the work is on the branch", n)
+		assert.Equal(t, "1", gitIn(t, project, "rev-list", "--count", f.BaseCommit+".."+f.Branch), "%s: committed once", n)
+	}
 }

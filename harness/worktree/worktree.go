@@ -750,13 +750,40 @@ func repoOf(ctx context.Context, path string) (string, error) {
 func short(sha string) string { return sha[:min(len(sha), 12)] }
 
 // Prune runs `git worktree prune` for the repository at dir, forgetting
-// worktrees whose directories are gone.
-func Prune(ctx context.Context, dir string) error {
+// worktrees whose directories are gone, holding the lock of its forks'
+// folder under root (git's prune deletes entries another git's add of a
+// fork reads).
+func Prune(ctx context.Context, dir, root string) error {
 	if err := checkDir(dir); err != nil {
 		return err
 	}
-	if _, err := git(ctx, dir, "worktree", "prune"); err != nil {
+	common, err := git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return repoErr(dir, err)
+	}
+	if err := underLock(ctx, source{common: common}.home(root), func() error {
+		_, err := git(ctx, dir, "worktree", "prune")
+		return err
+	}); err != nil {
 		return repoErr(dir, err)
 	}
 	return nil
+}
+
+// Settle is how long after it was made a worktree no fork holds is left
+// alone, as one a fork may still be being given: a fork records its
+// worktree once it is made, and making one (checking out a large
+// repository, carrying its parent's work) can take minutes. gc removes
+// only older ones.
+const Settle = time.Hour
+
+// Made says when the worktree at path was made (the time of its .git
+// file, which git writes as it adds it); ok is false when it has none
+// (git is adding it now, or it is no worktree).
+func Made(path string) (made time.Time, ok bool) {
+	info, err := os.Lstat(filepath.Join(path, ".git"))
+	if err != nil {
+		return time.Time{}, false
+	}
+	return info.ModTime(), true
 }

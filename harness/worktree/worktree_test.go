@@ -165,7 +165,7 @@ func TestRepoNotARepo(t *testing.T) {
 
 	_, err = Create(ctx, Spec{Source: plain, Root: tempDir(t), Branch: "main"})
 	require.ErrorIs(t, err, ErrNotRepo)
-	require.ErrorIs(t, Prune(ctx, plain), ErrNotRepo)
+	require.ErrorIs(t, Prune(ctx, plain, tempDir(t)), ErrNotRepo)
 	_, err = DiffStat(ctx, plain, "HEAD")
 	require.ErrorIs(t, err, ErrNotRepo)
 }
@@ -180,7 +180,7 @@ func TestRepoMissingDir(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrNotRepo)
 	_, err = Create(ctx, Spec{Source: gone, Root: tempDir(t)})
 	require.ErrorIs(t, err, ErrMissing)
-	require.ErrorIs(t, Prune(ctx, gone), ErrMissing)
+	require.ErrorIs(t, Prune(ctx, gone, tempDir(t)), ErrMissing)
 	_, err = Diff(ctx, gone, "HEAD")
 	require.ErrorIs(t, err, ErrMissing)
 }
@@ -522,11 +522,12 @@ func TestPrune(t *testing.T) {
 	t.Parallel()
 	ctx := ctxT(t)
 	repo := newRepo(t)
-	wt, err := Create(ctx, Spec{Source: repo, Root: tempDir(t), Branch: "main"})
+	root := tempDir(t)
+	wt, err := Create(ctx, Spec{Source: repo, Root: root, Branch: "main"})
 	require.NoError(t, err)
 	require.Contains(t, gitT(t, repo, "worktree", "list", "--porcelain"), wt.Path)
 	require.NoError(t, os.RemoveAll(wt.Path))
-	require.NoError(t, Prune(ctx, filepath.Join(repo, "dir")))
+	require.NoError(t, Prune(ctx, filepath.Join(repo, "dir"), root))
 	assert.NotContains(t, gitT(t, repo, "worktree", "list", "--porcelain"), wt.Path)
 	// The branch stays: Prune only forgets directories.
 	assert.Equal(t, wt.Base, gitT(t, repo, "rev-parse", "--verify", "refs/heads/"+wt.Branch))
