@@ -30,7 +30,7 @@ func RunRefs(ctx context.Context, path, prefix string, limit int) ([]RunRef, err
 	if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	db, err := openReadOnly(abs)
+	db, err := openRefs(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -55,9 +55,9 @@ func RunRefs(ctx context.Context, path, prefix string, limit int) ([]RunRef, err
 	return refs, rows.Err()
 }
 
-// openReadOnly opens the database at abs for reading only: SQLite opens
+// openRefs opens the database at abs for reading only: SQLite opens
 // the file read-only (mode=ro), so no pragma can make the connection
 // write, and a missing file is an error, not a new database.
-func openReadOnly(abs string) (*sql.DB, error) {
+func openRefs(abs string) (*sql.DB, error) {
 	return sql.Open("sqlite", dsn(abs, true)+"&mode=ro")
 }

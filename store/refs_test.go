@@ -57,7 +57,7 @@ func TestRunRefsConnectionCannotWrite(t *testing.T) {
 	t.Parallel()
 	s, path := openTemp(t)
 	createRoot(t, s, 2, "a")
-	db, err := openReadOnly(path)
+	db, err := openRefs(path)
 	require.NoError(t, err)
 	defer db.Close()
 	conn, err := db.Conn(context.Background())
