@@ -411,7 +411,12 @@ func importedSession(t *testing.T, a e2eAgent, name, home string, on func(string
 		modelserver.Reply{Text: "Input read."})
 	var session string
 	if name == "claude" {
-		lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
+		// On claude-sonnet-4-5 (not on its default model) Claude Code
+		// 2.1.328 appends a "N tokens left" note to every tool result it
+		// sends, which its transcript does not hold: the replay, which
+		// keeps the run's model, must read through it.
+		lines := agentRun(t, home, a.env, a.bin, "-p", "imp-main: do the task", "--model", "claude-sonnet-4-5",
+			"--output-format", "stream-json", "--verbose", "--allowedTools", "Bash")
 		session = field(lines, "type", "system", "session_id")
 	} else if name == "codex" {
 		lines := agentRun(t, home, a.env, a.bin, "exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "imp-main: do the task")

@@ -146,6 +146,38 @@ func TestCompareNetworkOnlyWhenNew(t *testing.T) {
 	}
 }
 
+// TestClaudeTokensLeftNote: Claude Code 2.1.328 on claude-sonnet-4-5
+// appends a total_tokens_reminder note to each tool result it sends (seen
+// against the scripted server: `"content":"hi\n\n<system-reminder>\n
+// <total_tokens>14999890 tokens left</total_tokens>\n</system-reminder>"`),
+// which its transcript's tool result does not hold: a run that reproduces
+// is no divergence, replayed from its transcript or from a tape whose
+// count differs. Any other text there still is one.
+func TestClaudeTokensLeftNote(t *testing.T) {
+	c := &clis[0]
+	loadCLI(t, c)
+	t.Parallel()
+	const note = `\n\n<system-reminder>\n<total_tokens>14999890 tokens left</total_tokens>\n</system-reminder>`
+	body := replace(t, c.main[2].Body, `"`+c.toolOut+`"`, `"`+c.toolOut+note+`"`)
+	transcript := map[string]string{"toolu_tine0002_0": "hi\nREADME.md\nnotes.txt"}
+	if m := testRules.compareOutputs(c.wire, transcript, body, nil); m != nil {
+		t.Errorf("the transcript's output against the same output with the note: %s\n%s", m, m.Diff)
+	}
+	if m := testRules.Compare(c.wire, body, replace(t, body, "14999890", "14998123")); m != nil {
+		t.Errorf("a taped request against one whose count differs: %s\n%s", m, m.Diff)
+	}
+	for _, other := range []string{
+		`\n\n<system-reminder>\n<total_tokens>14999890 tokens used</total_tokens>\n</system-reminder>`,
+		`\n\n<system-reminder>\nThe user changed notes.txt.\n</system-reminder>`,
+		note + `\nmore output`,
+	} {
+		actual := replace(t, c.main[2].Body, `"`+c.toolOut+`"`, `"`+c.toolOut+other+`"`)
+		if m := testRules.compareOutputs(c.wire, transcript, actual, nil); m == nil || m.Kind != KindTool {
+			t.Errorf("%s after the output: got %v, want a tool divergence", other, m)
+		}
+	}
+}
+
 func TestUnifiedDiff(t *testing.T) {
 	a := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten"
 	b := "one\ntwo\nthree\nFOUR\nfive\nsix\nseven\neight\nnine\nten\neleven\ntwelve"

@@ -42,6 +42,16 @@ var Agent = harness.Agent{
 				{Has: "# gitStatus", Pattern: `(?s)(# gitStatus\n).*?(\n\nClaude Code attached this context|</system-reminder>|$)`, With: "${1}<gitStatus>${2}"},
 				{Has: "Today's date is ", Pattern: `Today's date is [^\n]*?\.(\n|$)`, With: "Today's date is <date>.${1}"},
 			},
+			// On a model with the total_tokens_reminder capability
+			// (claude-sonnet-4-5, not the default model), Claude Code
+			// appends "\n\n<system-reminder>\n<total_tokens>N tokens
+			// left</total_tokens>\n</system-reminder>" to every tool
+			// result it sends: N counts down differently in a replay, and
+			// the transcript's tool result never holds the note. Exactly
+			// that note goes, nothing else.
+			ToolOutput: []harness.Rewrite{
+				{Has: " tokens left</total_tokens>", Pattern: `(?:\n\n)?<system-reminder>\n<total_tokens>(?:\d+|Infinite) tokens left</total_tokens>\n</system-reminder>`},
+			},
 		},
 		LocalTools: []string{"Bash", "BashOutput", "KillShell", "Read", "Write", "Edit", "MultiEdit", "NotebookEdit",
 			"Glob", "Grep", "LS", "TodoWrite", "ExitPlanMode"},
