@@ -13,7 +13,9 @@ import (
 
 // writeBranch writes the session file dst of a fork of the session in
 // origin (its id originID) at the record at: the records on the path from
-// the first record to at, in file order, each with sessionId newID and
+// the first record to at (every fragment of each: records that share a
+// uuid, which Qwen Code reads as one, parented as the first), in file
+// order, each with sessionId newID and
 // forkedFrom {originID, its uuid}, as Qwen Code's --fork-session writes
 // them, and with cwd the fork's directory (Qwen Code resumes a session
 // only when its records' cwd is the one it runs in). It returns the
@@ -28,6 +30,8 @@ func writeBranch(origin, at, newID, originID, cwd, dst string) (int64, error) {
 	type rec struct {
 		line   []byte
 		parent string
+		// more are the record's later fragments, in file order.
+		more [][]byte
 	}
 	var recs []rec
 	index := map[string]int{}
@@ -43,6 +47,10 @@ func writeBranch(origin, at, newID, originID, cwd, dst string) (int64, error) {
 			Parent *string `json:"parentUuid"`
 		}
 		if json.Unmarshal(l.Text, &head) != nil || head.UUID == "" {
+			continue
+		}
+		if i, ok := index[head.UUID]; ok {
+			recs[i].more = append(recs[i].more, bytes.Clone(l.Text))
 			continue
 		}
 		r := rec{line: bytes.Clone(l.Text)}
@@ -74,21 +82,24 @@ func writeBranch(origin, at, newID, originID, cwd, dst string) (int64, error) {
 	}
 	var buf bytes.Buffer
 	for k := len(path) - 1; k >= 0; k-- {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(recs[path[k]].line, &m); err != nil {
-			return 0, err
+		r := recs[path[k]]
+		for _, line := range append([][]byte{r.line}, r.more...) {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(line, &m); err != nil {
+				return 0, err
+			}
+			var uuid string
+			_ = json.Unmarshal(m["uuid"], &uuid)
+			m["sessionId"], _ = json.Marshal(newID)
+			m["cwd"], _ = json.Marshal(cwd)
+			m["forkedFrom"], _ = json.Marshal(map[string]string{"sessionId": originID, "messageUuid": uuid})
+			b, err := json.Marshal(m)
+			if err != nil {
+				return 0, err
+			}
+			buf.Write(b)
+			buf.WriteByte('\n')
 		}
-		var uuid string
-		_ = json.Unmarshal(m["uuid"], &uuid)
-		m["sessionId"], _ = json.Marshal(newID)
-		m["cwd"], _ = json.Marshal(cwd)
-		m["forkedFrom"], _ = json.Marshal(map[string]string{"sessionId": originID, "messageUuid": uuid})
-		b, err := json.Marshal(m)
-		if err != nil {
-			return 0, err
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
 	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package qwen
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,12 +29,7 @@ type record struct {
 		Role  string `json:"role"`
 		Parts []part `json:"parts"`
 	} `json:"message"`
-	Usage *struct {
-		Prompt   int64 `json:"promptTokenCount"`
-		Output   int64 `json:"candidatesTokenCount"`
-		Thoughts int64 `json:"thoughtsTokenCount"`
-		Cached   int64 `json:"cachedContentTokenCount"`
-	} `json:"usageMetadata"`
+	Usage      *usage `json:"usageMetadata"`
 	ForkedFrom *struct {
 		SessionID   string `json:"sessionId"`
 		MessageUUID string `json:"messageUuid"`
@@ -41,6 +37,14 @@ type record struct {
 	ToolCallResult *struct {
 		Status string `json:"status"`
 	} `json:"toolCallResult"`
+}
+
+// usage is an assistant record's usageMetadata.
+type usage struct {
+	Prompt   int64 `json:"promptTokenCount"`
+	Output   int64 `json:"candidatesTokenCount"`
+	Thoughts int64 `json:"thoughtsTokenCount"`
+	Cached   int64 `json:"cachedContentTokenCount"`
 }
 
 // part is one part of a message, in the Gemini API's shape.
@@ -85,6 +89,26 @@ type node struct {
 	msg    int // the message this record is, -1 for bookkeeping
 	// children says whether any record hangs off this one.
 	children bool
+	// head, for a user, assistant or tool_result record, is what the
+	// message is made of besides its parts, as its fragments so far say.
+	head *head
+}
+
+// head is a message record's fields besides its parts. Records that share
+// a uuid are fragments of one message: Qwen Code's reader
+// (prepareTranscriptRecords in 0.24.4, SessionService.aggregateRecords
+// since its first JSONL sessions) merges them in file order: the parts of
+// all of them, the parent, type and forkedFrom of the first, its first
+// toolCallResult and model, the last usageMetadata, the latest timestamp.
+// (0.24.4's own recorder gives every record a fresh uuid; a file holding
+// fragments reads as its reader reads it.)
+type head struct {
+	typ, model string
+	usage      *usage
+	time       time.Time
+	copied     bool // a fork's copy (forkedFrom)
+	// result: a toolCallResult was read; failed: it said error.
+	result, failed bool
 }
 
 // parser reads one session file.
@@ -95,13 +119,14 @@ type parser struct {
 	byID  map[string]int
 	msgs  []model.Message
 	// of each message: the record it is, its parent message (-1 for the
-	// first), whether it is a fork's copy, and which run owns it.
+	// first; worked out once every record is read), and which run owns it.
 	msgNode, msgParent []int
-	copied             []bool
 	owner              []int
-	session, cwd, mdl  string
-	forkedFrom         string
-	start              time.Time
+	// last is the node of the last record written.
+	last              int
+	session, cwd, mdl string
+	forkedFrom        string
+	start             time.Time
 }
 
 // Parse reads a Qwen Code session from r; name labels skips and errors.
@@ -149,12 +174,19 @@ func (p *parser) record(line int, text []byte) {
 		p.skip(line, "not a JSON record: "+model.OneLine(err.Error(), 120))
 		return
 	}
+	p.take(line, rec)
+}
+
+// take places record rec, of line, in the tree: a record of its own, or
+// a later fragment of one (see head).
+func (p *parser) take(line int, rec record) {
 	if rec.UUID == "" {
 		p.skip(line, "a record without a uuid")
 		return
 	}
-	if _, dup := p.byID[rec.UUID]; dup {
-		p.skip(line, "a second record with uuid "+model.OneLine(rec.UUID, 60))
+	if i, ok := p.byID[rec.UUID]; ok {
+		p.merge(i, rec)
+		p.last = i
 		return
 	}
 	if p.session == "" {
@@ -171,7 +203,8 @@ func (p *parser) record(line int, text []byte) {
 			// read before; any other is out of place.
 			parent = len(p.nodes) - 1
 			if len(p.nodes) > 0 {
-				p.skip(line, fmt.Sprintf("its parent %s is not in the file; placed after the record before it", model.OneLine(*rec.ParentUUID, 60)))
+				p.file.Skipped = append(p.file.Skipped, harness.Skip{File: p.name, Line: line, MissingParent: *rec.ParentUUID,
+					Reason: fmt.Sprintf("its parent %s is not in the file; placed after the record before it", model.OneLine(*rec.ParentUUID, 60))})
 			}
 		}
 	}
@@ -179,22 +212,17 @@ func (p *parser) record(line int, text []byte) {
 	if parent >= 0 {
 		p.nodes[parent].children = true
 	}
-	if m, ok := p.message(rec); ok {
-		n.msg = len(p.msgs)
-		p.msgs = append(p.msgs, m)
-		p.msgNode = append(p.msgNode, len(p.nodes))
-		p.msgParent = append(p.msgParent, p.lastMessage(parent))
-		p.copied = append(p.copied, rec.ForkedFrom != nil)
-		p.owner = append(p.owner, -1)
+	switch rec.Type {
+	case "user", "assistant", "tool_result":
+		n.head = &head{typ: rec.Type, copied: rec.ForkedFrom != nil}
 		if rec.ForkedFrom != nil && p.forkedFrom == "" {
 			p.forkedFrom = rec.ForkedFrom.SessionID
 		}
-		if rec.Model != "" {
-			p.mdl = rec.Model
-		}
 	}
 	p.byID[rec.UUID] = len(p.nodes)
+	p.last = len(p.nodes)
 	p.nodes = append(p.nodes, n)
+	p.merge(p.last, rec)
 }
 
 // lastMessage is the nearest message at or above node i, -1 for none.
@@ -207,53 +235,94 @@ func (p *parser) lastMessage(i int) int {
 	return -1
 }
 
-// message converts a record to a message; ok is false for bookkeeping.
-func (p *parser) message(rec record) (model.Message, bool) {
-	if rec.Message == nil {
-		return model.Message{}, false
+// merge takes record rec, the first or a later fragment of node i's
+// message (see head).
+func (p *parser) merge(i int, rec record) {
+	h := p.nodes[i].head
+	if h == nil {
+		return // bookkeeping
 	}
-	m := model.Message{NativeID: rec.UUID}
-	if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil {
-		m.Time = t
+	if rec.Usage != nil {
+		h.usage = rec.Usage
 	}
-	switch rec.Type {
+	h.model = cmp.Or(h.model, rec.Model)
+	if t, err := time.Parse(time.RFC3339Nano, rec.Timestamp); err == nil && t.After(h.time) {
+		h.time = t
+	}
+	failedNow := false
+	if rec.ToolCallResult != nil && !h.result {
+		h.result, h.failed = true, rec.ToolCallResult.Status == "error"
+		failedNow = h.failed
+	}
+	var parts []model.Part
+	if rec.Message != nil {
+		parts = partsOf(rec.Message.Parts, h.failed)
+	}
+	m := p.nodes[i].msg
+	if m < 0 {
+		if len(parts) == 0 {
+			return
+		}
+		m = len(p.msgs)
+		p.nodes[i].msg = m
+		p.msgs = append(p.msgs, model.Message{NativeID: rec.UUID})
+		p.msgNode = append(p.msgNode, i)
+		p.owner = append(p.owner, -1)
+	}
+	msg := &p.msgs[m]
+	if failedNow {
+		for k := range msg.Parts {
+			if msg.Parts[k].Kind == model.ToolResult {
+				msg.Parts[k].IsError = true
+			}
+		}
+	}
+	msg.Parts = append(msg.Parts, parts...)
+	msg.Time = h.time
+	switch h.typ {
 	case "user":
-		m.Role = model.User
+		msg.Role = model.User
+		if msg.Parts[0].Kind == model.ToolResult {
+			msg.Role = model.Tool
+		}
 	case "assistant":
-		m.Role, m.Model = model.Assistant, rec.Model
-		if u := rec.Usage; u != nil {
-			m.Usage = model.Usage{InputTokens: max(u.Prompt-u.Cached, 0), OutputTokens: u.Output + u.Thoughts, CacheReadTokens: u.Cached}
+		msg.Role, msg.Model = model.Assistant, h.model
+		if u := h.usage; u != nil {
+			msg.Usage = model.Usage{InputTokens: max(u.Prompt-u.Cached, 0), OutputTokens: u.Output + u.Thoughts, CacheReadTokens: u.Cached}
 		}
 	case "tool_result":
-		m.Role = model.Tool
-	default:
-		return model.Message{}, false
+		msg.Role = model.Tool
 	}
-	failed := rec.ToolCallResult != nil && rec.ToolCallResult.Status == "error"
-	for _, pt := range rec.Message.Parts {
+	if msg.Model != "" {
+		p.mdl = msg.Model
+	}
+}
+
+// partsOf converts a record's parts; failed: its toolCallResult said
+// error, so every function response in it is an error.
+func partsOf(pts []part, failed bool) []model.Part {
+	var out []model.Part
+	for _, pt := range pts {
 		switch {
 		case pt.FunctionCall != nil:
 			args := string(pt.FunctionCall.Args)
 			if args == "" || args == "null" {
 				args = "{}"
 			}
-			m.Parts = append(m.Parts, model.Part{Kind: model.ToolCall, ToolCallID: pt.FunctionCall.ID, ToolName: pt.FunctionCall.Name, ToolInput: args})
+			out = append(out, model.Part{Kind: model.ToolCall, ToolCallID: pt.FunctionCall.ID, ToolName: pt.FunctionCall.Name, ToolInput: args})
 		case pt.FunctionResponse != nil:
-			out, isErr := responseText(pt.FunctionResponse.Response)
-			m.Parts = append(m.Parts, model.Part{Kind: model.ToolResult, ToolCallID: pt.FunctionResponse.ID, ToolName: pt.FunctionResponse.Name,
-				Text: out, IsError: isErr || failed})
+			text, isErr := responseText(pt.FunctionResponse.Response)
+			out = append(out, model.Part{Kind: model.ToolResult, ToolCallID: pt.FunctionResponse.ID, ToolName: pt.FunctionResponse.Name,
+				Text: text, IsError: isErr || failed})
 		case pt.Text != nil && pt.Thought:
-			m.Parts = append(m.Parts, model.Part{Kind: model.Thinking, Text: *pt.Text})
+			out = append(out, model.Part{Kind: model.Thinking, Text: *pt.Text})
 		case pt.Text != nil:
-			m.Parts = append(m.Parts, model.Part{Kind: model.Text, Text: *pt.Text})
+			out = append(out, model.Part{Kind: model.Text, Text: *pt.Text})
 		default:
-			m.Parts = append(m.Parts, model.Part{Kind: model.Other, Raw: string(pt.raw)})
+			out = append(out, model.Part{Kind: model.Other, Raw: string(pt.raw)})
 		}
 	}
-	if m.Role == model.User && len(m.Parts) > 0 && m.Parts[0].Kind == model.ToolResult {
-		m.Role = model.Tool
-	}
-	return m, len(m.Parts) > 0
+	return out
 }
 
 // responseText is what a function response says: its output (or error)
@@ -280,10 +349,14 @@ func (p *parser) runs() []harness.ParsedRun {
 	if len(p.msgs) == 0 {
 		return nil
 	}
+	p.msgParent = make([]int, len(p.msgs))
+	for m, i := range p.msgNode {
+		p.msgParent[m] = p.lastMessage(p.nodes[i].parent)
+	}
 	var runs []harness.ParsedRun
-	leaves := []int{len(p.nodes) - 1}
-	for i := range p.nodes[:len(p.nodes)-1] {
-		if !p.nodes[i].children {
+	leaves := []int{p.last}
+	for i := range p.nodes {
+		if i != p.last && !p.nodes[i].children {
 			leaves = append(leaves, i)
 		}
 	}
@@ -316,6 +389,9 @@ func (p *parser) runs() []harness.ParsedRun {
 	return runs
 }
 
+// copiedMsg reports whether message m is a fork's copy of its origin's.
+func (p *parser) copiedMsg(m int) bool { return p.nodes[p.msgNode[m]].head.copied }
+
 // depthOf is how many messages lead to message m, m included.
 func (p *parser) depthOf(m int) int {
 	d := 0
@@ -331,7 +407,7 @@ func (p *parser) run(own []int) (model.Run, []model.Message) {
 	msgs := make([]model.Message, len(own))
 	for k, j := range own {
 		msgs[len(own)-1-k] = p.msgs[j]
-		if !p.copied[j] { // a fork's own spending only (rule 6 in ARCHITECTURE.md)
+		if !p.copiedMsg(j) { // a fork's own spending only (rule 6 in ARCHITECTURE.md)
 			r.Usage = r.Usage.Add(p.msgs[j].Usage)
 		}
 	}
@@ -352,7 +428,7 @@ func (p *parser) forkHint(msgs []model.Message, own []int) *harness.ForkHint {
 		return nil
 	}
 	n := 0
-	for n < len(own) && p.copied[own[len(own)-1-n]] {
+	for n < len(own) && p.copiedMsg(own[len(own)-1-n]) {
 		n++
 	}
 	if n == 0 {

@@ -10,7 +10,9 @@
 // $QWEN_RUNTIME_DIR, else $QWEN_HOME, else ~/.qwen. Every record has a
 // uuid and a parentUuid (null for the first), sessionId, timestamp, type,
 // cwd, version and gitBranch; the records form a tree, so a branch made
-// inside the file (a rewind) is a fork at the record it leaves.
+// inside the file (a rewind) is a fork at the record it leaves. Records
+// that share a uuid are one message, merged as Qwen Code's reader merges
+// them (head, in parse.go).
 //
 //   - type "user": message {role: "user", parts: [{text}]}, the person's
 //     prompt (provenance "real_user");

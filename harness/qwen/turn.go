@@ -442,8 +442,9 @@ func (t *tail) messages() []model.Message {
 	}
 	data = data[:end+1]
 	t.off += int64(len(data))
-	var p parser
-	var msgs []model.Message
+	// Records that share a uuid merge as an import merges them, within
+	// what this read holds.
+	p := parser{byID: map[string]int{}}
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -453,11 +454,9 @@ func (t *tail) messages() []model.Message {
 			t.skipped++
 			continue
 		}
-		if m, ok := p.message(rec); ok {
-			msgs = append(msgs, m)
-		}
+		p.take(0, rec)
 	}
-	return msgs
+	return p.msgs
 }
 
 // newUUID is a random (version 4) UUID, as Qwen Code's session ids are.
