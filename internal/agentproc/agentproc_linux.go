@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -65,8 +66,58 @@ func userPIDs() []int {
 // hasMark reports whether process pid's environment holds want. A zombie's
 // environment reads empty: it has nothing left to kill.
 func hasMark(pid int, want []byte) bool {
+	has, _ := readMark(pid, want)
+	return has
+}
+
+// readMark is hasMark; unsure when pid's environment reads empty because
+// it is halfway through an execve (inExec), so that it cannot be told yet.
+func readMark(pid int, want []byte) (has, unsure bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	return err == nil && hasEntry(b, want)
+	if err != nil {
+		return false, false
+	}
+	if len(b) == 0 {
+		return false, inExec(pid)
+	}
+	return hasEntry(b, want), false
+}
+
+// Flags of /proc/PID/stat (PF_* in the kernel's include/linux/sched.h).
+const (
+	pfExiting = 0x4
+	pfKthread = 0x200000
+)
+
+// inExec reports whether process pid is halfway through an execve: the
+// new program's memory is in place, its arguments and environment not yet
+// (the kernel writes them last), so both read empty; the program that
+// started it may already have been told the exec succeeded (Go's Start
+// returns once close-on-exec closed its pipe, which comes first). Seen
+// under load: a tool started in a session of its own by an agent that
+// exited at once read so while Kill looked, and kept running. A kernel
+// thread, a process on its way out (its memory is gone too) and a zombie
+// are not.
+func inExec(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	st, err := os.ReadFile(dir + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(st, ')')
+	if i < 0 {
+		return false
+	}
+	f := strings.Fields(string(st[i+1:])) // state ppid pgrp session tty_nr tpgid flags ...
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	if err != nil || flags&(pfExiting|pfKthread) != 0 {
+		return false
+	}
+	args, err := os.ReadFile(dir + "/cmdline")
+	return err == nil && len(args) == 0
 }
 
 // zombie reports whether process pid is dead and not yet reaped.

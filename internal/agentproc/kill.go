@@ -34,29 +34,43 @@ func markEntry(mark string) []byte { return []byte(MarkVar + "=" + mark) }
 // while it is the agent's: its leader carries the mark, or is gone (a
 // group id is not reused while the group has members). It returns how
 // many marked processes it found.
+//
+// None left means: every process it killed is gone (a killed process
+// lets go of its environment before it has ended), and no process is
+// halfway through an exec (Linux: its new environment is not readable
+// yet, while the agent that started it may have been told it started,
+// printed, and exited): such a one is looked at again.
 func Kill(pgid int, mark string) int {
 	if mark == "" {
 		return 0
 	}
 	want := markEntry(mark)
-	found := 0
+	killed := map[int]bool{}
 	deadline := time.Now().Add(killWait)
 	for first := true; ; first = false {
 		if pgid > 0 && (first || exists(pgid)) && groupIsAgents(pgid, want) {
 			killGroup(pgid, syscall.SIGKILL)
 		}
-		pids := marked(want)
+		pids, unsure := marked(want)
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
+			killed[pid] = true
 		}
-		if first {
-			found = len(pids)
-		}
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return found
+		if len(pids) == 0 && !unsure && allGone(killed) || time.Now().After(deadline) {
+			return len(killed)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// allGone reports whether every process in pids has ended (a zombie has).
+func allGone(pids map[int]bool) bool {
+	for pid := range pids {
+		if exists(pid) && !zombie(pid) {
+			return false
+		}
+	}
+	return true
 }
 
 // groupIsAgents reports whether process group pgid is still the one of
@@ -76,16 +90,21 @@ func exists(pid int) bool {
 }
 
 // marked lists the live processes of this user, other than this one,
-// whose environment holds want.
-func marked(want []byte) []int {
+// whose environment holds want; unsure: a process's environment could not
+// be told yet (readMark).
+func marked(want []byte) (out []int, unsure bool) {
 	self := os.Getpid()
-	var out []int
 	for _, pid := range userPIDs() {
-		if pid != self && pid > 1 && hasMark(pid, want) {
+		if pid == self || pid <= 1 {
+			continue
+		}
+		has, notYet := readMark(pid, want)
+		if has {
 			out = append(out, pid)
 		}
+		unsure = unsure || notYet
 	}
-	return out
+	return out, unsure
 }
 
 // hasEntry reports whether env, NUL-separated KEY=VALUE entries, holds

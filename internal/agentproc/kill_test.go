@@ -102,13 +102,16 @@ func TestKillSparesAGroupThatIsNotTheAgents(t *testing.T) {
 	assert.Zero(t, Kill(other.Process.Pid, "not-its-mark"))
 	assert.True(t, grows(file, 300*time.Millisecond), "another program's group is not the agent's")
 
+	// A mark of its own: another copy of this test, running at once, has
+	// a marked process too.
+	mark := newMark()
 	marked := exec.Command(os.Args[0])
-	marked.Env = append(os.Environ(), "AGENTPROC_SCENE=tool", "AGENTPROC_FILE="+file, MarkVar+"=the-mark")
+	marked.Env = append(os.Environ(), "AGENTPROC_SCENE=tool", "AGENTPROC_FILE="+file, MarkVar+"="+mark)
 	marked.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	require.NoError(t, marked.Start())
 	done := make(chan struct{})
 	go func() { _ = marked.Wait(); close(done) }()
-	assert.Equal(t, 1, Kill(0, "the-mark"))
+	assert.Equal(t, 1, Kill(0, mark))
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
@@ -162,8 +165,9 @@ func TestAnAgentEndsWithItsOwner(t *testing.T) {
 func TestKillEndsTheGroupOfADeadLeader(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "f")
+	mark := newMark()
 	leader := exec.Command(os.Args[0])
-	leader.Env = append(os.Environ(), "AGENTPROC_SCENE=hang", MarkVar+"=leader-mark")
+	leader.Env = append(os.Environ(), "AGENTPROC_SCENE=hang", MarkVar+"="+mark)
 	leader.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, leader.Start())
 	member := exec.Command(os.Args[0])
@@ -173,10 +177,12 @@ func TestKillEndsTheGroupOfADeadLeader(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = member.Wait(); close(done) }()
 	defer func() { _ = member.Process.Kill() }()
+	require.Eventually(t, func() bool { _, err := os.Stat(file); return err == nil }, 10*time.Second, 10*time.Millisecond,
+		"the member writes") // a slow start is not a kill
 	require.True(t, grows(file, 300*time.Millisecond))
 	require.NoError(t, leader.Process.Kill()) // not waited for: a zombie
 	time.Sleep(100 * time.Millisecond)
-	Kill(leader.Process.Pid, "leader-mark")
+	Kill(leader.Process.Pid, mark)
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
