@@ -18,6 +18,8 @@ type harnessJSON struct {
 	Capabilities harness.Capabilities `json:"capabilities"`
 	Needs        []string             `json:"needs"`
 	Problem      string               `json:"problem,omitempty"`
+	// Note is what it did not say in time, which stops nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // describeHarnesses says what every registered harness can do here.
@@ -31,7 +33,7 @@ func describeHarnesses(ctx context.Context, reg *harness.Registry) []harnessJSON
 			h, _ := reg.Get(n)
 			hj := harnessJSON{Name: n, Capabilities: h.Capabilities(), Installed: true, Needs: []string{}}
 			if ds, ok := reg.Describe(ctx, n); ok {
-				hj.Installed, hj.Path, hj.Version, hj.Problem = ds.Installed, ds.Path, ds.Version, ds.Problem
+				hj.Installed, hj.Path, hj.Version, hj.Problem, hj.Note = ds.Installed, ds.Path, ds.Version, ds.Problem, ds.Note
 				if ds.Needs != nil {
 					hj.Needs = ds.Needs
 				}
@@ -86,8 +88,8 @@ func cmdHarnesses(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, h := range hs {
-		if h.Problem != "" {
-			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, model.OneLine(h.Problem, cells(e.stdout, 200)))
+		if why := model.FirstNonBlank(h.Problem, h.Note); why != "" {
+			fmt.Fprintf(e.stdout, "%s: %s\n", h.Name, model.OneLine(why, cells(e.stdout, 200)))
 		}
 	}
 	return nil

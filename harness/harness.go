@@ -219,13 +219,22 @@ type Description struct {
 	Needs []string
 	// Problem says why it cannot run here ("" when it can).
 	Problem string
+	// Note is what was not learnt, which stops nothing: its CLI did not
+	// say its version in time.
+	Note string
 }
 
 // Probed is d with what probing the agent's CLI found (agentproc.Version):
-// where it is, its version, and why it cannot run when it cannot.
+// where it is, its version, and why it cannot run when it cannot. A CLI
+// that did not answer in time (an error wrapping
+// context.DeadlineExceeded: a busy machine) is installed, and says so in
+// a note, not a problem: a turn is never refused for it.
 func (d Description) Probed(path, version string, err error) Description {
 	d.Installed, d.Path, d.Version = path != "", path, model.OneLine(version, 80)
-	if err != nil {
+	switch {
+	case err != nil && path != "" && errors.Is(err, context.DeadlineExceeded):
+		d.Note = model.OneLine(err.Error(), 200)
+	case err != nil:
 		d.Problem = model.OneLine(err.Error(), 200)
 	}
 	return d

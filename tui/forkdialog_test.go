@@ -309,14 +309,19 @@ func TestDriverErrorsSpeakOfTheDialog(t *testing.T) {
 	assert.True(t, strings.HasSuffix(tuiError(err), "turn on handoff to do that"))
 }
 
-// countingDescriber counts how often it is asked to describe itself.
+// countingDescriber counts how often it is asked to describe itself; it
+// is installed, or says desc when set.
 type countingDescriber struct {
 	harness.Harness
-	n atomic.Int32
+	n    atomic.Int32
+	desc harness.Description
 }
 
 func (c *countingDescriber) Describe(context.Context) harness.Description {
 	c.n.Add(1)
+	if c.desc.Installed || c.desc.Problem != "" {
+		return c.desc
+	}
 	return harness.Description{Installed: true}
 }
 
@@ -332,6 +337,33 @@ func TestHarnessDescriptionsAreKept(t *testing.T) {
 		assert.True(t, msg.descs["script"].Installed)
 	}
 	assert.Equal(t, int32(1), c.n.Load())
+}
+
+// TestForkDialogRunsAnAgentWhoseVersionTookTooLong: an installed agent
+// whose --version did not answer in time (a busy machine) is shown
+// installed and its turns are not refused ("pi --version failed" refused
+// them for a minute); what it did not say is asked again when a dialog
+// next opens.
+func TestForkDialogRunsAnAgentWhoseVersionTookTooLong(t *testing.T) {
+	t.Parallel()
+	late := fmt.Errorf("claude --version failed: no answer within 10s: %w", context.DeadlineExceeded)
+	c := &countingDescriber{Harness: &fakeAgent{name: "claude", caps: capsOf("claude")},
+		desc: harness.Description{}.Probed("/usr/local/bin/claude", "", late)}
+	reg := harness.NewRegistry(c, &script.Harness{})
+	data := sampleTree()
+	parent := data.runs[0].run()
+	parent.Harness, parent.NativeID, parent.Cwd = "claude", "sess-1", gitRepo(t)
+	cache := &descCache{}
+	var d *forkDialog
+	for range 2 {
+		d = newForkDialog(parent, data.transcript(0), 5, reg, "claude", map[string]model.Run{parent.ID: parent})
+		d.info(describeHarnesses(context.Background(), d.gen, cache, reg, parent.Cwd)().(harnessInfoMsg))
+	}
+	assert.Equal(t, int32(2), c.n.Load(), "asked again: it has more to say")
+	focusField(t, d, fieldMessage)
+	typeInto(d, "try it")
+	assert.Empty(t, d.problem(), "a turn is not refused for a slow --version")
+	assert.Contains(t, dialogText(d), "claude  installed (version not known yet)")
 }
 
 // TestForkDialogBudget: the Fork screen's max tokens and max cost are each

@@ -65,9 +65,9 @@ func describeHarnesses(ctx context.Context, gen int, cache *descCache, reg *harn
 	}
 }
 
-// descCacheFor is how long what harnesses said of themselves is kept:
-// asking starts each agent's CLI (an ACP agent in full), too slow to do on
-// every dialog, while a CLI installed meanwhile is seen soon enough.
+// descCacheFor is how long what harnesses said of themselves is kept: a
+// CLI installed meanwhile is seen soon enough. (An agent's CLI is asked
+// once per version of its file: agentproc.Probed.)
 const descCacheFor = time.Minute
 
 // descCache keeps the harnesses' descriptions for descCacheFor.
@@ -113,7 +113,13 @@ func (c *descCache) get(ctx context.Context, reg *harness.Registry) map[string]h
 		}()
 	}
 	wg.Wait()
-	if ctx.Err() == nil {
+	// Descriptions that lack what a CLI did not say in time are asked
+	// again next time (agentproc keeps each CLI's answer once it comes).
+	complete := true
+	for _, d := range descs {
+		complete = complete && d.Note == ""
+	}
+	if ctx.Err() == nil && complete {
 		c.descs, c.at = descs, time.Now()
 	}
 	return descs
@@ -328,8 +334,13 @@ func hereLine(name string, api *harness.API, desc *harness.Description, getenv f
 		return "not installed", model.OneLine(problem, 300)
 	}
 	here = "installed"
-	if desc.Version != "" {
+	switch {
+	case desc.Version != "":
 		here += " (" + model.OneLine(desc.Version, 24) + ")"
+	case desc.Note != "":
+		// Its CLI did not say its version in time: a busy machine, no
+		// reason to refuse it.
+		here += " (version not known yet)"
 	}
 	if desc.Problem != "" {
 		return here + " but cannot run", model.OneLine(desc.Problem, 300)

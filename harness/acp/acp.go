@@ -86,6 +86,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"tine/harness"
+	"tine/internal/agentproc"
 )
 
 // Name is the harness's default name.
@@ -280,10 +281,14 @@ func (h *Harness) commandProblem() error {
 }
 
 // Describe implements harness.Describer. It looks the command up in PATH
-// and, when found, starts the agent and asks for initialize (at most 10 s):
-// that is how an ACP agent says its name, version and what it can do, and it
-// proves the command speaks ACP. Version is then "<agentInfo.name>
-// <agentInfo.version>" followed by the session capabilities it advertises.
+// and, when found, starts the agent and asks for initialize: that is how
+// an ACP agent says its name, version and what it can do, and it proves
+// the command speaks ACP. Version is then "<agentInfo.name>
+// <agentInfo.version>" followed by the session capabilities it
+// advertises. It asks once per version of the agent's file, command line
+// and environment (agentproc.Probed), waiting at most the Probe bound: an
+// agent that did not answer in time (a busy machine) is installed, with
+// a note, not a problem.
 func (h *Harness) Describe(ctx context.Context) harness.Description {
 	d := harness.Description{}
 	if err := h.commandProblem(); err != nil {
@@ -298,30 +303,25 @@ func (h *Harness) Describe(ctx context.Context) harness.Description {
 		}
 		return d
 	}
-	d.Installed, d.Path = true, path
-	probe := h.cfg.Probe
-	if probe <= 0 {
-		probe = describeTimeout
+	wait := h.cfg.Probe
+	if wait <= 0 {
+		wait = describeTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, probe)
-	defer cancel()
-	a, err := h.start(ctx, "", nil, nil, nil)
-	if err != nil {
-		d.Problem = err.Error()
-		return d
-	}
-	init, err := a.initialize(ctx)
-	if err != nil {
-		a.stopAfter(0)
-	} else {
+	what := "acp initialize\x00" + strings.Join(h.cfg.Command, "\x00") + "\x00\x00" + strings.Join(h.cfg.Env, "\x00")
+	v, err := agentproc.Probed(ctx, path, what, wait, func(ctx context.Context) (string, error) {
+		a, err := h.start(ctx, "", nil, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		init, err := a.initialize(ctx)
+		if err != nil {
+			a.stopAfter(0)
+			return "", fmt.Errorf("it did not answer initialize: %w", a.failure(ctx, err))
+		}
 		a.stop()
-	}
-	if err != nil {
-		d.Problem = fmt.Sprintf("it did not answer initialize: %v", a.failure(ctx, err))
-		return d
-	}
-	d.Version = describeAgent(init)
-	return d
+		return describeAgent(init), nil
+	})
+	return d.Probed(path, v, err)
 }
 
 // describeAgent says who the agent is and what its sessions can do.

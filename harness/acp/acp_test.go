@@ -595,6 +595,19 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, "it did not answer initialize: acpagent exited with status 3: acpagent: cannot start: no configuration found", d.Problem)
 }
 
+// TestDescribeAsksOnce: the agent is started and asked for initialize
+// once per version of its file, command line and environment, not each
+// time a dialog opens.
+func TestDescribeAsksOnce(t *testing.T) {
+	t.Parallel()
+	f := newFake(t, "normal", "fork")
+	for range 3 {
+		d := f.harness(Config{}).Describe(context.Background())
+		assert.Equal(t, "acpagent 1.2.3 (fork)", d.Version)
+	}
+	assert.Equal(t, []string{"initialize"}, f.methods())
+}
+
 func TestNameAndCapabilities(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "acp", New(Config{}).Name())

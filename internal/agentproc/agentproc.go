@@ -370,10 +370,13 @@ func (t *tailWriter) String() string {
 	return string(t.buf)
 }
 
-// Version finds s.Bin and asks it for --version (within 10 s), for a
-// harness's Describe: the path, and the first line the CLI printed on
-// stdout or stderr. The error says why it cannot run here: not installed
-// (naming s.Package), or --version failed.
+// Version finds s.Bin and asks it for --version, for a harness's
+// Describe: the path, and the first line the CLI printed on stdout or
+// stderr. It asks once per version of the file (Probed), waiting at most
+// 10 s. The error says why it cannot run here: not installed (naming
+// s.Package), or --version failed; or it wraps context.DeadlineExceeded
+// when --version did not answer in time, which a busy machine explains
+// and is no reason to think the CLI cannot run.
 func Version(ctx context.Context, s Spec) (path, version string, err error) {
 	name := s.Name
 	if name == "" {
@@ -382,9 +385,23 @@ func Version(ctx context.Context, s Spec) (path, version string, err error) {
 	if path, err = exec.LookPath(s.Bin); err != nil {
 		return "", "", notInstalled(name, s)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	s.Bin, s.Args, s.Stall, s.Grace = path, []string{"--version"}, 10*time.Second, time.Second
+	s.Bin, s.Args = path, []string{"--version"}
+	version, err = Probed(ctx, path, "--version", versionWait, func(ctx context.Context) (string, error) { return versionOf(ctx, s) })
+	if err != nil {
+		return path, "", fmt.Errorf("%s --version failed: %w", name, err)
+	}
+	return path, version, nil
+}
+
+// versionWait is how long Version waits for an answer.
+const versionWait = 10 * time.Second
+
+// versionOf runs s (a CLI given --version) and returns the first line it
+// printed on stdout, else on stderr.
+func versionOf(ctx context.Context, s Spec) (string, error) {
+	// The probe's own context bounds it; a long silence is no stall.
+	s.Stall, s.Grace = probeFor, time.Second
+	var version string
 	// --version prints a plain line, which Run skips as not JSON.
 	s.Skipped = func(line []byte) {
 		if version == "" {
@@ -393,7 +410,7 @@ func Version(ctx context.Context, s Spec) (path, version string, err error) {
 	}
 	res, err := Run(ctx, s, func([]byte) error { return nil })
 	if err != nil {
-		return path, "", fmt.Errorf("%s --version failed: %w", name, err)
+		return "", err
 	}
 	if version == "" { // some print it on stderr
 		version = strings.TrimSpace(res.StderrTail)
@@ -401,5 +418,5 @@ func Version(ctx context.Context, s Spec) (path, version string, err error) {
 			version = version[:i]
 		}
 	}
-	return path, version, nil
+	return version, nil
 }
