@@ -76,18 +76,44 @@ var builtins = map[string]builtin{
 	"xiaomi-token-plan-sgp": {"anthropic-messages", "https://token-plan-sgp.xiaomimimo.com/anthropic", "XIAOMI_TOKEN_PLAN_SGP_API_KEY"},
 }
 
+// defaultModel is the defaultProvider and defaultModel of pi's
+// settings.json at path ("" when it has none).
+func defaultModel(path string) (provider, model string) {
+	var settings struct {
+		DefaultProvider string `json:"defaultProvider"`
+		DefaultModel    string `json:"defaultModel"`
+	}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &settings)
+	}
+	return settings.DefaultProvider, settings.DefaultModel
+}
+
+// providerURL is where pi sends provider's calls: the baseUrl models.json
+// gives it, else that of pi's built-in provider of that name ("" when
+// neither says).
+func providerURL(getenv func(string) string, provider string) string {
+	var doc struct {
+		Providers map[string]struct {
+			BaseURL string `json:"baseUrl"`
+		} `json:"providers"`
+	}
+	if b, err := os.ReadFile(filepath.Join(agentDir(getenv), "models.json")); err == nil {
+		_ = json.Unmarshal(b, &doc)
+	}
+	if u := doc.Providers[provider].BaseURL; u != "" {
+		return u
+	}
+	return builtins[provider].baseURL
+}
+
 // ProviderFor finds the provider of model (its id; "" means the default
 // model of settings.json) in the models.json of the agent dir env names.
 func ProviderFor(env []string, model string) (Provider, error) {
 	getenv := envLookup(env)
 	agent := agentDir(getenv)
-	var settings struct {
-		DefaultProvider string `json:"defaultProvider"`
-		DefaultModel    string `json:"defaultModel"`
-	}
-	if b, err := os.ReadFile(filepath.Join(agent, "settings.json")); err == nil {
-		_ = json.Unmarshal(b, &settings)
-	}
+	var settings struct{ DefaultProvider, DefaultModel string }
+	settings.DefaultProvider, settings.DefaultModel = defaultModel(filepath.Join(agent, "settings.json"))
 	if model == "" {
 		model = settings.DefaultModel
 	}

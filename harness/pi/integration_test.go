@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -420,7 +421,7 @@ func TestRealPiFaults(t *testing.T) {
 			w.srv.Push(reply(marker, modelserver.Reply{Fault: c.fault}), reply(marker, modelserver.Reply{Fault: c.fault}))
 			evs, err := w.turn(t, ctx, harness.TurnRequest{Run: model.Run{Harness: Harness}, Input: marker, Dir: w.repo})
 			require.Error(t, err)
-			assert.Equal(t, c.want, err.Error())
+			assert.Equal(t, c.want+"; pi called tine/tine-test-model at "+w.srv.URL()+"/v1", strings.SplitN(err.Error(), ", the first model", 2)[0])
 			msgs := evs.messages()
 			require.Len(t, msgs, 3, "the prompt and both failed answers, as the parser shows them")
 			assert.Equal(t, marker, msgs[0].PlainText())
@@ -428,6 +429,28 @@ func TestRealPiFaults(t *testing.T) {
 			assert.Len(t, evs.notes(), 1, "one retry")
 		})
 	}
+}
+
+// TestRealPiHandoffToADownDefault: a handoff gives pi no model, so pi
+// takes the first one it has a key for; when that provider is down, the
+// turn's error names the provider, the model and where pi sent the call,
+// and what to pass ("Connection error." alone named nothing).
+func TestRealPiHandoffToADownDefault(t *testing.T) {
+	w := newPiWorld(t, `{"retry":{"maxRetries":1,"baseDelayMs":100,"provider":{"maxRetries":0}}}`)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := "http://" + l.Addr().String() + "/v1"
+	require.NoError(t, l.Close())
+	models := filepath.Join(w.home, ".pi", "agent", "models.json")
+	b, err := os.ReadFile(models)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(models, bytes.ReplaceAll(b, []byte(w.srv.URL()+"/v1"), []byte(down)), 0o644))
+	_, err = w.turn(t, context.Background(), harness.TurnRequest{Run: model.Run{Harness: Harness}, Input: "carry on", Dir: w.repo,
+		Handoff: "The conversation so far: nothing.\n\ncarry on"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "pi: Connection error.")
+	assert.Contains(t, err.Error(), "; pi called tine/tine-test-model at "+down+", the first model it has a key for, given no model")
+	assert.Contains(t, err.Error(), "pass --model provider/id")
 }
 
 func evalDir(t *testing.T, dir string) string {

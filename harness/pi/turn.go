@@ -60,7 +60,8 @@ package pi
 // reported as an EventNote). A failed model call leaves an assistant
 // message with stopReason "error" and pi still exits 0, so a turn whose
 // last assistant message has stopReason "error" (or "aborted") fails with
-// its errorMessage. Usage comes per assistant message; pi prices it from
+// its errorMessage, naming for an error the model pi called and where
+// (and, when the turn gave pi no model, how pi chose it). Usage comes per assistant message; pi prices it from
 // models.json, and the sum for the turn is reported as EventCost.
 //
 // Answering again (Input ""): pi -p cannot continue a session without a
@@ -188,8 +189,9 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 	runEnv := slices.Clip(h.cfg.Env)
 	// In a replay's sandbox pi writes its agent folder and its sessions.
 	state := append([]string{agentDir(getenv)}, dirsFrom(getenv)...)
+	chosen := cmp.Or(req.Model, req.Run.Model)
 	if req.ModelURL != "" {
-		gw, extra, gwArgs, done, err := gatewayDir(env, cmp.Or(req.Model, req.Run.Model), req.ModelURL, req.ModelKey)
+		gw, extra, gwArgs, done, err := gatewayDir(env, chosen, req.ModelURL, req.ModelKey)
 		if err != nil {
 			return err
 		}
@@ -197,14 +199,14 @@ func (h *CLI) Turn(ctx context.Context, req harness.TurnRequest, emit func(harne
 		state = append(state, gw)
 		args = append(args, gwArgs...)
 		runEnv = append(runEnv, extra...)
-	} else if m := cmp.Or(req.Model, req.Run.Model); m != "" {
-		args = append(args, "--model", m)
+	} else if chosen != "" {
+		args = append(args, "--model", chosen)
 	}
 	args = append(args, p.args...)
 	runEnv = append(runEnv, req.Env...)
 
 	s := &stream{
-		emit: emit, getenv: getenv, plan: p, own: req.Run.NativeID,
+		emit: emit, getenv: getenv, plan: p, own: req.Run.NativeID, model: chosen,
 		file: p.file, offset: p.offset, known: p.known, flushed: p.hasAssistant,
 	}
 	if s.known == nil {
@@ -408,6 +410,8 @@ type stream struct {
 	getenv func(string) string
 	plan   *plan
 	own    string // the run's native id before the turn
+	// model is the model the turn gave pi (--model), "" when pi chose.
+	model string
 
 	// From pi's header line: the session's id, and the file when the plan
 	// did not know it (a new session, --fork).
@@ -433,6 +437,8 @@ type report struct {
 	cost         float64
 	stopReason   string
 	errorMessage string
+	// provider and modelID are where an assistant message's call went.
+	provider, modelID string
 }
 
 // saved reports whether pi saves a message of this role as an entry
@@ -485,7 +491,8 @@ func (s *stream) line(b []byte) error {
 		if e.Message == nil || !saved(e.Message.Role) {
 			return nil
 		}
-		r := report{role: e.Message.Role, stopReason: e.Message.StopReason, errorMessage: e.Message.ErrorMessage}
+		r := report{role: e.Message.Role, stopReason: e.Message.StopReason, errorMessage: e.Message.ErrorMessage,
+			provider: e.Message.Provider, modelID: e.Message.Model}
 		var ok bool
 		if r.m, r.cost, ok = convertMessage(e.Message, b); !ok {
 			return nil
@@ -629,6 +636,35 @@ func (s *stream) deliver(role string, m model.Message, cost float64) {
 	s.emit(harness.Event{Kind: harness.EventMessage, Message: m})
 }
 
+// calledWhat says, after a failed model call, which model pi called (its
+// provider, and where that provider is), and, when the turn gave pi no
+// model, how pi came to it and how to choose another: pi 0.73.1 takes
+// settings.json's defaultProvider and defaultModel when it has that
+// model, else the first model it has a key for (findInitialModel).
+func (s *stream) calledWhat(r *report) string {
+	if r.modelID == "" {
+		return ""
+	}
+	called := "; pi called " + modelName(r.provider, r.modelID)
+	if u := providerURL(s.getenv, r.provider); u != "" {
+		called += " at " + u
+	}
+	if s.model != "" {
+		return called
+	}
+	settings := filepath.Join(agentDir(s.getenv), "settings.json")
+	switch dp, dm := defaultModel(settings); {
+	case dp == r.provider && dm == r.modelID:
+		return called + ", its default (defaultProvider and defaultModel in " + settings + "), given no model; pass --model provider/id to use another"
+	case dp == "" || dm == "":
+		return called + ", the first model it has a key for, given no model and no defaultProvider and defaultModel in " + settings +
+			"; pass --model provider/id, or set them there"
+	default:
+		return called + ", the first model it has a key for, given no model and a default it did not find (" + modelName(dp, dm) + " in " + settings +
+			"); pass --model provider/id, or set defaultProvider and defaultModel there"
+	}
+}
+
 // finish emits what is left and says how the turn ended.
 func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error) error {
 	if s.file == "" && s.session != "" {
@@ -682,7 +718,7 @@ func (s *stream) finish(ctx context.Context, res agentproc.Result, runErr error)
 		case s.retries > 1:
 			msg += fmt.Sprintf(" (after %d retries)", s.retries)
 		}
-		return errors.New("pi: " + model.OneLine(msg, 400))
+		return errors.New("pi: " + model.OneLine(msg, 400) + s.calledWhat(last))
 	case last.stopReason == "aborted":
 		return errors.New("pi: the model call was aborted: " + model.OneLine(cmp.Or(last.errorMessage, "no reason given"), 300))
 	}

@@ -732,6 +732,46 @@ func TestTurnEmitsMessagesAsPiSavesThem(t *testing.T) {
 	assert.ErrorIs(t, <-done, context.Canceled)
 }
 
+// TestAFailedCallNamesThePisModel: a model call that failed says which
+// model pi called, where, and, when the turn gave it none (a handoff),
+// how pi chose it and what to pass: a bare "Connection error" named
+// nothing.
+func TestAFailedCallNamesThePisModel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, model, settings string
+		want                  []string
+	}{
+		{name: "no default", want: []string{"pi: Connection error. (after a retry); pi called tine/tine-test-model at http://127.0.0.1:9/v1, " +
+			"the first model it has a key for, given no model and no defaultProvider and defaultModel in ", "; pass --model provider/id, or set them there"}},
+		{name: "its default", settings: `{"defaultProvider":"tine","defaultModel":"tine-test-model"}`,
+			want: []string{"at http://127.0.0.1:9/v1, its default (defaultProvider and defaultModel in ", "settings.json), given no model; pass --model provider/id to use another"}},
+		{name: "a default it lacks", settings: `{"defaultProvider":"gone","defaultModel":"m1"}`,
+			want: []string{"the first model it has a key for, given no model and a default it did not find (gone/m1 in "}},
+		{name: "given", model: "tine/tine-test-model", want: []string{"pi: Connection error. (after a retry); pi called tine/tine-test-model at http://127.0.0.1:9/v1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t, "replay", "testdata/turn/down.stdout.jsonl")
+			agent := filepath.Join(f.home, ".pi", "agent")
+			require.NoError(t, os.MkdirAll(agent, 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(agent, "models.json"), []byte(`{"providers":{"tine":{"baseUrl":"http://127.0.0.1:9/v1",`+
+				`"api":"openai-completions","apiKey":"TINE_KEY","models":[{"id":"tine-test-model"}]}}}`), 0o600))
+			if c.settings != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(agent, "settings.json"), []byte(c.settings), 0o600))
+			}
+			_, err := f.turn(t, harness.TurnRequest{Input: "hit it", Dir: workDir(t), Model: c.model})
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			if c.model != "" {
+				assert.NotContains(t, err.Error(), "given no model")
+			}
+		})
+	}
+}
+
 func TestTurnFailsOnPisErrorResult(t *testing.T) {
 	// pi exits 0 after a failed model call; its last answer says why.
 	for _, c := range []struct{ name, err string }{
@@ -745,7 +785,8 @@ func TestTurnFailsOnPisErrorResult(t *testing.T) {
 			f := newFake(t, "replay", "testdata/turn/"+c.name+".stdout.jsonl")
 			dir := workDir(t)
 			evs, err := f.turn(t, harness.TurnRequest{Input: "hit it", Dir: dir})
-			assert.EqualError(t, err, c.err)
+			require.Error(t, err)
+			assert.True(t, strings.HasPrefix(err.Error(), c.err+"; pi called tine/tine-test-model"), err.Error())
 			msgs := evs.messages()
 			require.NotEmpty(t, msgs)
 			last := msgs[len(msgs)-1]
