@@ -59,7 +59,7 @@ func worktreesOf(st *store.Store) string {
 
 func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.Driver, error) {
 	if ag.demo {
-		return demoDriver(st), nil
+		return demoDriver(st, api), nil
 	}
 	paced = paced || ag.paced
 	p, err := harness.ParsePermissions(ag.permissions)

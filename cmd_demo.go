@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -47,8 +48,10 @@ type demoFork struct {
 	Forks    []demoFork      `json:"forks"`
 }
 
-// loadDemo fills st with the demo trees.
-func loadDemo(ctx context.Context, st *store.Store) error {
+// loadDemo fills st with the demo trees. Their projects are folders of
+// their own under root (the demo's own temporary folder), empty but
+// there: a fork's check runs in them.
+func loadDemo(ctx context.Context, st *store.Store, root string) error {
 	entries, err := fs.ReadDir(demoFS, "testdata/demo")
 	if err != nil {
 		return err
@@ -61,9 +64,9 @@ func loadDemo(ctx context.Context, st *store.Store) error {
 		}
 		switch {
 		case strings.HasSuffix(p, ".tree.json"):
-			err = loadDemoTree(ctx, st, data, p)
+			err = loadDemoTree(ctx, st, data, p, root)
 		case strings.HasSuffix(p, ".jsonl"):
-			err = loadDemoRun(ctx, st, data, p)
+			err = loadDemoRun(ctx, st, data, p, root)
 		}
 		if err != nil {
 			return fmt.Errorf("demo %s: %w", e.Name(), err)
@@ -72,19 +75,24 @@ func loadDemo(ctx context.Context, st *store.Store) error {
 	return nil
 }
 
-func loadDemoRun(ctx context.Context, st *store.Store, data []byte, name string) error {
+func loadDemoRun(ctx context.Context, st *store.Store, data []byte, name, root string) error {
 	t, err := openai.Parse(data, name)
+	if err != nil {
+		return err
+	}
+	cwd, err := demoProject(root, "tine")
 	if err != nil {
 		return err
 	}
 	start := time.Now().Add(-3*time.Hour - time.Duration(len(t.Messages))*40*time.Second)
 	stamp(t.Messages, start)
 	t.Run.Title = "Tidy the store package: a long refactoring session"
-	t.Run.Harness, t.Run.Cwd, t.Run.CreatedAt, t.Run.Status = "codex", "/home/ana/src/tine", start, model.Completed
+	t.Run.Harness, t.Run.Model, t.Run.Cwd, t.Run.CreatedAt, t.Run.Status = "codex", "gpt-5.1-codex", cwd, start, model.Completed
+	t.Run.CostUSD = demoCost(t.Run.Model, t.Messages)
 	return st.CreateRun(ctx, &t.Run, t.Messages)
 }
 
-func loadDemoTree(ctx context.Context, st *store.Store, data []byte, name string) error {
+func loadDemoTree(ctx context.Context, st *store.Store, data []byte, name, projects string) error {
 	var d demoTree
 	if err := json.Unmarshal(data, &d); err != nil {
 		return err
@@ -93,15 +101,48 @@ func loadDemoTree(ctx context.Context, st *store.Store, data []byte, name string
 	if err != nil {
 		return err
 	}
+	// A tree without a project (a model API's chat) gets one too, named
+	// after its file: a check typed for its forks runs there, not in the
+	// directory the demo was started from.
+	project := strings.TrimSuffix(path.Base(name), ".tree.json")
+	if d.Cwd != "" {
+		project = path.Base(d.Cwd)
+	}
+	cwd, err := demoProject(projects, project)
+	if err != nil {
+		return err
+	}
 	// Place the demo in the recent past so ages read naturally.
 	shift := time.Since(d.CreatedAt) - 26*time.Hour
 	created := d.CreatedAt.Add(shift)
 	stamp(t.Messages, created)
-	root := model.Run{Title: d.Title, Cwd: d.Cwd, Harness: d.Harness, Model: d.Model, CreatedAt: created, Status: model.Completed}
+	root := model.Run{Title: d.Title, Cwd: cwd, Harness: d.Harness, Model: d.Model, CreatedAt: created, Status: model.Completed,
+		CostUSD: demoCost(d.Model, t.Messages)}
 	if err := st.CreateRun(ctx, &root, t.Messages); err != nil {
 		return err
 	}
 	return loadDemoForks(ctx, st, root, t.Messages, d.Forks, created)
+}
+
+// demoProject is the demo project name's folder under root, made.
+func demoProject(root, name string) (string, error) {
+	dir := filepath.Join(root, "projects", name)
+	return dir, os.MkdirAll(dir, 0o700)
+}
+
+// demoCost is what msgs' own usage cost at model's list price, as the
+// agent that ran them would have reported it (the demo's runs are made
+// up, so nothing reported it).
+func demoCost(name string, msgs []model.Message) float64 {
+	p, ok := model.PriceOf(name)
+	if !ok {
+		return 0
+	}
+	usd := 0.0
+	for _, m := range msgs {
+		usd += p.Cost(m.Usage)
+	}
+	return usd
 }
 
 // loadDemoForks makes forks the way `tine fork` does: the asked boundary is
@@ -123,9 +164,10 @@ func loadDemoForks(ctx context.Context, st *store.Store, parent model.Run, prefi
 		created := at.Add(time.Duration(i+1) * 47 * time.Minute)
 		stamp(msgs, created)
 		fork := model.Run{ParentID: parent.ID, ForkAt: cut.K, ForkStep: cut.Step, Asked: cut.Asked, SnapReason: cut.Reason,
-			Name: f.Name, Harness: f.Harness, Status: f.Status, Error: f.Error, CreatedAt: created}
+			Name: f.Name, Harness: f.Harness, Status: f.Status, Error: f.Error, CreatedAt: created, Cwd: parent.Cwd}
 		if fork.Harness == "" {
-			fork.Harness = parent.Harness
+			fork.Harness, fork.Model = parent.Harness, parent.Model
+			fork.CostUSD = demoCost(fork.Model, msgs)
 		}
 		if fork.Status == model.Completed || fork.Status == model.Failed {
 			fork.FinishedAt = created.Add(time.Duration(len(msgs)+1) * 20 * time.Second)
@@ -168,14 +210,14 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if err := loadDemo(ctx, st); err != nil {
+	if err := loadDemo(ctx, st, dir); err != nil {
 		return err
 	}
 	if err := requireTerminal(); err != nil {
 		return err
 	}
 	follow := "tine --db " + shellQuote(st.Path()) + " ls"
-	exit, err := tui.Run(ctx, st, tui.Options{Title: "demo", Driver: demoDriver(st), Agents: backends(harness.Setup{}, true),
+	exit, err := tui.Run(ctx, st, tui.Options{Title: "demo", Driver: demoDriver(st, apiFlags{}), Agents: backends(harness.Setup{}, true),
 		Offline:    "the demo's sessions are made up, so no agent could continue them; the demo forks offline, through script",
 		Background: tuiBackground{db: st.Path(), ag: agentFlags{demo: true}}, Follow: follow})
 	if s := exit.String(); s != "" {
@@ -194,10 +236,12 @@ func cmdDemo(ctx context.Context, e *env, args []string) error {
 }
 
 // demoDriver forks offline, through the script harness: the demo's
-// sessions were made up, so no agent could continue them. The TUI's
-// background turns in the demo get it too (run-turns --demo).
-func demoDriver(st *store.Store) *fork.Driver {
-	return &fork.Driver{Store: st, Harnesses: backends(harness.Setup{Paced: true}, false), DefaultHarness: "script"}
+// sessions were made up, so no agent could continue them; a model API
+// goes where api says (the base URL and key typed in the Fork screen).
+// The TUI's background turns in the demo get it too (run-turns --demo).
+func demoDriver(st *store.Store, api apiFlags) *fork.Driver {
+	return &fork.Driver{Store: st, Harnesses: backends(harness.Setup{BaseURL: api.baseURL, APIKey: api.apiKey, Paced: true}, false),
+		DefaultHarness: "script"}
 }
 
 // shellQuote is s as one word for a POSIX shell, quoted only when it

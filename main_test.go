@@ -243,14 +243,19 @@ func TestDemoData(t *testing.T) {
 	require.NoError(t, err)
 	defer st.Close()
 	ctx := context.Background()
-	require.NoError(t, loadDemo(ctx, st))
+	root := t.TempDir()
+	require.NoError(t, loadDemo(ctx, st, root))
 	trees, err := st.Trees(ctx)
 	require.NoError(t, err)
 	require.Len(t, trees, 3)
 	var long, forked bool
+	priced := 0
 	for _, tr := range trees {
 		if tr.Messages >= 2000 {
 			long = true
+		}
+		if tr.CostUSD > 0 {
+			priced++
 		}
 		runs, err := st.TreeRuns(ctx, tr.Root.ID)
 		require.NoError(t, err)
@@ -261,6 +266,11 @@ func TestDemoData(t *testing.T) {
 				at[r.ForkAt] = true
 			}
 			snapped = snapped || r.SnapReason != ""
+			if r.Cwd != "" {
+				// A fork's check runs there: a folder that is there, the demo's own.
+				assert.DirExists(t, r.Cwd)
+				assert.True(t, strings.HasPrefix(r.Cwd, root+string(filepath.Separator)), r.Cwd)
+			}
 		}
 		if len(at) >= 3 {
 			forked = true
@@ -276,6 +286,7 @@ func TestDemoData(t *testing.T) {
 	}
 	assert.True(t, long, "a run of at least 2,000 messages")
 	assert.True(t, forked, "a tree with forks at three boundaries")
+	assert.Equal(t, 2, priced, "what its usage cost at its model's price, on the trees whose messages have usage")
 }
 
 // TestMain lets the test binary stand in for tine when `tine fork` starts

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -23,6 +24,13 @@ const checkOutputMax = 8 << 10
 // process group, stopped whole at the timeout or on cancellation.
 func RunCheck(ctx context.Context, dir, cmdline string, number bool, timeout time.Duration) model.Check {
 	c := model.Check{Cmd: cmdline, Number: number, Ran: true}
+	if dir != "" {
+		// Else exec's error names /bin/sh, as if the shell were missing.
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			c.Exit, c.Error = -1, fmt.Sprintf("its directory %s does not exist, so it cannot run there", dir)
+			return c
+		}
+	}
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
