@@ -69,7 +69,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // the person's machine was in reach.
 func TestDockerForksEndToEnd(t *testing.T) {
 	p := dockerOrSkip(t)
-	for _, name := range []string{"claude"} {
+	for _, name := range []string{"claude", "pi"} {
 		t.Run(name, func(t *testing.T) {
 			agentImage(t, p, name)
 			dockerForksEndToEnd(t, name)

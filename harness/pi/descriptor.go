@@ -27,7 +27,8 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, Appends: true,
 		IDField: "id", ParentField: "parentId", Header: true},
-	CLI: &harness.CLI{Bin: "pi", BinVar: binVar, Package: Package, Pin: "0.73.1"},
+	CLI:   &harness.CLI{Bin: "pi", BinVar: binVar, Package: Package, Pin: "0.73.1"},
+	Carry: carry,
 	Open: func(r model.Run, bin string) ([]string, error) {
 		file, err := openFile(r, os.Getenv)
 		if err != nil {
