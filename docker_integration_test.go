@@ -69,7 +69,7 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // the person's machine was in reach.
 func TestDockerForksEndToEnd(t *testing.T) {
 	p := dockerOrSkip(t)
-	for _, name := range []string{"claude", "pi"} {
+	for _, name := range dockerAgents() {
 		t.Run(name, func(t *testing.T) {
 			agentImage(t, p, name)
 			dockerForksEndToEnd(t, name)
@@ -183,4 +183,14 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 	reqs = srv.ModelRequests()
 	last := string(reqs[len(reqs)-1].Body)
 	assert.Contains(t, last, "Wrote good.txt.", "the agent remembers the fork's first turn")
+}
+
+// dockerAgents are the agents whose forks TestDockerForksEndToEnd runs in
+// containers: Claude Code and pi always; every agent with
+// TINE_TEST_DOCKER_AGENTS=all.
+func dockerAgents() []string {
+	if os.Getenv("TINE_TEST_DOCKER_AGENTS") == "all" {
+		return []string{"claude", "pi", "codex", "qwen", "gemini", "opencode"}
+	}
+	return []string{"claude", "pi"}
 }

@@ -26,6 +26,7 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, ParseTail: ParseTail, Appends: true, Header: true},
 	CLI:      &harness.CLI{Bin: "codex", BinVar: binVar, Package: NPMPackage, Pin: "0.169.0"},
+	Carry:    carry,
 	// codex resume ID, as checked against the pinned CLI.
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "resume", r.NativeID}, nil },
 	Record: &harness.Recording{Wire: harness.WireResponses, Upstream: upstream,

@@ -153,6 +153,11 @@ func (d *Driver) runChecks(ctx context.Context, runs []model.Run, onEvent func(R
 // place), or, for a model API's fork, which has none, in its directory.
 func (d *Driver) check(ctx context.Context, r model.Run) model.Check {
 	if _, h, err := d.harnessFor(r, r.Harness); err != nil || !h.Capabilities().OwnSessions {
+		if r.Cwd == "" {
+			// Never tine's own directory instead (rule 12 in ARCHITECTURE.md).
+			return model.Check{Cmd: r.Check.Cmd, Number: r.Check.Number, Ran: true, Exit: -1,
+				Error: fmt.Sprintf("fork %s has no directory, so its check has nowhere to run", r.Label())}
+		}
 		return place.RunCheck(ctx, r.Cwd, r.Check.Cmd, r.Check.Number, d.CheckTimeout)
 	}
 	pl, err := d.PlaceOf(r)

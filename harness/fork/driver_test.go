@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -390,4 +391,25 @@ func (s *readTogether) ForkNames(ctx context.Context, id string) ([]string, erro
 	names, err := s.Store.ForkNames(ctx, id)
 	s.once.Do(func() { s.read.Done(); s.read.Wait() })
 	return names, err
+}
+
+// TestACheckWithNoDirectoryRunsNowhere: a model API's fork of a run with
+// no directory (an imported chat) has nowhere to run its check: it says
+// so, and the check never runs in tine's own directory instead.
+func TestACheckWithNoDirectoryRunsNowhere(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	_, d, root := setup(t, f)
+	ctx := context.Background()
+	here, err := os.Getwd()
+	require.NoError(t, err)
+	marker := "tine-check-ran-" + root.ID
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID, Check: "touch " + marker})
+	require.NoError(t, err)
+	runs := d.RunTurns(ctx, []fork.Turn{{RunID: forks[0].ID, Input: "go on"}}, nil)
+	require.Len(t, runs, 1)
+	require.NotNil(t, runs[0].Check)
+	assert.Equal(t, "fork root-fork-1 has no directory, so its check has nowhere to run", runs[0].Check.Error)
+	_, err = os.Stat(filepath.Join(here, marker))
+	assert.True(t, os.IsNotExist(err), "the check ran in tine's own directory")
+	os.Remove(filepath.Join(here, marker))
 }

@@ -25,6 +25,7 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Files: Files, Detect: Detect, Parse: Parse},
 	CLI:      &harness.CLI{Bin: "gemini", BinVar: binVar, Package: NPMPackage, Pin: "0.61.0"},
+	Carry:    carry,
 	// gemini --resume ID, run in the session's directory (it looks for
 	// the session in that directory's project folder only).
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },

@@ -33,7 +33,8 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Detect: export.Detect, Parse: export.Parse,
 		Database: &harness.Database{Files: DBFiles, Is: IsDB, List: List, Read: Read}},
-	CLI: &harness.CLI{Bin: "opencode", BinVar: binVar, Package: NPMPackage, Pin: "1.18.33"},
+	CLI:   &harness.CLI{Bin: "opencode", BinVar: binVar, Package: NPMPackage, Pin: "1.18.33"},
+	Carry: carry,
 	// opencode --session ID, run in the session's directory: its TUI on
 	// that session.
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--session", r.NativeID}, nil },

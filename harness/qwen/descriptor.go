@@ -25,7 +25,8 @@ var Agent = harness.Agent{
 	},
 	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, Appends: true,
 		IDField: "uuid", ParentField: "parentUuid"},
-	CLI: &harness.CLI{Bin: "qwen", BinVar: binVar, Package: NPMPackage, Pin: "0.24.4"},
+	CLI:   &harness.CLI{Bin: "qwen", BinVar: binVar, Package: NPMPackage, Pin: "0.24.4"},
+	Carry: carry,
 	// qwen --resume ID, run in the session's directory (it looks for the
 	// session in that directory's project folder only).
 	Open: func(r model.Run, bin string) ([]string, error) { return []string{bin, "--resume", r.NativeID}, nil },
