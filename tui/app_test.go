@@ -23,12 +23,19 @@ import (
 	"tine/store"
 )
 
-// seedStore writes sampleTree and a long run into a fresh store.
-func seedStore(t testing.TB, long int) *store.Store {
+// openStore is a fresh, empty store.
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "tine.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// seedStore writes sampleTree and a long run into a fresh store.
+func seedStore(t testing.TB, long int) *store.Store {
+	t.Helper()
+	st := openStore(t)
 	ctx := context.Background()
 	data := sampleTree()
 	ids := map[string]string{}

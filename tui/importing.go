@@ -109,18 +109,19 @@ func (a *App) nextImportEvent() tea.Cmd {
 }
 
 // foundSummary says what discovery found, by agent, in the order of
-// agents.
+// agents. A session of an agent's database counts its share of the
+// database's size (importer.Found), so the database is counted once.
 func foundSummary(files []importer.Found, agents []harness.Agent) string {
 	by := map[string]int{}
 	var mb float64
 	n := 0
 	for _, f := range files {
 		if f.Skip != "" || f.Err != nil {
-			continue // not a session file: Import lists it with its reason
+			continue // not a session: Import lists it with its reason
 		}
 		n++
 		by[f.Format]++
-		mb += float64(f.Size) / 1e6
+		mb += float64(max(f.Size, 0)) / 1e6
 	}
 	var parts []string
 	for _, a := range agents {
@@ -128,17 +129,25 @@ func foundSummary(files []importer.Found, agents []harness.Agent) string {
 			parts = append(parts, fmt.Sprintf("%s %d", a.Display, by[a.Name]))
 		}
 	}
-	return fmt.Sprintf("%s (%.1f MB): %s", plural(n, "session file"), mb, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%.1f MB): %s", plural(n, "session"), mb, strings.Join(parts, ", "))
 }
 
 // progressLine draws an import's progress: a bar, files, MB, records/s.
+// The bar is as wide whatever the numbers say (none done yet, more done
+// than there was, or nothing to count bytes by).
 func progressLine(p importer.Progress, width int, st *Styles) string {
 	barW := max(min(width-50, 40), 10)
 	frac := 1.0
-	if p.Bytes > 0 {
+	switch {
+	case p.Bytes > 0:
 		frac = float64(p.BytesDone) / float64(p.Bytes)
+	case p.Files > 0:
+		frac = float64(p.FilesDone) / float64(p.Files)
 	}
-	filled := int(frac * float64(barW))
+	filled := 0
+	if frac > 0 {
+		filled = int(min(frac, 1) * float64(barW))
+	}
 	secs := max(time.Since(p.Started).Seconds(), 0.001)
 	return st.Key.Render(strings.Repeat("█", filled)) + st.Subtle.Render(strings.Repeat("░", barW-filled)) +
 		fmt.Sprintf(" %d/%d files · %.1f/%.1f MB · %.0f records/s", p.FilesDone, p.Files,

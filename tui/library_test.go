@@ -1,16 +1,26 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness"
 	"tine/harness/importer"
 	"tine/harness/registry"
+	"tine/harness/script"
 	"tine/model"
 	"tine/store"
 )
@@ -79,7 +89,85 @@ func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
 		{Path: "fifo", Skip: "a named pipe"},
 		{Path: "dir", Err: errors.New("permission denied")},
 	}, registry.Agents())
-	assert.Equal(t, "1 session file (2.0 MB): Claude Code 1", got)
+	assert.Equal(t, "1 session (2.0 MB): Claude Code 1", got)
+}
+
+// dbAgent keeps n sessions in one database file of 3 MB, as opencode
+// does, each with a 63-bit fingerprint, as opencode's are.
+func dbAgent(t *testing.T, n int) harness.Agent {
+	file := filepath.Join(t.TempDir(), "sessions.db")
+	require.NoError(t, os.WriteFile(file, bytes.Repeat([]byte{'x'}, 3e6), 0o600))
+	return harness.Agent{Name: "dbtest", Display: "DB Test", New: func(harness.Setup) harness.Harness { return &script.Harness{} },
+		Sessions: &harness.Sessions{
+			Parse: func(r io.Reader, _ string) (harness.ParsedFile, error) {
+				b, err := io.ReadAll(r)
+				id, prompt, _ := strings.Cut(string(b), "\n")
+				run := harness.ParsedRun{Parent: -1, Transcript: harness.Transcript{Run: model.Run{Harness: "dbtest", NativeID: id, Status: model.Completed},
+					Messages: []model.Message{text(model.User, prompt), text(model.Assistant, "done")}}}
+				return harness.ParsedFile{Runs: []harness.ParsedRun{run}}, err
+			},
+			Database: &harness.Database{
+				Files: func() []string { return []string{file} },
+				List: func(context.Context, string) ([]harness.Entry, error) {
+					var list []harness.Entry
+					for i := range n {
+						list = append(list, harness.Entry{ID: fmt.Sprint("s", i), Fingerprint: math.MaxInt64 - int64(i), Updated: t0})
+					}
+					return list, nil
+				},
+				Read: func(_ context.Context, _, id string) ([]byte, error) { return []byte(id + "\nprompt of " + id), nil },
+			},
+		}}
+}
+
+// TestImportADatabaseSaysItsSize: a database's sessions are counted as
+// sessions and the database's size once (its sessions' fingerprints were
+// added up as their sizes: "21111331416967.7 MB"), and the import's
+// progress bar is drawn whole at every step (the fingerprints overflowed
+// its bytes and drew a negative count of cells: a panic).
+func TestImportADatabaseSaysItsSize(t *testing.T) {
+	t.Parallel()
+	agents := harness.Build(harness.Setup{}, dbAgent(t, 3))
+	d := newDriverOpts(t, openStore(t), Options{Title: "test", Agents: agents}, 120, 30)
+	assert.Contains(t, d.plain(), "Found 3 sessions (3.0 MB): DB Test 3 on this machine.")
+
+	files, err := importer.Discover(d.a.formats)
+	require.NoError(t, err)
+	var steps []importer.Progress
+	_, err = importer.Import(context.Background(), openStore(t), files, importer.Options{Formats: d.a.formats,
+		Progress: func(p importer.Progress) { steps = append(steps, p) }})
+	require.NoError(t, err)
+	require.Len(t, steps, 3)
+	for _, p := range steps {
+		line := ansi.Strip(progressLine(p, 120, &d.a.styles))
+		assert.Equal(t, 40, strings.Count(line, "█")+strings.Count(line, "░"), line)
+		assert.Contains(t, line, fmt.Sprintf("%d/3 files", p.FilesDone))
+	}
+	assert.Contains(t, ansi.Strip(progressLine(steps[2], 120, &d.a.styles)), "3.0/3.0 MB")
+
+	d.keys("i")
+	assert.Contains(t, d.plain(), "3 trees")
+}
+
+// TestProgressLineTakesAnyNumbers: the import's bar is its width whatever
+// the counts: nothing yet, more done than there was, negative, or no
+// bytes to count by.
+func TestProgressLineTakesAnyNumbers(t *testing.T) {
+	t.Parallel()
+	st := NewStyles(true)
+	for _, p := range []importer.Progress{
+		{},
+		{Files: 3, FilesDone: 1},
+		{Files: 3, FilesDone: 5, Bytes: 10, BytesDone: 30},
+		{Files: 3, FilesDone: 1, Bytes: 10, BytesDone: -30},
+		{Files: 3, FilesDone: 1, Bytes: math.MinInt64, BytesDone: math.MaxInt64},
+		{Files: -1, FilesDone: 2},
+	} {
+		for _, w := range []int{-5, 0, 40, 80, 200} {
+			line := ansi.Strip(progressLine(p, w, &st))
+			assert.Equal(t, max(min(w-50, 40), 10), strings.Count(line, "█")+strings.Count(line, "░"), "%+v at %d: %s", p, w, line)
+		}
+	}
 }
 
 // TestLibraryCountsTheForksTheTreeShows: the library's ⑂N is the number

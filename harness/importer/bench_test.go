@@ -356,7 +356,7 @@ func BenchmarkWriteSharedCorpus(b *testing.B) {
 			parsed, size = append(parsed, nil), 0
 		}
 		parsed[len(parsed)-1] = append(parsed[len(parsed)-1], p)
-		size += p.src.Size
+		size += p.bytes
 	}
 	ctx := context.Background()
 	cpu := startCPU()

@@ -18,6 +18,9 @@ type entry struct {
 	db *harness.Database
 	// file is the database's path; id the session's.
 	file, id string
+	// fingerprint changes whenever the session does (harness.Entry): the
+	// store keeps it as the source's size, to tell a changed session.
+	fingerprint int64
 }
 
 // read is the session in the form its format's Parse reads.
@@ -105,7 +108,9 @@ func (fmts Formats) database(f Found) (Format, bool) {
 }
 
 // entries lists the sessions of the database f of format fm, each a
-// Found whose size and time are its fingerprint; a database that cannot
+// Found whose time is its last update and whose size is its share of the
+// database's (a session has no size of its own; the shares add up to the
+// database's, so a count of bytes counts it once); a database that cannot
 // be read is one failed Found.
 func (fmts Formats) entries(ctx context.Context, fm Format, f Found) []Found {
 	if f.Err != nil {
@@ -116,9 +121,18 @@ func (fmts Formats) entries(ctx context.Context, fm Format, f Found) []Found {
 		return []Found{{Path: f.Path, Format: fm.Name, Err: err}}
 	}
 	found := make([]Found, 0, len(list))
-	for _, e := range list {
-		found = append(found, Found{Path: harness.EntryPath(f.Path, e.ID), Format: fm.Name, Size: e.Fingerprint, MTime: e.Updated,
-			entry: &entry{db: fm.Database, file: f.Path, id: e.ID}})
+	for i, e := range list {
+		found = append(found, Found{Path: harness.EntryPath(f.Path, e.ID), Format: fm.Name, Size: share(f.Size, len(list), i), MTime: e.Updated,
+			entry: &entry{db: fm.Database, file: f.Path, id: e.ID, fingerprint: e.Fingerprint}})
 	}
 	return found
+}
+
+// share is part i of size cut into n parts that add up to it.
+func share(size int64, n, i int) int64 {
+	s := size / int64(n)
+	if int64(i) < size%int64(n) {
+		s++
+	}
+	return s
 }

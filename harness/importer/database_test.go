@@ -36,7 +36,7 @@ func (d *fakeDB) database(file string) *harness.Database {
 			defer d.mu.Unlock()
 			var out []harness.Entry
 			for _, id := range []string{"s1", "s2"} {
-				out = append(out, harness.Entry{ID: id, Fingerprint: d.prints[id], Updated: time.Unix(d.prints[id], 0)})
+				out = append(out, harness.Entry{ID: id, Fingerprint: d.prints[id], Updated: time.Unix(d.prints[id]&0xffffffff, 0)})
 			}
 			return out, nil
 		},
@@ -47,6 +47,14 @@ func (d *fakeDB) database(file string) *harness.Database {
 			return []byte(id + "\n" + d.sessions[id]), nil
 		},
 	}
+}
+
+// format is a format keeping its sessions in d, whose file (written
+// with content) it returns.
+func (d *fakeDB) format(t *testing.T, content string) (string, Formats) {
+	file := filepath.Join(t.TempDir(), "sessions.db")
+	require.NoError(t, os.WriteFile(file, []byte(content), 0o600))
+	return file, Formats{{Name: "dbtest", Sessions: harness.Sessions{Parse: parseLines, Database: d.database(file)}}}
 }
 
 // parseLines reads a session id line, then "role: text" lines.
@@ -76,11 +84,8 @@ func parseLines(r io.Reader, name string) (harness.ParsedFile, error) {
 // is read the same way.
 func TestImportADatabase(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "sessions.db")
-	require.NoError(t, os.WriteFile(file, []byte("a database"), 0o600))
 	d := &fakeDB{sessions: map[string]string{"s1": "user: hi\nassistant: hello", "s2": "user: other"}, prints: map[string]int64{"s1": 1, "s2": 1}}
-	fmts := Formats{{Name: "dbtest", Sessions: harness.Sessions{Parse: parseLines, Database: d.database(file)}}}
+	file, fmts := d.format(t, "a database")
 	st := openStore(t)
 	ctx := context.Background()
 
@@ -117,4 +122,41 @@ func TestImportADatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
 	assert.Equal(t, 3, runs[0].OwnMessages)
+}
+
+// TestDatabaseSessionsShareItsSize: a session of a database has no size
+// of its own: the sessions found share the database's, so what discovery
+// and an import's progress count is the database once, never a
+// fingerprint (opencode's are 63-bit hashes; a few of them overflowed
+// the progress's bytes), and a session is still known unchanged by its
+// fingerprint.
+func TestDatabaseSessionsShareItsSize(t *testing.T) {
+	t.Parallel()
+	big := int64(1)<<62 + 12345
+	d := &fakeDB{sessions: map[string]string{"s1": "user: hi", "s2": "user: other"}, prints: map[string]int64{"s1": big, "s2": big + 1}}
+	file, fmts := d.format(t, "a database of 29 bytes, say..")
+	st := openStore(t)
+	ctx := context.Background()
+
+	files, err := Discover(fmts)
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	var size int64
+	for _, f := range files {
+		size += f.Size
+	}
+	assert.Equal(t, int64(29), size, "the sessions' sizes add up to the database's")
+	var last Progress
+	sum, err := Import(ctx, st, files, Options{Formats: fmts, Progress: func(p Progress) { last = p }})
+	require.NoError(t, err)
+	assert.Equal(t, 2, sum.Runs)
+	assert.Equal(t, Progress{Files: 2, FilesDone: 2, Bytes: 29, BytesDone: 29}, Progress{Files: last.Files, FilesDone: last.FilesDone, Bytes: last.Bytes, BytesDone: last.BytesDone})
+
+	require.NoError(t, os.WriteFile(file, []byte("a database grown by others' writes"), 0o600))
+	files, err = Discover(fmts)
+	require.NoError(t, err)
+	sum, err = Import(ctx, st, files, Options{Formats: fmts})
+	require.NoError(t, err)
+	assert.Equal(t, 2, sum.Unchanged, "a session whose fingerprint is the same is unchanged, whatever the database's size")
+	assert.Equal(t, 2, d.reads)
 }

@@ -94,7 +94,9 @@ func (fmts Formats) Names() []string {
 type Found struct {
 	Path   string
 	Format string // "" when it must be detected
-	// Size and MTime are the file's, or, for a symlink, its target's.
+	// Size and MTime are the file's, or, for a symlink, its target's; for
+	// a session of an agent's database (entry), its share of the
+	// database's size and its last update.
 	Size  int64
 	MTime time.Time
 	// Skip, when set, says why Path is not read: it is no regular file (a
@@ -106,9 +108,19 @@ type Found struct {
 	// counts it as failed.
 	Err error
 	// entry, when set, is the session of an agent's database that Path
-	// names (harness.EntryPath): it is read from there, and its Size and
-	// MTime are its fingerprint.
+	// names (harness.EntryPath): it is read from there, and its
+	// fingerprint and MTime tell whether it changed.
 	entry *entry
+}
+
+// source is what the store keeps of f to tell whether it changed since:
+// its size and time, or a database session's fingerprint and time.
+func (f Found) source() model.Source {
+	src := model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}
+	if f.entry != nil {
+		src.Size = f.entry.fingerprint
+	}
+	return src
 }
 
 // Discover lists the session files in the default folders of every
@@ -560,7 +572,7 @@ func listUnread(f Found, sum *Summary) {
 func Unchanged(files []Found, known map[string]model.Source) (sum Summary, ok bool) {
 	sum = newSummary()
 	for _, f := range files {
-		if f.Skip != "" || f.Err != nil || !unchanged(known[f.Path], f.Size, f.MTime) {
+		if f.Skip != "" || f.Err != nil || !unchanged(known[f.Path], f.source()) {
 			return Summary{}, false
 		}
 		sum.Files++
@@ -569,10 +581,10 @@ func Unchanged(files []Found, known map[string]model.Source) (sum Summary, ok bo
 	return sum, true
 }
 
-// unchanged reports whether a file of that size and time is as the store
+// unchanged reports whether a file of now's size and time is as the store
 // holds it (prev, zero when it was never imported): then it is not read.
-func unchanged(prev model.Source, size int64, mtime time.Time) bool {
-	return prev.Path != "" && !mtime.IsZero() && prev.Size == size && prev.MTime.Equal(mtime)
+func unchanged(prev, now model.Source) bool {
+	return prev.Path != "" && !now.MTime.IsZero() && prev.Size == now.Size && prev.MTime.Equal(now.MTime)
 }
 
 // batchStore is a Store that can write several files in one transaction,
@@ -603,7 +615,7 @@ type parsedFile struct {
 
 // readNew reads and parses a file never imported before; it writes nothing.
 func (fmts Formats) readNew(f Found) parsedFile {
-	p := parsedFile{path: f.Path, src: model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}}
+	p := parsedFile{path: f.Path, src: f.source()}
 	if f.entry != nil {
 		return fmts.readEntry(f, p)
 	}
@@ -812,7 +824,7 @@ func (b *batch) next(ctx context.Context, pre *prefetcher, i int, f Found, prev 
 	// A file read before: unchanged, appended to, or read again. Before
 	// one is written, what was queued is stored, so files are written in
 	// order.
-	if !unchanged(prev, f.Size, f.MTime) {
+	if !unchanged(prev, f.source()) {
 		if err := b.flush(ctx); err != nil {
 			return err
 		}
@@ -868,7 +880,7 @@ func (b *batch) add(ctx context.Context, p parsedFile) error {
 		return nil
 	}
 	b.files = append(b.files, p)
-	b.bytes += p.src.Size
+	b.bytes += p.bytes // what was read: a database session's src.Size is its fingerprint
 	if b.bytes >= batchBytes {
 		return b.flush(ctx)
 	}
@@ -933,7 +945,7 @@ func (b *batch) flush(ctx context.Context) error {
 
 // importOne brings one file up to date.
 func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model.Source, sum *Summary) error {
-	src := model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}
+	src := f.source()
 	if src.MTime.IsZero() {
 		info, err := os.Stat(f.Path)
 		if err != nil {
@@ -942,7 +954,7 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 		src.Size, src.MTime = info.Size(), info.ModTime()
 	}
 	// Discovery just read size and time: an unchanged file costs no more.
-	if unchanged(prev, src.Size, src.MTime) {
+	if unchanged(prev, src) {
 		sum.Unchanged++
 		return nil
 	}

@@ -226,7 +226,7 @@ func min2(a, b time.Time) time.Time {
 }
 
 func sameFile(a, b Found) bool {
-	return a.Size == b.Size && a.MTime.Equal(b.MTime) && a.Skip == b.Skip && (a.Err == nil) == (b.Err == nil)
+	return a.source().Size == b.source().Size && a.MTime.Equal(b.MTime) && a.Skip == b.Skip && (a.Err == nil) == (b.Err == nil)
 }
 
 // hotFiles are the HotFiles files of the last walk changed most lately,
@@ -261,7 +261,7 @@ func (w *Watcher) importChanged(ctx context.Context, files []Found) (Summary, in
 			continue
 		}
 		prev, ok := w.known[f.Path]
-		if unchanged(prev, f.Size, f.MTime) {
+		if unchanged(prev, f.source()) {
 			sum.Files++
 			sum.Unchanged++
 			continue
@@ -290,7 +290,7 @@ func (w *Watcher) importChanged(ctx context.Context, files []Found) (Summary, in
 		return got, fresh, err
 	}
 	for _, f := range todo {
-		w.known[f.Path] = model.Source{Path: f.Path, Format: f.Format, Size: f.Size, MTime: f.MTime}
+		w.known[f.Path] = f.source()
 	}
 	return got, fresh, nil
 }
