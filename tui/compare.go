@@ -586,13 +586,14 @@ func (c *compareScreen) layout(w, h int, st *Styles) {
 	if st.IsDark {
 		key[1] = 1
 	}
-	if key == c.builtFor && c.cols[0].lines != nil {
-		return
+	if key != c.builtFor || c.cols[0].lines == nil {
+		c.builtFor = key
+		for i := range c.cols {
+			c.cols[i].lines = c.renderColumn(i, c.colWidth()-1, st)
+		}
 	}
-	c.builtFor = key
-	for i := range c.cols {
-		c.cols[i].lines = c.renderColumn(i, c.colWidth()-1, st)
-	}
+	// More columns may fit at the same width (40 cells wide, then 80):
+	// the first shown moves back so that they are all columns.
 	c.clamp()
 }
 

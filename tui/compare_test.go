@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,6 +141,27 @@ func TestCompareArrivingLateIsDropped(t *testing.T) {
 	d.keys("enter", "esc", "j")
 	assert.Equal(t, screenLibrary, d.a.screen)
 
+}
+
+// TestCompareWidenedOnItsLastColumn: on the last column at 40 cells,
+// widened to 80 (two columns of 40: the same column width), Compare shows
+// the last two columns, the focus where it was (issue 27: it kept the
+// last column first and drew one past it: a panic).
+func TestCompareWidenedOnItsLastColumn(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 160, 45)
+	d.keys("enter")
+	d.cursorTo("terse")
+	d.keys("c")
+	require.Equal(t, screenCompare, d.a.screen)
+	d.send(tea.WindowSizeMsg{Width: 40, Height: 12})
+	d.keys("l")
+	d.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	c := d.a.compare
+	assert.Equal(t, []int{0, 1, 2}, []int{c.first, c.focus, c.visible()})
+	s := d.plain()
+	assert.Contains(t, s, "original (")
+	assert.Contains(t, s, "terse")
+	requireFits(t, d.screen(), 80, 24)
 }
 
 func compareOf(texts ...string) *compareScreen {

@@ -39,16 +39,23 @@ func newDriverWith(t *testing.T, st *store.Store, w, h int, drv *fork.Driver) *d
 // cursorTo puts the tree's cursor on the fork line of the run named name.
 func (d *driver) cursorTo(name string) {
 	d.t.Helper()
-	tr := d.a.tree
+	if !cursorOnFork(d.a.tree, name) {
+		d.t.Fatalf("no fork %q in the tree", name)
+	}
+	d.run(d.a.syncDetail())
+}
+
+// cursorOnFork puts tr's cursor on the fork line of the run named name;
+// false when tr shows none.
+func cursorOnFork(tr *treeScreen, name string) bool {
 	for i, r := range tr.rows {
 		if r.kind == rowFork && tr.data.runs[r.run].run().Name == name {
 			tr.cursor = i
 			tr.clamp()
-			d.run(d.a.syncDetail())
-			return
+			return true
 		}
 	}
-	d.t.Fatalf("no fork %q in the tree", name)
+	return false
 }
 
 func (d *driver) typeText(s string) {
