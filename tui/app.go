@@ -514,9 +514,7 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return a.updateReplay(msg)
 	}
 	if a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch) {
-		var cmd tea.Cmd
-		a.lib.filter, cmd = a.lib.filter.Update(msg) // a cursor's blink
-		return cmd
+		return a.lib.typed(msg) // a cursor's blink
 	}
 	return nil
 }
@@ -535,11 +533,8 @@ func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
 	case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
 		a.replay.base, cmd = a.replay.base.Update(msg)
 	case a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch):
-		a.lib.filter, cmd = a.lib.filter.Update(msg)
-		if a.lib.mode == libFilter {
-			a.lib.refilter()
-			a.layoutLibrary()
-		}
+		cmd = a.lib.typed(msg)
+		a.layoutLibrary()
 	}
 	return cmd
 }
@@ -719,6 +714,7 @@ func (a *App) layoutLibrary() {
 		h--
 	}
 	a.lib.filter.SetWidth(max(l.body.w-10, 1))
+	a.lib.query.SetWidth(max(l.body.w-10, 1))
 	a.lib.setSize(l.body.w, h)
 }
 

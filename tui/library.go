@@ -32,7 +32,9 @@ type libraryScreen struct {
 	nav
 	width int
 
-	filter textinput.Model
+	// filter narrows the list; query is the search being typed, its own
+	// field, so that a search leaves the filter as it was.
+	filter, query textinput.Model
 	// mode is what the input line is for: browsing, filtering titles, or
 	// searching message text.
 	mode libMode
@@ -55,7 +57,28 @@ const (
 )
 
 func newLibraryScreen() libraryScreen {
-	return libraryScreen{filter: newInput("type to filter")}
+	return libraryScreen{filter: newInput("type to filter by title, project, harness"),
+		query: newInput("words to find in messages, enter to search")}
+}
+
+// input is the field being typed in: the search's or the filter's.
+func (l *libraryScreen) input() *textinput.Model {
+	if l.mode == libSearch {
+		return &l.query
+	}
+	return &l.filter
+}
+
+// typed gives msg (a key, a paste, a cursor's blink) to the field being
+// typed in; the filter narrows the list as it is typed.
+func (l *libraryScreen) typed(msg tea.Msg) tea.Cmd {
+	in := l.input()
+	var cmd tea.Cmd
+	*in, cmd = in.Update(msg)
+	if l.mode == libFilter {
+		l.refilter()
+	}
+	return cmd
 }
 
 // setTrees replaces the list, keeping the cursor on the same tree.
@@ -227,12 +250,9 @@ func (l *libraryScreen) moveHit(msg tea.KeyPressMsg, k NavKeys) {
 func (l *libraryScreen) startInput(m libMode) tea.Cmd {
 	l.mode = m
 	if m == libSearch {
-		l.filter.SetValue("")
-		l.filter.Placeholder = "words to find in messages, enter to search"
-	} else {
-		l.filter.Placeholder = "type to filter by title, project, harness"
+		l.query.SetValue("")
 	}
-	return l.filter.Focus()
+	return l.input().Focus()
 }
 
 // The library's keys: browsing, typing a filter or a search, and the
@@ -330,40 +350,33 @@ func libInputTable(k KeyMap, search bool) keyTable {
 		keys: []binding{
 			{key: apply, run: libKey(libApply), footer: 1},
 			{key: l.CancelInput, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+				a.lib.input().Blur()
 				if a.lib.mode == libFilter {
 					a.lib.filter.SetValue("")
 					a.lib.refilter()
 				}
 				a.lib.mode = libBrowse
-				a.lib.filter.Blur()
 				return nil
 			}), footer: 3},
 			{key: l.InputNav.Up, run: move}, {key: l.InputNav.Down, run: move, footer: 2, brief: brief("↑/↓", "move")},
 			{key: l.InputNav.PageUp, run: move}, {key: l.InputNav.PageDown, run: move},
 			helpKey(g.HelpTyping).at(4), quitKey(g.ForceQuit).at(5),
 		},
-		rest: libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd {
-			var cmd tea.Cmd
-			a.lib.filter, cmd = a.lib.filter.Update(msg)
-			if a.lib.mode == libFilter {
-				a.lib.refilter()
-			}
-			return cmd
-		}),
+		rest: libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { return a.lib.typed(msg) }),
 	}
 }
 
 // libApply ends the typing: a filter stays applied; a search is run.
 func libApply(a *App, _ tea.KeyPressMsg) tea.Cmd {
 	l := &a.lib
-	l.filter.Blur()
+	l.input().Blur()
 	if l.mode != libSearch {
 		l.mode = libBrowse
 		return nil
 	}
-	q := strings.TrimSpace(l.filter.Value())
+	q := strings.TrimSpace(l.query.Value())
 	l.mode = libBrowse
-	l.filter.SetValue("")
+	l.query.SetValue("")
 	if q == "" {
 		return nil
 	}
@@ -406,7 +419,7 @@ func (l *libraryScreen) inputLine(st *Styles) string {
 	case libFilter:
 		return st.Key.Render("filter: ") + l.filter.View()
 	case libSearch:
-		return st.Key.Render("search: ") + l.filter.View()
+		return st.Key.Render("search: ") + l.query.View()
 	case libHits:
 		found := plural(len(l.hits), "message") + " found"
 		if l.moreHits {

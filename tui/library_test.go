@@ -201,3 +201,31 @@ func TestLibraryCountsTheForksTheTreeShows(t *testing.T) {
 	assert.Equal(t, 5, forks, "the seed's three, the replaced one with a fork under it, and that fork")
 	assert.Contains(t, lib, fmt.Sprintf("⑂%d", forks))
 }
+
+// TestSearchLeavesTheFilter: a search typed while a filter is applied,
+// cancelled or run, leaves the filter as it was, and says it (the search
+// used to type over the filter's text: the list stayed narrowed by a
+// filter no line showed, and esc could not clear it).
+func TestSearchLeavesTheFilter(t *testing.T) {
+	d := newDriver(t, seedStore(t, 30), 120, 30)
+	d.keys("/")
+	d.typeText("weather")
+	d.keys("enter")
+	require.Equal(t, 1, d.a.lib.matched)
+	for _, end := range []string{"esc", "enter"} {
+		d.keys("s")
+		d.typeText("refactor")
+		d.keys(end)
+		if end == "enter" {
+			require.Equal(t, libHits, d.a.lib.mode, d.plain())
+			d.keys("esc")
+		}
+		s := d.plain()
+		assert.Contains(t, s, "filter: weather  1 of 2", "after %s", end)
+		assert.Contains(t, s, "weather", "after %s", end)
+		assert.NotContains(t, s, "long", "after %s: the filter still narrows the list", end)
+	}
+	d.keys("esc")
+	assert.Equal(t, 2, d.a.lib.matched, "esc clears the filter")
+	assert.NotContains(t, d.plain(), "filter:")
+}
