@@ -452,3 +452,18 @@ func TestMarkdownLinksAreNotHyperlinks(t *testing.T) {
 	assert.Contains(t, plain, "f (file:///etc/passwd)")
 	assert.Contains(t, plain, "https://example.com/x")
 }
+
+// TestStatusGoesWithTheNextKey: what the status line says answers the
+// key before; the next key takes it away (it stayed five seconds,
+// whatever was done meanwhile, and hid the keys).
+func TestStatusGoesWithTheNextKey(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter", "x")
+	said := d.a.status.text
+	require.NotEmpty(t, said, "x on a run that is not running says why")
+	assert.Contains(t, d.plain(), said)
+	d.keys("j")
+	assert.Empty(t, d.a.status.text)
+	assert.NotContains(t, d.plain(), said)
+	assert.Contains(t, d.plain(), "? help", "the footer shows the keys again")
+}

@@ -126,10 +126,13 @@ func (a *App) keysNow() *keyTable {
 	return a.screenKeys()
 }
 
-// key routes a key to whatever has the keys now.
+// key routes a key to whatever has the keys now. What the status line
+// said was of what was done before: the key's own answer, if any, takes
+// its place.
 func (a *App) key(msg tea.KeyPressMsg) tea.Cmd {
 	kt := a.keysNow()
 	a.confirmQuit = false // the question takes one key
+	a.status.text = ""
 	return kt.handle(a, msg)
 }
 
