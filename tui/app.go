@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"tine/harness"
 	"tine/harness/fork"
@@ -823,7 +824,8 @@ func (a *App) render() string {
 	}
 	st := &a.styles
 	header := block(a.headerLine(), l.header.w, 1)
-	footer := block(a.footerLine(), l.footer.w, 1)
+	foot := a.footerLines(l.footer.w, maxStatusLines(l.body.h))
+	footer := block(foot[len(foot)-1], l.footer.w, 1)
 	var body string
 	switch {
 	case a.quitting != nil:
@@ -849,7 +851,26 @@ func (a *App) render() string {
 			body = block(a.lib.view(st, a.now()), l.body.w, l.body.h)
 		}
 	}
-	return header + "\n" + body + "\n" + footer
+	// A status message longer than the footer is read whole: its first
+	// lines go over the bottom of the body.
+	return header + "\n" + overBottom(body, foot[:len(foot)-1], l.body.w) + "\n" + footer
+}
+
+// maxStatusLines is how many lines a status message may take, the
+// footer's included, over a body bodyH lines high: at most a third of it.
+func maxStatusLines(bodyH int) int { return 1 + min(bodyH/3, 5) }
+
+// overBottom puts lines over the last lines of body, a block w wide.
+func overBottom(body string, lines []string, w int) string {
+	if len(lines) == 0 {
+		return body
+	}
+	rows := strings.Split(body, "\n")
+	at := max(len(rows)-len(lines), 0)
+	for i, l := range lines[len(lines)-(len(rows)-at):] {
+		rows[at+i] = fit(l, w)
+	}
+	return strings.Join(rows, "\n")
 }
 
 func (a *App) treeBody(l screenLayout) string {
@@ -909,30 +930,55 @@ func (a *App) headerLine() string {
 	return s
 }
 
-func (a *App) footerLine() string {
+// footerLines is the footer: a question, the find line, the status
+// message wrapped at w in at most most lines, or the keys.
+func (a *App) footerLines(w, most int) []string {
 	st := &a.styles
 	if a.confirmQuit {
-		return st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")
+		return []string{st.Warn.Render("quit and lose what you typed? y quits, any other key goes back")}
 	}
 	if t := a.tree; a.screen == screenTree && t != nil && t.finder.typing && !a.help.open {
-		return st.Key.Render("find: ") + t.finder.input.View()
+		return []string{st.Key.Render("find: ") + t.finder.input.View()}
 	}
 	if s := a.status; s.text != "" {
-		switch s.level {
-		case levelError:
-			return st.Error.Render("error: ") + s.text
-		case levelWarn:
-			return st.Warn.Render(s.text)
-		default:
-			return st.Info.Render(s.text)
-		}
+		return a.statusLines(w, most)
 	}
 	kt := a.keysNow()
 	k := shortHelpKey{id: kt.id, width: a.width, dark: st.IsDark}
 	if k != a.shortHelpKey || a.shortHelp == "" {
 		a.shortHelp, a.shortHelpKey = footerHelp(kt.short(), a.width, st), k
 	}
-	return a.shortHelp
+	return []string{a.shortHelp}
+}
+
+// statusLines is the status message wrapped at w, coloured by its level,
+// in at most most lines (the last cut short with …).
+func (a *App) statusLines(w, most int) []string {
+	st := &a.styles
+	s := a.status
+	prefix, style := "", st.Info
+	switch s.level {
+	case levelError:
+		prefix, style = "error: ", st.Error
+	case levelWarn:
+		style = st.Warn
+	}
+	lines := strings.Split(wrap(prefix+s.text, w), "\n")
+	if len(lines) > most {
+		lines = lines[:most]
+		lines[most-1] = ansi.Truncate(lines[most-1]+" …", w, "…")
+	}
+	for i, l := range lines {
+		if s.level == levelError {
+			// Only "error:" is red; the rest reads as text.
+			if i == 0 {
+				lines[i] = style.Render(prefix) + strings.TrimPrefix(l, prefix)
+			}
+			continue
+		}
+		lines[i] = style.Render(l)
+	}
+	return lines
 }
 
 func dbPath(st *store.Store) string {

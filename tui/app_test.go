@@ -3,6 +3,7 @@ package tui
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -188,15 +189,26 @@ func TestEmptyLibraryTellsHowToImport(t *testing.T) {
 	}
 	for _, k := range []string{"enter", "/", "s"} {
 		d.keys(k)
-		assert.Contains(t, lastLine(d.plain()), "the library is empty: i imports", k)
+		assert.Contains(t, d.footer(), "the library is empty: i imports this machine's agent sessions (or tine import PATH)", k)
 	}
 	d.keys("i")
-	assert.Contains(t, lastLine(d.plain()), "found no agent sessions to import, in the folders above")
+	assert.Contains(t, d.footer(), "found no agent sessions to import, in the folders above")
 }
 
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// footer is what the footer says, as read: a status message whole, its
+// lines joined again.
+func (d *driver) footer() string {
+	l := d.a.layout()
+	lines := d.a.footerLines(l.footer.w, maxStatusLines(l.body.h))
+	for i, s := range lines {
+		lines[i] = strings.TrimSpace(ansi.Strip(s))
+	}
+	return strings.Join(lines, " ")
 }
 
 func TestFilterAndSearch(t *testing.T) {
@@ -466,4 +478,33 @@ func TestStatusGoesWithTheNextKey(t *testing.T) {
 	assert.Empty(t, d.a.status.text)
 	assert.NotContains(t, d.plain(), said)
 	assert.Contains(t, d.plain(), "? help", "the footer shows the keys again")
+}
+
+// TestLongStatusIsReadWhole: a status message longer than the footer is
+// wrapped over the bottom of the screen, so the reason at its end is
+// read (it was cut to one line); one longer than a third of the screen
+// is cut there, saying so: the footer and five lines above at most.
+func TestLongStatusIsReadWhole(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 60, 20)
+	d.keys("enter")
+	long := "could not fork 496f7f31 at K=5 with the harness claude: the agent's session file ~/.claude/projects/-work-app/496f7f31.jsonl is gone: it was moved or removed since the import"
+	d.run(d.a.errorStatus(errors.New(long)))
+	s := d.plain()
+	requireFits(t, d.screen(), 60, 20)
+	assert.Contains(t, s, "the import", "the reason at the end is on screen")
+	nospace := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	assert.Equal(t, nospace("error: "+long), nospace(d.footer()))
+	assert.Contains(t, s, "1 ● user", "the tree is still there above it")
+
+	d.run(d.a.errorStatus(errors.New(strings.Repeat("word ", 200))))
+	requireFits(t, d.screen(), 60, 20)
+	lines := strings.Split(d.plain(), "\n")
+	assert.True(t, strings.HasSuffix(strings.TrimSpace(lines[19]), "…"), "cut, saying so: %q", lines[19])
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, "word") {
+			n++
+		}
+	}
+	assert.Equal(t, 6, n, "the footer and at most five lines above it")
 }
