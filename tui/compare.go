@@ -1059,15 +1059,17 @@ func compareTable(k KeyMap) keyTable {
 	focus := func(d int) keyRun {
 		return do(func(a *App) tea.Cmd { a.compare.moveFocus(d); return nil })
 	}
+	// The footer names each key in a word or two, so that all of them,
+	// apply too, fit in 120 columns; ? says them whole.
 	return keyTable{id: "compare", intro: compareIntro, keys: []binding{
-		{key: c.Prev, run: focus(-1), footer: 1}, {key: c.Next, run: focus(+1), footer: 2},
-		{key: c.Up, run: scroll}, {key: c.Down, run: scroll, footer: 3, brief: brief("↑/↓", "scroll")},
+		{key: c.Prev, run: focus(-1)}, {key: c.Next, run: focus(+1), footer: 1, brief: brief("←/→", "column")},
+		{key: c.Up, run: scroll}, {key: c.Down, run: scroll, footer: 2, brief: brief("↑/↓", "scroll")},
 		{key: c.PageUp, run: scroll}, {key: c.PageDown, run: scroll}, {key: c.Top, run: scroll}, {key: c.Bottom, run: scroll},
-		{key: c.Baseline, run: do((*App).compareBaseline), footer: 4},
-		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 5},
-		{key: c.Best, run: do((*App).compareBest), footer: 6},
-		{key: c.Apply, run: do((*App).compareAskApply), disabled: compareApplyOff},
-		{key: c.Open, run: do((*App).compareOpen), footer: 7},
+		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 3, brief: brief("d", "diff")},
+		{key: c.Best, run: do((*App).compareBest), footer: 4, brief: brief("b", "best")},
+		{key: c.Apply, run: do((*App).compareAskApply), disabled: compareApplyOff, footer: 5, brief: brief("A", "apply")},
+		{key: c.Open, run: do((*App).compareOpen), footer: 6, brief: brief("enter", "open")},
+		{key: c.Baseline, run: do((*App).compareBaseline), footer: 7, brief: brief("a", "baseline")},
 		{key: g.Back, run: do(func(a *App) tea.Cmd {
 			a.compare = nil
 			a.show(screenTree)

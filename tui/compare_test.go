@@ -164,6 +164,25 @@ func TestCompareWidenedOnItsLastColumn(t *testing.T) {
 	requireFits(t, d.screen(), 80, 24)
 }
 
+// TestCompareFooterNamesItsKeys: at 120 columns Compare's footer names
+// every key it has, apply too (A was in no footer, and d, b and enter
+// gave way at 120); ? still says each whole.
+func TestCompareFooterNamesItsKeys(t *testing.T) {
+	t.Parallel()
+	st := NewStyles(true)
+	kt := compareTable(DefaultKeyMap())
+	f := ansi.Strip(footerHelp(kt.short(), 120, &st))
+	for _, k := range []string{"←/→ column", "↑/↓ scroll", "d diff", "b best", "A apply", "enter open", "a baseline", "esc back", "? help", "q quit"} {
+		assert.Contains(t, f, k)
+	}
+	var help []string
+	for _, b := range kt.full() {
+		help = append(help, b.Help().Key+" "+b.Help().Desc)
+	}
+	assert.Contains(t, help, "A apply into the checkout")
+	assert.Contains(t, help, "←/h prev column")
+}
+
 func compareOf(texts ...string) *compareScreen {
 	c := &compareScreen{}
 	for i, s := range texts {
