@@ -178,13 +178,24 @@ func (a *App) updateCompare(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			return a.errorStatus(msg.err)
 		}
+		said := ""
 		if a.compare != nil {
 			for i := range a.compare.cols {
 				c := &a.compare.cols[i]
 				c.run.Best = msg.best && c.run.ID == msg.id
+				if c.run.ID != msg.id {
+					continue
+				}
+				// b takes a mark off as it puts one on: either way it says so.
+				said = model.SafeText(c.label) + " is no longer marked best"
+				if msg.best {
+					said = fmt.Sprintf("marked %s best of the %d runs compared", model.SafeText(c.label), len(a.compare.cols))
+				}
 			}
+			l := a.layout()
+			a.compare.layout(l.body.w, l.body.h, &a.styles) // the ★ row comes or goes
 		}
-		return a.reloadTree()
+		return tea.Batch(a.setStatus(said, levelInfo), a.reloadTree())
 	case diffLoadedMsg:
 		if a.compare != nil && a.compare.diff != nil && a.compare.diff.runID == msg.runID {
 			a.compare.diff.loaded(msg, &a.styles)

@@ -183,6 +183,25 @@ func TestCompareFooterNamesItsKeys(t *testing.T) {
 	assert.Contains(t, help, "←/h prev column")
 }
 
+// TestBestSaysWhatItDid: b marks the focused run best, and b again takes
+// the mark off; each says what it did (taking it off said nothing), and
+// the ★ row comes and goes with it.
+func TestBestSaysWhatItDid(t *testing.T) {
+	d := newDriver(t, seedStore(t, 0), 120, 30)
+	d.keys("enter")
+	d.cursorTo("terse")
+	d.keys("c", "l", "b")
+	assert.Equal(t, "marked terse best of the 2 runs compared", d.footer())
+	assert.Contains(t, d.plain(), "★ marked best", "the ★ row says it")
+	d.keys("b")
+	assert.Equal(t, "terse is no longer marked best", d.footer())
+	assert.False(t, d.a.compare.cols[1].run.Best)
+	assert.NotContains(t, d.plain(), "★")
+	r, err := d.a.st.Run(context.Background(), d.a.compare.cols[1].run.ID)
+	require.NoError(t, err)
+	assert.False(t, r.Best, "the store says so too")
+}
+
 func compareOf(texts ...string) *compareScreen {
 	c := &compareScreen{}
 	for i, s := range texts {
