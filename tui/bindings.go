@@ -114,6 +114,8 @@ func (kt *keyTable) full() []key.Binding {
 // keysNow is the table of whatever has the keys now.
 func (a *App) keysNow() *keyTable {
 	switch {
+	case a.quitting != nil && a.quitting.ended() != "":
+		return &a.tables.quitEnded
 	case a.quitting != nil:
 		return &a.tables.quitForks
 	case a.confirmQuit:
@@ -195,8 +197,9 @@ type keyTables struct {
 	// The Fork and next-turn dialogs', on a choice [0] and in a text field [1].
 	forkDialog, turnDialog      [2]keyTable
 	help, confirm, confirmApply keyTable
-	// quitForks asks what becomes of running forks before quitting.
-	quitForks keyTable
+	// quitForks asks what becomes of running forks before quitting;
+	// quitEnded, once they have all ended, whether to quit.
+	quitForks, quitEnded keyTable
 }
 
 func newKeyTables(k KeyMap) keyTables {
@@ -220,6 +223,7 @@ func newKeyTables(k KeyMap) keyTables {
 		confirm:      confirmTable(),
 		confirmApply: confirmApplyTable(),
 		quitForks:    quitTable(k),
+		quitEnded:    quitEndedTable(),
 	}
 }
 
@@ -227,7 +231,7 @@ func newKeyTables(k KeyMap) keyTables {
 func (k *keyTables) all() []*keyTable {
 	return []*keyTable{&k.library, &k.libEmpty, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
 		&k.compare, &k.diff, &k.replayForm, &k.replayTyping, &k.replayTrials,
-		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply, &k.quitForks}
+		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply, &k.quitForks, &k.quitEnded}
 }
 
 // do is a key's run that needs no more than the App.

@@ -173,22 +173,34 @@ func (a *App) quit() tea.Cmd {
 }
 
 // requit brings the question up to date while it is asked: a fork that
-// ended goes from its list, and once none runs there is nothing left to
-// decide, so the program quits, as it was asked to.
+// ended goes from its list. Once none runs, the question stays, saying
+// so, for the person to quit or stay: it does not quit under their eyes
+// while they read it.
 func (a *App) requit() tea.Cmd {
 	q := a.quitting
 	if q == nil || q.stopping {
 		return nil
 	}
 	q.runs = a.ownRunning()
-	if len(q.runs) > 0 {
-		for _, id := range q.runs {
-			if q.labels[id] == "" {
-				q.labels[id] = a.runLabel(id)
-			}
+	for _, id := range q.runs {
+		if q.labels[id] == "" {
+			q.labels[id] = a.runLabel(id)
 		}
-		return nil
 	}
+	return nil
+}
+
+// ended says why keeping or stopping is no choice once every fork of the
+// question has ended ("" while one runs).
+func (q *quitDialog) ended() string {
+	if len(q.runs) > 0 || q.stopping {
+		return ""
+	}
+	return "every fork started here has ended: q or enter quits, esc stays"
+}
+
+// quitNow quits, nothing left running to decide about.
+func (a *App) quitNow() tea.Cmd {
 	a.quitting = nil
 	a.forks.decided = true
 	return tea.Quit
@@ -347,16 +359,15 @@ func quitTable(k KeyMap) keyTable {
 		}
 		return a.quitting.keepOff
 	}
-	stay := func(a *App) tea.Cmd {
-		a.quitting = nil
-		return nil
-	}
 	return keyTable{id: "confirm-quit-forks",
 		intro: "Quitting while forks started here still run: keep them running in the background (a tine of their own runs each batch, and goes on after this one quits; tine ls and the TUI follow them), stop them (each is recorded as cancelled, keeping what it streamed), or stay.",
 		keys: []binding{
 			{key: key.NewBinding(key.WithKeys("k"), key.WithHelp("k", "keep them running in the background and quit")), run: do((*App).quitKeepRunning), disabled: keep, footer: 1, brief: brief("k", "keep running")},
 			{key: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "stop them, then quit")), run: do((*App).quitStopThem), disabled: stopping, footer: 2, brief: brief("s", "stop them")},
-			{key: key.NewBinding(key.WithKeys("esc", "n"), key.WithHelp("esc", "stay")), run: do(stay), disabled: stopping, footer: 3},
+			{key: stayKey(), run: do(stayInTine), disabled: stopping, footer: 3},
+			{key: key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit (once they have ended)")), run: do((*App).quitNow), disabled: func(*App) string {
+				return "choose what becomes of them first: k keeps them running, s stops them, esc stays"
+			}},
 			{key: key.NewBinding(key.WithKeys("up", "down", "tab", "shift+tab"), key.WithHelp("↑/↓", "choose")), run: choose, disabled: stopping},
 			{key: key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "do the chosen")), run: do(func(a *App) tea.Cmd {
 				switch a.quitting.cur {
@@ -368,7 +379,7 @@ func quitTable(k KeyMap) keyTable {
 				case quitStop:
 					return a.quitStopThem()
 				}
-				return stay(a)
+				return stayInTine(a)
 			}), disabled: stopping, footer: 4, brief: brief("enter", "choose")},
 			{key: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit now, keeping them running (or, if they cannot be kept, stopping them)")), run: do(func(a *App) tea.Cmd {
 				q := a.quitting
@@ -389,12 +400,39 @@ func quitTable(k KeyMap) keyTable {
 	}
 }
 
+// stayKey closes the question, staying in tine.
+func stayKey() key.Binding {
+	return key.NewBinding(key.WithKeys("esc", "n"), key.WithHelp("esc", "stay"))
+}
+
+func stayInTine(a *App) tea.Cmd {
+	a.quitting = nil
+	return nil
+}
+
+// quitEndedTable is the question's keys once every fork it was about has
+// ended: nothing is left to keep or stop; quit or stay.
+func quitEndedTable() keyTable {
+	return keyTable{id: "confirm-quit-ended",
+		intro: "Every fork started here has ended while tine asked what becomes of them: quit, or stay.",
+		keys: []binding{
+			{key: stayKey(), run: do(stayInTine), footer: 1},
+			{key: key.NewBinding(key.WithKeys("q", "enter", "ctrl+c"), key.WithHelp("q/enter", "quit")), run: do((*App).quitNow), footer: 2},
+		},
+		rest: func(a *App, _ tea.KeyPressMsg) tea.Cmd { return a.setStatus(a.quitting.ended(), levelInfo) },
+	}
+}
+
 // view draws the question over the body, as the Fork and next-turn
 // dialogs are drawn, in width x height: the choices always show; what
 // each does is said when there is room, and the forks are listed in the
 // room left.
 func (q *quitDialog) view(st *Styles, width, height int) string {
 	w := max(width, 20)
+	if q.ended() != "" {
+		return strings.Join([]string{st.Title.Render("Quit tine? Every fork started here has ended."), "",
+			"  " + st.Key.Render(fit("q", 5)) + " quit: nothing is left running", "  " + st.Key.Render(fit("esc", 5)) + " stay"}, "\n")
+	}
 	keep := "they go on in the background after tine quits: follow them with " + q.follow
 	if q.keepOff != "" {
 		keep = "not here: " + q.keepOff

@@ -248,16 +248,34 @@ func TestQuitInProcessCannotKeep(t *testing.T) {
 }
 
 // TestQuitAfterTheForksEnded: a fork that ends while the question is
-// asked leaves it; with none left the program quits, as it was asked to.
+// asked leaves it; with none left the question stays, saying so, until
+// the person quits or stays (it quit under their eyes).
 func TestQuitAfterTheForksEnded(t *testing.T) {
 	h := newHeld()
 	defer close(h.release)
 	d, fk, _ := quitFixture(t, h, nil)
 	d.keys("q")
 	require.NotNil(t, d.a.quitting)
-	_, cmd := d.a.Update(runEventMsg{batch: 1, news: []runNews{{runID: fk.ID, status: model.Completed, stored: true}}})
-	assert.True(t, quits(t, cmd))
-	assert.Nil(t, d.a.quitting)
+	_, cmd := d.a.Update(press("q"))
+	assert.False(t, quits(t, cmd), "q waits for a choice while a fork runs")
+	assert.Contains(t, d.footer(), "choose what becomes of them first")
+	_, cmd = d.a.Update(runEventMsg{batch: 1, news: []runNews{{runID: fk.ID, status: model.Completed, stored: true}}})
+	assert.False(t, quits(t, cmd), "the question stays")
+	require.NotNil(t, d.a.quitting)
+	assert.Contains(t, d.plain(), "Every fork started here has ended")
+	_, cmd = d.a.Update(press("s"))
+	assert.False(t, quits(t, cmd), "nothing to stop")
+	assert.Contains(t, d.footer(), "every fork started here has ended: q or enter quits, esc stays")
+	asked := *d.a.quitting
+	for _, k := range []string{"q", "enter"} {
+		d.a.quitting = &asked
+		_, cmd = d.a.Update(press(k))
+		assert.True(t, quits(t, cmd), "%s quits", k)
+		assert.Nil(t, d.a.quitting)
+	}
+	d.a.quitting = &asked
+	d.keys("esc")
+	assert.Nil(t, d.a.quitting, "esc stays")
 }
 
 // TestKilledProgramStopsItsForks: ended by a signal (nobody chose), the
