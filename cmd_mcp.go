@@ -63,6 +63,16 @@ type (
 		Wait      bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
 		MaxTokens string   `json:"max_tokens,omitempty" jsonschema:"a budget: stop each fork when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
 		MaxCost   string   `json:"max_cost,omitempty" jsonschema:"a budget: stop each fork when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
+		mcpPlaceArgs
+	}
+	// mcpPlaceArgs are where forks run, as --on and its flags.
+	mcpPlaceArgs struct {
+		On      string  `json:"on,omitempty" jsonschema:"where the forks run: local (this machine, a worktree each; the default) or docker / docker:CONTEXT (a container each on a Docker daemon), as --on"`
+		Image   string  `json:"image,omitempty" jsonschema:"with on docker: the image (default tine/<agent>:latest)"`
+		CPUs    float64 `json:"cpus,omitempty" jsonschema:"with on docker: CPUs each container may use"`
+		Memory  string  `json:"memory,omitempty" jsonschema:"with on docker: memory each container may use (512m, 2g)"`
+		Network string  `json:"network,omitempty" jsonschema:"with on docker: the containers' network (host, none, a network's name)"`
+		Jobs    int     `json:"jobs,omitempty" jsonschema:"with on docker: how many containers run at once on the daemon; the rest wait, queued"`
 	}
 	mcpTurnArgs struct {
 		Run       string `json:"run" jsonschema:"the run to continue"`
@@ -71,6 +81,7 @@ type (
 		Wait      bool   `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
 		MaxTokens string `json:"max_tokens,omitempty" jsonschema:"a budget: stop the run when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
 		MaxCost   string `json:"max_cost,omitempty" jsonschema:"a budget: stop the run when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
+		mcpPlaceArgs
 	}
 	mcpApplyArgs struct {
 		Fork   string `json:"fork" jsonschema:"the fork whose work to bring into the checkout it was made from: a run id, a unique prefix of one, or a fork's name"`
@@ -107,7 +118,7 @@ func newMCPServer(db string) *mcp.Server {
 		func(a mcpRunArgs) ([]string, error) { return []string{"show", a.Run, "--json"}, nil }})
 	addMCPTool(s, db, mcpTool[mcpRunArgs]{"checkpoints", "A run's pair-safe boundaries: where it can be forked (tine checkpoints --json).",
 		func(a mcpRunArgs) ([]string, error) { return []string{"checkpoints", a.Run, "--json"}, nil }})
-	addMCPTool(s, db, mcpTool[mcpForkArgs]{"fork_session", "Fork a session at a safe boundary into N branches, each continued by the agent's own CLI in a git worktree of its own (tine fork --json).",
+	addMCPTool(s, db, mcpTool[mcpForkArgs]{"fork_session", "Fork a session at a safe boundary into N branches, each continued by the agent's own CLI in a git worktree of its own, or (on docker) a container of its own (tine fork --json).",
 		func(a mcpForkArgs) ([]string, error) {
 			if a.Message != "" && len(a.Messages) > 0 {
 				return nil, errors.New("give message or messages, not both")
@@ -129,6 +140,7 @@ func newMCPServer(db string) *mcp.Server {
 				argv = append(argv, "--handoff")
 			}
 			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
+			argv = a.mcpPlaceArgs.append(argv)
 			if a.Wait {
 				argv = append(argv, "--wait")
 			}
@@ -138,6 +150,7 @@ func newMCPServer(db string) *mcp.Server {
 		func(a mcpTurnArgs) ([]string, error) {
 			argv := appendFlag([]string{"run", a.Run, "-m", a.Message, "--json"}, "--harness", a.Harness)
 			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
+			argv = a.mcpPlaceArgs.append(argv)
 			if a.Wait {
 				argv = append(argv, "--wait")
 			}
@@ -171,6 +184,20 @@ func newMCPServer(db string) *mcp.Server {
 			return argv, nil
 		}})
 	return s
+}
+
+// append adds where the forks run, as the command's flags.
+func (p mcpPlaceArgs) append(argv []string) []string {
+	for _, f := range [][2]string{{"--on", p.On}, {"--image", p.Image}, {"--memory", p.Memory}, {"--network", p.Network}} {
+		argv = appendFlag(argv, f[0], f[1])
+	}
+	if p.CPUs != 0 {
+		argv = append(argv, "--cpus", strconv.FormatFloat(p.CPUs, 'f', -1, 64))
+	}
+	if p.Jobs != 0 {
+		argv = append(argv, "--jobs", strconv.Itoa(p.Jobs))
+	}
+	return argv
 }
 
 func nonEmpty(s string) []string {

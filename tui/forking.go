@@ -482,7 +482,7 @@ func (a *App) sendTurn() tea.Cmd {
 	d.launching, d.batch = true, a.forks.nextBatch
 	ctx, batch, drv, id, name, input := a.ctx, a.forks.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
 	return func() tea.Msg {
-		r, err := drv.NextTurnRun(ctx, id, name)
+		r, err := drv.NextTurnRun(ctx, id, name, fork.Where{})
 		return turnReadyMsg{batch: batch, run: r, input: input, err: err}
 	}
 }

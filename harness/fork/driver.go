@@ -868,7 +868,7 @@ func OriginOf(r model.Run, k int, hname string, get func(id string) (model.Run, 
 // Continue gives run id a new turn (NextTurnRun says on which run) and
 // runs it.
 func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, onEvent func(RunEvent)) (model.Run, error) {
-	target, err := d.NextTurnRun(ctx, id, harnessName)
+	target, err := d.NextTurnRun(ctx, id, harnessName, Where{})
 	if err != nil {
 		return model.Run{}, err
 	}
@@ -879,10 +879,18 @@ func (d *Driver) Continue(ctx context.Context, id, input, harnessName string, on
 	return runs[0], nil
 }
 
+// Where is where a new fork's turns run: On ("" for the run it is made
+// from's place) with Opts.
+type Where struct {
+	On   string
+	Opts model.PlaceOpts
+}
+
 // NextTurnRun is the run that gets run id's next turn (NextTurnTarget
-// says which): run id itself, or a new fork at its end, which it makes.
-// Continuing with another agent is a handoff.
-func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model.Run, error) {
+// says which): run id itself, or a new fork at its end, which it makes,
+// running where the run ran unless where says otherwise. Continuing with
+// another agent is a handoff.
+func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string, where Where) (model.Run, error) {
 	run, err := d.Store.Run(ctx, id)
 	if err != nil {
 		return model.Run{}, err
@@ -901,7 +909,11 @@ func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string) (model
 	case TurnFirst, TurnItself:
 		return run, nil
 	}
-	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName)})
+	if where.On == "" {
+		where = Where{On: run.Place, Opts: run.PlaceOpts}
+	}
+	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName),
+		On: where.On, PlaceOpts: where.Opts})
 	if err != nil {
 		return model.Run{}, err
 	}
