@@ -2,22 +2,29 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
 
 	"tine/harness/place/docker"
 	"tine/harness/registry"
 	"tine/internal/modelserver"
+	"tine/model"
+	"tine/store"
 )
 
 // dockerOrSkip is the local Docker daemon as a place, skipping the test
@@ -193,4 +200,148 @@ func dockerAgents() []string {
 		return []string{"claude", "pi", "codex", "qwen", "gemini", "opencode"}
 	}
 	return []string{"claude", "pi"}
+}
+
+// claudeRunIn stores a run of Claude Code's, as an import would, that
+// worked in a git repository of its own: a fork of it can be asked for
+// without the agent or a daemon.
+func claudeRunIn(t *testing.T, db string) (id, project string) {
+	t.Helper()
+	project = filepath.Join(t.TempDir(), "project")
+	gitInit(t, project)
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	defer st.Close()
+	run := model.Run{Harness: "claude", NativeID: "6f6b1d2e-0000-4000-8000-000000000001", Cwd: project, Title: "a session"}
+	msgs := []model.Message{
+		{Role: model.User, NativeID: "u1", Parts: []model.Part{{Kind: model.Text, Text: "hello"}}},
+		{Role: model.Assistant, NativeID: "a1", Parts: []model.Part{{Kind: model.Text, Text: "hi"}}},
+	}
+	require.NoError(t, st.CreateRun(context.Background(), &run, msgs))
+	return run.ID, project
+}
+
+// TestDockerFaultsBeforeAnythingIsMade: a daemon that cannot be reached,
+// or an image that is not there, is said in one sentence when the forks
+// are asked for, and nothing is made: no fork, no branch.
+func TestDockerFaultsBeforeAnythingIsMade(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	id, project := claudeRunIn(t, db)
+	sock := filepath.Join(t.TempDir(), "nothing.sock")
+	cases := []struct {
+		name, host string
+		args       []string
+		want       string
+	}{
+		{"garbage", "not a daemon", nil, `"not a daemon" is not a Docker daemon's address (unix:///path, tcp://host:port or ssh://user@host)`},
+		{"no daemon", "unix://" + sock, nil, "no Docker daemon answers at unix://" + sock + " (is it running?"},
+		{"refused", "tcp://127.0.0.1:1", nil, "no Docker daemon answers at tcp://127.0.0.1:1"},
+		{"ssh host silent", "ssh://nobody@127.0.0.1:1", nil, "the ssh host 127.0.0.1:1 does not answer"},
+	}
+	if p := dockerOrSkipQuiet(); p != nil {
+		cases = append(cases, struct {
+			name, host string
+			args       []string
+			want       string
+		}{"no image", "", []string{"--image", "tine-test/no-such-image:1"}, "there is no image tine-test/no-such-image:1 on the Docker daemon at"})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.host != "" {
+				t.Setenv("DOCKER_HOST", c.host)
+			}
+			if c.name == "ssh host silent" {
+				home := t.TempDir()
+				require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+				require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), nil, 0o600))
+				writeSSHKey(t, filepath.Join(home, ".ssh", "id_ed25519"))
+				t.Setenv("HOME", home)
+				t.Setenv("SSH_AUTH_SOCK", "")
+			}
+			args := append([]string{"fork", id, "-m", "hi", "--on", "docker", "--wait"}, c.args...)
+			_, errOut, code := tine(t, db, args...)
+			assert.Equal(t, 1, code)
+			assert.Contains(t, errOut, c.want)
+			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
+			out, _, _ := tine(t, db, "ls", "--json")
+			assert.Equal(t, 1, strings.Count(out, `"id"`), "no fork was made: %s", out)
+			assert.Empty(t, gitOut(t, project, "branch", "--list", "main-fork-*"))
+		})
+	}
+}
+
+// dockerOrSkipQuiet is the local daemon when one answers, else nil.
+func dockerOrSkipQuiet() *docker.Place {
+	p, err := docker.New("docker", docker.Config{Environ: os.Environ()})
+	if err != nil {
+		return nil
+	}
+	if _, err := p.Client(context.Background()); err != nil {
+		return nil
+	}
+	return p
+}
+
+// writeSSHKey writes a new unencrypted ed25519 key to file (and its
+// public half to file.pub).
+func writeSSHKey(t *testing.T, file string) {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(priv, "")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, pem.EncodeToMemory(block), 0o600))
+	sp, err := ssh.NewPublicKey(pub)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file+".pub", ssh.MarshalAuthorizedKey(sp), 0o644))
+}
+
+// TestDockerPermissionDeniedSaysSo: a user who may not use the daemon's
+// socket is told so in one sentence, and nothing is made. Run as nobody
+// (root may use any socket), on this machine's daemon's socket.
+func TestDockerPermissionDeniedSaysSo(t *testing.T) {
+	const sock = "/var/run/docker.sock"
+	if os.Geteuid() != 0 {
+		t.Skip("runs the command as nobody, which needs root")
+	}
+	if st, err := os.Stat(sock); err != nil || st.Mode().Perm()&0o006 != 0 {
+		t.Skipf("no daemon socket closed to other users at %s", sock)
+	}
+	const nobody = 65534
+	dir := t.TempDir()
+	db := filepath.Join(dir, "t.db")
+	id, project := claudeRunIn(t, db)
+	bin := filepath.Join(t.TempDir(), "tine")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	copyFile(t, self, bin, 0o755)
+	for _, p := range []string{dir, filepath.Dir(bin), project} {
+		for d := p; d != filepath.Dir(d); d = filepath.Dir(d) {
+			info, err := os.Stat(d)
+			require.NoError(t, err)
+			if info.Mode().Perm()&0o005 != 0o005 {
+				require.NoError(t, os.Chmod(d, info.Mode().Perm()|0o055))
+			}
+		}
+	}
+	for _, top := range []string{dir, project} {
+		require.NoError(t, filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, nobody, nobody)
+		}))
+	}
+	cmd := exec.Command(bin, "--db", db, "fork", id, "-m", "hi", "--on", "docker", "--wait")
+	cmd.Env = []string{"TINE_TEST_AS_TINE=1", "HOME=" + dir, "PATH=" + os.Getenv("PATH"), "DOCKER_HOST=unix://" + sock}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, errOut.String())
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Equal(t, "tine: permission denied on the Docker daemon at unix://"+sock+
+		": this user may not use it (add it to the docker group, or point DOCKER_HOST at a daemon it may use)\n", errOut.String())
 }

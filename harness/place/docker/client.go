@@ -171,12 +171,24 @@ func connect(ctx context.Context, e Endpoint, environ []string) (*client.Client,
 		return nil, fmt.Errorf("%q is not a Docker daemon's address (unix:///path, tcp://host:port or ssh://user@host)", e.Host)
 	}
 	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	// The client says only "Cannot connect" when it cannot: a dial of our
+	// own first says why (no socket, refused, permission, no ssh host).
+	probe := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		switch u.Scheme {
+		case "unix":
+			return d.DialContext(ctx, "unix", u.Path)
+		default:
+			return d.DialContext(ctx, "tcp", u.Host)
+		}
+	}
 	switch u.Scheme {
 	case "ssh":
 		dial, err := sshDialer(u, environ)
 		if err != nil {
 			return nil, err
 		}
+		probe = dial
 		opts = append(opts, client.WithHost("http://docker.example.com"), client.WithDialContext(dial))
 	case "unix", "tcp", "http", "https":
 		opts = append(opts, client.WithHost(e.Host))
@@ -193,6 +205,15 @@ func connect(ctx context.Context, e Endpoint, environ []string) (*client.Client,
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	conn, err := probe(pctx, "", "")
+	if err != nil {
+		c.Close()
+		if u.Scheme == "ssh" {
+			return nil, err // the dialer says it whole
+		}
+		return nil, unreachable(e, err)
+	}
+	conn.Close()
 	if _, err := c.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
 		c.Close()
 		return nil, unreachable(e, err)
