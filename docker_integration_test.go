@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/ssh"
@@ -344,4 +345,148 @@ func TestDockerPermissionDeniedSaysSo(t *testing.T) {
 	assert.Equal(t, 1, ee.ExitCode())
 	assert.Equal(t, "tine: permission denied on the Docker daemon at unix://"+sock+
 		": this user may not use it (add it to the docker group, or point DOCKER_HOST at a daemon it may use)\n", errOut.String())
+}
+
+// dockerSetup is a real agent's session, imported, ready to fork in
+// containers: its database, the session, the boundary after its first
+// answer, the scripted server and its replies.
+type dockerSetup struct {
+	db, session, project string
+	k                    int
+	srv                  *modelserver.Server
+	on                   func(marker string, rs ...modelserver.Reply)
+	a                    e2eAgent
+}
+
+func newDockerSetup(t *testing.T, name string) *dockerSetup {
+	t.Helper()
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	home := t.TempDir()
+	s := &dockerSetup{srv: srv, project: filepath.Join(home, "project"), on: replies(srv)}
+	gitInit(t, s.project)
+	s.a = setupAgent(t, name, home, srv.URL())
+	s.on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
+	s.on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
+	s.session = s.a.session(t)
+	asShell(t, s.a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
+		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
+	s.db = filepath.Join(t.TempDir(), "t.db")
+	_, errOut, code := tine(t, s.db, "import", "--json")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code := tine(t, s.db, "show", s.session, "--json")
+	require.Equal(t, 0, code, errOut)
+	var shown showJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &shown))
+	for _, m := range shown.Transcript {
+		if m.Role == "assistant" && strings.Contains(fmt.Sprint(m.Parts), "ready when you are") {
+			s.k = m.K
+		}
+	}
+	require.NotZero(t, s.k)
+	return s
+}
+
+// fork forks the session once in a container with message msg and
+// flags, waiting; it returns the fork as printed and the command's stderr.
+func (s *dockerSetup) fork(t *testing.T, name, msg string, flags ...string) (forkJSON, string) {
+	t.Helper()
+	args := append([]string{"fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", msg, "--on", "docker",
+		"--network", "host", "--wait", "--json"}, flags...)
+	out, errOut, _ := tine(t, s.db, args...)
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
+	require.Len(t, res.Forks, 1)
+	return res.Forks[0], errOut
+}
+
+// TestDockerFaultsMidTurn: what goes wrong while a fork's turn runs in its
+// container is said in one sentence, the fork is failed with it, and
+// nothing is lost: what it streamed is kept, and its work comes back as
+// its branch whenever its container still exists.
+func TestDockerFaultsMidTurn(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	s := newDockerSetup(t, "claude")
+	cli, err := p.Client(context.Background())
+	require.NoError(t, err)
+
+	t.Run("out of memory", func(t *testing.T) {
+		s.on("remember-little", modelserver.Reply{Text: "never sent"})
+		f, _ := s.fork(t, "small", "remember-little", "--memory", "24m")
+		assert.Equal(t, "failed", f.Status)
+		assert.Contains(t, f.Error, "fork small's container ran out of memory: its limit of 24 MiB (--memory)")
+
+	})
+
+	t.Run("container killed", func(t *testing.T) {
+		s.on("work-slowly", modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{
+			s.a.shell("echo started > before.txt; sleep 60")}}, modelserver.Reply{Text: "never seen"})
+		done := make(chan struct{})
+		var f forkJSON
+		go func() {
+			defer close(done)
+			f, _ = s.fork(t, "killed", "work-slowly")
+		}()
+		// Kill its container once its tool runs.
+		id := waitForContainerOf(t, s.db, "killed", func(c string) bool { return fileIn(cli, c, "before.txt") })
+		_, err := cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"})
+		require.NoError(t, err)
+		<-done
+		assert.Equal(t, "failed", f.Status)
+		assert.Contains(t, f.Error, "fork killed's container was killed mid-turn (exit status 137")
+		assert.GreaterOrEqual(t, f.Messages, s.k+2, "what it streamed (its prompt, the tool call) is kept")
+		// Its work came back all the same.
+		assert.Equal(t, "started", gitOut(t, s.project, "show", f.Branch+":before.txt"))
+	})
+
+	t.Run("copy-out fails", func(t *testing.T) {
+		s.on("write-one", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("one.txt")}},
+			modelserver.Reply{Text: "Wrote one."})
+		f, errOut := s.fork(t, "held", "write-one")
+		require.Equal(t, "completed", f.Status, f.Error+errOut)
+		// The person checks the fork's branch out: its next turn's work
+		// cannot move it, and says so; the work stays in the container.
+		other := filepath.Join(t.TempDir(), "held")
+		gitOut(t, s.project, "worktree", "add", "-q", other, f.Branch)
+		s.on("write-two", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("two.txt")}},
+			modelserver.Reply{Text: "Wrote two."})
+		out, errOut, code := tine(t, s.db, "run", "held", "-m", "write-two", "--wait", "--json")
+		assert.Equal(t, 1, code, out)
+		assert.Contains(t, errOut, "copying its work out of container "+f.Container[:12])
+		assert.Contains(t, errOut, "branch "+f.Branch+" is checked out in "+other+", so it was left as it is")
+		assert.True(t, fileIn(cli, f.Container, "two.txt"), "the work stays in the container")
+	})
+}
+
+// waitForContainerOf waits until fork name has a container for which ok
+// holds, and returns it.
+func waitForContainerOf(t *testing.T, db, name string, ok func(id string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		st, err := store.Open(db)
+		require.NoError(t, err)
+		r, err := st.Resolve(context.Background(), name)
+		st.Close()
+		if err == nil && r.Container != "" && ok(r.Container) {
+			return r.Container
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("fork %s got no container in time", name)
+	return ""
+}
+
+// fileIn reports whether the checkout in container id has file.
+func fileIn(cli *client.Client, id, file string) bool {
+	c, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if err != nil {
+		return false
+	}
+	_, err = cli.ContainerStatPath(context.Background(), id, client.ContainerStatPathOptions{Path: c.Container.Config.WorkingDir + "/" + file})
+	return err == nil
 }

@@ -64,6 +64,14 @@ func (p *Place) Turn(ctx context.Context, h harness.Harness, req harness.TurnReq
 	}
 	job.Request = &r
 	end, err := p.job(ctx, cli, run, job, emit)
+	if err == nil && end.Err != "" {
+		// An agent the kernel killed for the container's memory says only
+		// that it was killed.
+		if c, ierr := cli.ContainerInspect(context.WithoutCancel(ctx), run.Container, client.ContainerInspectOptions{}); ierr == nil &&
+			c.Container.State != nil && c.Container.State.OOMKilled {
+			end.Err = fmt.Sprintf("%s (%s)", end.Err, outOfMemory(run))
+		}
+	}
 	// What the agent did comes back whatever became of the turn.
 	if berr := p.bringBack(ctx, cli, run, ag, end); berr != nil {
 		err = errors.Join(err, berr)
@@ -224,17 +232,23 @@ func (p *Place) died(ctx context.Context, cli *client.Client, run model.Run, sta
 	case err != nil:
 		return fmt.Errorf("the Docker daemon at %s went away mid-turn (%v); what the fork streamed is kept", p.ep, err)
 	case c.Container.State != nil && c.Container.State.OOMKilled:
-		limit := "the daemon's memory"
-		if run.PlaceOpts.MemoryBytes > 0 {
-			limit = fmt.Sprintf("its limit of %s (--memory)", bytesText(run.PlaceOpts.MemoryBytes))
-		}
-		return fmt.Errorf("fork %s's container ran out of memory: %s; what it streamed is kept", run.Label(), limit)
+		return fmt.Errorf("%s; what it streamed is kept", outOfMemory(run))
 	case waitErr != nil:
 		return fmt.Errorf("fork %s's container stopped mid-turn (the Docker daemon: %v)%s", run.Label(), waitErr, said)
 	case status.StatusCode == 137 || status.StatusCode == 143:
 		return fmt.Errorf("fork %s's container was killed mid-turn (exit status %d: the daemon restarted, or someone stopped it)%s", run.Label(), status.StatusCode, said)
 	}
 	return fmt.Errorf("fork %s's container ended without finishing its turn (exit status %d)%s", run.Label(), status.StatusCode, said)
+}
+
+// outOfMemory says that fork run's container ran out of memory, and
+// what its limit was.
+func outOfMemory(run model.Run) string {
+	limit := "the memory the daemon has"
+	if run.PlaceOpts.MemoryBytes > 0 {
+		limit = fmt.Sprintf("its limit of %s (--memory)", bytesText(run.PlaceOpts.MemoryBytes))
+	}
+	return fmt.Sprintf("fork %s's container ran out of memory: %s", run.Label(), limit)
 }
 
 func bytesText(n int64) string {
