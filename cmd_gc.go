@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"tine/harness"
+	"tine/harness/place"
 	"tine/harness/worktree"
 	"tine/model"
+	"tine/store"
 )
 
 // gcJSON is what `tine gc --json` prints.
@@ -27,6 +31,12 @@ type gcJSON struct {
 	Recent     []string `json:"recent"`
 	BytesFreed int64    `json:"bytes_freed"`
 	Note       string   `json:"note,omitempty"`
+	// Containers and Images are what forks that ran in containers left
+	// on their daemons that nothing needs (place/docker: Collect), and
+	// Stopped the containers running with no turn (its owner died).
+	Containers []string `json:"containers"`
+	Images     []string `json:"images"`
+	Stopped    int      `json:"stopped"`
 }
 
 func cmdGC(ctx context.Context, e *env, args []string) error {
@@ -54,7 +64,8 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	out := gcJSON{DryRun: *dry, Tapes: []string{}, Worktrees: []string{}, Kept: []string{}, Recent: []string{}}
+	out := gcJSON{DryRun: *dry, Tapes: []string{}, Worktrees: []string{}, Kept: []string{}, Recent: []string{},
+		Containers: []string{}, Images: []string{}}
 	tapes, err := st.OldTapes(ctx, time.Now().Add(-age))
 	if err != nil {
 		return err
@@ -114,8 +125,8 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 			out.Worktrees = append(out.Worktrees, d)
 		}
 	}
+	before := dbSize(st.Path())
 	if !*dry {
-		before := dbSize(st.Path())
 		if err := st.DeleteTapes(ctx, out.Tapes); err != nil {
 			return err
 		}
@@ -129,6 +140,11 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		if err := st.Compact(ctx); err != nil {
 			out.Note = model.OneLine(err.Error(), 200)
 		}
+	}
+	if err := collectPlaces(ctx, st, *dry, &out); err != nil {
+		out.Note = strings.TrimSpace(out.Note + " " + model.OneLine(err.Error(), 200))
+	}
+	if !*dry {
 		out.BytesFreed = max(before-dbSize(st.Path()), 0)
 	}
 	if *asJSON {
@@ -150,6 +166,16 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "kept %s: no run holds it yet, but it was made under %s ago (a fork may be being given it)\n",
 			model.SafeText(d), strings.TrimSuffix(strings.TrimSuffix(worktree.Settle.String(), "0s"), "0m"))
 	}
+	if len(out.Containers)+len(out.Images) > 0 {
+		fmt.Fprintf(e.stdout, "%s %s and %s that forks in containers left and nothing needs\n", verb,
+			plural(len(out.Containers), "container"), plural(len(out.Images), "batch image"))
+		for _, c := range append(out.Containers, out.Images...) {
+			fmt.Fprintf(e.stdout, "  %s\n", model.SafeText(c))
+		}
+	}
+	if out.Stopped > 0 {
+		fmt.Fprintf(e.stdout, "stopped %s running with no turn (their owner died)\n", plural(out.Stopped, "container"))
+	}
 	if !*dry {
 		fmt.Fprintf(e.stdout, "freed %s of the database\n", mb(out.BytesFreed))
 	}
@@ -157,6 +183,50 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, out.Note)
 	}
 	return nil
+}
+
+// collectPlaces asks each place other than this machine that the store's
+// forks ran in to stop what runs with no turn and remove what nothing
+// needs (place/docker: Reap, Collect). A daemon that does not answer is
+// said in the note, not an error: what is here was collected.
+func collectPlaces(ctx context.Context, st *store.Store, dry bool, out *gcJSON) error {
+	runs, err := st.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	ps := places(st, backends(harness.Setup{}, true), worktreesOf(st))
+	var errs []error
+	for _, r := range runs {
+		if r.Place == "" || seen[r.Place] {
+			continue
+		}
+		seen[r.Place] = true
+		pl, err := ps.Get(r.Place, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c, ok := pl.(place.Collector)
+		if !ok {
+			continue
+		}
+		if !dry {
+			n, err := c.Reap(ctx)
+			out.Stopped += n
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.Place, err))
+				continue
+			}
+		}
+		got, err := c.Collect(ctx, dry)
+		out.Containers = append(out.Containers, got.Containers...)
+		out.Images = append(out.Images, got.Images...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Place, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // parseAge reads an age: a Go duration, or a number of days ("30d").

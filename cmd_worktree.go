@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 
+	"tine/harness"
+	"tine/harness/place"
+	"tine/harness/place/docker"
 	"tine/harness/worktree"
 	"tine/model"
+	"tine/store"
 )
 
 func cmdWorktree(ctx context.Context, e *env, args []string) error {
@@ -16,7 +21,8 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		sub, args = args[0], args[1:]
 	}
 	f := newFlags(e, "worktree", "rm RUN... [--force] | prune [--all] [--force]",
-		"Remove forks' git worktrees. rm removes the named forks' worktrees; prune removes\n"+
+		"Remove forks' git worktrees, and the containers of forks that ran in one (--on docker).\n"+
+			"rm removes the named forks' worktrees; prune removes\n"+
 			"those of every finished fork but the ones marked best (--all: those too) and lets git\n"+
 			"forget worktrees whose folders are gone. Nothing uncommitted is deleted without\n"+
 			"--force: rm keeps a worktree that holds work in no commit, and prune first commits\n"+
@@ -48,17 +54,21 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer unlock()
-	var runs []model.Run
+	var runs, boxed []model.Run
 	if sub == "rm" {
 		for _, ref := range pos {
 			r, err := st.Resolve(ctx, ref)
 			if err != nil {
 				return err
 			}
-			if r.Worktree == "" {
+			switch {
+			case r.Worktree != "":
+				runs = append(runs, r)
+			case r.Container != "":
+				boxed = append(boxed, r)
+			default:
 				return fmt.Errorf("%s has no worktree", r.Label())
 			}
-			runs = append(runs, r)
 		}
 	} else {
 		every, err := st.Runs(ctx)
@@ -66,12 +76,16 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		for _, r := range every {
-			if r.Worktree != "" && r.Status != model.Running && r.Status != model.Pending && (*all || !r.Best) {
+			done := r.Status != model.Running && r.Status != model.Pending && r.Status != model.Queued && (*all || !r.Best)
+			switch {
+			case done && r.Worktree != "":
 				runs = append(runs, r)
+			case done && r.Container != "":
+				boxed = append(boxed, r)
 			}
 		}
 	}
-	var failed error
+	failed := removeContainers(ctx, e, st, boxed, *force)
 	for _, r := range runs {
 		if r.Status == model.Running {
 			return fmt.Errorf("%s is running in its worktree; cancel it first (tine cancel %s)", r.Label(), model.ShortID(r.ID))
@@ -132,9 +146,51 @@ func cmdWorktree(ctx context.Context, e *env, args []string) error {
 				_ = worktree.Prune(ctx, r.Cwd, worktreesOf(st))
 			}
 		}
-		if len(runs) == 0 {
-			fmt.Fprintln(e.stdout, "No finished fork has a worktree to remove.")
+		if len(runs) == 0 && len(boxed) == 0 {
+			fmt.Fprintln(e.stdout, "No finished fork has a worktree or a container to remove.")
 		}
+	}
+	return failed
+}
+
+// removeContainers removes the containers of forks that ran elsewhere
+// (place.Remover), once their work is back as their branches; one whose
+// work cannot be brought back is kept, unless force. They go at once: a
+// daemon takes seconds to remove each.
+func removeContainers(ctx context.Context, e *env, st *store.Store, runs []model.Run, force bool) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	ps := places(st, backends(harness.Setup{}, true), worktreesOf(st))
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pl, err := ps.Get(r.Place, nil)
+			if err == nil {
+				if rm, ok := pl.(place.Remover); ok {
+					err = rm.Remove(ctx, r, force)
+				}
+			}
+			if err == nil {
+				err = st.SetContainer(context.WithoutCancel(ctx), r.ID, "")
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	var failed error
+	for i, r := range runs {
+		label := model.SafeText(r.Label())
+		if errs[i] != nil {
+			fmt.Fprintf(e.stderr, "tine: %s: %s\n", label, model.OneLine(errs[i].Error(), 0))
+			failed = errors.New("some containers were not removed")
+			continue
+		}
+		fmt.Fprintf(e.stdout, "%s: removed its container %s on %s; its work is on branch %s (tine run %s makes the container again from it)\n",
+			label, docker.ShortID(r.Container), model.SafeText(r.Place), model.SafeText(r.Branch), label)
 	}
 	return failed
 }

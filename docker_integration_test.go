@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -489,4 +490,129 @@ func fileIn(cli *client.Client, id, file string) bool {
 	}
 	_, err = cli.ContainerStatPath(context.Background(), id, client.ContainerStatPathOptions{Path: c.Container.Config.WorkingDir + "/" + file})
 	return err == nil
+}
+
+// TestDockerLifecycle: a container runs only while its fork's turn does:
+// tine cancel and the death of the tine that ran the turn stop it, gc
+// stops one running with no turn and removes one whose fork is gone, and
+// worktree prune removes finished forks' containers once their work is
+// back, a later turn making the container again from the branch.
+func TestDockerLifecycle(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	s := newDockerSetup(t, "claude")
+	cli, err := p.Client(context.Background())
+	require.NoError(t, err)
+	slow := func(marker string) {
+		s.on(marker, modelserver.Reply{Text: "slow", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 2 * time.Minute}})
+	}
+	asked := func(marker string) {
+		require.Eventually(t, func() bool {
+			for _, r := range s.srv.ModelRequests() {
+				if strings.Contains(string(r.Body), marker) {
+					return true
+				}
+			}
+			return false
+		}, 2*time.Minute, 100*time.Millisecond)
+	}
+	running := func(id string) bool {
+		c, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+		return err == nil && c.Container.State != nil && c.Container.State.Running
+	}
+	resolve := func(name string) model.Run {
+		st, err := store.Open(s.db)
+		require.NoError(t, err)
+		defer st.Close()
+		r, err := st.Resolve(context.Background(), name)
+		require.NoError(t, err)
+		return r
+	}
+	background := func(name, marker string) {
+		_, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", marker,
+			"--on", "docker", "--network", "host")
+		require.Equal(t, 0, code, errOut)
+		asked(marker)
+	}
+
+	t.Run("cancel", func(t *testing.T) {
+		slow("cancel-me")
+		background("c1", "cancel-me")
+		c := resolve("c1").Container
+		require.True(t, running(c))
+		out, errOut, code := tine(t, s.db, "cancel", "c1")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "c1: cancelled")
+		assert.Equal(t, model.Cancelled, resolve("c1").Status)
+		assert.Eventually(t, func() bool { return !running(c) }, time.Minute, 200*time.Millisecond, "its container stops")
+	})
+
+	var orphan model.Run
+	t.Run("owner dies", func(t *testing.T) {
+		slow("die-owner")
+		background("o1", "die-owner")
+		r := resolve("o1")
+		require.True(t, running(r.Container))
+		require.NotZero(t, r.OwnerPID)
+		require.NoError(t, syscall.Kill(r.OwnerPID, syscall.SIGKILL))
+		assert.Eventually(t, func() bool { return !running(r.Container) }, time.Minute, 200*time.Millisecond,
+			"a container whose owner died stops (its job's stdin ended)")
+		out, _, _ := tine(t, s.db, "ls", "--json")
+		orphan = resolve("o1")
+		assert.Equal(t, model.Failed, orphan.Status, out)
+		assert.Contains(t, orphan.Error, "interrupted")
+	})
+
+	t.Run("gc", func(t *testing.T) {
+		require.NotEmpty(t, orphan.ID)
+		key := docker.DBKey(s.db)
+		mk := func(run string) string {
+			c, err := cli.ContainerCreate(context.Background(), client.ContainerCreateOptions{Config: &container.Config{
+				Image: docker.DefaultImage("claude"), Cmd: []string{"sleep", "300"},
+				Labels: map[string]string{"tine": "1", "tine.db": key, "tine.role": "fork", "tine.run": run}}})
+			require.NoError(t, err)
+			_, err = cli.ContainerStart(context.Background(), c.ID, client.ContainerStartOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true}) })
+			return c.ID
+		}
+		stray := mk(orphan.ID)         // running, its fork not
+		gone := mk("0000000000000000") // its fork is no run of the store
+		out, errOut, code := tine(t, s.db, "gc", "--json")
+		require.Equal(t, 0, code, errOut)
+		var g gcJSON
+		require.NoError(t, json.Unmarshal([]byte(out), &g), out)
+		assert.GreaterOrEqual(t, g.Stopped, 1, out)
+		assert.False(t, running(stray), "gc stopped the container running with no turn")
+		assert.Contains(t, g.Containers, gone[:12]+" (its fork is gone)")
+		_, err := cli.ContainerInspect(context.Background(), gone, client.ContainerInspectOptions{})
+		assert.True(t, errdefs.IsNotFound(err), "gc removed the container of a fork that is gone")
+		assert.NotContains(t, out, resolve("c1").Container[:12], "a fork's container the store holds stays")
+	})
+
+	t.Run("prune and make again", func(t *testing.T) {
+		s.on("keep-this", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("kept.txt")}},
+			modelserver.Reply{Text: "Wrote kept.txt."})
+		f, errOut := s.fork(t, "keep", "keep-this")
+		require.Equal(t, "completed", f.Status, f.Error+errOut)
+		out, errOut, code := tine(t, s.db, "worktree", "prune")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "keep: removed its container "+f.Container[:12])
+		_, err := cli.ContainerInspect(context.Background(), f.Container, client.ContainerInspectOptions{})
+		assert.True(t, errdefs.IsNotFound(err), "prune removed it")
+		assert.Empty(t, resolve("keep").Container)
+		assert.Equal(t, "x", gitOut(t, s.project, "show", f.Branch+":kept.txt"), "its work stays on its branch")
+		// Its next turn makes the container again, from its branch and
+		// the agent's session as it came back.
+		s.on("next-turn", modelserver.Reply{Text: "I wrote kept.txt before."})
+		out, errOut, code = tine(t, s.db, "run", "keep", "-m", "what did you write? next-turn", "--wait", "--json")
+		require.Equal(t, 0, code, "%s\n%s", out, errOut)
+		r := resolve("keep")
+		assert.NotEmpty(t, r.Container)
+		assert.NotEqual(t, f.Container, r.Container)
+		assert.Contains(t, r.Note, "its container was gone; tine made it again from branch "+f.Branch)
+		assert.True(t, fileIn(cli, r.Container, "kept.txt"), "the new container has its work")
+		reqs := s.srv.ModelRequests()
+		assert.Contains(t, string(reqs[len(reqs)-1].Body), "Wrote kept.txt.", "the agent remembers its first turn")
+	})
 }

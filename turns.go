@@ -391,7 +391,7 @@ func printForks(w io.Writer, forks []model.Run) {
 			fmt.Fprintf(w, "%s works in %s\n", model.SafeText(r.Label()), model.SafeText(r.Worktree))
 		case r.Container != "":
 			fmt.Fprintf(w, "%s works in container %s on %s; its work comes back as branch %s\n", model.SafeText(r.Label()),
-				model.ShortID(r.Container), model.SafeText(r.Place), model.SafeText(r.Branch))
+				docker.ShortID(r.Container), model.SafeText(r.Place), model.SafeText(r.Branch))
 		}
 	}
 }

@@ -106,3 +106,25 @@ func Normalize(name string) string {
 	}
 	return name
 }
+
+// Remover is a place where a fork holds something between its turns (a
+// container), which it can remove: bringing the fork's work back first,
+// and keeping it when that cannot be, unless force.
+type Remover interface {
+	Remove(ctx context.Context, run model.Run, force bool) error
+}
+
+// Collector is a place that keeps things of tine's between turns (a
+// daemon's containers and images): Reap stops what runs with no turn
+// (its owner died), Collect removes (dry: lists) what nothing needs.
+type Collector interface {
+	Reap(ctx context.Context) (int, error)
+	Collect(ctx context.Context, dry bool) (Collected, error)
+}
+
+// Collected is what Collect removed, or would remove: each named, with
+// why.
+type Collected struct {
+	Containers []string
+	Images     []string
+}

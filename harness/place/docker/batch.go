@@ -51,6 +51,7 @@ func (p *Place) Prepare(ctx context.Context, runs []model.Run) {
 	if err != nil {
 		return
 	}
+	p.reapOnce(ctx)
 	starts := map[string]worktree.Start{}
 	for _, run := range runs {
 		if run.Container != "" || run.BaseCommit != "" {
@@ -103,6 +104,10 @@ func (p *Place) Ready(ctx context.Context, run *model.Run) (place.Workspace, err
 		if !errdefs.IsNotFound(err) {
 			return place.Workspace{}, fmt.Errorf("fork %s's container: %w", run.Label(), err)
 		}
+		return p.remake(ctx, cli, run)
+	}
+	if run.NativeID != "" || run.OwnMessages > 0 {
+		// It ran, and its container was removed (worktree prune, rm).
 		return p.remake(ctx, cli, run)
 	}
 	if run.BaseCommit == "" {

@@ -74,6 +74,13 @@ type Place struct {
 	cliErr  error
 	batches map[string]string // run id: its batch's image
 	built   map[string]string // batch key: image
+	reaped  sync.Once
+}
+
+// reapOnce stops, once a process, the containers of the database that run
+// with no turn (Reap), before this process starts its own.
+func (p *Place) reapOnce(ctx context.Context) {
+	p.reaped.Do(func() { _, _ = p.Reap(ctx) })
 }
 
 var _ place.Place = (*Place)(nil)
@@ -176,6 +183,7 @@ func (p *Place) Admit(ctx context.Context, parent model.Run, harnessName string,
 	if _, err := p.binary(ctx, cli); err != nil {
 		return "", err
 	}
+	p.reapOnce(ctx)
 	image := opts.Image
 	if image == "" {
 		image = DefaultImage(harnessName)
@@ -218,8 +226,12 @@ func (p *Place) binary(ctx context.Context, cli *client.Client) (string, error) 
 }
 
 // dbKey names the database in containers' labels.
-func (p *Place) dbKey() string {
-	sum := sha256.Sum256([]byte(p.cfg.DB))
+func (p *Place) dbKey() string { return DBKey(p.cfg.DB) }
+
+// DBKey names the database at path in the labels of the containers and
+// images its forks made.
+func DBKey(path string) string {
+	sum := sha256.Sum256([]byte(path))
 	return hex.EncodeToString(sum[:8])
 }
 

@@ -313,7 +313,10 @@ func (p *Place) bringBack(ctx context.Context, cli *client.Client, run model.Run
 	return errors.Join(errs...)
 }
 
-func shortID(id string) string { return id[:min(len(id), 12)] }
+func shortID(id string) string { return ShortID(id) }
+
+// ShortID is a container's id as docker shows it: its first 12 digits.
+func ShortID(id string) string { return id[:min(len(id), 12)] }
 
 // copyWork points the fork's branch at its work: the bundle's tip, or the
 // commit it is at still.
