@@ -34,7 +34,7 @@ func cmdCancel(ctx context.Context, e *env, args []string) error {
 		switch was {
 		case model.Running:
 			waiting = append(waiting, r)
-		case model.Pending:
+		case model.Pending, model.Queued:
 			fmt.Fprintf(e.stdout, "%s: cancelled before it started\n", model.SafeText(r.Label()))
 		default:
 			fmt.Fprintf(e.stdout, "%s: already %s; nothing to cancel\n", model.SafeText(r.Label()), was)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"tine/harness/fork"
 	"tine/harness/worktree"
 	"tine/model"
 	"tine/store"
@@ -87,12 +88,12 @@ func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff b
 		cr := comparedRunJS{ID: r.ID, Name: r.Label(), Status: string(r.Status), Error: r.Error, Usage: r.Usage,
 			CostUSD: usd(r.CostUSD), messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
 			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
-		if r.Worktree != "" && r.DiffBase() != "" {
-			if cr.Files, err = worktree.DiffStat(ctx, r.Worktree, r.DiffBase()); err != nil {
+		if fork.HasFiles(r) && r.DiffBase() != "" {
+			if cr.Files, err = fork.Files(ctx, r); err != nil {
 				cr.FilesErr = model.OneLine(err.Error(), 200)
 			}
 			if withDiff && err == nil {
-				if cr.Diff, err = worktree.Diff(ctx, r.Worktree, r.DiffBase()); err != nil {
+				if cr.Diff, _, err = fork.Diff(ctx, r); err != nil {
 					cr.FilesErr = model.OneLine(err.Error(), 200)
 				}
 			}
@@ -181,8 +182,11 @@ func writeComparison(w io.Writer, c comparison) {
 			}
 			fmt.Fprintln(w)
 		}
-		if r.Worktree != "" {
+		switch {
+		case r.Worktree != "":
 			fmt.Fprintf(w, "   %s on %s: %s\n", model.SafeText(r.Worktree), model.SafeText(r.Branch), filesText(r.Files, r.FilesErr))
+		case r.Files != nil || r.FilesErr != "":
+			fmt.Fprintf(w, "   branch %s (its work, from its container): %s\n", model.SafeText(r.Branch), filesText(r.Files, r.FilesErr))
 		}
 		for i, m := range r.messages {
 			text := strings.TrimSpace(m.PlainText())

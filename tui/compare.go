@@ -258,7 +258,7 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range c.cols {
 		col := &c.cols[i]
-		if col.run.Worktree == "" {
+		if !fork.HasFiles(col.run) {
 			continue
 		}
 		wg.Add(1)
@@ -272,7 +272,7 @@ func (c *compareScreen) readFiles(ctx context.Context) {
 			}()
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
-			files, err := worktree.DiffStat(ctx, col.run.Worktree, col.run.DiffBase())
+			files, err := fork.Files(ctx, col.run)
 			if err != nil {
 				col.filesErr = model.OneLine(err.Error(), 200)
 			}
@@ -920,6 +920,9 @@ func (c *compareScreen) headCell(i int, row headRow, w int, st *Styles) string {
 		if r.Worktree != "" && r.Branch != "" {
 			parts = append(parts, st.Fork.Render("⎇ "+model.SafeText(r.Branch)))
 		}
+		if !r.OnThisMachine() {
+			parts = append(parts, st.Subtle.Render("▣ "+model.SafeText(r.Place)))
+		}
 		if r.Model != "" {
 			parts = append(parts, st.Subtle.Render(model.SafeText(r.Model)))
 		}
@@ -1000,7 +1003,7 @@ func checkSummary(r model.Run, st *Styles) string {
 	switch {
 	case c == nil:
 		return st.Subtle.Render("no check")
-	case !c.Ran && (r.Status == model.Running || r.Status == model.Pending):
+	case !c.Ran && (r.Status == model.Running || r.Status == model.Pending || r.Status == model.Queued):
 		return st.Subtle.Render("check waits for the turn")
 	case !c.Ran:
 		return st.Subtle.Render("check not run")
@@ -1114,14 +1117,14 @@ func (a *App) compareDiff() tea.Cmd {
 	r := col.run
 	l := a.layout()
 	a.compare.diff = newDiffView(col, l.body.w, l.body.h)
-	return loadDiff(a.ctx, r.ID, r.Worktree, r.BaseCommit, r.StartTree)
+	return loadDiff(a.ctx, r)
 }
 
 func compareDiffOff(a *App) string {
 	col := a.compare.cols[a.compare.focus]
 	label := model.SafeText(col.label)
 	switch {
-	case col.run.Worktree != "":
+	case fork.HasFiles(col.run):
 		return ""
 	case col.run.InPlace:
 		return label + " ran in place: its files are not kept apart"
@@ -1263,5 +1266,5 @@ func (a *App) compareHeader(name string) string {
 // worktreeRemoved reports whether r had a worktree of its own that was
 // removed since (tine worktree rm or prune keep its branch and base).
 func worktreeRemoved(r model.Run) bool {
-	return r.Worktree == "" && !r.InPlace && r.BaseCommit != ""
+	return r.Worktree == "" && !r.InPlace && r.BaseCommit != "" && r.OnThisMachine()
 }

@@ -167,6 +167,14 @@ func forkDetail(rd *runData, width int, st *Styles) string {
 	if r.Worktree != "" {
 		row("branch", r.Branch)
 	}
+	if !r.OnThisMachine() {
+		where := r.Place
+		if r.Container != "" {
+			where += ", container " + r.Container[:min(12, len(r.Container))]
+		}
+		row("runs on", where)
+		row("branch", r.Branch+" (its work comes back to it after each turn)")
+	}
 	if worktreeRemoved(r) {
 		row("worktree", "removed (tine worktree rm or prune); its branch "+r.Branch+" stays if it has commits of its own")
 	}

@@ -9,7 +9,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"tine/harness/worktree"
+	"tine/harness/fork"
 	"tine/model"
 )
 
@@ -72,20 +72,12 @@ func (v *diffView) title() string {
 // loadDiff reads a worktree's diff off the UI goroutine, against the
 // files it started with (start, else its base commit), and whether those
 // were more than the base commit's.
-func loadDiff(ctx context.Context, runID, dir, base, start string) tea.Cmd {
+func loadDiff(ctx context.Context, r model.Run) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		against := start
-		if against == "" {
-			against = base
-		}
-		text, err := worktree.Diff(ctx, dir, against)
-		carried, cerr := worktree.Carried(ctx, dir, base, start)
-		if err == nil {
-			err = cerr
-		}
-		return diffLoadedMsg{runID: runID, text: text, err: err, carried: carried}
+		text, carried, err := fork.Diff(ctx, r)
+		return diffLoadedMsg{runID: r.ID, text: text, err: err, carried: carried}
 	}
 }
 

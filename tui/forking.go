@@ -406,7 +406,7 @@ func failUnstarted(st *store.Store, ids []string, started *startedRuns, err erro
 		switch {
 		case rerr != nil || r.Status == model.Running || started.has(id):
 			continue // it started: the store says how it went (the reaper, if it died)
-		case r.Status == model.Pending:
+		case r.Status == model.Pending || r.Status == model.Queued:
 			if st.SetStatus(ctx, id, model.Failed, model.OneLine(why.Error(), 500)) != nil {
 				continue
 			}

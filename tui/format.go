@@ -102,6 +102,8 @@ func statusGlyph(st model.Status) string {
 	switch st {
 	case model.Pending:
 		return "○"
+	case model.Queued:
+		return "◌"
 	case model.Running:
 		return "◐"
 	case model.Completed:

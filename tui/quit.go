@@ -280,7 +280,7 @@ func stopRuns(ctx context.Context, st *store.Store, ids []string, wait time.Dura
 		stopped, still = stopped[:0], still[:0]
 		for _, id := range ids {
 			r, err := st.Run(context.WithoutCancel(ctx), id)
-			if err != nil || r.Status != model.Running && r.Status != model.Pending {
+			if err != nil || r.Status != model.Running && r.Status != model.Pending && r.Status != model.Queued {
 				stopped = append(stopped, id)
 			} else {
 				still = append(still, id)

@@ -85,6 +85,7 @@ func NewStyles(isDark bool) Styles {
 		ForkName:   base.Foreground(purple).Bold(true),
 		RunStatus: map[model.Status]lipgloss.Style{
 			model.Pending:   base.Foreground(subtle),
+			model.Queued:    base.Foreground(subtle),
 			model.Running:   base.Foreground(accent),
 			model.Completed: base.Foreground(green),
 			model.Failed:    base.Foreground(red),

@@ -438,6 +438,10 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		where = " ⎇ worktree"
 	case run.InPlace:
 		where = " ⌂ in place"
+	case !run.OnThisMachine() && run.Branch != "":
+		where = " ▣ " + model.OneLine(run.Place, 20) + " ⎇ " + model.OneLine(run.Branch, 30)
+	case !run.OnThisMachine():
+		where = " ▣ " + model.OneLine(run.Place, 20)
 	}
 	if st == nil {
 		return fmt.Sprintf("%s%s%s%s%s%s  %s · %s", guides, fold, mark, label, hides, where, status, strings.Join(parts, " · "))

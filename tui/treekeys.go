@@ -216,7 +216,7 @@ func cancelOff(a *App) string {
 		return ""
 	}
 	run := rd.run()
-	if run.Status != model.Running && run.Status != model.Pending {
+	if run.Status != model.Running && run.Status != model.Pending && run.Status != model.Queued {
 		return fmt.Sprintf("%s is not running (%s)", model.SafeText(run.Label()), run.Status)
 	}
 	return ""

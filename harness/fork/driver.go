@@ -941,7 +941,7 @@ const (
 func NextTurnTarget(run model.Run, name string, caps harness.Capabilities) TurnTarget {
 	own := name == "" || name == run.Harness
 	switch {
-	case run.Status == model.Running:
+	case run.Status == model.Running || run.Status == model.Queued:
 		return TurnRunning
 	case run.Status == model.Pending && own:
 		return TurnFirst
