@@ -107,9 +107,9 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
 
+	db := filepath.Join(t.TempDir(), "t.db")
 	asShell(t, append(a.env, "GITHUB_TOKEN=ghp-host-secret-123"), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
 		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
-	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 	out, errOut, code := tine(t, db, "show", session, "--json")
@@ -126,7 +126,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 
 	for _, f := range []string{"good", "bad1", "bad2"} {
 		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{
-			a.shell("echo x > " + f + ".txt; cat ~/.ssh/id_rsa; env | grep -c ghp- ; ls " + project)}},
+			a.shell("echo x > " + f + ".txt; cat ~/.ssh/id_rsa; env | grep -c ghp- ; ls " + project + " " + filepath.Dir(db))}},
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
 	start := time.Now()
@@ -173,6 +173,15 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 	require.NoError(t, err, errOut)
 	assert.Equal(t, "x\n", string(b))
 
+	// Compare shows what each changed, from its branch.
+	out, errOut, code = tine(t, db, "compare", "good", "bad1", "--json")
+	require.Equal(t, 0, code, errOut)
+	var c comparison
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Runs, 2)
+	require.Len(t, c.Runs[0].Files, 1, out)
+	assert.Equal(t, "good.txt", c.Runs[0].Files[0].Path)
+
 	// What the forks' tools saw: no key of the host, no secret of its
 	// environment, not the person's checkout.
 	reqs := srv.ModelRequests()
@@ -180,6 +189,8 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 		body := string(r.Body)
 		assert.NotContains(t, body, "PRIVATE-KEY-OF-THE-HOST")
 		assert.NotContains(t, body, "ghp-host-secret-123")
+		assert.NotContains(t, body, "README.md\\nnotes.txt", "the person's checkout is out of reach")
+		assert.NotContains(t, body, "t.db", "tine's files are out of reach")
 	}
 
 	// A second turn runs in the same container, in the fork's session.
