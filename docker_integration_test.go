@@ -3,12 +3,17 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -626,4 +631,155 @@ func TestDockerLifecycle(t *testing.T) {
 		reqs := s.srv.ModelRequests()
 		assert.Contains(t, string(reqs[len(reqs)-1].Body), "Wrote kept.txt.", "the agent remembers its first turn")
 	})
+}
+
+// TestDockerRemoteDaemons: a daemon reached another way than its local
+// socket runs forks the same: over tcp:// (a proxy to this machine's
+// socket stands for a remote host's port), named by a docker context
+// (--on docker:CONTEXT), and over ssh:// (this machine's sshd, on a port
+// of its own, with a key and a known host of the test's).
+func TestDockerRemoteDaemons(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	const sock = "/var/run/docker.sock"
+	if _, err := os.Stat(sock); err != nil {
+		t.Skipf("the daemon's socket is not at %s", sock)
+	}
+	s := newDockerSetup(t, "claude")
+	tcp := proxyTo(t, sock)
+	run := func(t *testing.T, name string, env map[string]string, on string) {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		s.on("remote-"+name, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write(name + ".txt")}},
+			modelserver.Reply{Text: "Wrote it."})
+		out, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", "remote-"+name,
+			"--on", on, "--network", "host", "--check", "test -f "+name+".txt", "--wait", "--json")
+		require.Equal(t, 0, code, "%s\n%s", out, errOut)
+		var res struct {
+			Forks []forkJSON `json:"forks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		f := res.Forks[0]
+		assert.Equal(t, on, f.Place)
+		assert.Equal(t, 0, f.Check.Exit, "the check ran in its container")
+		assert.Equal(t, "x", gitOut(t, s.project, "show", f.Branch+":"+name+".txt"))
+	}
+	t.Run("tcp", func(t *testing.T) {
+		run(t, "tcp", map[string]string{"DOCKER_HOST": "tcp://" + tcp}, "docker")
+	})
+	t.Run("context", func(t *testing.T) {
+		cfg := t.TempDir()
+		writeDockerContext(t, cfg, "far", "tcp://"+tcp)
+		run(t, "ctx", map[string]string{"DOCKER_HOST": "", "DOCKER_CONFIG": cfg}, "docker:far")
+	})
+	t.Run("ssh", func(t *testing.T) {
+		host := startSSHD(t)
+		run(t, "ssh", map[string]string{"DOCKER_HOST": "ssh://" + host.user + "@" + host.addr, "HOME": host.home, "SSH_AUTH_SOCK": ""}, "docker")
+	})
+}
+
+// proxyTo serves a TCP port on loopback that carries each connection to
+// the Unix socket sock, and returns its address.
+func proxyTo(t *testing.T, sock string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("unix", sock)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				done := make(chan struct{}, 2)
+				go func() { io.Copy(u, c); u.(*net.UnixConn).CloseWrite(); done <- struct{}{} }()
+				go func() { io.Copy(c, u); c.(*net.TCPConn).CloseWrite(); done <- struct{}{} }()
+				<-done
+				<-done
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// writeDockerContext writes context name, for the daemon at host, as the
+// docker CLI keeps contexts in the config folder cfg.
+func writeDockerContext(t *testing.T, cfg, name, host string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(name))
+	dir := filepath.Join(cfg, "contexts", "meta", hex.EncodeToString(sum[:]))
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	meta := fmt.Sprintf(`{"Name":%q,"Metadata":{},"Endpoints":{"docker":{"Host":%q,"SkipTLSVerify":false}}}`, name, host)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o600))
+}
+
+type sshHost struct{ addr, user, home string }
+
+// startSSHD runs this machine's sshd on a port of its own for the test:
+// its host key, one authorized key, whose private half is in home/.ssh
+// with the host's key in known_hosts.
+func startSSHD(t *testing.T) sshHost {
+	t.Helper()
+	sshd, err := exec.LookPath("sshd")
+	if err != nil {
+		if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+			t.Skip("no sshd here (Debian: openssh-server)")
+		}
+		sshd = "/usr/sbin/sshd"
+	}
+	u, err := user.Current()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	home := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	writeSSHKey(t, filepath.Join(home, ".ssh", "id_ed25519"))
+	writeSSHKey(t, filepath.Join(dir, "host_key"))
+	auth, err := os.ReadFile(filepath.Join(home, ".ssh", "id_ed25519.pub"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "authorized_keys"), auth, 0o600))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	cfg := filepath.Join(dir, "sshd_config")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf("Port %s\nListenAddress 127.0.0.1\nHostKey %s\nAuthorizedKeysFile %s\n"+
+		"PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nStrictModes no\n"+
+		"AllowStreamLocalForwarding yes\nUsePAM no\nPidFile %s\n", port, filepath.Join(dir, "host_key"),
+		filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))), 0o600))
+	require.NoError(t, os.MkdirAll("/run/sshd", 0o755))
+	cmd := exec.Command(sshd, "-D", "-e", "-f", cfg)
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	// Its sessions hold its stderr too: they go with it, as a group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("sshd said:\n%s", logs.String())
+		}
+	})
+	hostPub, err := os.ReadFile(filepath.Join(dir, "host_key.pub"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"),
+		[]byte(fmt.Sprintf("[127.0.0.1]:%s %s", port, hostPub)), 0o600))
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "sshd listens: %s", &logs)
+	return sshHost{addr: addr, user: u.Username, home: home}
 }

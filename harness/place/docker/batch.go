@@ -348,6 +348,8 @@ func (p *Place) writeLayer(ctx context.Context, w io.Writer, bin string, st work
 	}
 	// The files, as git archive writes them.
 	ar, aw := io.Pipe()
+	// However this returns, git archive is not left writing to no one.
+	defer ar.Close()
 	go func() {
 		aw.CloseWithError(worktree.Archive(ctx, st.Top, st.Work, strings.TrimPrefix(top, "/")+"/", aw))
 	}()

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -288,7 +289,12 @@ func sshDialer(u *url.URL, environ []string) (func(ctx context.Context, network,
 		return nil, fmt.Errorf("ssh to %s: the host's key cannot be checked (%s: %v); connect once with ssh to record it", u.Host, known, err)
 	}
 	cfg := &ssh.ClientConfig{User: user, Auth: auths, HostKeyCallback: check, Timeout: 10 * time.Second}
-	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+	// One ssh connection, each stream to the socket a channel of it: the
+	// client dials for every request it cannot reuse a connection for
+	// (each container's attached streams), and a handshake each is slow.
+	var mu sync.Mutex
+	var shared *ssh.Client
+	connect := func(ctx context.Context) (*ssh.Client, error) {
 		d := net.Dialer{Timeout: 10 * time.Second}
 		raw, err := d.DialContext(ctx, "tcp", host)
 		if err != nil {
@@ -303,33 +309,30 @@ func sshDialer(u *url.URL, environ []string) (func(ctx context.Context, network,
 			}
 			return nil, fmt.Errorf("ssh to %s: %w", u.Host, err)
 		}
-		c := ssh.NewClient(conn, chans, reqs)
-		sc, err := c.Dial("unix", socket)
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("ssh to %s: reaching %s there: %w", u.Host, socket, err)
-		}
-		return &sshConn{Conn: sc, client: c}, nil
-	}, nil
-}
-
-// sshConn is a stream to the remote socket that closes its ssh
-// connection with it.
-type sshConn struct {
-	net.Conn
-	client *ssh.Client
-}
-
-func (c *sshConn) Close() error {
-	err := c.Conn.Close()
-	c.client.Close()
-	return err
-}
-
-// CloseWrite ends what is sent (the container's stdin) and keeps reading.
-func (c *sshConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
+		return ssh.NewClient(conn, chans, reqs), nil
 	}
-	return nil
+	return func(ctx context.Context, _, _ string) (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for attempt := 0; attempt < 2; attempt++ {
+			if shared == nil {
+				c, err := connect(ctx)
+				if err != nil {
+					return nil, err
+				}
+				shared = c
+			}
+			sc, err := shared.Dial("unix", socket)
+			if err == nil {
+				return sc, nil
+			}
+			// A connection that broke is made again, once.
+			shared.Close()
+			shared = nil
+			if attempt == 1 {
+				return nil, fmt.Errorf("ssh to %s: reaching %s there: %w", u.Host, socket, err)
+			}
+		}
+		return nil, errors.New("unreachable")
+	}, nil
 }
