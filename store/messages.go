@@ -101,7 +101,11 @@ func insertMessages(w *writer, runID string, start int, msgs []model.Message) ([
 	}
 	for i := range msgs {
 		if text := searchText(msgs[i]); text != "" {
-			w.text = append(w.text, ftsRow{ids[i], text})
+			key, err := searchKey(ids[i], nanos(msgs[i].Time))
+			if err != nil {
+				return nil, err
+			}
+			w.text = append(w.text, ftsRow{key, text})
 			w.textBytes += len(text)
 		}
 	}

@@ -64,6 +64,8 @@ type Store struct {
 	drivenOnce sync.Once
 	drivenStmt *sql.Stmt
 	drivenErr  error
+	// search is Search's statement.
+	search readStmt
 }
 
 const (
@@ -172,7 +174,7 @@ func (s *Store) Close() error {
 	if s.drivenStmt != nil {
 		driven = s.drivenStmt.Close()
 	}
-	return errors.Join(s.stmts.close(), driven, s.ckpt.close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), driven, s.search.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 
 // retryBusy runs fn again while it fails with "database is locked", for up
@@ -338,6 +340,11 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return err
 	}
+	if after := afterMigration[m.name]; after != nil {
+		if err := after(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
 		return err
 	}
@@ -348,6 +355,12 @@ func applyMigration(ctx context.Context, db *sql.DB, m migration) error {
 // SQL: what SQL alone says badly. Keyed by the migration's file name.
 var beforeMigration = map[string]func(context.Context, *sql.Tx) error{
 	"0006_unique_names.sql": dedupeNames,
+}
+
+// afterMigration is Go a migration runs, in its transaction, after its
+// SQL: what SQL cannot do at all.
+var afterMigration = map[string]func(context.Context, *sql.Tx) error{
+	"0013_search_order.sql": reindexSearch,
 }
 
 // dedupeNames renames the later runs of a name that several share (by

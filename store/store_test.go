@@ -141,6 +141,7 @@ func TestDeleteKeepsIndexInStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, count(t, s, "messages"))
 	assert.Zero(t, count(t, s, "parts"))
+	assert.Zero(t, count(t, s, "message_fts"))
 	hits, err = s.Search(ctx, "gone", 0)
 	require.NoError(t, err)
 	assert.Empty(t, hits)

@@ -30,7 +30,7 @@ type writer struct {
 	cache *stmtCache
 	// next is the id the next message gets; 0 until read.
 	next int64
-	// text waits to be indexed: rowid (the message's id) and body;
+	// text waits to be indexed: rowid (the message's searchKey) and body;
 	// textBytes is how long its bodies are.
 	text      []ftsRow
 	textBytes int
@@ -40,7 +40,7 @@ type writer struct {
 const textChunk = 8 << 20
 
 type ftsRow struct {
-	id   int64
+	key  int64
 	body string
 }
 
@@ -173,7 +173,7 @@ func (w *writer) indexText() error {
 		return err
 	}
 	for _, r := range w.text {
-		if _, err := st.ExecContext(w.ctx, r.id, r.body); err != nil {
+		if _, err := st.ExecContext(w.ctx, r.key, r.body); err != nil {
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,17 +12,36 @@ import (
 )
 
 // requireIndexMatches checks that the search index holds exactly the
-// stored messages: a row for each message with text, none for a message
-// that is gone.
+// stored messages, each under its searchKey: a row for each message with
+// text, none for a message that is gone.
 func requireIndexMatches(t *testing.T, s *Store) {
 	t.Helper()
-	var stale, missing int
-	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM message_fts f
-		WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = f.rowid)`).Scan(&stale))
-	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM messages m
-		WHERE NOT EXISTS (SELECT 1 FROM message_fts f WHERE f.rowid = m.id)`).Scan(&missing))
+	want := map[int64]bool{}
+	rows, err := s.r.Query(`SELECT id, created_at FROM messages`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var id int64
+		var at sql.NullInt64
+		require.NoError(t, rows.Scan(&id, &at))
+		key, err := searchKey(id, at)
+		require.NoError(t, err)
+		want[key] = true
+	}
+	require.NoError(t, rows.Err())
+	rows, err = s.r.Query(`SELECT rowid FROM message_fts`)
+	require.NoError(t, err)
+	var stale int
+	for rows.Next() {
+		var key int64
+		require.NoError(t, rows.Scan(&key))
+		if !want[key] {
+			stale++
+		}
+		delete(want, key)
+	}
+	require.NoError(t, rows.Err())
 	assert.Zero(t, stale, "index rows of messages that are gone")
-	assert.Zero(t, missing, "messages the index lacks")
+	assert.Empty(t, want, "messages the index lacks")
 }
 
 // TestBatchIndexesWhatItKeeps: the writer indexes a transaction's text at
