@@ -135,6 +135,7 @@ func commands() []command {
 		{"import", "[PATH...] [--watch]", "import the agents' sessions; --watch goes on as they grow", cmdImport},
 		{"ls", "", "list trees and their runs", cmdLs},
 		{"show", "RUN", "print a run's messages, numbered by boundary", cmdShow},
+		{"search", "QUERY... [--limit N]", "find messages by their words, newest first (the TUI's s)", cmdSearch},
 		{"checkpoints", "RUN", "print a run's pair-safe boundaries", cmdCheckpoints},
 		{"export", "RUN [--format json|md]", "write a run as JSON or Markdown", cmdExport},
 		{"fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at K] [--wait]", "fork a run at a safe boundary into N branches", cmdFork},

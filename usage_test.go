@@ -78,6 +78,9 @@ func TestBadValuesAreUsageErrors(t *testing.T) {
 		{[]string{"fork", id, "--permissions", "maybe"}, `permissions must be auto or ask, not "maybe"`},
 		{[]string{"export", id, "--format", "pdf"}, `--format is json or md, not "pdf"`},
 		{[]string{"show"}, "show: missing argument"},
+		{[]string{"search"}, "search: missing argument"},
+		{[]string{"search", "paris", "--limit", "0"}, "search: --limit is how many messages to show, 1 or more, not 0"},
+		{[]string{"search", " "}, "search: QUERY is the words to find"},
 		{[]string{"show", id, "extra"}, `show: unexpected argument "extra"`},
 	} {
 		out, errOut, code := tine(t, db, tc.args...)
