@@ -24,7 +24,7 @@ import (
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "mcp", "",
 		"Serve tine as an MCP server over stdio (JSON-RPC on stdin and stdout), with the tools\n"+
-			"list_sessions, show, checkpoints, fork_session, run, compare, replay and apply, each\n"+
+			"list_sessions, search, show, checkpoints, fork_session, run, compare, replay and apply, each\n"+
 			"answering with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
 			"  claude mcp add tine -- tine mcp\n"+
 			"  codex mcp add tine -- tine mcp")
@@ -46,6 +46,10 @@ type mcpTool[In any] struct {
 type (
 	mcpListArgs struct {
 		All bool `json:"all,omitempty" jsonschema:"also list runs hidden by --replace-original"`
+	}
+	mcpSearchArgs struct {
+		Query string `json:"query" jsonschema:"the words to find in the messages' text, all of them (the last as a prefix); plain words, no search syntax"`
+		Limit int    `json:"limit,omitempty" jsonschema:"how many messages at most (default 50)"`
 	}
 	mcpRunArgs struct {
 		Run string `json:"run" jsonschema:"a run id, a unique prefix of one, or a fork's name"`
@@ -113,6 +117,14 @@ func newMCPServer(db string) *mcp.Server {
 				argv = append(argv, "--all")
 			}
 			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpSearchArgs]{"search", "Find the messages whose text holds every word of the query, newest first, each with its run and the text around the match (tine search --json).",
+		func(a mcpSearchArgs) ([]string, error) {
+			argv := []string{"search", "--json"}
+			if a.Limit != 0 {
+				argv = append(argv, "--limit", strconv.Itoa(a.Limit))
+			}
+			return append(argv, "--", a.Query), nil // the words are never a flag
 		}})
 	addMCPTool(s, db, mcpTool[mcpRunArgs]{"show", "A run's messages, numbered by boundary K (tine show --json).",
 		func(a mcpRunArgs) ([]string, error) { return []string{"show", a.Run, "--json"}, nil }})

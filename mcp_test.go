@@ -117,11 +117,20 @@ func TestMCPServesTheCommands(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"list_sessions", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply"}, names)
+	assert.ElementsMatch(t, []string{"list_sessions", "search", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply"}, names)
 
-	text, isErr := c.tool("checkpoints", map[string]any{"run": id[:8]})
+	text, isErr := c.tool("search", map[string]any{"query": "paris", "limit": 2})
 	require.False(t, isErr, text)
-	want, _, code := tine(t, db, "checkpoints", id[:8], "--json")
+	want, _, code := tine(t, db, "search", "paris", "--limit", "2", "--json")
+	require.Equal(t, 0, code)
+	assert.JSONEq(t, want, text, "the command's own --json")
+	text, isErr = c.tool("search", map[string]any{"query": "--limit 0"})
+	require.False(t, isErr, text)
+	assert.Contains(t, text, `"query": "--limit 0"`, "words, never a flag")
+
+	text, isErr = c.tool("checkpoints", map[string]any{"run": id[:8]})
+	require.False(t, isErr, text)
+	want, _, code = tine(t, db, "checkpoints", id[:8], "--json")
 	require.Equal(t, 0, code)
 	assert.JSONEq(t, want, text, "the command's own --json")
 
