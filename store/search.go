@@ -305,6 +305,19 @@ func indexFold(s, sub string) int {
 	if sub == "" {
 		return -1
 	}
+	if c := sub[0]; c < utf8.RuneSelf {
+		// A byte at a time: an ASCII byte starts a rune.
+		upper := c
+		if 'a' <= c && c <= 'z' {
+			upper = c - 'a' + 'A'
+		}
+		for i := 0; i+len(sub) <= len(s); i++ {
+			if (s[i] == c || s[i] == upper) && strings.EqualFold(s[i:i+len(sub)], sub) {
+				return i
+			}
+		}
+		return -1
+	}
 	first, _ := utf8.DecodeRuneInString(sub)
 	for i, r := range s {
 		if unicode.ToLower(r) == first && len(s)-i >= len(sub) && strings.EqualFold(s[i:i+len(sub)], sub) {
