@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,9 +65,27 @@ func searchKey(id int64, createdAt sql.NullInt64) (int64, error) {
 	return min(max(secs, 0), searchMaxSecs)<<searchIDBits | id, nil
 }
 
+// insertSearchRows adds rows to the index in the order of their keys:
+// a row keyed below one the index took since it last wrote a segment
+// makes it write one (FTS5 keeps its pending rows in key order), and
+// messages stored in the order of their ids come in no order of time
+// (an import stores files by path; a Claude Code session repeats its
+// times). In the order they came, an import of 2,000 sessions took 25%
+// longer.
+func insertSearchRows(ctx context.Context, ins *sql.Stmt, rows []ftsRow) error {
+	slices.SortFunc(rows, func(a, b ftsRow) int { return cmp.Compare(a.key, b.key) })
+	for _, r := range rows {
+		if _, err := ins.ExecContext(ctx, r.key, r.body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // reindexSearch writes every message's search text into the index
 // again, under its searchKey: the index is contentless, so its rows are
-// made from the parts, as the writer makes them.
+// made from the parts, as the writer makes them, and added as it adds
+// them, a textChunk at a time.
 func reindexSearch(ctx context.Context, tx *sql.Tx) error {
 	ins, err := tx.PrepareContext(ctx, `INSERT INTO message_fts (rowid, body) VALUES (?, ?)`)
 	if err != nil {
@@ -77,15 +97,26 @@ func reindexSearch(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return err
 	}
-	return eachSearchText(rows, func(at *sql.NullInt64) []any { return []any{at} },
+	var batch []ftsRow
+	size := 0
+	err = eachSearchText(rows, func(at *sql.NullInt64) []any { return []any{at} },
 		func(id int64, at *sql.NullInt64, text string) error {
 			key, err := searchKey(id, *at)
 			if err != nil {
 				return err
 			}
-			_, err = ins.ExecContext(ctx, key, text)
+			batch, size = append(batch, ftsRow{key, text}), size+len(text)
+			if size < textChunk {
+				return nil
+			}
+			err = insertSearchRows(ctx, ins, batch)
+			batch, size = batch[:0], 0
 			return err
 		})
+	if err != nil {
+		return err
+	}
+	return insertSearchRows(ctx, ins, batch)
 }
 
 // searchPartCols are the columns of a part p that searchText reads, and

@@ -172,10 +172,8 @@ func (w *writer) indexText() error {
 	if err != nil {
 		return err
 	}
-	for _, r := range w.text {
-		if _, err := st.ExecContext(w.ctx, r.key, r.body); err != nil {
-			return err
-		}
+	if err := insertSearchRows(w.ctx, st, w.text); err != nil {
+		return err
 	}
 	clear(w.text)
 	w.text, w.textBytes = w.text[:0], 0
