@@ -20,6 +20,7 @@ var Agent = harness.Agent{
 	NoSessions: "an ACP agent keeps its sessions itself; tine knows the ones it drove, over ACP",
 	NoCLI:      "an ACP agent is whatever command TINE_ACP_AGENT names, spoken to over stdio",
 	NoOpen:     "an ACP agent's session is reached over ACP only: it has no command line to open it in a terminal",
+	NoCarry:    "an ACP agent is whatever program TINE_ACP_AGENT names: tine does not know what of this machine it needs elsewhere, so its forks run here",
 	// Used when the harness says Record: Claude Code behind ACP takes
 	// Claude Code's environment. tine writes an ACP run's transcript from
 	// ACP's updates, not from a file the agent wrote, so only a recorded

@@ -25,6 +25,7 @@ var Agent = harness.Agent{
 	NoSessions: "its chats are tine's own: tine imports no transcript format of the Messages API",
 	NoCLI:      "a model API: tine sends the requests itself",
 	NoOpen:     "an anthropic run is a chat tine sent to the API itself: there is no agent session to open",
+	NoCarry:    "a model API runs no tools: its turns run in tine itself, with nothing to keep apart",
 	NoRecord:   "tine makes its model calls itself, so --record stores them through its transport (Setup.Transport); a replay needs an agent that runs its tools again",
 	API:        &harness.API{KeyEnv: "ANTHROPIC_API_KEY", URLEnv: "ANTHROPIC_BASE_URL", ModelEnv: "ANTHROPIC_MODEL", DefaultURL: DefaultBaseURL},
 }

@@ -32,6 +32,7 @@ var Agent = harness.Agent{
 	Sessions: &harness.Sessions{Detect: looksLikeChat, Parse: parseFile},
 	NoCLI:    "a model API: tine sends the requests itself",
 	NoOpen:   "an openai run is a chat tine sent to the API itself: there is no agent session to open",
+	NoCarry:  "a model API runs no tools: its turns run in tine itself, with nothing to keep apart",
 	NoRecord: "tine makes its model calls itself, so --record stores them through its transport (Setup.Transport); a replay needs an agent that runs its tools again",
 	API:      &harness.API{KeyEnv: "OPENAI_API_KEY", URLEnv: "OPENAI_BASE_URL", ModelEnv: "OPENAI_MODEL", DefaultURL: DefaultBaseURL},
 }

@@ -49,6 +49,8 @@ func TestMissingPiecesAreFound(t *testing.T) {
 		func(a *harness.Agent) { a.Record = nil },
 		func(a *harness.Agent) { a.Record = &harness.Recording{} },
 		func(a *harness.Agent) { a.Caps.Tools = !a.Caps.Tools },
+		func(a *harness.Agent) { a.Carry = nil },
+		func(a *harness.Agent) { a.Carry = &harness.Carry{} },
 	}
 	for i, c := range cut {
 		a := whole
@@ -101,6 +103,11 @@ func missing(a harness.Agent) []string {
 	}
 	either(a.Open != nil, a.NoOpen, "Open")
 	need(a.Open == nil || a.CLI != nil, "a CLI to Open runs in")
+	either(a.Carry != nil, a.NoCarry, "Carry")
+	if c := a.Carry; c != nil {
+		need(len(c.State) > 0 && c.Config != nil && c.Env != nil && c.Locate != nil, "Carry's State, Config, Env and Locate")
+		need(a.CLI != nil && a.Caps.OwnSessions, "a CLI of an agent with sessions of its own to Carry")
+	}
 	either(a.Record != nil, a.NoRecord, "Record")
 	if r := a.Record; r != nil {
 		need(r.Upstream != nil, "Record.Upstream")

@@ -24,6 +24,7 @@ var Agent = harness.Agent{
 	NoSessions: "its runs are tine's own",
 	NoCLI:      "built into tine",
 	NoOpen:     "a script run is tine's offline harness: there is no agent to open it in",
+	NoCarry:    "the offline script harness runs in tine itself",
 	NoRecord:   "it makes no model calls",
 }
 
