@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -129,44 +128,6 @@ func TestTUIBackgroundSaysWhyItEnded(t *testing.T) {
 			}
 		}))
 	assert.Equal(t, []model.Status{model.Running, model.Completed}, statuses)
-}
-
-// TestEventPipeNeverBlocksTheWork: a reader that does not read (a TUI
-// suspended, or gone) never makes the work wait: events queue, deltas
-// merged; the end is said once.
-func TestEventPipeNeverBlocksTheWork(t *testing.T) {
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	fd, err := syscall.Dup(int(w.Fd()))
-	require.NoError(t, err)
-	w.Close()
-	p := &eventPipe{}
-	p.open(fd)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := range 100000 { // far more than a pipe holds
-			p.put(fork.RunEvent{RunID: "r", Delta: fmt.Sprintf("piece %d ", i)})
-		}
-		p.put(fork.RunEvent{RunID: "r", Status: model.Completed})
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("put blocked on a pipe nobody reads")
-	}
-	go p.end(nil)
-	var evs []fork.RunEvent
-	ended, endErr := readEvents(r, func(ev fork.RunEvent) { evs = append(evs, ev) })
-	assert.True(t, ended)
-	assert.NoError(t, endErr)
-	require.NotEmpty(t, evs)
-	last := evs[len(evs)-1]
-	assert.Equal(t, model.Completed, last.Status)
-	tail := evs[len(evs)-2].Delta
-	assert.True(t, strings.HasSuffix(tail, "piece 99999 "), "the streamed text's tail is kept: %q", lastBytes(tail, 40))
-	assert.LessOrEqual(t, len(tail), maxDelta)
 }
 
 // TestTUIQuitKeepsOrStopsForksForReal drives the real TUI in tmux, as a

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"tine/harness/fork"
+	"tine/harness/turns"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
@@ -86,7 +87,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	// how it ended: why it could not run, or Execute's error; not a
 	// divergence, which is its result.
 	events := eventsFlag(f)
-	defer func() { events.end(err) }()
+	defer func() { events.End(err) }()
 	var tf turnFlags
 	tf.register(f)
 	var bf budgetFlags
@@ -99,8 +100,8 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	}
 	// The background half tells the command that started it once the
 	// trials are its own (handOver), or why they cannot be.
-	ack := openAck(*ackFD)
-	defer func() { ack.done(err) }()
+	ack := turns.OpenAck(*ackFD)
+	defer func() { ack.Done(err) }()
 	if *at < 1 {
 		return usagef("replay: --at-step N is required (N >= 1)")
 	}
@@ -130,7 +131,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 		if err := st.ClaimTurns(ctx, plan.Trials); err != nil {
 			return err
 		}
-		ack.done(nil)
+		ack.Done(nil)
 	} else {
 		plan, err = rp.Prepare(ctx, spec)
 		var un *replay.Unreplayable
@@ -146,7 +147,7 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	}
 	if !tf.wait {
 		if err := startBackgroundReplay(st.Path(), plan.Trials, args); err != nil {
-			for _, id := range failHandOver(ctx, st, plan.Trials, err) {
+			for _, id := range turns.FailHandOver(ctx, st, plan.Trials, err) {
 				_ = st.UpdateReplay(context.WithoutCancel(ctx), id, model.ReplayUnreplayed, 0, "", nil, "its background process never started it")
 			}
 			return fmt.Errorf("the replay's forks were made, but it could not start (they are marked failed): %w", err)
@@ -162,10 +163,10 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
 		return nil
 	}
-	if _, err := rp.Execute(ctx, plan, events.put); err != nil {
+	if _, err := rp.Execute(ctx, plan, events.Put); err != nil {
 		return err
 	}
-	events.end(nil) // what follows reports it
+	events.End(nil) // what follows reports it
 	out, err := replayReport(ctx, st, plan.Trials)
 	if err != nil {
 		return err
@@ -262,7 +263,7 @@ func startBackgroundReplay(db string, trials []string, args []string) error {
 		return err
 	}
 	cmd := backgroundReplay(exe, db, trials, args)
-	return handOver(cmd.Args[1:], cmd.Env, nil)
+	return turns.HandOver(cmd.Args[1:], cmd.Env, nil)
 }
 
 // backgroundReplay is the command of a background replay: this command

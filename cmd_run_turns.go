@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"tine/harness/fork"
+	"tine/harness/turns"
 )
 
 // cmdRunTurns is the background half of `tine fork`: it reads turns as JSON
@@ -16,7 +17,7 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	// The TUI's turns (tuiBackground): their events, and how they ended,
 	// go back to it on a pipe.
 	events := eventsFlag(f)
-	defer func() { events.end(err) }()
+	defer func() { events.End(err) }()
 	var api apiFlags
 	f.StringVar(&api.baseURL, "base-url", "", "the model API's base URL")
 	var ag agentFlags
@@ -27,8 +28,8 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	}
 	// The command that started this process waits until the turns are
 	// claimed as this process's (handOver), or for why they cannot be.
-	ack := openAck(*ackFD)
-	defer func() { ack.done(err) }()
+	ack := turns.OpenAck(*ackFD)
+	defer func() { ack.Done(err) }()
 	var turns []fork.Turn
 	if err := json.NewDecoder(e.stdin).Decode(&turns); err != nil {
 		return fmt.Errorf("run-turns: reading its turns: %w", err)
@@ -49,8 +50,8 @@ func cmdRunTurns(ctx context.Context, e *env, args []string) (err error) {
 	if err := st.ClaimTurns(ctx, ids); err != nil {
 		return err
 	}
-	ack.done(nil)
+	ack.Done(nil)
 	d.Parallel = *parallel
-	d.RunTurns(ctx, turns, events.put)
+	d.RunTurns(ctx, turns, events.Put)
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/harness/turns"
 	"tine/model"
 	"tine/store"
 )
@@ -122,15 +123,15 @@ func TestBackgroundForksAreNeverLeftPending(t *testing.T) {
 func TestHandOverSaysWhyTheWorkWasNotTaken(t *testing.T) {
 	db, _ := importSeed(t)
 	env := append(os.Environ(), "TINE_TEST_AS_TINE=1")
-	err := handOver([]string{"--db", db, "run-turns"}, env, []byte("not JSON"))
+	err := turns.HandOver([]string{"--db", db, "run-turns"}, env, []byte("not JSON"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "reading its turns", "what the process said")
 
-	err = handOver([]string{"--db", db, "run-turns", "--no-such-flag"}, env, []byte("[]"))
+	err = turns.HandOver([]string{"--db", db, "run-turns", "--no-such-flag"}, env, []byte("[]"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exited before taking its work (exit status 2)")
 
-	require.NoError(t, handOver([]string{"--db", db, "run-turns"}, env, []byte("[]")), "nothing to do is taken at once")
+	require.NoError(t, turns.HandOver([]string{"--db", db, "run-turns"}, env, []byte("[]")), "nothing to do is taken at once")
 
 	// A process that cannot claim its work (another holds the write lock
 	// for longer than the wait) is stopped, and says so.
@@ -146,11 +147,11 @@ func TestHandOverSaysWhyTheWorkWasNotTaken(t *testing.T) {
 	_, err = c.ExecContext(context.Background(), "BEGIN IMMEDIATE")
 	require.NoError(t, err)
 	defer c.ExecContext(context.Background(), "ROLLBACK")
-	old := handOverTimeout
-	handOverTimeout = 2 * time.Second
-	defer func() { handOverTimeout = old }()
+	old := turns.HandOverTimeout
+	turns.HandOverTimeout = 2 * time.Second
+	defer func() { turns.HandOverTimeout = old }()
 	start := time.Now()
-	err = handOver([]string{"--db", db, "run-turns"}, env, []byte(`[{"RunID": "x", "Input": "hi"}]`))
+	err = turns.HandOver([]string{"--db", db, "run-turns"}, env, []byte(`[{"RunID": "x", "Input": "hi"}]`))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "did not take its work within 2s; stopped it")
 	assert.Less(t, time.Since(start), 8*time.Second)
@@ -169,7 +170,7 @@ func TestAFailedHandOverFailsThePendingForks(t *testing.T) {
 	ctx := context.Background()
 	p, err := st.Resolve(ctx, "p")
 	require.NoError(t, err)
-	failed := failHandOver(ctx, st, []string{p.ID, id}, errors.New("the background tine exited"))
+	failed := turns.FailHandOver(ctx, st, []string{p.ID, id}, errors.New("the background tine exited"))
 	assert.Equal(t, []string{"p"}, failed)
 	p, _ = st.Resolve(ctx, "p")
 	assert.Equal(t, model.Failed, p.Status)

@@ -20,6 +20,7 @@ import (
 	"tine/harness/place"
 	"tine/harness/place/docker"
 	"tine/harness/registry"
+	"tine/harness/turns"
 	"tine/model"
 	"tine/store"
 )
@@ -67,12 +68,12 @@ func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *fork.Dr
 // runTurns runs turns (none: the runs were only created) in the
 // foreground (wait) or in a background tine, then prints runs as `tine
 // fork` does.
-func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run,
+func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work []fork.Turn, runs []model.Run,
 	wait, asJSON bool, api apiFlags, ag agentFlags) error {
 	switch {
-	case len(turns) == 0:
+	case len(work) == 0:
 	case wait:
-		done := d.RunTurns(ctx, turns, forkProgress(e, runs))
+		done := d.RunTurns(ctx, work, forkProgress(e, runs))
 		byID := map[string]model.Run{}
 		for _, r := range done {
 			byID[r.ID] = r
@@ -83,17 +84,17 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turn
 			}
 		}
 	default:
-		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, turns); err != nil {
-			ids := make([]string, len(turns))
-			for i, t := range turns {
+		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, work); err != nil {
+			ids := make([]string, len(work))
+			for i, t := range work {
 				ids[i] = t.RunID
 			}
-			if failed := failHandOver(ctx, st, ids, err); len(failed) > 0 {
+			if failed := turns.FailHandOver(ctx, st, ids, err); len(failed) > 0 {
 				return fmt.Errorf("created, but the turns could not start (%s marked failed): %w", strings.Join(failed, ", "), err)
 			}
 			return fmt.Errorf("created, but the turns could not start: %w", err)
 		}
-		for _, t := range turns {
+		for _, t := range work {
 			for i := range runs {
 				if runs[i].ID == t.RunID {
 					runs[i].Status = model.Running
@@ -113,7 +114,7 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turn
 		}
 	} else {
 		printForks(e.stdout, runs)
-		if len(turns) > 0 && !wait {
+		if len(work) > 0 && !wait {
 			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
 		}
 	}
@@ -448,13 +449,13 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 // startBackgroundTurns runs the turns in a detached tine process, so the
 // command returns while the forks go on. The child reads its work from
 // stdin and claims it in the store before this returns (handOver).
-func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, turns []fork.Turn) error {
+func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, work []fork.Turn) error {
 	args, env := runTurnsArgs(db, parallel, api, ag)
-	data, err := json.Marshal(turns)
+	data, err := json.Marshal(work)
 	if err != nil {
 		return err
 	}
-	return handOver(args, env, data)
+	return turns.HandOver(args, env, data)
 }
 
 // runTurnsArgs are the command line and the environment of a background
