@@ -145,6 +145,7 @@ func commands() []command {
 		{"replay", "RUN --at-step N [--continuations K] [--base REV] [--wait]", "rebuild a recorded run's world at step N and fork it there", cmdReplay},
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},
 		{"apply", "FORK [--commit] [--json]", "bring a fork's work into the checkout it was made from", cmdApply},
+		{"merge", "FORK... [--into RUN] [--summarize] [--apply]", "give the parent a turn carrying what forks found", cmdMerge},
 		{"harnesses", "[--json]", "what each harness can do, and whether it is installed here", cmdHarnesses},
 		{"worktree", "rm RUN... | prune", "remove forks' git worktrees", cmdWorktree},
 		{"image", "build [AGENT...] [--offline]", "make the images agents' forks run in with --on docker", cmdImage},

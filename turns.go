@@ -70,6 +70,35 @@ func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *fork.Dr
 // fork` does.
 func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work []fork.Turn, runs []model.Run,
 	wait, asJSON bool, api apiFlags, ag agentFlags) error {
+	if err := driveTurns(ctx, e, st, d, work, runs, wait, api, ag); err != nil {
+		return err
+	}
+	if asJSON {
+		out := struct {
+			Forks []forkJSON `json:"forks"`
+		}{}
+		for _, r := range runs {
+			out.Forks = append(out.Forks, toForkJSON(r))
+		}
+		if err := writeJSON(e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		printForks(e.stdout, runs)
+		if len(work) > 0 && !wait {
+			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
+		}
+	}
+	if ctx.Err() != nil {
+		return errors.New("cancelled: what the forks had streamed is kept, and they are recorded as cancelled")
+	}
+	return failedForks(runs)
+}
+
+// driveTurns runs turns in the foreground (wait), updating runs to how
+// they ended, or hands them to a background tine, marking runs running.
+func driveTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work []fork.Turn, runs []model.Run,
+	wait bool, api apiFlags, ag agentFlags) error {
 	switch {
 	case len(work) == 0:
 	case wait:
@@ -102,26 +131,7 @@ func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work
 			}
 		}
 	}
-	if asJSON {
-		out := struct {
-			Forks []forkJSON `json:"forks"`
-		}{}
-		for _, r := range runs {
-			out.Forks = append(out.Forks, toForkJSON(r))
-		}
-		if err := writeJSON(e.stdout, out); err != nil {
-			return err
-		}
-	} else {
-		printForks(e.stdout, runs)
-		if len(work) > 0 && !wait {
-			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
-		}
-	}
-	if ctx.Err() != nil {
-		return errors.New("cancelled: what the forks had streamed is kept, and they are recorded as cancelled")
-	}
-	return failedForks(runs)
+	return nil
 }
 
 // apiFlags override the model APIs' environment (OPENAI_BASE_URL,
