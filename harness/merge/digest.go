@@ -350,7 +350,11 @@ func (f Facts) writeCalls(b *strings.Builder) {
 			failed++
 		}
 	}
-	fmt.Fprintf(b, "Commands: %d tool calls, %d failed", len(f.Calls), failed)
+	noun := "tool calls"
+	if len(f.Calls) == 1 {
+		noun = "tool call"
+	}
+	fmt.Fprintf(b, "Commands: %d %s, %d failed", len(f.Calls), noun, failed)
 	calls := f.Calls
 	if len(calls) > maxCalls {
 		fmt.Fprintf(b, " (the last %d:)", maxCalls)
