@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,4 +161,52 @@ func TestMergeRefusals(t *testing.T) {
 	assert.Empty(t, merges, "nothing recorded")
 	_, now := messagesOf(t, db, "parent")
 	assert.Len(t, now, len(before), "nothing sent")
+}
+
+// --summarize gives each fork one more turn first (its own spending),
+// and its answer goes into the fork's digest as its own summary.
+func TestMergeSummarizeAsksEachForkFirst(t *testing.T) {
+	t.Parallel()
+	db := scriptTree(t)
+	a, before := messagesOf(t, db, "a")
+	out, errOut, code := tine(t, db, "merge", "a", "b", "--summarize", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	var res mergeJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	after, msgs := messagesOf(t, db, "a")
+	require.Greater(t, len(msgs), len(before)+1, "one more turn of the fork")
+	assert.Contains(t, msgs[len(before)].PlainText(), "[tine merge] What you found here goes back")
+	assert.Greater(t, after.Usage.Total(), a.Usage.Total(), "spent by the fork")
+	summary := strings.TrimSpace(msgs[len(msgs)-1].PlainText())
+	assert.Contains(t, res.Message, "Its own summary (asked by tine merge; it spent ")
+	assert.Contains(t, res.Message, "\n  "+summary[:40], "its answer, as its summary")
+	assert.Contains(t, res.Message, "Asked:\n  try the retry", "what it was asked: its first message, not the summary's")
+}
+
+// --edit hands the message to $EDITOR: what is saved is sent, made safe;
+// an empty file sends nothing.
+func TestMergeEditSendsWhatWasSaved(t *testing.T) {
+	dir := t.TempDir()
+	edit := filepath.Join(dir, "edit")
+	require.NoError(t, os.WriteFile(edit, []byte("#!/bin/sh\nfor f; do :; done; printf 'Only this, edited.\\033[2J\\n' > \"$f\"\n"), 0o755))
+	empty := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(empty, []byte("#!/bin/sh\n: > \"$1\"\n"), 0o755))
+	db := scriptTree(t)
+	_, before := messagesOf(t, db, "parent")
+
+	t.Setenv("EDITOR", empty)
+	_, errOut, code := tine(t, db, "merge", "a", "--edit", "--wait")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "the message was left empty; nothing was merged")
+	_, msgs := messagesOf(t, db, "parent")
+	require.Len(t, msgs, len(before))
+
+	t.Setenv("EDITOR", edit+" --flag-it-ignores")
+	out, errOut, code := tine(t, db, "merge", "a", "--edit", "--wait", "--json")
+	require.Equal(t, 0, code, errOut)
+	var res mergeJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, "Only this, edited.\n", res.Message, "what was saved, without its escape sequence")
+	_, msgs = messagesOf(t, db, "parent")
+	assert.Equal(t, "Only this, edited.\n", msgs[len(before)].PlainText())
 }
