@@ -24,7 +24,8 @@ import (
 func cmdMCP(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "mcp", "",
 		"Serve tine as an MCP server over stdio (JSON-RPC on stdin and stdout), with the tools\n"+
-			"list_sessions, search, show, checkpoints, fork_session, run, compare, replay and apply, each\n"+
+			"list_sessions, search, show, checkpoints, fork_session, run, compare, replay, apply and\n"+
+			"merge_fork, each\n"+
 			"answering with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
 			"  claude mcp add tine -- tine mcp\n"+
 			"  codex mcp add tine -- tine mcp")
@@ -90,6 +91,16 @@ type (
 	mcpApplyArgs struct {
 		Fork   string `json:"fork" jsonschema:"the fork whose work to bring into the checkout it was made from: a run id, a unique prefix of one, or a fork's name"`
 		Commit bool   `json:"commit,omitempty" jsonschema:"apply as one commit naming the fork (default: as uncommitted changes)"`
+	}
+	mcpMergeArgs struct {
+		Forks     []string `json:"forks" jsonschema:"the forks whose findings go home: run ids, unique prefixes of them, or fork names; several are a best-of-N (the one marked best comes first)"`
+		Into      string   `json:"into,omitempty" jsonschema:"the run that gets the merge's turn, of the same conversation (default: the forks' parent)"`
+		Summary   string   `json:"summary,omitempty" jsonschema:"your own words about the forks, put in the message before their digests"`
+		Summarize bool     `json:"summarize,omitempty" jsonschema:"first ask each fork's agent for a short summary, in one more turn of the fork (its spending)"`
+		Apply     bool     `json:"apply,omitempty" jsonschema:"also bring the (one) fork's files into the checkout they came from, as apply does; refused, merging nothing, when they clash"`
+		Commit    bool     `json:"commit,omitempty" jsonschema:"with apply: as one commit naming the fork"`
+		DryRun    bool     `json:"dry_run,omitempty" jsonschema:"only answer with the message the merge would send; change nothing"`
+		Wait      bool     `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
 	}
 	mcpCompareArgs struct {
 		Runs []string `json:"runs" jsonschema:"two or more runs"`
@@ -194,6 +205,23 @@ func newMCPServer(db string) *mcp.Server {
 				argv = append(argv, "--commit")
 			}
 			return argv, nil
+		}})
+	addMCPTool(s, db, mcpTool[mcpMergeArgs]{"merge_fork", "Bring what forks found home: their parent (or into) gets one new turn, through its own agent, whose message carries a digest of each fork (what it was asked, where it branched, files changed, commands and how they ended, its check, spending, final answer); an imported session gets it in a new fork at its end (tine merge --json).",
+		func(a mcpMergeArgs) ([]string, error) {
+			if len(a.Forks) == 0 {
+				return nil, errors.New("forks: name at least one fork")
+			}
+			argv := appendFlag(appendFlag([]string{"merge", "--json"}, "--into", a.Into), "--summary", a.Summary)
+			for _, b := range []struct {
+				on   bool
+				flag string
+			}{{a.Summarize, "--summarize"}, {a.Apply, "--apply"}, {a.Commit, "--commit"}, {a.DryRun, "--dry-run"}, {a.Wait, "--wait"}} {
+				if b.on {
+					argv = append(argv, b.flag)
+				}
+			}
+			// The forks after --: a name is never read as a flag.
+			return append(append(argv, "--"), a.Forks...), nil
 		}})
 	return s
 }

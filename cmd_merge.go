@@ -29,6 +29,15 @@ type mergeJSON struct {
 	Applied *fork.Applied `json:"applied"`
 }
 
+// dryRunJSON is what `tine merge --dry-run --json` prints: the run that
+// would get the merge, the forks in the message's order, the message.
+type dryRunJSON struct {
+	DryRun  bool     `json:"dry_run"`
+	Run     string   `json:"run"`
+	Forks   []string `json:"forks"`
+	Message string   `json:"message"`
+}
+
 // cmdMerge brings what forks found into the conversation they came from:
 // one new turn of the parent (or --into), whose message carries a digest
 // of each fork (harness/merge).
@@ -102,8 +111,15 @@ func cmdMerge(ctx context.Context, e *env, args []string) error {
 		plan.Applied = plan.Forks[0].Run.Label()
 	}
 	if *dry {
-		fmt.Fprint(e.stdout, plan.Prompt())
-		return nil
+		if !tf.asJSON {
+			fmt.Fprint(e.stdout, plan.Prompt())
+			return nil
+		}
+		out := dryRunJSON{DryRun: true, Run: plan.Into.ID, Message: plan.Prompt()}
+		for _, fk := range plan.Forks {
+			out.Forks = append(out.Forks, fk.Run.ID)
+		}
+		return writeJSON(e.stdout, out)
 	}
 	// Refused before anything runs or changes: the run's agent, its
 	// budget, and the forks' agents for their summaries.

@@ -117,7 +117,7 @@ func TestMCPServesTheCommands(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"list_sessions", "search", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply"}, names)
+	assert.ElementsMatch(t, []string{"list_sessions", "search", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply", "merge_fork"}, names)
 
 	text, isErr := c.tool("search", map[string]any{"query": "paris", "limit": 2})
 	require.False(t, isErr, text)
@@ -188,6 +188,42 @@ func TestMCPServesTheCommands(t *testing.T) {
 	text, isErr = c.tool("apply", map[string]any{"fork": "mcp-a"})
 	assert.True(t, isErr)
 	assert.Contains(t, strings.TrimSpace(wantErr), strings.TrimSpace(text))
+}
+
+// merge_fork answers as tine merge --json does; forks go after --, so a
+// fork named like a flag is a fork; what the command refuses is a tool
+// error with its reason.
+func TestMCPMergeFork(t *testing.T) {
+	t.Parallel()
+	db := scriptTree(t)
+	_, errOut, code := tine(t, db, "fork", "parent", "--name", "-x", "-m", "try a dash", "--wait")
+	require.Equal(t, 0, code, errOut)
+	c := startMCP(t, db)
+
+	text, isErr := c.tool("merge_fork", map[string]any{"forks": []string{"a", "-x"}, "dry_run": true})
+	require.False(t, isErr, text)
+	var dry dryRunJSON
+	require.NoError(t, json.Unmarshal([]byte(text), &dry), text)
+	assert.True(t, dry.DryRun)
+	assert.Contains(t, dry.Message, `Fork "-x" (script`)
+	_, before := messagesOf(t, db, "parent")
+
+	text, isErr = c.tool("merge_fork", map[string]any{"forks": []string{"a", "b"}, "summary": "--into is not a flag here", "wait": true})
+	require.False(t, isErr, text)
+	var res mergeJSON
+	require.NoError(t, json.Unmarshal([]byte(text), &res), text)
+	parent, msgs := messagesOf(t, db, "parent")
+	assert.Equal(t, parent.ID, res.Merge.Run)
+	assert.Equal(t, len(before), res.Merge.At)
+	require.Greater(t, len(msgs), len(before))
+	assert.Contains(t, msgs[len(before)].PlainText(), "From the person:\n  --into is not a flag here")
+
+	text, isErr = c.tool("merge_fork", map[string]any{"forks": []string{"a", "b"}, "apply": true})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "--apply brings one fork's files home")
+	text, isErr = c.tool("merge_fork", map[string]any{"forks": []string{}})
+	assert.True(t, isErr)
+	assert.Contains(t, text, "name at least one fork")
 }
 
 // TestClaudeCodeForksThroughTineMCP: the real Claude Code, given tine as
