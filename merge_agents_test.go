@@ -100,7 +100,7 @@ func TestMergeRealAgents(t *testing.T) {
 	require.GreaterOrEqual(t, ia, 0, "a's digest")
 	assert.Greater(t, ib, ia, "b's digest, after a's")
 	assert.True(t, has(body, "→ exit 3"), "the command that failed, and how")
-	assert.True(t, has(body, "clock.txt +1 -0"), "the file b changed")
+	assert.True(t, has(body, "- clock.txt +1 -0"), "the file b changed")
 	assert.True(t, has(body, "I am the parent."), "in the parent's own conversation")
 	assert.False(t, has(body, `\u001b`), "no escape sequence reaches the parent")
 	assert.False(t, has(body, "ZXZpbA=="), "ZXZpbA==")

@@ -73,7 +73,7 @@ func TestMergeGivesTheParentATurnWithTheDigests(t *testing.T) {
 	ia, ib := strings.Index(prompt, `Fork "a" (script`), strings.Index(prompt, `Fork "b" (script`)
 	require.GreaterOrEqual(t, ia, 0, prompt)
 	assert.Greater(t, ib, ia, "in the order named")
-	assert.Contains(t, prompt, "Asked:\n  try the retry")
+	assert.Contains(t, prompt, "- Asked:\n  try the retry")
 	assert.Equal(t, model.Assistant, msgs[len(msgs)-1].Role, "the parent answered")
 
 	st, err := store.Open(db)
@@ -178,9 +178,9 @@ func TestMergeSummarizeAsksEachForkFirst(t *testing.T) {
 	assert.Contains(t, msgs[len(before)].PlainText(), "[tine merge] What you found here goes back")
 	assert.Greater(t, after.Usage.Total(), a.Usage.Total(), "spent by the fork")
 	summary := strings.TrimSpace(msgs[len(msgs)-1].PlainText())
-	assert.Contains(t, res.Message, "Its own summary (asked by tine merge; it spent ")
+	assert.Contains(t, res.Message, "- Its own summary (asked by tine merge; it spent ")
 	assert.Contains(t, res.Message, "\n  "+summary[:40], "its answer, as its summary")
-	assert.Contains(t, res.Message, "Asked:\n  try the retry", "what it was asked: its first message, not the summary's")
+	assert.Contains(t, res.Message, "- Asked:\n  try the retry", "what it was asked: its first message, not the summary's")
 }
 
 // --edit hands the message to $EDITOR: what is saved is sent, made safe;

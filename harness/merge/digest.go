@@ -241,7 +241,8 @@ func outputOf(s string) string {
 }
 
 // Digest is f as a person reads it (and edits it, before it is sent):
-// plain text, no control sequences, at most limit bytes.
+// plain text, no control sequences, at most limit bytes; its lines are a
+// list, which reads the same where it is shown as markdown.
 func (f Facts) Digest(limit int) string {
 	var b strings.Builder
 	r := f.Run
@@ -252,7 +253,7 @@ func (f Facts) Digest(limit int) string {
 	}
 	line("Fork %s (%s, %s): %s", quote(r.Label()), model.SafeText(r.Harness), model.ShortID(r.ID), status)
 	if f.Asked != "" {
-		line("Asked:")
+		line("- Asked:")
 		b.WriteString(indent(cut(f.Asked, maxAsked)))
 	}
 	branched := fmt.Sprintf("after message %d of %s", r.ForkAt, quote(f.Parent))
@@ -265,7 +266,7 @@ func (f Facts) Digest(limit int) string {
 	if r.Handoff {
 		branched += "; a handoff: " + model.SafeText(r.Harness) + " was given the conversation so far as a transcript"
 	}
-	line("Branched: %s", branched)
+	line("- Branched: %s", branched)
 	turns := fmt.Sprintf("%d turn", f.Turns)
 	if f.Turns != 1 {
 		turns += "s"
@@ -273,11 +274,11 @@ func (f Facts) Digest(limit int) string {
 	if d := r.Took(); d > 0 {
 		turns += ", in " + d.Round(100*time.Millisecond).String()
 	}
-	line("Turns: %s", turns)
+	line("- Turns: %s", turns)
 	f.writeFiles(&b)
 	f.writeCalls(&b)
 	if c := r.Check; c != nil {
-		line("Check: %s: %s", model.OneLine(c.Cmd, 120), checkText(c))
+		line("- Check: %s: %s", model.OneLine(c.Cmd, 120), checkText(c))
 	}
 	spent := model.Grouped(r.Usage.Total()) + " tokens"
 	if r.CostUSD > 0 {
@@ -286,20 +287,20 @@ func (f Facts) Digest(limit int) string {
 	if !r.Budget.IsZero() {
 		spent += "; its budget: " + r.Budget.Describe()
 	}
-	line("Spent: %s", spent)
+	line("- Spent: %s", spent)
 	if f.Summary != "" {
 		by := "it"
 		if f.SummaryRun != "" && f.SummaryRun != r.Label() {
 			by = quote(f.SummaryRun) + ", a fork at its end"
 		}
-		line("Its own summary (asked by tine merge; %s spent %s tokens on it):", by, model.Grouped(f.SummarySpent.Total()))
+		line("- Its own summary (asked by tine merge; %s spent %s tokens on it):", by, model.Grouped(f.SummarySpent.Total()))
 		b.WriteString(indent(cut(f.Summary, maxNote)))
 	}
 	if f.Answer != "" {
-		line("Final answer:")
+		line("- Final answer:")
 		b.WriteString(indent(cut(f.Answer, maxAnswer)))
 	} else {
-		line("Final answer: none")
+		line("- Final answer: none")
 	}
 	return cut(b.String(), limit)
 }
@@ -307,7 +308,7 @@ func (f Facts) Digest(limit int) string {
 // writeFiles lists the files f's fork changed: a diffstat.
 func (f Facts) writeFiles(b *strings.Builder) {
 	if len(f.Files) == 0 {
-		fmt.Fprintf(b, "Files changed: %s\n", model.OneLine(f.FilesNote, 300))
+		fmt.Fprintf(b, "- Files changed: %s\n", model.OneLine(f.FilesNote, 300))
 		return
 	}
 	add, del := 0, 0
@@ -319,10 +320,10 @@ func (f Facts) writeFiles(b *strings.Builder) {
 	if len(f.Files) == 1 {
 		noun = "file"
 	}
-	fmt.Fprintf(b, "Files changed: %d %s, +%d -%d\n", len(f.Files), noun, add, del)
+	fmt.Fprintf(b, "- Files changed: %d %s, +%d -%d\n", len(f.Files), noun, add, del)
 	for i, fs := range f.Files {
 		if i == maxFiles {
-			fmt.Fprintf(b, "  … and %d more\n", len(f.Files)-maxFiles)
+			fmt.Fprintf(b, "  - … and %d more\n", len(f.Files)-maxFiles)
 			break
 		}
 		name := model.OneLine(fs.Path, 160)
@@ -330,9 +331,9 @@ func (f Facts) writeFiles(b *strings.Builder) {
 			name = model.OneLine(fs.From, 80) + " → " + name
 		}
 		if fs.Binary {
-			fmt.Fprintf(b, "  %s (binary)\n", name)
+			fmt.Fprintf(b, "  - %s (binary)\n", name)
 		} else {
-			fmt.Fprintf(b, "  %s +%d -%d\n", name, fs.Added, fs.Deleted)
+			fmt.Fprintf(b, "  - %s +%d -%d\n", name, fs.Added, fs.Deleted)
 		}
 	}
 }
@@ -341,7 +342,7 @@ func (f Facts) writeFiles(b *strings.Builder) {
 // last maxCalls, the rest counted.
 func (f Facts) writeCalls(b *strings.Builder) {
 	if len(f.Calls) == 0 {
-		b.WriteString("Commands: none\n")
+		b.WriteString("- Commands: none\n")
 		return
 	}
 	failed := 0
@@ -354,7 +355,7 @@ func (f Facts) writeCalls(b *strings.Builder) {
 	if len(f.Calls) == 1 {
 		noun = "tool call"
 	}
-	fmt.Fprintf(b, "Commands: %d %s, %d failed", len(f.Calls), noun, failed)
+	fmt.Fprintf(b, "- Commands: %d %s, %d failed", len(f.Calls), noun, failed)
 	calls := f.Calls
 	if len(calls) > maxCalls {
 		fmt.Fprintf(b, " (the last %d:)", maxCalls)
@@ -369,7 +370,7 @@ func (f Facts) writeCalls(b *strings.Builder) {
 		case c.Failed:
 			end = "failed"
 		}
-		fmt.Fprintf(b, "  %-9s %s: %s", end, model.OneLine(c.Tool, 40), c.Input)
+		fmt.Fprintf(b, "  - %-9s %s: %s", end, model.OneLine(c.Tool, 40), c.Input)
 		if c.Outcome != "" {
 			fmt.Fprintf(b, " → %s", c.Outcome)
 		}

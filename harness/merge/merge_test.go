@@ -114,20 +114,20 @@ func TestDigestSaysWhatTheForkDidSafely(t *testing.T) {
 	d := f.Digest(MaxDigest)
 	for _, want := range []string{
 		`Fork "a" (claude, a0000000): completed`,
-		"Asked:\n  try the retry\n",
-		`Branched: after message 2 of "parent"`,
-		"Turns: 1 turn, in 12.3s",
-		"Files changed: it has no worktree of its own",
-		"Commands: 6 tool calls, 4 failed",
-		"  ok        Bash: go test ./...\n",
-		"  failed    Bash: limactl start → exit 1: limactl: not found\n",
-		"  failed    exec_command: make lima → exit 2: no rule\n",
-		"  failed    bash: cat nope → exit 1: cat: nope: No such file\n",
-		"  failed    Write: /etc/x → permission denied\n",
-		"  no result Read: retry.go\n",
-		"Check: go test ./...: passed",
-		"Spent: 1,234 tokens, $0.0123; its budget: 50,000 tokens",
-		"Final answer:\n  The retry fails on Lima.",
+		"- Asked:\n  try the retry\n",
+		`- Branched: after message 2 of "parent"`,
+		"- Turns: 1 turn, in 12.3s",
+		"- Files changed: it has no worktree of its own",
+		"- Commands: 6 tool calls, 4 failed",
+		"  - ok        Bash: go test ./...\n",
+		"  - failed    Bash: limactl start → exit 1: limactl: not found\n",
+		"  - failed    exec_command: make lima → exit 2: no rule\n",
+		"  - failed    bash: cat nope → exit 1: cat: nope: No such file\n",
+		"  - failed    Write: /etc/x → permission denied\n",
+		"  - no result Read: retry.go\n",
+		"- Check: go test ./...: passed",
+		"- Spent: 1,234 tokens, $0.0123; its budget: 50,000 tokens",
+		"- Final answer:\n  The retry fails on Lima.",
 	} {
 		assert.Contains(t, d, want)
 	}
@@ -147,7 +147,7 @@ func TestDigestSaysWhatTheForkDidSafely(t *testing.T) {
 	require.NoError(t, err)
 	d = f.Digest(MaxDigest)
 	assert.LessOrEqual(t, len(d), MaxDigest)
-	assert.Contains(t, d, "Commands: 56 tool calls, 4 failed (the last 20:)")
+	assert.Contains(t, d, "- Commands: 56 tool calls, 4 failed (the last 20:)")
 	assert.Contains(t, d, "step x49")
 	assert.NotContains(t, d, "step x29", "earlier calls are counted, not listed")
 	assert.Contains(t, d, "… (cut)")
@@ -180,7 +180,7 @@ func TestDigestListsTheFilesChanged(t *testing.T) {
 	require.Empty(t, note)
 	f := Facts{Run: model.Run{Name: "w", Status: model.Completed}, Files: files}
 	d := f.Digest(MaxDigest)
-	assert.Contains(t, d, "Files changed: 2 files, +3 -1\n  a.txt +2 -1\n  new.txt +1 -0\n")
+	assert.Contains(t, d, "- Files changed: 2 files, +3 -1\n  - a.txt +2 -1\n  - new.txt +1 -0\n")
 
 	git("checkout", "-q", "-b", "main-fork-1")
 	git("add", ".")
