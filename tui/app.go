@@ -132,6 +132,8 @@ type App struct {
 	dialog *forkDialog
 	turn   *turnDialog
 	replay *replayPanel
+	// merge is the merge about to be sent (M: merge.go).
+	merge *mergeDialog
 	// compareReloading: the open comparison is being read again.
 	compareReloading bool
 
@@ -392,6 +394,11 @@ func LoadTree(ctx context.Context, st *store.Store, treeID string, prev *treeDat
 	if td.replays, err = st.Replays(ctx, ids); err != nil {
 		return nil, err
 	}
+	merges, err := st.TreeMerges(ctx, treeID)
+	if err != nil {
+		return nil, err
+	}
+	td.setMerges(merges)
 	rates, err := st.AARates(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -507,7 +514,8 @@ func (a *App) route(msg tea.Msg) tea.Cmd {
 		return a.updateTree(msg)
 	case compareLoadedMsg, bestSetMsg, diffLoadedMsg, applyDoneMsg:
 		return a.updateCompare(msg)
-	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg:
+	case harnessInfoMsg, forksCreatedMsg, turnReadyMsg, runEventMsg, batchDoneMsg, spinTickMsg, cancelRequestedMsg,
+		mergePreparedMsg, mergeStartedMsg:
 		return a.updateForks(msg)
 	case quitStoppedMsg:
 		return a.quitStopped(msg)
@@ -531,6 +539,8 @@ func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
 		cmd = a.dialog.paste(msg)
 	case a.turn != nil:
 		cmd = a.turn.paste(msg)
+	case a.merge != nil && !a.merge.launching:
+		a.merge.area, cmd = a.merge.area.Update(msg)
 	case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
 		a.replay.base, cmd = a.replay.base.Update(msg)
 	case a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch):
@@ -673,7 +683,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil || a.quitting != nil {
+	if a.help.open || a.dialog != nil || a.turn != nil || a.replay != nil || a.merge != nil || a.quitting != nil {
 		return nil
 	}
 	l := a.layout()
@@ -768,6 +778,9 @@ func (a *App) relayout() tea.Cmd {
 	if a.turn != nil {
 		a.turn.setSize(l.body.w, l.body.h)
 	}
+	if a.merge != nil {
+		a.merge.setSize(l.body.w, l.body.h)
+	}
 	if a.tree == nil {
 		return nil
 	}
@@ -836,6 +849,8 @@ func (a *App) render() string {
 		body = block(a.dialog.view(st), l.body.w, l.body.h)
 	case a.turn != nil:
 		body = block(a.turn.view(st), l.body.w, l.body.h)
+	case a.merge != nil:
+		body = block(a.merge.view(st), l.body.w, l.body.h)
 	case a.replay != nil:
 		body = block(a.replay.view(st), l.body.w, l.body.h)
 	case a.screen == screenCompare && a.compare != nil && a.compare.diff != nil:

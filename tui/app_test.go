@@ -110,7 +110,7 @@ func (d *driver) run(cmd tea.Cmd) {
 			compareLoadedMsg, bestSetMsg, forksCreatedMsg, runEventMsg, batchDoneMsg,
 			foundMsg, importProgressMsg, importDoneMsg, harnessInfoMsg, turnReadyMsg,
 			cancelRequestedMsg, diffLoadedMsg, changesReadyMsg, liveCheckedMsg, replayStartedMsg, replayReadMsg, replayDoneMsg,
-			applyDoneMsg, bodiesLoadedMsg, forkBoundsMsg:
+			applyDoneMsg, bodiesLoadedMsg, forkBoundsMsg, mergePreparedMsg, mergeStartedMsg:
 			d.send(msg)
 		default:
 			// the terminal's replies and cursor blinks: not needed here

@@ -149,6 +149,8 @@ func (a *App) screenKeys() *keyTable {
 		return &k.forkDialog[boolIndex(a.dialog.input(a.dialog.cur) != nil)]
 	case a.turn != nil:
 		return &k.turnDialog[boolIndex(a.turn.cur == turnMessage)]
+	case a.merge != nil:
+		return &k.mergeDialog
 	case a.replay != nil && a.replay.started:
 		return &k.replayTrials
 	case a.replay != nil && a.replay.cur == replayBase:
@@ -196,6 +198,7 @@ type keyTables struct {
 	replayForm, replayTyping, replayTrials keyTable
 	// The Fork and next-turn dialogs', on a choice [0] and in a text field [1].
 	forkDialog, turnDialog      [2]keyTable
+	mergeDialog                 keyTable
 	help, confirm, confirmApply keyTable
 	// quitForks asks what becomes of running forks before quitting;
 	// quitEnded, once they have all ended, whether to quit.
@@ -219,6 +222,7 @@ func newKeyTables(k KeyMap) keyTables {
 		replayTrials: replayTrialsTable(k),
 		forkDialog:   [2]keyTable{dialogTable(k, false, false), dialogTable(k, false, true)},
 		turnDialog:   [2]keyTable{dialogTable(k, true, false), dialogTable(k, true, true)},
+		mergeDialog:  mergeTable(k),
 		help:         helpTable(k),
 		confirm:      confirmTable(),
 		confirmApply: confirmApplyTable(),
@@ -231,7 +235,7 @@ func newKeyTables(k KeyMap) keyTables {
 func (k *keyTables) all() []*keyTable {
 	return []*keyTable{&k.library, &k.libEmpty, &k.libFilter, &k.libSearch, &k.libHits, &k.tree, &k.detail, &k.find,
 		&k.compare, &k.diff, &k.replayForm, &k.replayTyping, &k.replayTrials,
-		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.help, &k.confirm, &k.confirmApply, &k.quitForks, &k.quitEnded}
+		&k.forkDialog[0], &k.forkDialog[1], &k.turnDialog[0], &k.turnDialog[1], &k.mergeDialog, &k.help, &k.confirm, &k.confirmApply, &k.quitForks, &k.quitEnded}
 }
 
 // do is a key's run that needs no more than the App.

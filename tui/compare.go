@@ -1082,6 +1082,7 @@ func compareTable(k KeyMap) keyTable {
 		{key: c.Diff, run: do((*App).compareDiff), disabled: compareDiffOff, footer: 3, brief: brief("d", "diff")},
 		{key: c.Best, run: do((*App).compareBest), footer: 4, brief: brief("b", "best")},
 		{key: c.Apply, run: do((*App).compareAskApply), disabled: compareApplyOff, footer: 5, brief: brief("A", "apply")},
+		{key: c.Merge, run: do((*App).compareMerge), disabled: compareMergeOff},
 		{key: c.Open, run: do((*App).compareOpen), footer: 6, brief: brief("enter", "open")},
 		{key: c.Baseline, run: do((*App).compareBaseline), footer: 7, brief: brief("a", "baseline")},
 		{key: g.Back, run: do(func(a *App) tea.Cmd {

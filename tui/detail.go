@@ -117,9 +117,13 @@ func (d *detailPane) set(k rowKey, rd *runData, st *Styles) tea.Cmd {
 		return ansi.Wrap(text, d.width, " -")
 	}
 	var text string
-	if k.kind == rowFork {
+	switch {
+	case k.kind == rowFork:
 		text = forkDetail(rd, d.width, st)
-	} else {
+	case k.kind == rowMerge && int(k.msg) >= rd.first()+rd.n:
+		text = st.Subtle.Render(wrap("The merge's message is not stored yet: its turn has not begun, or ended before it was sent. → goes to the fork merged.", d.width))
+	default:
+		// A merge line shows the merge's message: the digests.
 		text = messageDetail(rd, int(k.msg), d.width, st, md)
 	}
 	d.lines = strings.Split(text, "\n")

@@ -83,6 +83,10 @@ func (a *App) updateForks(msg tea.Msg) tea.Cmd {
 		return a.forksCreated(msg)
 	case turnReadyMsg:
 		return a.turnReady(msg)
+	case mergePreparedMsg:
+		return a.mergePrepared(msg)
+	case mergeStartedMsg:
+		return a.mergeStarted(msg)
 	case runEventMsg:
 		return a.runEvents(msg)
 	case batchDoneMsg:
@@ -666,6 +670,8 @@ func (a *App) closeStale() tea.Cmd {
 		a.turn, what = nil, "the next-turn dialog"
 	case a.replay != nil && !a.replay.started && gone(a.replay.run.ID):
 		a.replay, what = nil, "the Replay panel"
+	case a.merge != nil && !a.merge.launching && gone(a.merge.plan.Into.ID):
+		a.merge, what = nil, "the merge"
 	default:
 		return nil
 	}

@@ -58,6 +58,9 @@ type TreeKeys struct {
 	// Pager and Editor read the selected message outside tine; Agent
 	// opens the run in its own agent (open.go).
 	Pager, Editor, Agent key.Binding
+	// Merge brings the fork's findings home: its parent's next turn
+	// carries its digest (merge.go).
+	Merge key.Binding
 }
 
 // CompareKeys are the Compare screen's; its NavKeys scroll every column.
@@ -70,6 +73,8 @@ type CompareKeys struct {
 	// Baseline makes the focused column the one the others are diffed
 	// against.
 	Baseline key.Binding
+	// Merge brings the compared forks' findings into their parent.
+	Merge key.Binding
 }
 
 // DiffKeys are the full-screen diff's.
@@ -166,6 +171,7 @@ func DefaultKeyMap() KeyMap {
 			Pager:          b("e", "read it in $PAGER", "e"),
 			Editor:         b("E", "a copy in $EDITOR", "E"),
 			Agent:          b("o", "open the run in its agent", "o"),
+			Merge:          b("M", "merge the fork home", "M"),
 		},
 		Compare: CompareKeys{
 			NavKeys:  scroll,
@@ -176,6 +182,7 @@ func DefaultKeyMap() KeyMap {
 			Diff:     b("d", "files changed (diff)", "d"),
 			Baseline: b("a", "diff the others against this", "a"),
 			Apply:    b("A", "apply into the checkout", "A"),
+			Merge:    b("M", "merge the forks home", "M"),
 		},
 		Diff: DiffKeys{NavKeys: scroll},
 		Dialog: DialogKeys{

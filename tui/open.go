@@ -240,14 +240,16 @@ func (a *App) readSelected(editor bool) tea.Cmd {
 	}
 	rd := t.data.runs[r.run]
 	what := "run-" + model.ShortID(rd.run().ID)
-	if r.kind == rowMessage {
+	// A merge line reads the merge's message (its digests) once stored.
+	one := r.kind == rowMessage || r.kind == rowMerge && int(r.msg) < rd.first()+rd.n
+	if one {
 		what = fmt.Sprintf("message-%d", r.msg+1)
 	}
 	env, ctx, data := a.openEnv, a.ctx, t.data
 	return func() tea.Msg {
 		// What is not read yet is read here, off the UI goroutine.
 		var text string
-		if r.kind == rowMessage {
+		if one {
 			msgs, err := data.ownMessages(ctx, int(r.run), int(r.msg), int(r.msg)+1)
 			if err != nil || len(msgs) == 0 {
 				return execReadyMsg{err: cmp.Or(err, fmt.Errorf("message %d is gone", r.msg+1))}

@@ -124,6 +124,8 @@ func (t *treeScreen) into() string {
 	}
 	target := -1
 	switch {
+	case r.kind == rowMerge:
+		return t.toMerged(r)
 	case r.kind == rowFork:
 		target = int(r.run)
 	case t.cursor+1 < len(t.rows) && t.rows[t.cursor+1].kind == rowFork:
@@ -149,6 +151,22 @@ func (t *treeScreen) into() string {
 	return ""
 }
 
+// toMerged goes from merge line r to the ⑂ line of the fork it names,
+// unfolding what hides it.
+func (t *treeScreen) toMerged(r row) string {
+	l, ok := t.data.mergeAt(r)
+	fi, in := t.data.index[l.fork]
+	if !ok || !in {
+		return "the fork merged here is not in this tree any more"
+	}
+	t.unfoldTo(t.data.runs[fi].parent)
+	if h := t.forkRow(int32(fi)); h >= 0 {
+		t.cursor = h
+	}
+	t.clamp()
+	return ""
+}
+
 // out leaves the fork the cursor is in, landing on its header; on a header,
 // on the parent's message at the boundary.
 func (t *treeScreen) out() string {
@@ -160,7 +178,7 @@ func (t *treeScreen) out() string {
 	if rd.parent < 0 {
 		return "already at the root run"
 	}
-	if r.kind == rowMessage {
+	if r.kind != rowFork {
 		t.cursor = t.forkRow(r.run)
 		t.clamp()
 		return ""
@@ -227,7 +245,7 @@ func (t *treeScreen) fold() string {
 	if !ok {
 		return ""
 	}
-	if r.kind == rowMessage && t.data.runs[r.run].parent < 0 {
+	if r.kind != rowFork && t.data.runs[r.run].parent < 0 {
 		if t.cursor+1 < len(t.rows) && t.rows[t.cursor+1].kind == rowFork {
 			r = t.rows[t.cursor+1]
 		} else {
@@ -320,8 +338,11 @@ func (t *treeScreen) rowText(r row, st *Styles) string {
 		return pick(st)
 	}
 	rd := t.data.runs[r.run]
-	if r.kind == rowFork {
+	switch r.kind {
+	case rowFork:
 		return fit(t.forkText(rd, int(r.depth), st), w)
+	case rowMerge:
+		return fit(t.mergeText(r, rd, st), w)
 	}
 	m := rd.message(int(r.msg))
 	k := int(r.msg) + 1
@@ -361,6 +382,28 @@ func (t *treeScreen) rowText(r row, st *Styles) string {
 		return s.Unsafe.Render(mark)
 	})
 	return fit(st.Fork.Render(guides)+st.Subtle.Render(fmt.Sprintf("%*d", kw, k))+" "+markStyled+" "+body+st.Tokens.Render(fitRight(tok, 6)), w)
+}
+
+// mergeText is a merge line: a fork merged into rd right before its
+// message r.msg (the merge's prompt).
+func (t *treeScreen) mergeText(r row, rd *runData, st *Styles) string {
+	guides := strings.Repeat("│ ", min(int(r.depth), 8))
+	pad := strings.Repeat(" ", len(fmt.Sprint(rd.run().Len())))
+	name := "a fork no longer in this tree"
+	if l, ok := t.data.mergeAt(r); ok {
+		if fi, in := t.data.index[l.fork]; in {
+			f := t.data.runs[fi].run()
+			name = model.OneLine(f.Label(), 60)
+			if f.Best {
+				name = "★ " + name
+			}
+		}
+	}
+	const hint = "  → goes to it"
+	if st == nil {
+		return guides + pad + " ⇠ merged " + name + hint
+	}
+	return st.Fork.Render(guides+pad+" ⇠ merged ") + st.ForkName.Render(name) + st.Subtle.Render(hint)
 }
 
 // forkText is a fork header: fold state, name, status, size, cost, boundary.
@@ -429,6 +472,7 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 	if run.Hidden {
 		parts = append(parts, "hidden")
 	}
+
 	// Where the fork works: its own branch in a worktree, or in place.
 	where := ""
 	switch {
@@ -442,6 +486,10 @@ func (t *treeScreen) forkText(rd *runData, depth int, st *Styles) string {
 		where = " ▣ " + model.OneLine(run.Place, 20) + " ⎇ " + model.OneLine(run.Branch, 30)
 	case !run.OnThisMachine():
 		where = " ▣ " + model.OneLine(run.Place, 20)
+	}
+	// Where it was merged, before the status: a long line keeps it.
+	if m := t.data.mergedInto[run.ID]; len(m) > 0 {
+		where += " " + mergedText(t.data, m)
 	}
 	if st == nil {
 		return fmt.Sprintf("%s%s%s%s%s%s  %s · %s", guides, fold, mark, label, hides, where, status, strings.Join(parts, " · "))
@@ -528,4 +576,19 @@ func messageSnippet(m *model.Message) string {
 		return "[" + string(p.Kind) + "]"
 	}
 	return "(empty)"
+}
+
+// mergedText says where a fork was merged: "⇢ merged into parent at 7",
+// the last of its merges, and how many there were.
+func mergedText(t *treeData, merges []model.Merge) string {
+	m := merges[len(merges)-1]
+	into := model.ShortID(m.RunID)
+	if ri, ok := t.index[m.RunID]; ok {
+		into = model.OneLine(t.runs[ri].run().Label(), 40)
+	}
+	s := fmt.Sprintf("⇢ merged into %s at %d", into, m.At+1)
+	if len(merges) > 1 {
+		s += fmt.Sprintf(" (%d merges)", len(merges))
+	}
+	return s
 }

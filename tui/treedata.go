@@ -3,6 +3,7 @@ package tui
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 
 	"tine/model"
@@ -20,6 +21,11 @@ type treeData struct {
 	index map[string]int
 	// replays says how each run that is a replay was made (rule 9).
 	replays map[string]model.Replay
+	// merges are the merge lines of each run (by index), in the order
+	// they show; mergedInto the merges each merged fork went into
+	// (setMerges).
+	merges     map[int][]mergeLine
+	mergedInto map[string][]model.Merge
 	// src reads own messages a page at a time; nil when every run's
 	// messages are in memory already (newTreeData).
 	src bodySource
@@ -253,29 +259,80 @@ func spawnPoint(r *runData, msgs []model.Message, id string) int {
 	return r.run().ForkAt + len(msgs) - 1
 }
 
-// rowKind tells a message row from a fork header.
+// rowKind tells a message row from a fork header and a merge line.
 type rowKind uint8
 
 const (
 	rowMessage rowKind = iota
 	rowFork
+	// rowMerge is a fork merged into the run (tine merge, M), right
+	// before the merge's prompt: msg is the prompt's index, sub which of
+	// the forks merged there.
+	rowMerge
 )
 
 // row is one line of the tree screen.
 type row struct {
 	kind  rowKind
+	sub   uint8 // which merge line at msg, for merge rows
 	depth int16
 	run   int32 // index in treeData.runs
-	msg   int32 // absolute message index, for message rows
+	msg   int32 // absolute message index, for message and merge rows
 }
 
 // rowKey identifies a row across rebuilds, for caches and the cursor.
 type rowKey struct {
 	run, msg int32
 	kind     rowKind
+	sub      uint8
 }
 
-func (r row) key() rowKey { return rowKey{run: r.run, msg: r.msg, kind: r.kind} }
+func (r row) key() rowKey { return rowKey{run: r.run, msg: r.msg, kind: r.kind, sub: r.sub} }
+
+// mergeLine is one fork merged into a run, shown right before the
+// merge's prompt, its message at.
+type mergeLine struct {
+	at   int
+	fork string
+}
+
+// maxMergeLines bounds the merge lines shown before one message (row.sub).
+const maxMergeLines = 255
+
+// setMerges takes the tree's merges (store.TreeMerges): a line for each
+// fork merged, in its run, before the merge's prompt; and, for each
+// merged fork, where it went.
+func (t *treeData) setMerges(merges []model.Merge) {
+	t.merges, t.mergedInto = map[int][]mergeLine{}, map[string][]model.Merge{}
+	for _, m := range merges {
+		ri, ok := t.index[m.RunID]
+		if !ok {
+			continue
+		}
+		for _, f := range m.Forks {
+			t.merges[ri] = append(t.merges[ri], mergeLine{at: m.At, fork: f})
+			t.mergedInto[f] = append(t.mergedInto[f], m)
+		}
+	}
+	for _, lines := range t.merges {
+		slices.SortStableFunc(lines, func(x, y mergeLine) int { return cmp.Compare(x.at, y.at) })
+	}
+}
+
+// mergeAt is the merge line r shows (a rowMerge), false when gone.
+func (t *treeData) mergeAt(r row) (mergeLine, bool) {
+	n := 0
+	for _, l := range t.merges[int(r.run)] {
+		if l.at != int(r.msg) {
+			continue
+		}
+		if n == int(r.sub) {
+			return l, true
+		}
+		n++
+	}
+	return mergeLine{}, false
+}
 
 // flatten lays the tree out as rows: a run's own messages, with each fork's
 // header after the message at its boundary and, unless folded, the fork's
@@ -301,6 +358,20 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 	}
 	emitRun = func(ri int, depth int16) {
 		r := t.runs[ri]
+		// A run's merge lines go right before the merge's prompt.
+		merges, mi := t.merges[ri], 0
+		mergesBefore := func(i int) {
+			sub, at := 0, -1
+			for ; mi < len(merges) && merges[mi].at <= i; mi++ {
+				if merges[mi].at != at {
+					sub, at = 0, merges[mi].at
+				}
+				if sub < maxMergeLines {
+					rows = append(rows, row{kind: rowMerge, sub: uint8(sub), depth: depth, run: int32(ri), msg: int32(merges[mi].at)})
+				}
+				sub++
+			}
+		}
 		start := r.run().ForkAt
 		if r.subagent {
 			start = 0
@@ -331,11 +402,13 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 				stop = min(stop, max(t.runs[r.children[ci]].run().ForkAt-1, i))
 			}
 			for ; i < stop; i++ {
+				mergesBefore(i)
 				rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
 			}
 			if i == end {
 				break
 			}
+			mergesBefore(i)
 			rows = append(rows, row{kind: rowMessage, depth: depth, run: int32(ri), msg: int32(i)})
 			for si < len(r.subagents) && t.runs[r.subagents[si]].spawnedAt <= i {
 				emitFork(r.subagents[si], depth+1)
@@ -345,6 +418,10 @@ func (t *treeData) flatten(folded map[string]bool) []row {
 				emitFork(r.children[ci], depth+1)
 				ci++
 			}
+		}
+		if !r.run().Hidden {
+			// A merge whose prompt is not stored (yet): at the run's end.
+			mergesBefore(math.MaxInt)
 		}
 		for ; si < len(r.subagents); si++ {
 			emitFork(r.subagents[si], depth+1)

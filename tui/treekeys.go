@@ -13,7 +13,7 @@ import (
 // keeps every other key of the list. Moves are treeScreen methods that
 // return what to say; the rest start work through the App.
 
-const treeIntro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds (1-9 fold every fork from that depth down, 0 unfolds all; a folded fork says how many forks it hides); > and < jump to the next or previous fork that has messages of its own. f forks at the cursor; m gives a run its next turn; R on a message replays its run to that step (a run of an agent tine records, as tine harnesses lists them: its world rebuilt in a fresh worktree, then forked there), and on a failed fork's ⑂ line retries it; x stops a running one, whoever runs it; c compares the forks made at a boundary; ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its own agent (as its CLI resumes a session) in its worktree or directory, and tine comes back when it exits."
+const treeIntro = "Tree: one line a message. ● marks a checkpoint (a safe place to fork); · a cut that would split a tool batch. ⑂ lines are forks (⎇ their branch, ★ the best): → goes in, ← comes out, [ ] move between siblings, space folds (1-9 fold every fork from that depth down, 0 unfolds all; a folded fork says how many forks it hides); > and < jump to the next or previous fork that has messages of its own. f forks at the cursor; m gives a run its next turn; R on a message replays its run to that step (a run of an agent tine records, as tine harnesses lists them: its world rebuilt in a fresh worktree, then forked there), and on a failed fork's ⑂ line retries it; x stops a running one, whoever runs it; c compares the forks made at a boundary; M merges a fork home (its parent gets a turn whose message carries what it found; a ⇠ line shows each fork merged, right before the merge's message, and → on it goes to the fork); ⤷ lines are subagents, under the call that started them. e reads the message (on a ⑂ line, the fork's messages) in $PAGER, E a copy in $EDITOR (the variable is split on spaces, no shell quoting); o opens the run in its own agent (as its CLI resumes a session) in its worktree or directory, and tine comes back when it exits."
 
 func treeTable(k KeyMap) keyTable {
 	t, g := k.Tree, k.Global
@@ -112,10 +112,12 @@ func treeActions(k KeyMap, detail bool) []binding {
 		{key: t.FoldAll, run: treeMoveKey(skip((*treeScreen).foldAll))},
 		{key: t.FoldDepth, run: treeMoveKey(func(ts *treeScreen, msg tea.KeyPressMsg) string { return ts.foldDepth(int(msg.Code - '0')) })},
 	}
+	// Last, so help's first screen keeps what it showed before M.
+	merges := []binding{{key: t.Merge, run: do((*App).mergeSelected), disabled: mergeOff}}
 	if detail {
-		return concat(read, []binding{copyKey}, moves, find, work, folds)
+		return concat(read, []binding{copyKey}, moves, find, work, folds, merges)
 	}
-	return concat(moves, find, []binding{copyKey}, read, work, folds)
+	return concat(moves, find, []binding{copyKey}, read, work, folds, merges)
 }
 
 func concat(groups ...[]binding) []binding {
@@ -188,6 +190,9 @@ func copyOff(a *App) string {
 func forkOff(a *App) string {
 	if a.opts.Driver == nil {
 		return "forking is not available here: this program was started without a fork driver"
+	}
+	if r, ok := a.tree.selected(); ok && r.kind == rowMerge {
+		return "f forks after a message: this line is a merge (→ goes to the fork merged; the next line is the merge's message)"
 	}
 	return ""
 }
