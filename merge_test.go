@@ -50,6 +50,10 @@ func TestMergeGivesTheParentATurnWithTheDigests(t *testing.T) {
 	t.Parallel()
 	db := scriptTree(t)
 	parent, before := messagesOf(t, db, "parent")
+	forksBefore := map[string]model.Run{}
+	for _, name := range []string{"a", "b"} {
+		forksBefore[name], _ = messagesOf(t, db, name)
+	}
 
 	out, errOut, code := tine(t, db, "merge", "--dry-run", "a", "b")
 	require.Equal(t, 0, code, errOut)
@@ -75,6 +79,13 @@ func TestMergeGivesTheParentATurnWithTheDigests(t *testing.T) {
 	assert.Greater(t, ib, ia, "in the order named")
 	assert.Contains(t, prompt, "- Asked:\n  try the retry")
 	assert.Equal(t, model.Assistant, msgs[len(msgs)-1].Role, "the parent answered")
+	// The merge's turn is the parent's spending, not the forks'.
+	after, _ := messagesOf(t, db, "parent")
+	assert.Greater(t, after.Usage.Total(), parent.Usage.Total())
+	for _, name := range []string{"a", "b"} {
+		was, _ := messagesOf(t, db, name)
+		assert.Equal(t, was.Usage, forksBefore[name].Usage, name)
+	}
 
 	st, err := store.Open(db)
 	require.NoError(t, err)

@@ -271,8 +271,8 @@ func (f Facts) Digest(limit int) string {
 	if f.Turns != 1 {
 		turns += "s"
 	}
-	if d := r.Took(); d > 0 {
-		turns += ", in " + d.Round(100*time.Millisecond).String()
+	if d := r.Took().Round(100 * time.Millisecond); d > 0 {
+		turns += ", in " + d.String()
 	}
 	line("- Turns: %s", turns)
 	f.writeFiles(&b)
