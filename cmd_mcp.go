@@ -25,8 +25,8 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "mcp", "",
 		"Serve tine as an MCP server over stdio (JSON-RPC on stdin and stdout), with the tools\n"+
 			"list_sessions, search, show, checkpoints, fork_session, run, compare, replay, apply and\n"+
-			"merge_fork, each\n"+
-			"answering with the JSON of the command it is named for. Add it to an agent, e.g.:\n"+
+			"merge_fork, each answering with the JSON of the command it is named for. Add it to\n"+
+			"an agent, e.g.:\n"+
 			"  claude mcp add tine -- tine mcp\n"+
 			"  codex mcp add tine -- tine mcp")
 	if _, err := f.parse(args, 0, 0); err != nil {

@@ -52,7 +52,7 @@ func cmdMerge(ctx context.Context, e *env, args []string) error {
 			"best comes first, then what each other tried and why it lost. The turn's spending is the\n"+
 			"run's; --summarize's turns are the forks'. Files come home only with --apply.")
 	into := f.String("into", "", "the `run` that gets the merge (default: the forks' parent)")
-	note := f.String("summary", "", "your own words about the forks, put in the merge's message before their digests (`TEXT`)")
+	note := f.String("summary", "", "your own words about the forks (`TEXT`), put in the merge's message before their digests")
 	summarize := f.Bool("summarize", false, "first ask each fork's agent for a short summary of what it found, in one more turn of the fork (its spending, shown as such; these run in the foreground)")
 	apply := f.Bool("apply", false, "also bring the (one) fork's files into the checkout they came from, the merged run's, as tine apply does: refused, changing nothing, when they clash")
 	commit := f.Bool("commit", false, "with --apply: as one commit naming the fork")
