@@ -22,7 +22,8 @@ import (
 // order, without the escape sequences one fork's answer held, and its
 // session id is unchanged); one of them again with --apply (its file
 // comes into the parent's worktree); a Codex handoff fork into the same
-// Claude parent; a merge refused while the parent is mid-turn; and a
+// Claude parent; one with --summarize (its own agent sums up first, in its
+// own session); a merge refused while the parent is mid-turn; and a
 // merge into the imported session itself, which lands in a fork at its
 // end, the session's file untouched.
 func TestMergeRealAgents(t *testing.T) {
@@ -145,6 +146,21 @@ func TestMergeRealAgents(t *testing.T) {
 	body = lastMerge("Codex says: keep the clock.")
 	assert.True(t, has(body, `(codex, `), `(codex, `)
 	assert.True(t, has(body, "a handoff: codex was given the conversation so far as a transcript"), "a handoff: codex was given the conversation so far as a transcript")
+
+	// --summarize: a's own agent sums up first, in a turn of a's.
+	on("What you found here goes back", modelserver.Reply{Text: "Summary: Lima has no retry."})
+	on("What 1 fork of this conversation found", modelserver.Reply{Text: "Noted the summary."})
+	aBefore, err := st.Run(ctx, a.ID)
+	require.NoError(t, err)
+	_, errOut, code = tine(t, db, "merge", "a", "--summarize", "--wait")
+	require.Equal(t, 0, code, errOut)
+	aAfter, err := st.Run(ctx, a.ID)
+	require.NoError(t, err)
+	assert.Equal(t, aBefore.NativeID, aAfter.NativeID, "in a's own session")
+	assert.Greater(t, aAfter.Usage.Total(), aBefore.Usage.Total(), "spent by a")
+	body = lastMerge("Summary: Lima has no retry.")
+	assert.True(t, has(body, "Its own summary (asked by tine merge; it spent "), "shown as a's own")
+	assert.True(t, has(body, "The retry fails on Lima."), "and a's final answer, from before the summary")
 
 	// Mid-turn, the parent is refused a merge, and nothing is sent.
 	n := len(srv.ModelRequests())
