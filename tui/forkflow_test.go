@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -181,6 +182,12 @@ func TestForkScreenSaysWhetherTheForkIsRecorded(t *testing.T) {
 // the best is marked, in the tree and its detail.
 func TestForkWithCheck(t *testing.T) {
 	st := seedStore(t, 0)
+	// A check runs in the run's directory (never tine's own instead).
+	db, err := sql.Open("sqlite", st.Path())
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE runs SET cwd = ?`, t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
 	drv := &fork.Driver{Store: st, Harnesses: harness.NewRegistry(&script.Harness{})}
 	d := newDriverWith(t, st, 160, 40, drv)
 	d.keys("enter", "G", "f")
