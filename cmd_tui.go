@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"tine/harness/place"
+	"tine/harness/place/docker"
 	"tine/tui"
 )
 
@@ -29,8 +31,17 @@ func cmdTUI(ctx context.Context, e *env, _ []string) error {
 	if e.db != "" {
 		follow = "tine --db " + shellQuote(st.Path()) + " ls"
 	}
+	// The Fork screen offers containers on the daemon TINE_ON names, or
+	// the one the environment points at; TINE_ON makes them its first
+	// choice.
+	on := place.Normalize(os.Getenv("TINE_ON"))
+	elsewhere := on
+	if elsewhere == "" {
+		elsewhere = docker.Kind
+	}
 	exit, err := tui.Run(ctx, st, tui.Options{Driver: d, Watch: true, Replayer: newReplayer(st, d, ag), NewDatabase: e.made,
-		Background: tuiBackground{db: st.Path(), ag: agentFlags{checkTimeout: ag.checkTimeout, record: ag.record, paced: true}}, Follow: follow})
+		Background: tuiBackground{db: st.Path(), ag: agentFlags{checkTimeout: ag.checkTimeout, record: ag.record, paced: true}}, Follow: follow,
+		Elsewhere: elsewhere, ContainersFirst: on != ""})
 	if s := exit.String(); s != "" {
 		fmt.Fprintln(e.stdout, "tine: "+s)
 	}

@@ -48,6 +48,12 @@ type Options struct {
 	// say of a run's agent: the formats an import reads, how a run opens
 	// in its agent, what its harness can do. Default: the driver's.
 	Agents *harness.Registry
+	// Elsewhere is where else than this machine the Fork screen offers
+	// to run agents' forks: "docker", or "docker:CONTEXT" ("" offers
+	// none). ContainersFirst makes it the Fork screen's first choice
+	// (TINE_ON said so).
+	Elsewhere       string
+	ContainersFirst bool
 	// Background, when set, runs the turns of the forks this program
 	// starts, and its replays, in tine processes of their own (quit.go),
 	// so that quitting while they run can leave them running; it asks

@@ -83,6 +83,10 @@ type forkDialog struct {
 	absentWhy string
 	handoff   bool
 	inPlace   bool
+	// container: each fork runs in a container of its own, on the place
+	// elsewhere (Options.Elsewhere: "docker", or "docker:CONTEXT").
+	container bool
+	elsewhere string
 	// recording: the forks' model calls are taped (tine --record), so the
 	// screen says whether this harness's are.
 	recording   bool
@@ -380,7 +384,7 @@ func (d *forkDialog) problem() string {
 		return s
 	case fit.agent && d.repo.fatal:
 		return d.repo.problem
-	case fit.agent && !d.inPlace && d.repo.problem != "":
+	case fit.agent && !d.inPlace && !d.container && d.repo.problem != "":
 		return d.repo.problem + ": choose “in place” under work in to run them there, sharing it"
 	}
 	if api, ok := apiOf(d.reg, name); ok && d.api[name] != nil {
@@ -436,6 +440,9 @@ func (d *forkDialog) spec() fork.ForkSpec {
 		Check:           strings.TrimSpace(d.check.Value()),
 	}
 	spec.CheckNumber = d.checkNumber && spec.Check != ""
+	if d.container && fit.agent && d.elsewhere != "" {
+		spec.On = d.elsewhere
+	}
 	spec.Budget, _ = d.budget()
 	var msgs, names []string
 	for i := 0; i < d.n; i++ {
@@ -567,7 +574,18 @@ func (d *forkDialog) change(dir int) {
 	case fieldHandoff:
 		d.handoff = !d.handoff
 	case fieldWorkdir:
-		d.inPlace = !d.inPlace
+		// own git worktree → a container (when there is a place for one)
+		// → in place → own git worktree.
+		switch {
+		case d.inPlace:
+			d.inPlace = false
+		case d.container:
+			d.container, d.inPlace = false, true
+		case d.elsewhere != "":
+			d.container = true
+		default:
+			d.inPlace = true
+		}
 	case fieldScore:
 		d.checkNumber = !d.checkNumber
 	}
@@ -680,11 +698,17 @@ func (d *forkDialog) view(st *Styles) string {
 	}
 	if fit.agent {
 		v := "own git worktree"
-		if d.inPlace {
+		switch {
+		case d.inPlace:
 			v = "in place"
+		case d.container:
+			v = "own container (" + model.SafeText(d.elsewhere) + ")"
 		}
 		add(fieldWorkdir, "work in", choice(v))
 		switch {
+		case d.container && d.repo.problem == "":
+			note(st.Subtle, "each fork gets a container of its own, its files copied in from "+model.SafeText(d.repo.dir)+
+				"; its work comes back as a branch of its own")
 		case !d.repo.checked:
 			note(st.Subtle, "checking the run's directory…")
 		case d.repo.fatal:

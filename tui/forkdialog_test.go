@@ -401,3 +401,36 @@ func TestForkDialogBudget(t *testing.T) {
 	assert.Empty(t, d.problem())
 	assert.Equal(t, model.Budget{Tokens: 20_000, USD: 0.5}, d.spec().Budget)
 }
+
+// TestForkDialogOffersContainers: with a place elsewhere (docker), "work
+// in" goes worktree, container, in place; a container fork asks for that
+// place and is not in place. Without one, the choice is not offered.
+func TestForkDialogOffersContainers(t *testing.T) {
+	data := sampleTree()
+	parent := data.runs[0].run()
+	parent.Harness, parent.NativeID, parent.Cwd = "claude", "sess-1", gitRepo(t)
+	reg := agentRegistry()
+	runs := map[string]model.Run{parent.ID: parent}
+	d := newForkDialog(parent, data.transcript(0), 5, reg, "claude", runs)
+	d.elsewhere = "docker:far"
+	d.info(describeHarnesses(context.Background(), d.gen, &descCache{}, reg, parent.Cwd)().(harnessInfoMsg))
+	assert.Empty(t, d.spec().On, "this machine stays the default")
+	focusField(t, d, fieldWorkdir)
+	d.update(press("right"), dialogKeys)
+	text := dialogText(d)
+	assert.Contains(t, text, "‹ own container (docker:far) ›")
+	assert.Contains(t, text, "each fork gets a container of its own")
+	spec := d.spec()
+	assert.Equal(t, "docker:far", spec.On)
+	assert.False(t, spec.InPlace)
+	d.update(press("right"), dialogKeys)
+	assert.Contains(t, dialogText(d), "‹ in place ›")
+	assert.Empty(t, d.spec().On)
+	assert.True(t, d.spec().InPlace)
+
+	// No place elsewhere: worktree and in place only.
+	d = newForkDialog(parent, data.transcript(0), 5, reg, "claude", runs)
+	focusField(t, d, fieldWorkdir)
+	d.update(press("right"), dialogKeys)
+	assert.Contains(t, dialogText(d), "‹ in place ›")
+}

@@ -233,6 +233,8 @@ func (a *App) showForkDialog(run model.Run, bounds model.Boundaries, selected in
 	}
 	a.forks.dialogGen++
 	a.dialog = newForkDialogAt(run, bounds, selected, role, reg, a.ownHarness(run), runs)
+	a.dialog.elsewhere = a.opts.Elsewhere
+	a.dialog.container = a.opts.Elsewhere != "" && a.opts.ContainersFirst
 	a.dialog.recording = a.opts.Driver.Gateway != nil
 	a.dialog.absent, a.dialog.absentWhy = a.absentHarnesses(), a.opts.Offline
 	a.dialog.gen = a.forks.dialogGen
