@@ -256,7 +256,9 @@ type (
 		reload   bool
 		err      error
 	}
+	// searchDoneMsg answers the library's search gen (liveSearch.gen).
 	searchDoneMsg struct {
+		gen   int
 		query string
 		hits  []store.Hit
 		more  bool // there are more than maxHits
@@ -456,17 +458,68 @@ func (t *treeData) preload(ctx context.Context, rows []row, focusRun string, foc
 // maxHits is how many search hits are shown.
 const maxHits = 200
 
+// search searches message text for q in a command, stopping the search
+// running: its answer (searched) is the only one taken.
 func (a *App) search(q string) tea.Cmd {
-	ctx, st := a.ctx, a.st
+	s := &a.lib.search
+	s.stop()
+	ctx, cancel := context.WithCancel(a.ctx)
+	s.cancel, s.pending = cancel, q
+	gen, st := s.gen, a.st
 	return func() tea.Msg {
+		defer cancel()
 		// One more than is shown says whether there are more.
 		hits, err := st.Search(ctx, q, maxHits+1)
 		more := len(hits) > maxHits
 		if more {
 			hits = hits[:maxHits]
 		}
-		return searchDoneMsg{query: q, hits: hits, more: more, err: err}
+		return searchDoneMsg{gen: gen, query: q, hits: hits, more: more, err: err}
 	}
+}
+
+// typed gives msg (a key, a paste) to the library's input line and
+// follows what it holds then: a filter narrows the list at once
+// (libraryScreen.typed); a search starts for the words in the search's
+// own field, unless they are the ones searched already (a cursor moved,
+// a space added). A cursor's blink goes to lib.typed alone: it changes
+// no words, and would start again a search that failed.
+func (a *App) typed(msg tea.Msg) tea.Cmd {
+	l := &a.lib
+	cmd := l.typed(msg)
+	if l.mode != libSearch {
+		return cmd
+	}
+	switch q := l.searchWords(); {
+	case q == "":
+		l.search.stop()
+		l.hits, l.hitsFor, l.moreHits, l.hitCursor = nil, "", false, 0
+	case q == l.search.pending || q == l.hitsFor && l.search.pending == "":
+	default:
+		cmd = tea.Batch(cmd, a.search(q))
+	}
+	return cmd
+}
+
+// searched takes a search's answer. One for words typed over since, or
+// for a search dropped (esc, a new one), is not taken: it would show the
+// hits of words no longer on the line. Its error, a cancelled search's
+// say, is not shown either.
+func (a *App) searched(msg searchDoneMsg) tea.Cmd {
+	l := &a.lib
+	if msg.gen != l.search.gen {
+		return nil
+	}
+	l.search.cancel, l.search.pending = nil, ""
+	if msg.err != nil {
+		return a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
+	}
+	if msg.query != l.hitsFor {
+		l.hitCursor = 0
+	}
+	l.hits, l.hitsFor, l.moreHits = msg.hits, msg.query, msg.more
+	a.layoutLibrary()
+	return nil
 }
 
 // Update routes every message: keys to whatever has them, and each
@@ -550,7 +603,7 @@ func (a *App) paste(msg tea.PasteMsg) tea.Cmd {
 	case a.replay != nil && !a.replay.started && a.replay.cur == replayBase:
 		a.replay.base, cmd = a.replay.base.Update(msg)
 	case a.screen == screenLibrary && (a.lib.mode == libFilter || a.lib.mode == libSearch):
-		cmd = a.lib.typed(msg)
+		cmd = a.typed(msg)
 		a.layoutLibrary()
 	}
 	return cmd
@@ -570,13 +623,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 			return discover(a.formats, a.agents.Agents())
 		}
 	case searchDoneMsg:
-		if msg.err != nil {
-			return a.errorStatus(fmt.Errorf("search failed: %w", msg.err))
-		}
-		a.lib.hits, a.lib.hitsFor, a.lib.hitCursor, a.lib.mode = msg.hits, msg.query, 0, libHits
-		a.lib.moreHits = msg.more
-		a.layoutLibrary()
-		a.status.text = ""
+		return a.searched(msg)
 	case foundMsg:
 		a.imp.looked, a.imp.found = true, msg.files
 		a.lib.empty = emptyState{found: msg.files, looked: msg.looked, err: msg.err, agents: a.agents.Agents(), made: a.lib.empty.made}
@@ -713,7 +760,7 @@ func (a *App) wheel(msg tea.MouseWheelMsg) tea.Cmd {
 			return a.syncDetail()
 		}
 		return nil
-	case a.screen == screenLibrary && a.lib.mode == libHits:
+	case a.screen == screenLibrary && a.lib.showsHits():
 		a.lib.moveHit(k, a.keys.Library.NavKeys)
 	case a.screen == screenLibrary:
 		a.lib.browse(k, a.keys.Library.NavKeys)
@@ -731,7 +778,10 @@ func (a *App) layoutLibrary() {
 		h--
 	}
 	a.lib.filter.SetWidth(max(l.body.w-10, 1))
-	a.lib.query.SetWidth(max(l.body.w-10, 1))
+	// Room after the search's words for what it found, as long as
+	// "the newest 200 messages of more".
+	w := l.body.w - 10
+	a.lib.query.SetWidth(max(w-min(33, w/2), 1))
 	a.lib.setSize(l.body.w, h)
 }
 

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -41,10 +42,40 @@ type libraryScreen struct {
 
 	empty emptyState
 
+	// hits are the answer to the search for hitsFor, the latest answered.
 	hits      []store.Hit
 	moreHits  bool // the search found more than it shows
 	hitsFor   string
 	hitCursor int
+	search    liveSearch
+}
+
+// liveSearch is the search of message text as it is typed: every change
+// of the words stops the search running and starts one for the new words,
+// in a command, never in Update; only the answer to the latest (gen) is
+// taken. A search that stops early answers too, and is dropped the same.
+type liveSearch struct {
+	gen     int
+	cancel  context.CancelFunc
+	pending string // the words being searched; "" when none are
+}
+
+// stop drops the search running, if any: it is cancelled, and its answer
+// will not be taken.
+func (s *liveSearch) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.gen++
+	s.cancel, s.pending = nil, ""
+}
+
+// searchWords is what the search line asks for.
+func (l *libraryScreen) searchWords() string { return strings.TrimSpace(l.query.Value()) }
+
+// showsHits says the list is search hits: a search's, or the one being typed.
+func (l *libraryScreen) showsHits() bool {
+	return l.mode == libHits || l.mode == libSearch && l.searchWords() != ""
 }
 
 type libMode int
@@ -58,7 +89,7 @@ const (
 
 func newLibraryScreen() libraryScreen {
 	return libraryScreen{filter: newInput("type to filter by title, project, harness"),
-		query: newInput("words to find in messages, enter to search")}
+		query: newInput("words to find in messages (found as you type)")}
 }
 
 // input is the field being typed in: the search's or the filter's.
@@ -166,7 +197,7 @@ func (l *libraryScreen) refilter() {
 }
 
 func (l *libraryScreen) clamp() {
-	if l.mode == libHits {
+	if l.showsHits() {
 		l.hitCursor = min(max(l.hitCursor, 0), max(len(l.hits)-1, 0))
 		return
 	}
@@ -250,7 +281,9 @@ func (l *libraryScreen) moveHit(msg tea.KeyPressMsg, k NavKeys) {
 func (l *libraryScreen) startInput(m libMode) tea.Cmd {
 	l.mode = m
 	if m == libSearch {
+		l.search.stop()
 		l.query.SetValue("")
+		l.hits, l.hitsFor, l.moreHits, l.hitCursor = nil, "", false, 0
 	}
 	return l.input().Focus()
 }
@@ -342,18 +375,28 @@ func libInputTable(k KeyMap, search bool) keyTable {
 	l, g := k.Library, k.Global
 	id, apply := "lib-filter", l.Apply
 	if search {
-		id, apply = "lib-search", withHelp(l.Apply, "enter", "search")
+		id, apply = "lib-search", withHelp(l.Apply, "enter", "to the hits")
 	}
-	move := libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { a.lib.browse(msg, l.InputNav); return nil })
+	move := libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd {
+		if a.lib.showsHits() {
+			a.lib.moveHit(msg, l.InputNav)
+		} else {
+			a.lib.browse(msg, l.InputNav)
+		}
+		return nil
+	})
 	return keyTable{id: id,
-		intro: "Typing a filter or a search: keys go to the text (f1 is help, ctrl+c quits); ↑/↓ still move the list.",
+		intro: "Typing a filter or a search: keys go to the text (f1 is help, ctrl+c quits); ↑/↓ still move the list. A search runs as you type, newest messages first.",
 		keys: []binding{
 			{key: apply, run: libKey(libApply), footer: 1},
 			{key: l.CancelInput, run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
 				a.lib.input().Blur()
-				if a.lib.mode == libFilter {
+				switch a.lib.mode {
+				case libFilter:
 					a.lib.filter.SetValue("")
 					a.lib.refilter()
+				case libSearch:
+					a.lib.search.stop()
 				}
 				a.lib.mode = libBrowse
 				return nil
@@ -362,11 +405,12 @@ func libInputTable(k KeyMap, search bool) keyTable {
 			{key: l.InputNav.PageUp, run: move}, {key: l.InputNav.PageDown, run: move},
 			helpKey(g.HelpTyping).at(4), quitKey(g.ForceQuit).at(5),
 		},
-		rest: libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { return a.lib.typed(msg) }),
+		rest: libKey(func(a *App, msg tea.KeyPressMsg) tea.Cmd { return a.typed(msg) }),
 	}
 }
 
-// libApply ends the typing: a filter stays applied; a search is run.
+// libApply ends the typing: a filter stays applied; a search's hits
+// take the keys (its answer, when it is still running, arrives there).
 func libApply(a *App, _ tea.KeyPressMsg) tea.Cmd {
 	l := &a.lib
 	l.input().Blur()
@@ -374,13 +418,18 @@ func libApply(a *App, _ tea.KeyPressMsg) tea.Cmd {
 		l.mode = libBrowse
 		return nil
 	}
-	q := strings.TrimSpace(l.query.Value())
-	l.mode = libBrowse
+	q := l.searchWords()
 	l.query.SetValue("")
 	if q == "" {
+		l.search.stop()
+		l.mode = libBrowse
 		return nil
 	}
-	return tea.Batch(a.setStatus("searching…", levelInfo), a.search(q))
+	l.mode = libHits
+	if q != l.hitsFor && q != l.search.pending {
+		return a.search(q) // not asked for yet, or it failed
+	}
+	return nil
 }
 
 func libHitsTable(k KeyMap) keyTable {
@@ -403,7 +452,11 @@ func libHitsTable(k KeyMap) keyTable {
 			}, footer: 1},
 			{key: withHelp(l.Search, "s", "search again"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { return a.lib.startInput(libSearch) }),
 				footer: 3, brief: brief("s", "search messages")},
-			{key: withHelp(l.ClearFilter, "esc", "back to the list"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd { a.lib.mode = libBrowse; return nil }),
+			{key: withHelp(l.ClearFilter, "esc", "back to the list"), run: libKey(func(a *App, _ tea.KeyPressMsg) tea.Cmd {
+				a.lib.search.stop()
+				a.lib.mode = libBrowse
+				return nil
+			}),
 				footer: 4, brief: brief("esc", "back")},
 			helpKey(g.Help).at(5), quitKey(g.Quit).at(6), quitKey(g.ForceQuit),
 		},
@@ -419,18 +472,36 @@ func (l *libraryScreen) inputLine(st *Styles) string {
 	case libFilter:
 		return st.Key.Render("filter: ") + l.filter.View()
 	case libSearch:
-		return st.Key.Render("search: ") + l.query.View()
-	case libHits:
-		found := plural(len(l.hits), "message") + " found"
-		if l.moreHits {
-			found = fmt.Sprintf("the best %d messages of more", len(l.hits))
+		line := st.Key.Render("search: ") + l.query.View()
+		if f := l.found(); f != "" && l.searchWords() != "" {
+			line += st.Subtle.Render("  " + f)
 		}
-		return st.Key.Render("search: ") + model.SafeText(l.hitsFor) + st.Subtle.Render("  "+found+" · esc back")
+		return line
+	case libHits:
+		words := l.hitsFor
+		if l.search.pending != "" {
+			words = l.search.pending
+		}
+		return st.Key.Render("search: ") + model.OneLine(words, 0) + st.Subtle.Render("  "+l.found()+" · esc back")
 	}
 	if v := l.filter.Value(); v != "" {
 		return st.Key.Render("filter: ") + model.SafeText(v) + st.Subtle.Render(fmt.Sprintf("  %d of %d · esc clears", l.matched, len(l.trees)))
 	}
 	return ""
+}
+
+// found says what the search hits are: how many, whether more match, or
+// that the words typed last are still being searched.
+func (l *libraryScreen) found() string {
+	switch {
+	case l.search.pending != "":
+		return "searching…"
+	case l.hitsFor == "":
+		return ""
+	case l.moreHits:
+		return fmt.Sprintf("the newest %d messages of more", len(l.hits))
+	}
+	return plural(len(l.hits), "message") + " found"
 }
 
 // view renders the list (or the search hits) into width x height.
@@ -441,7 +512,7 @@ func (l *libraryScreen) view(st *Styles, now time.Time) string {
 	if len(l.trees) == 0 {
 		return l.empty.view(st, l.width)
 	}
-	if l.mode == libHits {
+	if l.showsHits() {
 		return l.hitsView(st)
 	}
 	cols := libraryColumns(l.width)
@@ -490,6 +561,12 @@ func projectLabel(p string) string {
 
 func (l *libraryScreen) hitsView(st *Styles) string {
 	if len(l.hits) == 0 {
+		switch {
+		case l.search.pending != "" || l.hitsFor == "":
+			return st.Subtle.Render("searching…")
+		case l.mode == libSearch:
+			return st.Subtle.Render("no message holds these words")
+		}
 		return st.Subtle.Render("no message matches; s searches again, esc goes back")
 	}
 	var b strings.Builder
@@ -497,13 +574,7 @@ func (l *libraryScreen) hitsView(st *Styles) string {
 	start := min(max(l.hitCursor-h+1, 0), max(len(l.hits)-h, 0))
 	for i := start; i < min(start+h, len(l.hits)); i++ {
 		hit := l.hits[i]
-		title := ""
-		for _, t := range l.trees {
-			if t.Root.ID == hit.TreeID {
-				title = t.Title
-			}
-		}
-		line := fmt.Sprintf("%-9s %s  %s", hit.Role, model.OneLine(hit.Snippet, 200), "— "+model.OneLine(title, 40))
+		line := fmt.Sprintf("%-9s %s  %s", hit.Role, model.OneLine(hit.Snippet, 200), "— "+model.OneLine(hit.Title, 40))
 		if i > start {
 			b.WriteByte('\n')
 		}

@@ -78,8 +78,80 @@ func TestSearchSaysWhenThereAreMore(t *testing.T) {
 	d.typeText("refactor")
 	d.keys("enter")
 	s := d.plain()
-	assert.Contains(t, s, "the best 200 messages of more")
+	assert.Contains(t, s, "the newest 200 messages of more")
 	assert.NotContains(t, s, "200 messages found")
+}
+
+// TestSearchRunsAsYouType: each key typed in a search asks for the words
+// typed so far, in a command: Update searches nothing, and the hits show
+// with the answer, before enter, which moves to them; enter on a hit
+// opens its tree there. Emptied, the line shows the library again.
+func TestSearchRunsAsYouType(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, seedStore(t, 0), 120, 20)
+	d.keys("s")
+	_, cmd := d.a.Update(press("p"))
+	assert.Empty(t, d.a.lib.hits, "nothing is found in Update")
+	assert.Equal(t, "p", d.a.lib.search.pending)
+	d.send(answerOf[searchDoneMsg](t, cmd))
+	assert.Equal(t, "p", d.a.lib.hitsFor)
+	assert.NotEmpty(t, d.a.lib.hits, "the answer brings them")
+
+	d.typeText("aris")
+	s := d.plain()
+	assert.Regexp(t, `search: paris +5 messages found`, s)
+	assert.Contains(t, s, "What is the weather in Paris, Rome and Oslo?")
+	assert.Equal(t, libSearch, d.a.lib.mode, "still typing")
+	d.keys("down", "enter")
+	assert.Equal(t, libHits, d.a.lib.mode)
+	assert.Equal(t, 1, d.a.lib.hitCursor, "the hit moved to while typing")
+	hit := d.a.lib.hits[1]
+	d.keys("enter")
+	require.Equal(t, screenTree, d.a.screen)
+	row := d.a.tree.rows[d.a.tree.cursor]
+	assert.Equal(t, hit.RunID, d.a.tree.data.runs[row.run].run().ID)
+	assert.Equal(t, hit.Seq, int(row.msg))
+
+	d.keys("esc", "s")
+	d.typeText("oslo")
+	for range 4 {
+		d.keys("backspace")
+	}
+	assert.Empty(t, d.a.lib.hits)
+	assert.Contains(t, d.plain(), "weather", "the library's list")
+}
+
+// TestAStaleSearchIsDropped: words typed over stop the search of the
+// words before (its context is cancelled), and its answer, arriving
+// after the newer one's, changes nothing and says nothing: hits of the
+// words on the line stay. The same for a search dropped with esc.
+func TestAStaleSearchIsDropped(t *testing.T) {
+	t.Parallel()
+	d := newDriver(t, seedStore(t, 0), 120, 20)
+	d.keys("s")
+	_, first := d.a.Update(press("o"))
+	_, second := d.a.Update(press("s"))
+	d.send(answerOf[searchDoneMsg](t, second))
+	require.Equal(t, "os", d.a.lib.hitsFor)
+	want := d.a.lib.hits
+	require.NotEmpty(t, want)
+
+	stale := answerOf[searchDoneMsg](t, first)
+	assert.ErrorIs(t, stale.err, context.Canceled, "the search of o was stopped")
+	d.send(stale)
+	assert.Equal(t, "os", d.a.lib.hitsFor)
+	assert.Equal(t, want, d.a.lib.hits)
+	assert.Empty(t, d.a.status.text, "a stopped search's error is not shown")
+
+	// An answer that came in spite of the cancel is dropped too.
+	d.send(searchDoneMsg{gen: stale.gen, query: "o", hits: []store.Hit{{Role: "user", Snippet: "stale"}}})
+	assert.Equal(t, want, d.a.lib.hits)
+
+	_, third := d.a.Update(press("l"))
+	d.keys("esc")
+	d.send(answerOf[searchDoneMsg](t, third))
+	assert.Equal(t, libBrowse, d.a.lib.mode)
+	assert.NotContains(t, d.plain(), "search:", "esc dropped the search")
 }
 
 func TestFoundSummaryCountsSessionFilesOnly(t *testing.T) {
@@ -205,7 +277,8 @@ func TestLibraryCountsTheForksTheTreeShows(t *testing.T) {
 // TestSearchLeavesTheFilter: a search typed while a filter is applied,
 // cancelled or run, leaves the filter as it was, and says it (the search
 // used to type over the filter's text: the list stayed narrowed by a
-// filter no line showed, and esc could not clear it).
+// filter no line showed, and esc could not clear it). The library read
+// again while the search is typed (a watch's news) is filtered still.
 func TestSearchLeavesTheFilter(t *testing.T) {
 	d := newDriver(t, seedStore(t, 30), 120, 30)
 	d.keys("/")
@@ -214,6 +287,7 @@ func TestSearchLeavesTheFilter(t *testing.T) {
 	require.Equal(t, 1, d.a.lib.matched)
 	for _, end := range []string{"esc", "enter"} {
 		d.keys("s")
+		d.run(d.a.loadTrees())
 		d.typeText("refactor")
 		d.keys(end)
 		if end == "enter" {

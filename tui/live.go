@@ -110,7 +110,7 @@ func (l liveState) check(e env) (liveState, tea.Cmd) {
 // and the library unless it lists search hits.
 func (a *App) storeChanged() tea.Cmd {
 	cmds := []tea.Cmd{a.reloadTree(), a.reloadCompare()}
-	if a.screen == screenLibrary && a.lib.mode != libHits {
+	if a.screen == screenLibrary && !a.lib.showsHits() {
 		cmds = append(cmds, a.loadTrees())
 	}
 	return tea.Batch(cmds...)

@@ -157,7 +157,7 @@ func (a *App) watched(r watchReport) tea.Cmd {
 	}
 	if r.news != "" {
 		cmds = append(cmds, a.reloadTree())
-		if a.screen == screenLibrary && a.lib.mode != libHits {
+		if a.screen == screenLibrary && !a.lib.showsHits() {
 			cmds = append(cmds, a.loadTrees())
 		}
 		if a.status.quiet() {
