@@ -252,6 +252,7 @@ func (p *Place) batchImage(ctx context.Context, cli *client.Client, run model.Ru
 	if p.cfg.Say != nil {
 		p.cfg.Say(fmt.Sprintf("copying the forks' starting files into an image on %s", p.ep))
 	}
+	defer p.timing(run, "copy in", time.Now())
 	labels := p.labels(model.Run{Batch: run.Batch}, "batch")
 	labels[labelKey] = key
 	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: base,
@@ -428,6 +429,7 @@ func (p *Place) create(ctx context.Context, cli *client.Client, run *model.Run, 
 	if err != nil {
 		return place.Workspace{}, err
 	}
+	defer p.timing(*run, "create", time.Now())
 	_, dir := dirs(st)
 	o := run.PlaceOpts
 	hc := &container.HostConfig{NetworkMode: container.NetworkMode(o.Network)}

@@ -171,7 +171,7 @@ func connect(ctx context.Context, e Endpoint, environ []string) (*client.Client,
 	if err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("%q is not a Docker daemon's address (unix:///path, tcp://host:port or ssh://user@host)", e.Host)
 	}
-	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	var opts []client.Opt // the API version is negotiated by default
 	// The client says only "Cannot connect" when it cannot: a dial of our
 	// own first says why (no socket, refused, permission, no ssh host).
 	probe := func(ctx context.Context, _, _ string) (net.Conn, error) {

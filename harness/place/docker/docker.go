@@ -319,3 +319,21 @@ func drain(r io.ReadCloser) {
 	_, _ = io.Copy(io.Discard, r)
 	r.Close()
 }
+
+// timings, when TINE_DOCKER_TIMINGS names a file, gets a JSON line for
+// each phase of a fork's turn in its container as it ends (the batch's
+// image, creating the container, its job, bringing the work back), for
+// testdata/bench/containers.py. Nothing else reads it.
+func (p *Place) timing(run model.Run, phase string, since time.Time) {
+	file := harness.Getenv(p.cfg.Environ, "TINE_DOCKER_TIMINGS")
+	if file == "" {
+		return
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "{\"run\":%q,\"phase\":%q,\"start\":%.3f,\"seconds\":%.3f}\n", run.ID, phase,
+		float64(since.UnixNano())/1e9, time.Since(since).Seconds())
+}

@@ -63,7 +63,9 @@ func (p *Place) Turn(ctx context.Context, h harness.Harness, req harness.TurnReq
 		r.Origin = &o
 	}
 	job.Request = &r
+	began := time.Now()
 	end, err := p.job(ctx, cli, run, job, emit)
+	p.timing(run, "turn", began)
 	if err == nil && end.Err != "" {
 		// An agent the kernel killed for the container's memory says only
 		// that it was killed.
@@ -73,9 +75,11 @@ func (p *Place) Turn(ctx context.Context, h harness.Harness, req harness.TurnReq
 		}
 	}
 	// What the agent did comes back whatever became of the turn.
+	began = time.Now()
 	if berr := p.bringBack(ctx, cli, run, ag, end); berr != nil {
 		err = errors.Join(err, berr)
 	}
+	p.timing(run, "copy out", began)
 	switch {
 	case err != nil:
 		return err
@@ -146,8 +150,12 @@ func (p *Place) job(ctx context.Context, cli *client.Client, run model.Run, job 
 	}
 	defer att.Close()
 	wait := cli.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	started := time.Now()
 	if _, err := cli.ContainerStart(bg, id, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("starting fork %s's container: %w", run.Label(), err)
+	}
+	if job.Kind == JobTurn {
+		p.timing(run, "start", started)
 	}
 	line, err := json.Marshal(job)
 	if err != nil {
