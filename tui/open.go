@@ -109,6 +109,9 @@ func agentCommand(r model.Run, parentSession string, agents *harness.Registry, e
 		return execSpec{}, "this run has no session of its agent yet: it never ran (m gives it a turn)"
 	case r.NativeID == "":
 		return execSpec{}, fmt.Sprintf("tine knows no %s session id for this run: it was not read from %s's own files", r.Harness, r.Harness)
+	case !r.OnThisMachine():
+		return execSpec{}, fmt.Sprintf("this fork ran in a container (%s): its session is not here to open; its work is on branch %s (A, or tine apply, brings it into the checkout)",
+			model.SafeText(r.Place), model.SafeText(r.Branch))
 	}
 	cli := harness.CLI{Bin: r.Harness}
 	if ag.CLI != nil {
