@@ -92,42 +92,18 @@ func TestDockerForksEndToEnd(t *testing.T) {
 }
 
 func dockerForksEndToEnd(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
-	home := t.TempDir()
-	project := filepath.Join(home, "project")
-	gitInit(t, project)
 	// Uncommitted and untracked work the forks start with, as local
-	// forks do.
-	require.NoError(t, os.WriteFile(filepath.Join(project, "README.md"), []byte("a project, edited\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("untracked\n"), 0o644))
-	// What must stay out of reach: the person's ssh key, a secret in
-	// their environment.
-	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
-	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE-KEY-OF-THE-HOST\n"), 0o600))
-	a := setupAgent(t, name, home, srv.URL())
-	on := replies(srv)
-	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
-	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
-	session := a.session(t)
-
-	db := filepath.Join(t.TempDir(), "t.db")
-	asShell(t, append(a.env, "GITHUB_TOKEN=ghp-host-secret-123"), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
-		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
-	_, errOut, code := tine(t, db, "import", "--json")
-	require.Equal(t, 0, code, errOut)
-	out, errOut, code := tine(t, db, "show", session, "--json")
-	require.Equal(t, 0, code, errOut)
-	var shown showJSON
-	require.NoError(t, json.Unmarshal([]byte(out), &shown))
-	k := 0
-	for _, m := range shown.Transcript {
-		if m.Role == "assistant" && strings.Contains(fmt.Sprint(m.Parts), "ready when you are") {
-			k = m.K
-		}
-	}
-	require.NotZero(t, k)
+	// forks do; what must stay out of reach: the person's ssh key, a
+	// secret in their environment.
+	s := newDockerSetup(t, name, func(home, project string) {
+		require.NoError(t, os.WriteFile(filepath.Join(project, "README.md"), []byte("a project, edited\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("untracked\n"), 0o644))
+		require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE-KEY-OF-THE-HOST\n"), 0o600))
+	}, "GITHUB_TOKEN=ghp-host-secret-123")
+	db, session, project, k, srv, on, a := s.db, s.session, s.project, s.k, s.srv, s.on, s.a
+	var out, errOut string
+	var code int
 
 	for _, f := range []string{"good", "bad1", "bad2"} {
 		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{
@@ -375,7 +351,7 @@ type dockerSetup struct {
 	a                    e2eAgent
 }
 
-func newDockerSetup(t *testing.T, name string) *dockerSetup {
+func newDockerSetup(t *testing.T, name string, prepare func(home, project string), env ...string) *dockerSetup {
 	t.Helper()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
@@ -383,11 +359,14 @@ func newDockerSetup(t *testing.T, name string) *dockerSetup {
 	home := t.TempDir()
 	s := &dockerSetup{srv: srv, project: filepath.Join(home, "project"), on: replies(srv)}
 	gitInit(t, s.project)
+	if prepare != nil {
+		prepare(home, s.project)
+	}
 	s.a = setupAgent(t, name, home, srv.URL())
 	s.on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	s.on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	s.session = s.a.session(t)
-	asShell(t, s.a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
+	asShell(t, append(s.a.env, env...), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
 		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
 	s.db = filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, s.db, "import", "--json")
@@ -427,7 +406,7 @@ func (s *dockerSetup) fork(t *testing.T, name, msg string, flags ...string) (for
 func TestDockerFaultsMidTurn(t *testing.T) {
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
-	s := newDockerSetup(t, "claude")
+	s := newDockerSetup(t, "claude", nil)
 	cli, err := p.Client(context.Background())
 	require.NoError(t, err)
 
@@ -516,7 +495,7 @@ func fileIn(cli *client.Client, id, file string) bool {
 func TestDockerLifecycle(t *testing.T) {
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
-	s := newDockerSetup(t, "claude")
+	s := newDockerSetup(t, "claude", nil)
 	cli, err := p.Client(context.Background())
 	require.NoError(t, err)
 	slow := func(marker string) {
@@ -645,7 +624,7 @@ func TestDockerRemoteDaemons(t *testing.T) {
 	if _, err := os.Stat(sock); err != nil {
 		t.Skipf("the daemon's socket is not at %s", sock)
 	}
-	s := newDockerSetup(t, "claude")
+	s := newDockerSetup(t, "claude", nil)
 	tcp := proxyTo(t, sock)
 	run := func(t *testing.T, name string, env map[string]string, on string) {
 		for k, v := range env {
