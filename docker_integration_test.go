@@ -762,3 +762,74 @@ func startSSHD(t *testing.T) sshHost {
 	}, 10*time.Second, 50*time.Millisecond, "sshd listens: %s", &logs)
 	return sshHost{addr: addr, user: u.Username, home: home}
 }
+
+// TestDockerRecordKeepsTheKeyHere: a fork recorded in a container (a
+// daemon of this machine, the host's network) calls tine's gateway with
+// its run's key: its tools see no real key, the model API gets the real
+// one, and the fork's calls are its tape.
+func TestDockerRecordKeepsTheKeyHere(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	// A secret of the kind the agent's environment holds, which nothing
+	// overrides in the container: it must stay here too.
+	s := newDockerSetup(t, "claude", nil, "ANTHROPIC_API_KEY=real-secret-key-42", "ANTHROPIC_EXTRA_TOKEN=real-secret-token-42")
+	s.on("record-me", modelserver.Reply{Text: "Looking.", ToolCalls: []modelserver.ToolCall{s.a.shell("env | grep -i -e key -e token || true")}},
+		modelserver.Reply{Text: "Looked."})
+	before := len(s.srv.ModelRequests())
+	f, errOut := s.fork(t, "rec", "record-me", "--record")
+	require.Equal(t, "completed", f.Status, f.Error+errOut)
+	reqs := s.srv.ModelRequests()[before:]
+	require.NotEmpty(t, reqs)
+	for _, r := range reqs {
+		assert.Equal(t, "real-secret-key-42", r.Header.Get("X-Api-Key"), "the gateway called the API with the real key")
+		assert.NotContains(t, string(r.Body), "real-secret-key-42", "the fork's tools never saw it")
+		assert.NotContains(t, string(r.Body), "real-secret-token-42", "the fork's tools never saw it")
+	}
+	st, err := store.Open(s.db)
+	require.NoError(t, err)
+	defer st.Close()
+	tape, err := st.Tape(context.Background(), f.ID)
+	require.NoError(t, err)
+	assert.Len(t, tape, 2, "its two calls are its tape")
+}
+
+// TestDockerQueuesBeyondJobs: with --jobs 1 the second fork's container
+// waits for the first's, queued (its status says so), and both finish.
+func TestDockerQueuesBeyondJobs(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	s := newDockerSetup(t, "claude", nil)
+	for range 2 {
+		s.on("one-at-a-time", modelserver.Reply{Text: "Slowly.", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 4 * time.Second}})
+	}
+	done := make(chan string, 1)
+	go func() {
+		out, errOut, _ := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "-n", "2", "--name", "q1", "--name", "q2",
+			"-m", "one-at-a-time", "--on", "docker", "--network", "host", "--jobs", "1", "--wait", "--json")
+		done <- out + errOut
+	}()
+	queued := false
+	for !queued {
+		select {
+		case out := <-done:
+			t.Fatalf("both ended before one was seen queued: %s", out)
+		case <-time.After(100 * time.Millisecond):
+		}
+		out, _, _ := tine(t, s.db, "ls", "--json")
+		queued = strings.Contains(out, `"status": "queued"`)
+	}
+	out := <-done
+	assert.Equal(t, 2, strings.Count(out, `"status": "completed"`), out)
+}
+
+// TestDockerImageWithoutTheAgent: an image that lacks the fork's agent
+// fails the fork saying so.
+func TestDockerImageWithoutTheAgent(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	agentImage(t, p, "pi")
+	s := newDockerSetup(t, "claude", nil)
+	f, _ := s.fork(t, "noagent", "hello there", "--image", docker.DefaultImage("pi"))
+	assert.Equal(t, "failed", f.Status)
+	assert.Contains(t, f.Error, `claude is not installed (no "claude" in PATH)`)
+}

@@ -49,7 +49,13 @@ func (p *Place) Turn(ctx context.Context, h harness.Harness, req harness.TurnReq
 		return fmt.Errorf("recording a fork's model calls needs its container to reach tine's gateway on this machine's loopback: a daemon on this machine and --network host (this one is %s, network %q)",
 			p.ep, cmpOr(run.PlaceOpts.Network, "the daemon's default"))
 	}
-	job := Job{Kind: JobTurn, Harness: run.Harness, Env: append(ag.Carry.Env(p.cfg.Environ), gitIdentity(ctx, run.Cwd)...),
+	env := ag.Carry.Env(p.cfg.Environ)
+	if req.ModelURL != "" {
+		// Recorded: the agent gets its run's key for tine's gateway
+		// (req.ModelKey); the real keys stay here, with the gateway.
+		env = withoutSecrets(env)
+	}
+	job := Job{Kind: JobTurn, Harness: run.Harness, Env: append(env, gitIdentity(ctx, run.Cwd)...),
 		Start: &Start{Branch: run.Branch}, Label: run.Label()}
 	r := req
 	r.Sandbox = nil
@@ -89,6 +95,22 @@ func (p *Place) Turn(ctx context.Context, h harness.Harness, req harness.TurnReq
 		return errors.New(end.Err)
 	}
 	return nil
+}
+
+// withoutSecrets is env without the variables whose names say they hold
+// a secret (a key, a token, a password).
+func withoutSecrets(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		up := strings.ToUpper(k)
+		if strings.Contains(up, "KEY") || strings.Contains(up, "TOKEN") || strings.Contains(up, "SECRET") ||
+			strings.Contains(up, "PASSWORD") || strings.Contains(up, "AUTH") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // gitIdentity is who the person is to git in dir, for the commits an
