@@ -800,7 +800,7 @@ func TestDockerQueuesBeyondJobs(t *testing.T) {
 	agentImage(t, p, "claude")
 	s := newDockerSetup(t, "claude", nil)
 	for range 2 {
-		s.on("one-at-a-time", modelserver.Reply{Text: "Slowly.", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 4 * time.Second}})
+		s.on("one-at-a-time", modelserver.Reply{Text: "Slowly.", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 10 * time.Second}})
 	}
 	done := make(chan string, 1)
 	go func() {
