@@ -131,7 +131,7 @@ func TestOnlyMainNamesAnAgent(t *testing.T) {
 	require.NoError(t, err)
 	for _, e := range entries {
 		switch e.Name() {
-		case "fork", "importer", "worktree", "registry", "place", "turns":
+		case "fork", "importer", "worktree", "registry", "place", "turns", "merge":
 		default:
 			if e.IsDir() {
 				backends["tine/harness/"+e.Name()] = true
