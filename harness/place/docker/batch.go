@@ -325,22 +325,7 @@ func (p *Place) writeLayer(ctx context.Context, w io.Writer, bin string, st work
 			return err
 		}
 	}
-	f, err := os.Open(bin)
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(tineBin, "/"), Mode: 0o755, Size: fi.Size(), ModTime: now}); err != nil {
-		f.Close()
-		return err
-	}
-	_, err = io.Copy(tw, f)
-	f.Close()
-	if err != nil {
+	if err := copyFileInto(tw, bin, strings.TrimPrefix(tineBin, "/"), 0o755, now); err != nil {
 		return err
 	}
 	state, _ := json.Marshal(startState{Base: st.Base, Staged: st.Staged, Work: st.Work, Top: top, Dir: dir})
@@ -410,15 +395,30 @@ func (p *Place) writeLayer(ctx context.Context, w io.Writer, bin string, st work
 		return err
 	}
 	for _, pk := range packs {
-		b, err := os.ReadFile(pk)
-		if err != nil {
-			return err
-		}
-		if err := file(g+"/objects/pack/"+filepath.Base(pk), 0o444, b); err != nil {
+		// Streamed: a repository's pack is as big as its files.
+		if err := copyFileInto(tw, pk, strings.TrimPrefix(g, "/")+"/objects/pack/"+filepath.Base(pk), 0o444, now); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
+}
+
+// copyFileInto writes the file at host into tw as name, streaming it.
+func copyFileInto(tw *tar.Writer, host, name string, mode int64, at time.Time) error {
+	f, err := os.Open(host)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: fi.Size(), ModTime: at}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, f)
+	return err
 }
 
 // create makes fork run's container from image, its checkout as st has
