@@ -82,6 +82,18 @@ func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.
 	return d, nil
 }
 
+// placeKinds are the kinds of places besides this machine (places'
+// keys): another kind (Kubernetes Jobs) is its package, a line here and
+// one in places.
+var placeKinds = []string{docker.Kind}
+
+// knownPlace reports whether name ("docker", "docker:CONTEXT") is of a
+// kind of place tine is built with.
+func knownPlace(name string) bool {
+	kind, _, _ := strings.Cut(name, ":")
+	return slices.Contains(placeKinds, kind)
+}
+
 // places are where else than this machine forks' turns can run: a
 // Docker daemon (--on docker, or docker:CONTEXT). One place is made per
 // name, and kept: it holds its daemon's client and the batch images it

@@ -232,7 +232,7 @@ func (p placeFlags) opts(cmd string) (string, model.PlaceOpts, error) {
 		return "", o, usagef("%s: --image, --cpus, --memory, --network and --jobs are for forks in containers: add --on docker", cmd)
 	case p.cpus < 0 || p.jobs < 0:
 		return "", o, usagef("%s: --cpus and --jobs cannot be negative", cmd)
-	case on != "" && on != docker.Kind && !strings.HasPrefix(on, docker.Kind+":"):
+	case on != "" && !knownPlace(on):
 		return "", o, usagef("%s: --on is local, docker or docker:CONTEXT, not %q", cmd, p.on)
 	}
 	return on, o, nil
