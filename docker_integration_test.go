@@ -833,3 +833,41 @@ func TestDockerImageWithoutTheAgent(t *testing.T) {
 	assert.Equal(t, "failed", f.Status)
 	assert.Contains(t, f.Error, `claude is not installed (no "claude" in PATH)`)
 }
+
+// TestDockerForkOfAContainerFork: a fork of a fork that ran in a
+// container starts from that fork's work (its branch), not from the
+// checkout, whether it runs in a container too or here in a worktree.
+func TestDockerForkOfAContainerFork(t *testing.T) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, "claude")
+	s := newDockerSetup(t, "claude", nil)
+	s.on("write-parent", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("parent.txt")}},
+		modelserver.Reply{Text: "Wrote parent.txt."})
+	parent, errOut := s.fork(t, "boxed", "write-parent")
+	require.Equal(t, "completed", parent.Status, parent.Error+errOut)
+	for _, c := range []struct{ name, on string }{{"inner", "docker"}, {"outer", "local"}} {
+		s.on("write-"+c.name, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write(c.name + ".txt")}},
+			modelserver.Reply{Text: "Wrote it."})
+		args := []string{"fork", "boxed", "--name", c.name, "-m", "write-" + c.name, "--on", c.on, "--wait", "--json"}
+		if c.on == "docker" {
+			args = append(args, "--network", "host")
+		}
+		out, errOut, code := tine(t, s.db, args...)
+		require.Equal(t, 0, code, "%s\n%s", out, errOut)
+		var res struct {
+			Forks []forkJSON `json:"forks"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &res))
+		f := res.Forks[0]
+		assert.True(t, strings.HasPrefix(f.Branch, parent.Branch+"-fork-"), "%s is named after its parent's branch", f.Branch)
+		files := gitOut(t, s.project, "ls-tree", "-r", "--name-only", f.Branch)
+		if f.Worktree != "" {
+			b, _ := exec.Command("git", "-C", f.Worktree, "status", "--short", "--untracked-files=all").Output()
+			files += "\n" + string(b)
+			_, err := os.Stat(filepath.Join(f.Worktree, "parent.txt"))
+			assert.NoError(t, err, "the worktree has its parent's work")
+		}
+		assert.Contains(t, files, "parent.txt", "%s starts from its parent's work", c.name)
+		assert.Contains(t, files, c.name+".txt")
+	}
+}

@@ -833,6 +833,19 @@ func (d *Driver) prepareAgentTurn(ctx context.Context, pl place.Place, run *mode
 	if !caps.ForkAtK && !origin.AtEnd() {
 		return false, ws, fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, run.Harness, origin.K, origin.Len)
 	}
+	if pl.Name() == "" {
+		// The session ran elsewhere (a container): its file came back
+		// beside the database, not where the agent here keeps its own.
+		if orun, err := d.Store.Run(bg, origin.RunID); err == nil && !orun.OnThisMachine() {
+			if op, err := d.PlaceOf(orun); err == nil {
+				if k, ok := op.(place.SessionKeeper); ok {
+					if src, err := k.SessionSource(bg, orun); err == nil {
+						origin.Source = src
+					}
+				}
+			}
+		}
+	}
 	req.Origin = origin
 	return false, ws, nil
 }

@@ -128,3 +128,25 @@ type Collected struct {
 	Containers []string
 	Images     []string
 }
+
+// FromElsewhere is the branch a new fork's files start from when its
+// parent's files were elsewhere (a container): the parent's branch, which
+// holds its work as it came back. ok is false when the parent's files are
+// here (its worktree, or the checkout), or it has none of its own yet.
+func FromElsewhere(ctx context.Context, st Store, run model.Run) (branch string, ok bool) {
+	if run.ParentID == "" {
+		return "", false
+	}
+	parent, err := st.Run(ctx, run.ParentID)
+	if err != nil || parent.OnThisMachine() || parent.Branch == "" || parent.BaseCommit == "" {
+		return "", false
+	}
+	return parent.Branch, true
+}
+
+// SessionKeeper is a place whose forks' agent sessions come back to this
+// machine after each turn: SessionSource is where run's is, for a fork of
+// it that runs here (Origin.Source).
+type SessionKeeper interface {
+	SessionSource(ctx context.Context, run model.Run) (string, error)
+}

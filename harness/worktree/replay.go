@@ -17,6 +17,18 @@ import (
 // is base and nothing is staged, so its diff against start is what the
 // replay changed. Names are never reused, as with Create.
 func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error) {
+	return createAt(ctx, s, base, start, "replay")
+}
+
+// ForkAt makes a fork's worktree as Create does, but at commit base with
+// the files of tree start ("" for base's own), whatever Source holds now:
+// a fork of a fork whose files were elsewhere starts from that fork's
+// branch, not from the checkout.
+func ForkAt(ctx context.Context, s Spec, base, start string) (Worktree, error) {
+	return createAt(ctx, s, base, start, "fork")
+}
+
+func createAt(ctx context.Context, s Spec, base, start, kind string) (Worktree, error) {
 	if s.Root == "" {
 		return Worktree{}, errors.New("worktree: Spec.Root is empty")
 	}
@@ -36,7 +48,7 @@ func CreateAt(ctx context.Context, s Spec, base, start string) (Worktree, error)
 		parent = head[:min(7, len(head))]
 	}
 	src.head, src.tree = head, tree
-	wt, err := add(ctx, src, s.Root, parent, "replay")
+	wt, err := add(ctx, src, s.Root, parent, kind)
 	if err == nil {
 		err = populate(ctx, wt.Path, tree, "", start)
 	}

@@ -57,12 +57,16 @@ func (p *Place) Prepare(ctx context.Context, runs []model.Run) {
 		if run.Container != "" || run.BaseCommit != "" {
 			continue
 		}
-		st, ok := starts[run.Cwd]
+		key := run.Cwd
+		if from, ok := place.FromElsewhere(ctx, p.cfg.Store, run); ok {
+			key += "\x00" + from
+		}
+		st, ok := starts[key]
 		if !ok {
-			if st, err = worktree.Snapshot(ctx, run.Cwd); err != nil {
+			if st, err = p.snapshot(ctx, run); err != nil {
 				continue // the fork's turn says why (Ready)
 			}
-			starts[run.Cwd] = st
+			starts[key] = st
 		}
 		if err := p.reserve(ctx, &run, st); err != nil {
 			continue
@@ -73,6 +77,33 @@ func (p *Place) Prepare(ctx context.Context, runs []model.Run) {
 			p.mu.Unlock()
 		}
 	}
+}
+
+// snapshot is what fork run starts with: its directory's commit and
+// uncommitted work, or, when its parent's files were elsewhere too, the
+// parent's branch.
+func (p *Place) snapshot(ctx context.Context, run model.Run) (worktree.Start, error) {
+	from, ok := place.FromElsewhere(ctx, p.cfg.Store, run)
+	if !ok {
+		return worktree.Snapshot(ctx, run.Cwd)
+	}
+	top, _, err := worktree.Repo(ctx, run.Cwd)
+	if err != nil {
+		return worktree.Start{}, err
+	}
+	tip, err := worktree.Resolve(ctx, top, "refs/heads/"+from)
+	if err != nil {
+		return worktree.Start{}, err
+	}
+	st, err := p.startOf(ctx, run, tip, "")
+	if err != nil {
+		return st, err
+	}
+	if st.Work, err = worktree.Resolve(ctx, top, tip+"^{tree}"); err != nil {
+		return st, err
+	}
+	st.Staged, st.Branch = st.Work, from
+	return st, nil
 }
 
 // reserve gives fork run its branch at st's base and records it.
@@ -111,7 +142,7 @@ func (p *Place) Ready(ctx context.Context, run *model.Run) (place.Workspace, err
 		return p.remake(ctx, cli, run)
 	}
 	if run.BaseCommit == "" {
-		st, err := worktree.Snapshot(ctx, run.Cwd)
+		st, err := p.snapshot(ctx, *run)
 		if err != nil {
 			return place.Workspace{}, fmt.Errorf("the fork's directory: %w", err)
 		}

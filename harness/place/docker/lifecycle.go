@@ -151,3 +151,13 @@ func (p *Place) Collect(ctx context.Context, dry bool) (place.Collected, error) 
 	}
 	return out, errors.Join(errs...)
 }
+
+// SessionSource implements place.SessionKeeper: fork run's session as it
+// came back beside the database (Carry.Locate in what came back).
+func (p *Place) SessionSource(ctx context.Context, run model.Run) (string, error) {
+	ag, err := p.agent(run.Harness)
+	if err != nil {
+		return "", err
+	}
+	return ag.Carry.Locate([]string{"HOME=" + p.savedHome(run.ID)}, run.NativeID)
+}

@@ -143,7 +143,13 @@ func (p *Local) ensureWorktree(ctx context.Context, run *model.Run) error {
 	if err != nil {
 		return fmt.Errorf("the fork's directory: %w", err)
 	}
-	wt, err := worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: p.Root(), Branch: branch})
+	var wt worktree.Worktree
+	if from, ok := place.FromElsewhere(ctx, p.store, *run); ok {
+		// Its parent's files were in a container: they are its branch.
+		wt, err = worktree.ForkAt(ctx, worktree.Spec{Source: run.Cwd, Root: p.Root(), Branch: from}, "refs/heads/"+from, "")
+	} else {
+		wt, err = worktree.Create(ctx, worktree.Spec{Source: run.Cwd, Root: p.Root(), Branch: branch})
+	}
 	if err != nil {
 		return fmt.Errorf("making the fork's worktree from %s: %w", run.Cwd, err)
 	}
