@@ -551,11 +551,11 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Equal(t, "good.txt", c.Runs[0].Files[0].Path)
 	assert.True(t, c.Runs[0].Best)
 
-	// Applying the winner again is refused, nothing changed: it is
-	// applied already; another fork's work applies beside it.
+	// Applying the winner again is refused, saying it is applied already,
+	// nothing changed; another fork's work applies beside it.
 	_, errOut, code = tine(t, db, "apply", "good")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "it is applied already")
+	assert.Contains(t, errOut, "good: not applied: it is applied already")
 	out, errOut, code = tine(t, db, "apply", "bad1", "--json")
 	require.Equal(t, 0, code, errOut)
 	var ap fork.Applied

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"tine/harness/place"
 	"tine/harness/place/docker"
 	"tine/harness/registry"
+	"tine/internal/service"
 	"tine/store"
 )
 
@@ -53,9 +53,7 @@ func defaultFolders() string {
 // live next to the database, in tine's data dir.
 // worktreesOf is where the forks of st's runs get their worktrees: beside
 // the database, as private as it is.
-func worktreesOf(st *store.Store) string {
-	return filepath.Join(filepath.Dir(st.Path()), "worktrees")
-}
+func worktreesOf(st *store.Store) string { return service.WorktreesOf(st.Path()) }
 
 func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.Driver, error) {
 	if ag.demo {
@@ -80,18 +78,6 @@ func newDriver(st *store.Store, paced bool, api apiFlags, ag agentFlags) (*fork.
 	}
 	d.Places = places(st, d.Harnesses, d.WorktreeRoot)
 	return d, nil
-}
-
-// placeKinds are the kinds of places besides this machine (places'
-// keys): another kind (Kubernetes Jobs) is its package, a line here and
-// one in places.
-var placeKinds = []string{docker.Kind}
-
-// knownPlace reports whether name ("docker", "docker:CONTEXT") is of a
-// kind of place tine is built with.
-func knownPlace(name string) bool {
-	kind, _, _ := strings.Cut(name, ":")
-	return slices.Contains(placeKinds, kind)
 }
 
 // places are where else than this machine forks' turns can run: a

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"tine/harness/fork"
 	"tine/harness/turns"
 	"tine/replay"
@@ -39,21 +37,8 @@ func (b tuiBackground) Turns(ctx context.Context, job tui.TurnsJob, events func(
 }
 
 func (b tuiBackground) Replay(ctx context.Context, plan *replay.Plan, events func(fork.RunEvent)) error {
-	s := plan.Spec
-	args := []string{"--db", b.db, "replay", s.Run, "--at-step", fmt.Sprint(s.AtStep), "--continuations", fmt.Sprint(s.Continuations),
-		"--on-divergence", string(s.OnDivergence), "--base", s.Base, "--check", s.Check}
-	if s.CheckNumber {
-		args = append(args, "--score", "number")
-	}
-	if s.Budget.Tokens > 0 {
-		args = append(args, "--max-tokens", strconv.FormatInt(s.Budget.Tokens, 10))
-	}
-	if s.Budget.USD > 0 {
-		args = append(args, "--max-cost", strconv.FormatFloat(s.Budget.USD, 'f', -1, 64))
-	}
-	args = append(args, b.ag.args()...)
-	args = append(args, "--wait", "--json", "--trials", strings.Join(plan.Trials, ","))
-	return turns.Follow(ctx, args, os.Environ(), nil, events)
+	args, env := replayArgs(b.db, plan, apiFlags{}, b.ag)
+	return turns.Follow(ctx, args, env, nil, events)
 }
 
 // eventsFlag registers --events-fd, for the TUI's background processes

@@ -282,7 +282,7 @@ func TestTUIBackgroundReplay(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Contains(t, statuses, model.Running, "its events came back")
-	out, err := replayReport(context.Background(), st, plan.Trials)
+	out, err := readService(st).ReplayReport(context.Background(), plan.Trials)
 	require.NoError(t, err)
 	require.Len(t, out.Trials, 1)
 	assert.Equal(t, "verified", out.Status, "%+v", out.Trials[0])

@@ -2,13 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-
-	"tine/harness/fork"
-	"tine/model"
-	"tine/store"
 )
 
 func cmdApply(ctx context.Context, e *env, args []string) error {
@@ -29,11 +23,7 @@ func cmdApply(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	run, err := st.Resolve(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	out, err := fork.Apply(ctx, run, *commit)
+	out, err := readService(st).Apply(ctx, pos[0], *commit)
 	if err != nil {
 		return err
 	}
@@ -42,24 +32,4 @@ func cmdApply(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintln(e.stdout, out.Summary())
 	return nil
-}
-
-// applyBest applies the best of runs (marked by their check) into its
-// checkout, saying what it applied on w; an error when none is best.
-func applyBest(ctx context.Context, st *store.Store, runs []model.Run, w io.Writer) error {
-	for _, r := range runs {
-		now, err := st.Run(ctx, r.ID)
-		if err != nil {
-			return err
-		}
-		if now.Best {
-			a, err := fork.Apply(ctx, now, false)
-			if err != nil {
-				return fmt.Errorf("--apply-best: %w", err)
-			}
-			fmt.Fprintln(w, a.Summary())
-			return nil
-		}
-	}
-	return errors.New("--apply-best: no fork is marked best (did every check fail?); nothing was applied")
 }

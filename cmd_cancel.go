@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -21,43 +21,19 @@ func cmdCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	var waiting []model.Run
-	for _, ref := range pos {
-		r, err := st.Resolve(ctx, ref)
-		if err != nil {
-			return err
-		}
-		was, err := st.RequestCancel(ctx, r.ID)
-		if err != nil {
-			return err
-		}
-		switch was {
+	out, err := readService(st).Cancel(ctx, pos, service.CancelWait)
+	for _, c := range out {
+		label := model.SafeText(c.Name)
+		switch model.Status(c.Was) {
 		case model.Running:
-			waiting = append(waiting, r)
+			if c.Status != c.Was {
+				fmt.Fprintf(e.stdout, "%s: %s\n", label, c.Status)
+			}
 		case model.Pending, model.Queued:
-			fmt.Fprintf(e.stdout, "%s: cancelled before it started\n", model.SafeText(r.Label()))
+			fmt.Fprintf(e.stdout, "%s: cancelled before it started\n", label)
 		default:
-			fmt.Fprintf(e.stdout, "%s: already %s; nothing to cancel\n", model.SafeText(r.Label()), was)
+			fmt.Fprintf(e.stdout, "%s: already %s; nothing to cancel\n", label, c.Was)
 		}
 	}
-	// The owner polls for the request about twice a second; wait a while
-	// to say how it ended.
-	deadline := time.Now().Add(15 * time.Second)
-	for _, r := range waiting {
-		for {
-			now, err := st.Run(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			if now.Status != model.Running {
-				fmt.Fprintf(e.stdout, "%s: %s\n", model.SafeText(r.Label()), now.Status)
-				break
-			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				return fmt.Errorf("asked %s to stop, but it is still running (owner process %d)", r.Label(), now.OwnerPID)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	return nil
+	return err
 }

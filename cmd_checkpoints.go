@@ -18,20 +18,14 @@ func cmdCheckpoints(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	r, err := st.Resolve(ctx, pos[0])
+	c, err := readService(st).Checkpoints(ctx, pos[0])
 	if err != nil {
 		return err
 	}
-	// The cuts stored with the run's messages (ARCHITECTURE.md, rule 1):
-	// a long run's checkpoints cost about what a short one's do.
-	b, err := st.Boundaries(ctx, r.ID)
-	if err != nil {
-		return err
-	}
-	cps := b.Checkpoints()
 	if *asJSON {
-		return writeJSON(e.stdout, map[string]any{"run": r.ID, "messages": b.Len(), "checkpoints": cps})
+		return writeJSON(e.stdout, c)
 	}
+	cps := c.Checkpoints
 	w := bufio.NewWriter(e.stdout)
 	var buf []byte
 	buf = append(buf, '[')

@@ -5,112 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"tine/harness/fork"
 	"tine/harness/worktree"
+	"tine/internal/service"
 	"tine/model"
-	"tine/store"
 )
 
-// comparison is runs of one tree laid side by side from where they part.
-type comparison struct {
-	ForkPoint int             `json:"fork_point"`
-	Runs      []comparedRunJS `json:"runs"`
-}
-
-type comparedRunJS struct {
-	ID       string      `json:"id"`
-	Name     string      `json:"name"`
-	Status   string      `json:"status"`
-	Error    string      `json:"error,omitempty"`
-	Steps    int         `json:"steps"`
-	Usage    model.Usage `json:"usage"`
-	CostUSD  usd         `json:"cost_usd"`
-	Seconds  float64     `json:"seconds"`
-	Best     bool        `json:"best,omitempty"`
-	Why      string      `json:"best_reason,omitempty"`
-	Harness  string      `json:"harness"`
-	Handoff  bool        `json:"handoff,omitempty"`
-	Worktree string      `json:"worktree,omitempty"`
-	Branch   string      `json:"branch,omitempty"`
-	// Files is what the fork changed in its worktree against the files it
-	// started with (the commit it was made from and the uncommitted work
-	// carried over); null when it has no worktree.
-	Files    []worktree.FileStat `json:"files"`
-	FilesErr string              `json:"files_error,omitempty"`
-	Check    *checkJSON          `json:"check"`
-	Diff     string              `json:"diff,omitempty"`
-	Messages []messageJSON       `json:"messages"`
-	messages []model.Message
-}
-
-// compareRuns loads runs (refs as people type them) and cuts each at the
-// prefix they all share.
-func compareRuns(ctx context.Context, st *store.Store, refs []string, withDiff bool) (comparison, error) {
-	var c comparison
-	var runs []model.Run
-	for _, ref := range refs {
-		r, err := st.Resolve(ctx, ref)
-		if err != nil {
-			return c, err
-		}
-		runs = append(runs, r)
-	}
-	tree, err := st.TreeRuns(ctx, runs[0].TreeID)
-	if err != nil {
-		return c, err
-	}
-	roots := model.BuildTrees(tree)
-	var nodes []*model.Node
-	for _, r := range runs {
-		if r.TreeID != runs[0].TreeID {
-			return c, fmt.Errorf("%s and %s are in different trees: compare forks of one conversation", r.Label(), runs[0].Label())
-		}
-		var n *model.Node
-		for _, root := range roots {
-			if n = root.Find(r.ID); n != nil {
-				break
-			}
-		}
-		nodes = append(nodes, n)
-	}
-	c.ForkPoint = nodes[0].Run.Len()
-	for _, n := range nodes[1:] {
-		c.ForkPoint = min(c.ForkPoint, model.SharedPrefix(nodes[0], n))
-	}
-	for _, r := range runs {
-		msgs, _, err := st.Messages(ctx, r.ID)
-		if err != nil {
-			return c, err
-		}
-		after := msgs[c.ForkPoint:]
-		cr := comparedRunJS{ID: r.ID, Name: r.Label(), Status: string(r.Status), Error: r.Error, Usage: r.Usage,
-			CostUSD: usd(r.CostUSD), messages: after, Best: r.Best, Why: r.BestReason, Harness: r.Harness, Handoff: r.Handoff,
-			Worktree: r.Worktree, Branch: r.Branch, Check: toCheckJSON(r.Check)}
-		if fork.HasFiles(r) && r.DiffBase() != "" {
-			if cr.Files, err = fork.Files(ctx, r); err != nil {
-				cr.FilesErr = model.OneLine(err.Error(), 200)
-			}
-			if withDiff && err == nil {
-				if cr.Diff, _, err = fork.Diff(ctx, r); err != nil {
-					cr.FilesErr = model.OneLine(err.Error(), 200)
-				}
-			}
-		}
-		if !r.FinishedAt.IsZero() {
-			cr.Seconds = r.Took().Round(100 * time.Millisecond).Seconds()
-		}
-		for _, m := range after {
-			if m.Role == model.Assistant {
-				cr.Steps++
-			}
-		}
-		cr.Messages = toShowJSON(r, msgs, 0).Transcript[c.ForkPoint:]
-		c.Runs = append(c.Runs, cr)
-	}
-	return c, nil
-}
+type comparison = service.Comparison
 
 func cmdCompare(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "compare", "RUN RUN... [--diff] [--json]",
@@ -127,12 +28,9 @@ func cmdCompare(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	if len(refs) == 1 {
-		return oneToCompare(ctx, st, refs[0])
-	}
-	c, err := compareRuns(ctx, st, refs, *withDiff)
+	c, err := readService(st).Compare(ctx, refs, *withDiff)
 	if err != nil {
-		return err
+		return cliError(err)
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, c)
@@ -188,7 +86,7 @@ func writeComparison(w io.Writer, c comparison) {
 		case r.Files != nil || r.FilesErr != "":
 			fmt.Fprintf(w, "   branch %s (its work, from its container): %s\n", model.SafeText(r.Branch), filesText(r.Files, r.FilesErr))
 		}
-		for i, m := range r.messages {
+		for i, m := range r.Own {
 			text := strings.TrimSpace(m.PlainText())
 			fmt.Fprintf(w, "%4d %-9s %s\n", c.ForkPoint+i+1, m.Role, model.OneLine(text, 160))
 		}
@@ -227,35 +125,4 @@ func filesText(files []worktree.FileStat, errText string) string {
 		noun = "file"
 	}
 	return model.OneLine(fmt.Sprintf("%d %s, +%d -%d: %s", len(files), noun, add, del, names), 200)
-}
-
-// oneToCompare is the usage error of a compare given one run: which runs
-// it could be compared with (its forks, else its siblings), if any.
-func oneToCompare(ctx context.Context, st *store.Store, ref string) error {
-	r, err := st.Resolve(ctx, ref)
-	if err != nil {
-		return err
-	}
-	runs, err := st.TreeRuns(ctx, r.TreeID)
-	if err != nil {
-		return err
-	}
-	var forks, siblings []string
-	for _, o := range runs {
-		switch {
-		case o.Hidden || o.ID == r.ID:
-		case o.ParentID == r.ID:
-			forks = append(forks, model.OneLine(o.Label(), 40))
-		case r.ParentID != "" && o.ParentID == r.ParentID:
-			siblings = append(siblings, model.OneLine(o.Label(), 40))
-		}
-	}
-	label := model.SafeText(r.Label())
-	switch {
-	case len(forks) > 0:
-		return usagef("compare: %s alone has nothing to compare with; give two runs or more, e.g. its forks: tine compare %s %s", label, label, strings.Join(forks[:min(len(forks), 3)], " "))
-	case len(siblings) > 0:
-		return usagef("compare: %s alone has nothing to compare with; give two runs or more, e.g. its siblings: tine compare %s %s", label, label, strings.Join(siblings[:min(len(siblings), 3)], " "))
-	}
-	return usagef("compare: %s alone has nothing to compare with, and it has no forks yet (tine fork %s makes some)", label, label)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -21,13 +22,19 @@ func cmdExport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, msgs, inherited, err := loadRun(ctx, e, pos[0])
+	st, err := e.open()
 	if err != nil {
 		return err
 	}
+	shown, err := readService(st).Show(ctx, pos[0])
+	st.Close()
+	if err != nil {
+		return err
+	}
+	r, msgs, inherited := shown.Run, shown.Messages, shown.Inherited
 	var buf bytes.Buffer
 	if *format == "json" {
-		err = writeJSON(&buf, toShowJSON(r, msgs, inherited))
+		err = writeJSON(&buf, service.ToShow(r, msgs, inherited))
 	} else {
 		writeMarkdown(&buf, r, msgs, inherited)
 	}

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"tine/harness/fork"
-	"tine/model"
+	"tine/internal/service"
 )
 
 func cmdFork(ctx context.Context, e *env, args []string) error {
@@ -49,31 +47,12 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *regenerate {
-		if len(msgs) > 0 {
-			return usagef("fork: --regenerate lets the model answer again; it takes no -m")
-		}
-		*at = "last_user"
-	} else if *replace {
-		return usagef("fork: --replace-original goes with --regenerate")
-	}
-	// Said before anything is made. -n 0 is not "the default": the
-	// default is -n left out.
-	nGiven := false
-	f.Visit(func(fl *flag.Flag) { nGiven = nGiven || fl.Name == "n" })
-	if nGiven && (*n < 1 || *n > fork.MaxForks) {
+	// -n 0 and --parallel 0 are not "the default": the default is the
+	// flag left out.
+	if given(f, "n") && *n == 0 {
 		return usagef("fork: -n is how many forks: 1 to %d, not %d", fork.MaxForks, *n)
 	}
-	if err := fork.CheckNames(names); err != nil {
-		return usagef("fork: %s", err)
-	}
-	if *applyBestFork && (*check == "" || !tf.wait) {
-		return usagef("fork: --apply-best needs --check (to pick the best) and --wait (to apply it when they finish)")
-	}
-	if _, err := model.ParseContinueFrom(*at); err != nil {
-		return usagef("fork: %s", err)
-	}
-	if *parallel < 1 {
+	if *parallel == 0 {
 		return usagef("fork: --parallel is how many turns run at once: 1 or more, not %d", *parallel)
 	}
 	budget, err := bf.budget("fork")
@@ -84,60 +63,47 @@ func cmdFork(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, parent, d, err := tf.open(ctx, e, pos[0])
+	par := *parallel
+	if on != "" && !given(f, "parallel") {
+		par = 0 // a daemon's --jobs bounds its containers; the rest wait queued
+	}
+	req := service.ForkRequest{Run: pos[0], N: *n, Messages: msgs, Names: names, At: *at, Harness: *hname, Model: *modelName,
+		Regenerate: *regenerate, ReplaceOriginal: *replace, Handoff: *handoff, InPlace: *inPlace, Check: *check,
+		CheckNumber: *score == "number", Budget: budget, On: on, Place: popts, ApplyBest: *applyBestFork,
+		How: service.How{Wait: tf.wait, Parallel: par}}
+	// Said before anything is opened or made.
+	if err := req.Valid(); err != nil {
+		return cliError(err)
+	}
+	st, d, err := tf.open(e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	d.Parallel = *parallel
-	parallelGiven := false
-	f.Visit(func(fl *flag.Flag) { parallelGiven = parallelGiven || fl.Name == "parallel" })
-	if on != "" && !parallelGiven {
-		// A daemon's --jobs bounds its containers; the rest wait queued.
-		d.Parallel = fork.MaxForks
+	req.Progress = tf.how(e, st).Progress
+	out, err := tf.service(st, d).Fork(ctx, req)
+	if err != nil && out.Runs == nil {
+		return cliError(err)
 	}
-	if len(msgs) > 0 || *regenerate {
-		h := *hname
-		if h == "" {
-			h = parent.Harness
-		}
-		if on == "" {
-			if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
-				return err
-			}
-		}
+	if out.Cut.Reason != "" && !tf.asJSON {
+		fmt.Fprintf(e.stderr, "tine: %s\n", out.Cut.Describe())
 	}
-	forks, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(*at), N: *n,
-		Names: names, Messages: msgs, Harness: *hname, Model: *modelName, ReplaceOriginal: *replace,
-		Handoff: *handoff, InPlace: *inPlace, Check: *check, CheckNumber: *score == "number", Budget: budget,
-		On: on, PlaceOpts: popts})
-	if err != nil {
-		return err
+	if perr := printTurns(ctx, e, out.Runs, out.Turns > 0 && !tf.wait, tf.asJSON); perr != nil || err == nil {
+		err = perr
 	}
-	if cut.Reason != "" && !tf.asJSON {
-		fmt.Fprintf(e.stderr, "tine: %s\n", cut.Describe())
-	}
-	var turns []fork.Turn
-	if len(msgs) > 0 || *regenerate {
-		for i, fk := range forks {
-			input := ""
-			if len(msgs) == 1 {
-				input = msgs[0]
-			} else if len(msgs) > 1 {
-				input = msgs[i]
-			}
-			turns = append(turns, fork.Turn{RunID: fk.ID, Input: input})
-		}
-	}
-	err = tf.run(ctx, e, st, d, turns, forks)
-	if *applyBestFork && ctx.Err() == nil {
+	if out.Applied != nil {
 		w := e.stdout
 		if tf.asJSON {
 			w = e.stderr // stdout holds the forks' JSON
 		}
-		if aerr := applyBest(ctx, st, forks, w); aerr != nil {
-			return errors.Join(err, aerr)
-		}
+		fmt.Fprintln(w, out.Applied.Summary())
 	}
 	return err
+}
+
+// given says flag name was on the command line.
+func given(f *flags, name string) bool {
+	was := false
+	f.Visit(func(fl *flag.Flag) { was = was || fl.Name == name })
+	return was
 }

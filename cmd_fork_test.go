@@ -19,7 +19,15 @@ func forkCount(t *testing.T, db string) int {
 	t.Helper()
 	out, errOut, code := tine(t, db, "ls", "--json")
 	require.Equal(t, 0, code, errOut)
-	return strings.Count(out, `"parent_id": "`)
+	var runs []runJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &runs))
+	n := 0
+	for _, r := range runs {
+		if r.Parent != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // A fork command line that cannot be right is a usage error (exit 2),
@@ -52,6 +60,7 @@ func TestForkUsageErrorsMakeNothing(t *testing.T) {
 
 	_, errOut, code := tine(t, db, "fork", id, "--harness", "script", "--name", "taken")
 	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, 1, forkCount(t, db), "forkCount counts forks")
 	_, errOut, code = tine(t, db, "fork", id, "--harness", "script", "--name", "taken")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, `a run named "taken" exists already`)

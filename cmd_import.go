@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"tine/harness/importer"
+	"tine/internal/service"
 	"tine/model"
 	"tine/store"
 )
@@ -39,12 +40,7 @@ func cmdImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	discover := func() ([]importer.Found, error) {
-		if len(paths) == 0 {
-			return importer.Discover(fmts)
-		}
-		return importer.Expand(paths)
-	}
+	discover := func() ([]importer.Found, error) { return (&service.Service{Formats: fmts}).Discover(paths) }
 	files, err := discover()
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
@@ -179,12 +175,12 @@ func importStore(ctx context.Context, e *env, dbPath string, files []importer.Fo
 	// first import of the benchmark corpus ~5% faster for ~6 MB more;
 	// turning collection off was slower (fresh pages cost more than GC).
 	debug.SetGCPercent(200)
-	opts := importer.Options{Formats: formats(), Format: format}
+	var progress func(importer.Progress)
 	bar := newProgressBar(e.stderr)
 	if bar != nil && !asJSON {
-		opts.Progress = bar.update
+		progress = bar.update
 	}
-	sum, err := importer.Import(ctx, st, files, opts)
+	sum, err := readService(st).ImportFound(ctx, files, format, progress)
 	if bar != nil {
 		bar.done()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -77,7 +78,7 @@ func TestMoneyInJSONIsRounded(t *testing.T) {
 		outs[what] = out
 	}
 	var fork bytes.Buffer
-	require.NoError(t, writeJSON(&fork, toForkJSON(fa)))
+	require.NoError(t, writeJSON(&fork, service.ToFork(fa)))
 	outs["fork"] = fork.String()
 	for what, out := range outs {
 		assert.NotContains(t, out, "0.30000000000000004", what)

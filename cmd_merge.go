@@ -11,32 +11,14 @@ import (
 
 	"tine/harness/fork"
 	"tine/harness/merge"
+	"tine/internal/service"
 	"tine/model"
 )
 
-// mergeJSON is what `tine merge --json` prints: the merge, the run that
-// got its turn (as tine run prints it), the message it was given, and
-// what --apply brought home.
-type mergeJSON struct {
-	Merge struct {
-		ID    int64    `json:"id"`
-		Run   string   `json:"run"`
-		At    int      `json:"at"`
-		Forks []string `json:"forks"`
-	} `json:"merge"`
-	Forks   []forkJSON    `json:"forks"`
-	Message string        `json:"message"`
-	Applied *fork.Applied `json:"applied"`
-}
-
-// dryRunJSON is what `tine merge --dry-run --json` prints: the run that
-// would get the merge, the forks in the message's order, the message.
-type dryRunJSON struct {
-	DryRun  bool     `json:"dry_run"`
-	Run     string   `json:"run"`
-	Forks   []string `json:"forks"`
-	Message string   `json:"message"`
-}
+type (
+	mergeJSON  = service.Merge
+	dryRunJSON = service.DryRun
+)
 
 // cmdMerge brings what forks found into the conversation they came from:
 // one new turn of the parent (or --into), whose message carries a digest
@@ -64,11 +46,13 @@ func cmdMerge(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case *commit && !*apply:
-		return usagef("merge: --commit goes with --apply")
-	case *dry && (*apply || *summarize || *edit):
-		return usagef("merge: --dry-run changes nothing: it takes no --apply, --summarize or --edit")
+	req := service.MergeRequest{Forks: refs, Into: *into, Note: *note, Summarize: *summarize, Apply: *apply,
+		Commit: *commit, DryRun: *dry, How: service.How{Wait: tf.wait}}
+	if *edit {
+		req.Edit = editText
+	}
+	if err := req.Valid(); err != nil {
+		return cliError(err)
 	}
 	open := e.openToWrite
 	if *dry {
@@ -79,105 +63,45 @@ func cmdMerge(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	var forks []model.Run
-	for _, ref := range refs {
-		r, err := st.Resolve(ctx, ref)
-		if err != nil {
+	var d *fork.Driver
+	if !*dry {
+		if d, err = newDriver(st, false, tf.api, tf.ag); err != nil {
 			return err
 		}
-		forks = append(forks, r)
 	}
-	intoID := ""
-	if *into != "" {
-		r, err := st.Resolve(ctx, *into)
-		if err != nil {
-			return err
-		}
-		intoID = r.ID
-	}
-	d, err := newDriver(st, false, tf.api, tf.ag)
+	// --summarize's turns run here, as the merge waits for them.
+	req.Progress = forkProgress(e, st)
+	out, err := tf.service(st, d).Merge(ctx, req)
 	if err != nil {
-		return err
-	}
-	plan, err := merge.Prepare(ctx, st, forks, intoID)
-	if err != nil {
-		return err
-	}
-	plan.Note = *note
-	if *apply {
-		if err := plan.CanApply(); err != nil {
-			return err
-		}
-		plan.Applied = plan.Forks[0].Run.Label()
+		return cliError(err)
 	}
 	if *dry {
 		if !tf.asJSON {
-			fmt.Fprint(e.stdout, plan.Prompt())
+			fmt.Fprint(e.stdout, out.Message)
 			return nil
 		}
-		out := dryRunJSON{DryRun: true, Run: plan.Into.ID, Message: plan.Prompt()}
-		for _, fk := range plan.Forks {
-			out.Forks = append(out.Forks, fk.Run.ID)
-		}
-		return writeJSON(e.stdout, out)
+		return writeJSON(e.stdout, out.DryRunJSON())
 	}
-	// Refused before anything runs or changes: the run's agent, its
-	// budget, and the forks' agents for their summaries.
-	if err := cliMissing(d.Harnesses, plan.Into.Harness, os.Getenv); err != nil {
-		return err
+	if out.Applied != nil && !tf.asJSON {
+		fmt.Fprintln(e.stdout, out.Applied.Summary())
 	}
-	if err := d.Spent(ctx, plan.Into); err != nil {
-		return fmt.Errorf("%s: %w", model.SafeText(plan.Into.Label()), err)
-	}
-	if *summarize {
-		if err := summarizeForks(ctx, e, d, st, &plan); err != nil {
-			return err
-		}
-	}
-	prompt := plan.Prompt()
-	if *edit {
-		if prompt, err = editText(ctx, prompt); err != nil {
-			return err
-		}
-	}
-	var applied *fork.Applied
-	if *apply {
-		a, err := plan.Apply(ctx, *commit)
-		if err != nil {
-			return fmt.Errorf("%w; nothing was merged", err)
-		}
-		applied = &a
-		if !tf.asJSON {
-			fmt.Fprintln(e.stdout, a.Summary())
-		}
-	}
-	target, m, err := merge.Start(ctx, d, st, plan)
-	if err != nil {
-		return err
-	}
-	if target.ID != plan.Into.ID && !tf.asJSON {
+	target := out.Runs[0]
+	if target.ID != out.Plan.Into.ID && !tf.asJSON {
 		fmt.Fprintf(e.stderr, "tine: %s is not written to; the merge goes to a new fork at its end, %s (the TUI's o opens it in its agent)\n",
-			model.SafeText(plan.Into.Label()), model.SafeText(target.Label()))
-	}
-	runs := []model.Run{target}
-	if err := driveTurns(ctx, e, st, d, []fork.Turn{{RunID: target.ID, Input: prompt}}, runs, tf.wait, tf.api, tf.ag); err != nil {
-		return err
+			model.SafeText(out.Plan.Into.Label()), model.SafeText(target.Label()))
 	}
 	if tf.asJSON {
-		var out mergeJSON
-		out.Merge.ID, out.Merge.Run, out.Merge.At, out.Merge.Forks = m.ID, m.RunID, m.At, m.Forks
-		out.Forks, out.Message, out.Applied = []forkJSON{toForkJSON(runs[0])}, prompt, applied
-		if err := writeJSON(e.stdout, out); err != nil {
+		if err := writeJSON(e.stdout, out.JSON()); err != nil {
 			return err
 		}
 	} else {
-		names := make([]string, len(plan.Forks))
-		for i, fk := range plan.Forks {
+		names := make([]string, len(out.Plan.Forks))
+		for i, fk := range out.Plan.Forks {
 			names[i] = model.OneLine(fk.Run.Label(), 40)
 		}
 		fmt.Fprintf(e.stdout, "merged %s into %s: its message %d carries their digests\n", model.List(names),
-			model.SafeText(target.Label()), m.At+1)
-		printForks(e.stdout, runs)
+			model.SafeText(target.Label()), out.Merge.At+1)
+		printForks(e.stdout, out.Runs)
 		if !tf.wait {
 			fmt.Fprintln(e.stdout, "The turn runs in the background; watch it with: tine ls (or in the TUI)")
 		}
@@ -185,56 +109,7 @@ func cmdMerge(ctx context.Context, e *env, args []string) error {
 	if ctx.Err() != nil {
 		return errors.New("cancelled: what the turn had streamed is kept, and it is recorded as cancelled")
 	}
-	return failedForks(runs)
-}
-
-// summarizeForks asks each fork of plan for its own summary, in one more
-// turn of the fork (run here, as the merge waits for them), and puts
-// each in its digest. A summary turn that fails stops the merge; what
-// the forks spent stays theirs.
-func summarizeForks(ctx context.Context, e *env, d *fork.Driver, st merge.Store, plan *merge.Plan) error {
-	var turns []fork.Turn
-	var runs []model.Run
-	for _, fk := range plan.Forks {
-		if err := cliMissing(d.Harnesses, fk.Run.Harness, os.Getenv); err != nil {
-			return err
-		}
-		// A fork that has spent its budget starts no other turn.
-		if err := d.Spent(ctx, fk.Run); err != nil {
-			return fmt.Errorf("--summarize: %s: %w", model.SafeText(fk.Run.Label()), err)
-		}
-	}
-	for _, fk := range plan.Forks {
-		t, r, err := merge.SummaryTurn(ctx, d, fk.Run)
-		if err != nil {
-			return fmt.Errorf("--summarize: %s: %w", model.SafeText(fk.Run.Label()), err)
-		}
-		turns, runs = append(turns, t), append(runs, r)
-	}
-	at := make([]int, len(runs))
-	for i, r := range runs {
-		at[i] = r.Len()
-	}
-	done := d.RunTurns(ctx, turns, forkProgress(e, runs))
-	if ctx.Err() != nil {
-		return errors.New("cancelled while the forks summed up; nothing was merged")
-	}
-	byID := map[string]model.Run{}
-	for _, r := range done {
-		byID[r.ID] = r
-	}
-	for i := range plan.Forks {
-		r, ok := byID[runs[i].ID]
-		if !ok {
-			return fmt.Errorf("--summarize: %s vanished", model.SafeText(runs[i].Label()))
-		}
-		text, spent, err := merge.Summary(ctx, st, r, at[i])
-		if err != nil {
-			return fmt.Errorf("--summarize: %w; nothing was merged", err)
-		}
-		plan.Forks[i].Summary, plan.Forks[i].SummaryRun, plan.Forks[i].SummarySpent = text, r.Label(), spent
-	}
-	return nil
+	return service.FailedForks(out.Runs)
 }
 
 // maxEdited bounds the message a person edits: a message bigger than

@@ -6,62 +6,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"tine/harness/fork"
 	"tine/harness/turns"
+	"tine/internal/service"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
 )
 
-// replayJSON is `tine replay --json`.
-type replayJSON struct {
-	Fork       *string          `json:"fork"`
-	Status     string           `json:"status"`
-	Divergence *divergenceJSON  `json:"divergence"`
-	Reason     string           `json:"reason,omitempty"`
-	Trials     []replayTrialRow `json:"trials"`
-}
-
-type divergenceJSON struct {
-	Step    int      `json:"step"`
-	Kind    string   `json:"kind"`
-	Detail  string   `json:"detail"`
-	Path    string   `json:"path,omitempty"`
-	Fields  []string `json:"fields,omitempty"`
-	Taped   string   `json:"taped,omitempty"`
-	Actual  string   `json:"actual,omitempty"`
-	Diff    string   `json:"diff,omitempty"`
-	Closest int      `json:"closest_step,omitempty"`
-}
-
-type replayTrialRow struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	Status     string          `json:"status"`
-	RunStatus  string          `json:"run_status"`
-	Error      string          `json:"error,omitempty"`
-	Replayed   int             `json:"replayed"`
-	AA         *bool           `json:"aa"`
-	AAReason   string          `json:"aa_reason,omitempty"`
-	Divergence *divergenceJSON `json:"divergence"`
-	Worktree   string          `json:"worktree"`
-	Branch     string          `json:"branch"`
-	Messages   int             `json:"messages"`
-	Check      *checkJSON      `json:"check"`
-}
-
-func toDivergenceJSON(d *replay.Divergence) *divergenceJSON {
-	if d == nil || d.Mismatch == nil {
-		return nil
-	}
-	return &divergenceJSON{Step: d.Step, Kind: string(d.Kind), Detail: d.Detail(), Path: d.Path, Fields: d.Fields,
-		Taped: d.Taped, Actual: d.Actual, Diff: d.Diff, Closest: d.Closest}
-}
+type (
+	replayJSON     = service.Replay
+	divergenceJSON = service.Divergence
+)
 
 func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",
@@ -102,75 +61,67 @@ func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	// trials are its own (handOver), or why they cannot be.
 	ack := turns.OpenAck(*ackFD)
 	defer func() { ack.Done(err) }()
-	if *at < 1 {
-		return usagef("replay: --at-step N is required (N >= 1)")
-	}
 	budget, err := bf.budget("replay")
 	if err != nil {
 		return err
 	}
-	spec := replay.Spec{AtStep: *at, Continuations: *k, OnDivergence: replay.OnDivergence(*onDiv),
-		Base: *base, Check: *check, CheckNumber: *score == "number", Budget: budget}
-	if err := spec.Valid(); err != nil {
-		return usagef("replay: %s", err)
+	req := service.ReplayRequest{Run: pos[0], AtStep: *at, Continuations: *k, OnDivergence: *onDiv, Base: *base,
+		Check: *check, CheckNumber: *score == "number", Budget: budget, How: service.How{Wait: tf.wait, Progress: events.Put}}
+	if err := req.Valid(); err != nil {
+		return cliError(err)
 	}
-	st, run, d, err := tf.open(ctx, e, pos[0])
+	st, d, err := tf.open(e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	spec.Run = run.ID
 	rp := newReplayer(st, d, tf.ag)
-	if err := rp.Isolation(); err != nil && *trials == "" {
-		// Said on every replay (README: Isolation).
-		fmt.Fprintln(e.stderr, isolationWarning(err))
-	}
-	var plan *replay.Plan
+	svc := tf.service(st, d)
+	svc.Replayer = rp
+	var out service.Replay
 	if *trials != "" { // the background half: the trials exist
-		plan = &replay.Plan{Spec: spec, Trials: strings.Split(*trials, ",")}
+		run, err := st.Resolve(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		plan := &replay.Plan{Spec: req.Spec(), Trials: strings.Split(*trials, ",")}
+		plan.Spec.Run = run.ID
 		if err := st.ClaimTurns(ctx, plan.Trials); err != nil {
 			return err
 		}
 		ack.Done(nil)
+		if _, err := rp.Execute(ctx, plan, events.Put); err != nil {
+			return err
+		}
+		if out, err = svc.ReplayReport(ctx, plan.Trials); err != nil {
+			return err
+		}
 	} else {
-		plan, err = rp.Prepare(ctx, spec)
-		var un *replay.Unreplayable
-		if errors.As(err, &un) {
+		if err := rp.Isolation(); err != nil {
+			// Said on every replay (README: Isolation).
+			fmt.Fprintln(e.stderr, isolationWarning(err))
+		}
+		done, err := svc.Replay(ctx, req)
+		if err != nil {
+			return cliError(err)
+		}
+		out = done.Replay
+		if done.Plan == nil { // unreplayed: nothing was made
 			if tf.asJSON {
-				_ = writeJSON(e.stdout, replayJSON{Status: string(model.ReplayUnreplayed), Reason: un.Why, Trials: []replayTrialRow{}})
+				_ = writeJSON(e.stdout, out)
 			}
-			return err
+			return &replay.Unreplayable{Why: out.Reason}
 		}
-		if err != nil {
-			return err
-		}
-	}
-	if !tf.wait {
-		if err := startBackgroundReplay(st.Path(), plan.Trials, args); err != nil {
-			for _, id := range turns.FailHandOver(ctx, st, plan.Trials, err) {
-				_ = st.UpdateReplay(context.WithoutCancel(ctx), id, model.ReplayUnreplayed, 0, "", nil, "its background process never started it")
+		if !tf.wait {
+			if tf.asJSON {
+				return writeJSON(e.stdout, out)
 			}
-			return fmt.Errorf("the replay's forks were made, but it could not start (they are marked failed): %w", err)
+			printReplay(e.stdout, out)
+			fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
+			return nil
 		}
-		out, err := replayReport(ctx, st, plan.Trials)
-		if err != nil {
-			return err
-		}
-		if tf.asJSON {
-			return writeJSON(e.stdout, out)
-		}
-		printReplay(e.stdout, out)
-		fmt.Fprintln(e.stdout, "The replay runs in the background; watch it with: tine ls (or in the TUI)")
-		return nil
-	}
-	if _, err := rp.Execute(ctx, plan, events.Put); err != nil {
-		return err
 	}
 	events.End(nil) // what follows reports it
-	out, err := replayReport(ctx, st, plan.Trials)
-	if err != nil {
-		return err
-	}
 	if tf.asJSON {
 		if err := writeJSON(e.stdout, out); err != nil {
 			return err
@@ -207,27 +158,6 @@ func isolationWarning(why error) string {
 	return "tine replay: warning: " + replay.Unsandboxed(why)
 }
 
-// replayReport reads the trials as stored.
-func replayReport(ctx context.Context, st *store.Store, ids []string) (replayJSON, error) {
-	trials, err := replay.Trials(ctx, st, ids)
-	if err != nil {
-		return replayJSON{}, err
-	}
-	out := replayJSON{Trials: []replayTrialRow{}}
-	for _, t := range trials {
-		run, r := t.Run, t.Replay
-		out.Trials = append(out.Trials, replayTrialRow{ID: run.ID, Name: run.Name, Status: string(r.Status), RunStatus: string(run.Status),
-			Error: run.Error, Replayed: r.Replayed, AA: r.AA, AAReason: r.AAReason, Worktree: run.Worktree, Branch: run.Branch,
-			Messages: run.Len(), Check: toCheckJSON(run.Check), Divergence: toDivergenceJSON(t.Divergence)})
-	}
-	if len(out.Trials) > 0 {
-		out.Fork = &out.Trials[0].ID
-		out.Status = string(replay.Overall(trials))
-		out.Divergence = out.Trials[0].Divergence
-	}
-	return out, nil
-}
-
 func printReplay(w io.Writer, out replayJSON) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FORK\tNAME\tREPLAY\tREPLAYED\tRUN\tA/A\tBRANCH")
@@ -252,55 +182,4 @@ func printReplay(w io.Writer, out replayJSON) {
 			fmt.Fprintf(w, "%s: %s\n", model.SafeText(t.Name), model.SafeText(t.AAReason))
 		}
 	}
-}
-
-// startBackgroundReplay runs the replay's trials in a tine of their own,
-// so the command returns while they run, once that tine has claimed them
-// (handOver).
-func startBackgroundReplay(db string, trials []string, args []string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	cmd := backgroundReplay(exe, db, trials, args)
-	return turns.HandOver(cmd.Args[1:], cmd.Env, nil)
-}
-
-// backgroundReplay is the command of a background replay: this command
-// line again, with the trials it made. An --api-key goes by the
-// environment, never on the command line (rule 13 in ARCHITECTURE.md), as
-// startBackgroundTurns passes it.
-func backgroundReplay(exe, db string, trials []string, args []string) *exec.Cmd {
-	args, key := withoutAPIKey(args)
-	argv := append([]string{"--db", db, "replay"}, args...)
-	argv = append(argv, "--wait", "--json", "--trials", strings.Join(trials, ","))
-	cmd := exec.Command(exe, argv...)
-	cmd.Env = os.Environ()
-	if key != "" {
-		cmd.Env = append(cmd.Env, "OPENAI_API_KEY="+key, "ANTHROPIC_API_KEY="+key)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	return cmd
-}
-
-// withoutAPIKey is args without --api-key and its value (in any of the
-// forms the flag package reads), and that value.
-func withoutAPIKey(args []string) (rest []string, key string) {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(rest, args[i:]...), key
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "api-key" {
-			rest = append(rest, a)
-			continue
-		}
-		if !hasVal && i+1 < len(args) {
-			i++
-			val = args[i]
-		}
-		key = val
-	}
-	return rest, key
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/model"
+	"tine/replay"
 	"tine/store"
 )
 
@@ -18,21 +19,17 @@ import (
 // key by its environment, never on its command line, where every user of
 // the machine reads it (rule 13 in ARCHITECTURE.md).
 func TestBackgroundReplayKeepsTheKeyOffItsCommandLine(t *testing.T) {
-	for _, args := range [][]string{
-		{"run1", "--at-step", "2", "--api-key", "sk-secret-1"},
-		{"--api-key=sk-secret-1", "run1", "--at-step", "2"},
-		{"run1", "-api-key", "sk-secret-1", "--at-step", "2"},
-	} {
-		cmd := backgroundReplay("/bin/tine", "t.db", []string{"a", "b"}, args)
-		argv := strings.Join(cmd.Args, " ")
-		assert.NotContains(t, argv, "sk-secret-1", "%v", args)
-		assert.NotContains(t, argv, "api-key", "%v", args)
-		assert.Contains(t, argv, "run1")
-		assert.Contains(t, argv, "--at-step 2")
-		assert.Contains(t, argv, "--trials a,b")
-		assert.Contains(t, cmd.Env, "OPENAI_API_KEY=sk-secret-1")
-		assert.Contains(t, cmd.Env, "ANTHROPIC_API_KEY=sk-secret-1")
-	}
+	plan := &replay.Plan{Spec: replay.Spec{Run: "0123456789abcdef", AtStep: 2, Continuations: 1, OnDivergence: replay.Stop},
+		Trials: []string{"a", "b"}}
+	args, env := replayArgs("t.db", plan, apiFlags{apiKey: "sk-secret-1"}, agentFlags{})
+	argv := strings.Join(args, " ")
+	assert.NotContains(t, argv, "sk-secret-1")
+	assert.NotContains(t, argv, "api-key")
+	assert.Contains(t, argv, "replay 0123456789abcdef")
+	assert.Contains(t, argv, "--at-step 2")
+	assert.Contains(t, argv, "--trials a,b")
+	assert.Contains(t, env, "OPENAI_API_KEY=sk-secret-1")
+	assert.Contains(t, env, "ANTHROPIC_API_KEY=sk-secret-1")
 }
 
 // TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything: --base that

@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-
-	"tine/harness/fork"
-	"tine/model"
+	"tine/internal/service"
 )
 
 // cmdRetry runs a failed fork's first turn again, as a new sibling.
@@ -19,22 +15,14 @@ func cmdRetry(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, run, d, err := tf.open(ctx, e, pos[0])
+	st, d, err := tf.open(e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if rs, err := st.Replays(ctx, []string{run.ID}); err == nil {
-		if r, ok := rs[run.ID]; ok {
-			return fmt.Errorf("%s is a replay of step %d: replay again with: tine replay %s --at-step %d", run.Label(), r.Step, model.ShortID(r.Of), r.Step)
-		}
-	}
-	if err := cliMissing(d.Harnesses, run.Harness, os.Getenv); err != nil {
-		return err
-	}
-	fresh, input, err := d.PrepareRetry(ctx, run.ID)
+	out, err := tf.service(st, d).Retry(ctx, service.RetryRequest{Run: pos[0], How: tf.how(e, st)})
 	if err != nil {
-		return err
+		return cliError(err)
 	}
-	return tf.run(ctx, e, st, d, []fork.Turn{{RunID: fresh.ID, Input: input}}, []model.Run{fresh})
+	return printTurns(ctx, e, out.Runs, !tf.wait, tf.asJSON)
 }

@@ -3,9 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
-	"tine/harness/fork"
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -43,59 +42,18 @@ func cmdRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, run, d, err := tf.open(ctx, e, pos[0])
+	st, d, err := tf.open(e)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	// Refused before NextTurnRun, which may make a fork for the turn.
-	h := *hname
-	if h == "" {
-		h = run.Harness
-	}
-	// An agent that runs in a container needs its program there, not here.
-	if run.OnThisMachine() && on == "" {
-		if err := cliMissing(d.Harnesses, h, os.Getenv); err != nil {
-			return err
-		}
-	}
-	if *msg == "" {
-		if err := nothingToAnswer(ctx, st, run); err != nil {
-			return err
-		}
-	}
-	if !budget.IsZero() {
-		// Refused before NextTurnRun makes a fork it could not keep.
-		// The turn goes to run itself or to a fork at its end, with its
-		// model when the agent is the same.
-		modelName := ""
-		if h == run.Harness {
-			modelName = run.Model
-		}
-		hh, err := d.Harnesses.Get(h)
-		if err != nil {
-			return err
-		}
-		if err := fork.CheckBudget(budget, hh, modelName); err != nil {
-			return err
-		}
-	}
-	target, err := d.NextTurnRun(ctx, run.ID, *hname, fork.Where{On: on, Opts: popts})
+	out, err := tf.service(st, d).Continue(ctx, service.ContinueRequest{Run: pos[0], Message: *msg, Harness: *hname,
+		Budget: budget, On: on, Place: popts, How: tf.how(e, st)})
 	if err != nil {
-		return err
+		return cliError(err)
 	}
-	if !budget.IsZero() {
-		if err := d.SetBudget(ctx, target.ID, budget); err != nil {
-			return err
-		}
-		target.Budget = budget
+	if out.NewFork && !tf.asJSON {
+		fmt.Fprintf(e.stderr, "tine: %s is not written to; its next turn goes to a new fork, %s\n", model.SafeText(out.Asked.Label()), model.SafeText(out.Runs[0].Label()))
 	}
-	// A fork that has spent its budget starts no other turn.
-	if err := d.Spent(ctx, target); err != nil {
-		return fmt.Errorf("%s: %w", model.SafeText(target.Label()), err)
-	}
-	if target.ID != run.ID && !tf.asJSON {
-		fmt.Fprintf(e.stderr, "tine: %s is not written to; its next turn goes to a new fork, %s\n", model.SafeText(run.Label()), model.SafeText(target.Label()))
-	}
-	return tf.run(ctx, e, st, d, []fork.Turn{{RunID: target.ID, Input: *msg}}, []model.Run{target})
+	return printTurns(ctx, e, out.Runs, !tf.wait, tf.asJSON)
 }

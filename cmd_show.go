@@ -2,95 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
+	"tine/internal/service"
 	"tine/model"
 )
 
-type partJSON struct {
-	Kind       string `json:"kind"`
-	Text       string `json:"text,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	ToolName   string `json:"tool_name,omitempty"`
-	ToolInput  string `json:"tool_input,omitempty"`
-	IsError    bool   `json:"is_error,omitempty"`
-	Raw        string `json:"raw,omitempty"`
-}
-
-type messageJSON struct {
-	K         int         `json:"k"`
-	Role      string      `json:"role"`
-	Model     string      `json:"model,omitempty"`
-	Time      *time.Time  `json:"time,omitempty"`
-	NativeID  string      `json:"native_id,omitempty"`
-	Usage     model.Usage `json:"usage"`
-	Parts     []partJSON  `json:"parts"`
-	Inherited bool        `json:"inherited"`
-}
-
-type showJSON struct {
-	runJSON
-	Checkpoints []int         `json:"checkpoints"`
-	Transcript  []messageJSON `json:"messages"`
-}
-
-// MarshalJSON flattens the run's keys next to "messages", which here is
-// the transcript rather than the count.
-func (s showJSON) MarshalJSON() ([]byte, error) {
-	run, err := json.Marshal(s.runJSON)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(run, &m); err != nil {
-		return nil, err
-	}
-	m["message_count"] = m["messages"]
-	if m["messages"], err = json.Marshal(s.Transcript); err != nil {
-		return nil, err
-	}
-	if m["checkpoints"], err = json.Marshal(s.Checkpoints); err != nil {
-		return nil, err
-	}
-	return json.Marshal(m)
-}
-
-func toShowJSON(r model.Run, msgs []model.Message, inherited int) showJSON {
-	s := showJSON{runJSON: toRunJSON(r), Checkpoints: model.Checkpoints(msgs), Transcript: make([]messageJSON, len(msgs))}
-	for i, m := range msgs {
-		mj := messageJSON{K: i + 1, Role: string(m.Role), Model: m.Model, NativeID: m.NativeID, Usage: m.Usage,
-			Inherited: i < inherited, Parts: make([]partJSON, len(m.Parts))}
-		if !m.Time.IsZero() {
-			t := m.Time
-			mj.Time = &t
-		}
-		for j, p := range m.Parts {
-			mj.Parts[j] = partJSON{Kind: string(p.Kind), Text: p.Text, ToolCallID: p.ToolCallID, ToolName: p.ToolName,
-				ToolInput: p.ToolInput, IsError: p.IsError, Raw: p.Raw}
-		}
-		s.Transcript[i] = mj
-	}
-	return s
-}
-
-// loadRun resolves ref and reads its full transcript.
-func loadRun(ctx context.Context, e *env, ref string) (model.Run, []model.Message, int, error) {
-	st, err := e.open()
-	if err != nil {
-		return model.Run{}, nil, 0, err
-	}
-	defer st.Close()
-	r, err := st.Resolve(ctx, ref)
-	if err != nil {
-		return model.Run{}, nil, 0, err
-	}
-	msgs, inherited, err := st.Messages(ctx, r.ID)
-	return r, msgs, inherited, err
-}
+type showJSON = service.Show
 
 func cmdShow(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "show", "RUN [--json]", "Print a run's messages, each numbered by the boundary K right after it.\nInherited messages (a fork's prefix) are marked with │. ● marks a checkpoint.")
@@ -104,25 +24,15 @@ func cmdShow(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer st.Close()
-	r, err := st.Resolve(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	msgs, inherited, err := st.Messages(ctx, r.ID)
-	if err != nil {
-		return err
-	}
-	rates, err := st.AARates(ctx, []string{r.ID})
+	shown, err := readService(st).Show(ctx, pos[0])
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		s := toShowJSON(r, msgs, inherited)
-		s.AA = toAAJSON(rates[r.ID])
-		return writeJSON(e.stdout, s)
+		return writeJSON(e.stdout, shown.JSON())
 	}
-	writeShow(e.stdout, r, msgs, inherited)
-	if a, ok := rates[r.ID]; ok {
+	writeShow(e.stdout, shown.Run, shown.Messages, shown.Inherited)
+	if a := shown.AA; a.Measured > 0 {
 		fmt.Fprintf(e.stdout, "A/A: %s\n", a)
 	}
 	return nil

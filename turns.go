@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -17,10 +15,9 @@ import (
 
 	"tine/harness"
 	"tine/harness/fork"
-	"tine/harness/place"
 	"tine/harness/place/docker"
 	"tine/harness/registry"
-	"tine/harness/turns"
+	"tine/internal/service"
 	"tine/model"
 	"tine/store"
 )
@@ -42,96 +39,54 @@ func (t *turnFlags) register(f *flags) {
 	f.BoolVar(&t.asJSON, "json", false, "print JSON")
 }
 
-// open opens the store, resolves ref and makes the driver the flags ask
-// for; the caller closes the store.
-func (t *turnFlags) open(ctx context.Context, e *env, ref string) (*store.Store, model.Run, *fork.Driver, error) {
+// open opens the store to write and makes the driver the flags ask for;
+// the caller closes the store.
+func (t *turnFlags) open(e *env) (*store.Store, *fork.Driver, error) {
 	st, err := e.openToWrite()
 	if err != nil {
-		return nil, model.Run{}, nil, err
+		return nil, nil, err
 	}
-	run, err := st.Resolve(ctx, ref)
-	if err == nil {
-		var d *fork.Driver
-		if d, err = newDriver(st, false, t.api, t.ag); err == nil {
-			return st, run, d, nil
-		}
+	d, err := newDriver(st, false, t.api, t.ag)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
 	}
-	st.Close()
-	return nil, model.Run{}, nil, err
+	return st, d, nil
 }
 
-// run runs turns as the flags say (runTurns).
-func (t *turnFlags) run(ctx context.Context, e *env, st *store.Store, d *fork.Driver, turns []fork.Turn, runs []model.Run) error {
-	return runTurns(ctx, e, st, d, turns, runs, t.wait, t.asJSON, t.api, t.ag)
+// service is the service for this command's turns, on st with d.
+func (t *turnFlags) service(st *store.Store, d *fork.Driver) *service.Service {
+	return turnService(st, d, t.api, t.ag)
 }
 
-// runTurns runs turns (none: the runs were only created) in the
-// foreground (wait) or in a background tine, then prints runs as `tine
-// fork` does.
-func runTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work []fork.Turn, runs []model.Run,
-	wait, asJSON bool, api apiFlags, ag agentFlags) error {
-	if err := driveTurns(ctx, e, st, d, work, runs, wait, api, ag); err != nil {
-		return err
+// how is how the command's turns run: in the foreground with --wait,
+// reporting on e's stderr when it is a terminal; else in the background.
+func (t *turnFlags) how(e *env, st *store.Store) service.How {
+	h := service.How{Wait: t.wait}
+	if t.wait {
+		h.Progress = forkProgress(e, st)
 	}
+	return h
+}
+
+// printTurns prints runs as tine fork does (JSON with --json), saying
+// when their turns (started) run in the background, and fails when the
+// command was cancelled or a fork failed.
+func printTurns(ctx context.Context, e *env, runs []model.Run, started, asJSON bool) error {
 	if asJSON {
-		out := struct {
-			Forks []forkJSON `json:"forks"`
-		}{}
-		for _, r := range runs {
-			out.Forks = append(out.Forks, toForkJSON(r))
-		}
-		if err := writeJSON(e.stdout, out); err != nil {
+		if err := writeJSON(e.stdout, service.ToForks(runs)); err != nil {
 			return err
 		}
 	} else {
 		printForks(e.stdout, runs)
-		if len(work) > 0 && !wait {
+		if started {
 			fmt.Fprintln(e.stdout, "The turns run in the background; watch them with: tine ls (or in the TUI)")
 		}
 	}
 	if ctx.Err() != nil {
 		return errors.New("cancelled: what the forks had streamed is kept, and they are recorded as cancelled")
 	}
-	return failedForks(runs)
-}
-
-// driveTurns runs turns in the foreground (wait), updating runs to how
-// they ended, or hands them to a background tine, marking runs running.
-func driveTurns(ctx context.Context, e *env, st *store.Store, d *fork.Driver, work []fork.Turn, runs []model.Run,
-	wait bool, api apiFlags, ag agentFlags) error {
-	switch {
-	case len(work) == 0:
-	case wait:
-		done := d.RunTurns(ctx, work, forkProgress(e, runs))
-		byID := map[string]model.Run{}
-		for _, r := range done {
-			byID[r.ID] = r
-		}
-		for i, r := range runs {
-			if r2, ok := byID[r.ID]; ok {
-				runs[i] = r2
-			}
-		}
-	default:
-		if err := startBackgroundTurns(st.Path(), max(d.Parallel, 1), api, ag, work); err != nil {
-			ids := make([]string, len(work))
-			for i, t := range work {
-				ids[i] = t.RunID
-			}
-			if failed := turns.FailHandOver(ctx, st, ids, err); len(failed) > 0 {
-				return fmt.Errorf("created, but the turns could not start (%s marked failed): %w", strings.Join(failed, ", "), err)
-			}
-			return fmt.Errorf("created, but the turns could not start: %w", err)
-		}
-		for _, t := range work {
-			for i := range runs {
-				if runs[i].ID == t.RunID {
-					runs[i].Status = model.Running
-				}
-			}
-		}
-	}
-	return nil
+	return service.FailedForks(runs)
 }
 
 // apiFlags override the model APIs' environment (OPENAI_BASE_URL,
@@ -215,46 +170,18 @@ func (p *placeFlags) register(f *flags) {
 	f.IntVar(&p.jobs, "jobs", 0, "with --on docker: how many forks' containers run at once on its daemon, across tine's processes here (default its CPUs); the rest wait, queued")
 }
 
-// opts are the flags as a run keeps them; a flag given without --on
-// docker is a usage error of command cmd.
+// opts are the flags as a run keeps them (the service checks them); a
+// --memory that is no size is a usage error of command cmd.
 func (p placeFlags) opts(cmd string) (string, model.PlaceOpts, error) {
-	on := place.Normalize(p.on)
 	o := model.PlaceOpts{Image: p.image, CPUs: p.cpus, Network: p.network, Jobs: p.jobs}
 	if p.memory != "" {
-		n, err := parseSize(p.memory)
+		n, err := service.ParseSize(p.memory)
 		if err != nil {
 			return "", o, usagef("%s: --memory: %s", cmd, err)
 		}
 		o.MemoryBytes = n
 	}
-	switch {
-	case on == "" && !o.IsZero():
-		return "", o, usagef("%s: --image, --cpus, --memory, --network and --jobs are for forks in containers: add --on docker", cmd)
-	case p.cpus < 0 || p.jobs < 0:
-		return "", o, usagef("%s: --cpus and --jobs cannot be negative", cmd)
-	case on != "" && !knownPlace(on):
-		return "", o, usagef("%s: --on is local, docker or docker:CONTEXT, not %q", cmd, p.on)
-	}
-	return on, o, nil
-}
-
-// parseSize reads a size as docker's --memory takes it: a number of
-// bytes, or with a suffix k, m, g (kibibytes and so on).
-func parseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := int64(1)
-	for suf, m := range map[string]int64{"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40} {
-		if strings.HasSuffix(t, suf) || strings.HasSuffix(t, suf+"b") || strings.HasSuffix(t, suf+"ib") {
-			t = strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(t, "ib"), "b"), suf)
-			mult = m
-			break
-		}
-	}
-	n, err := strconv.ParseFloat(t, 64)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not a size (512m, 2g)", s)
-	}
-	return int64(n * float64(mult)), nil
+	return p.on, o, nil
 }
 
 // harnessNames are the backends tine is built with (harness/registry):
@@ -274,93 +201,11 @@ func (s *stringList) String() string { return strings.Join(*s, ", ") }
 
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
-// forkJSON is one fork as `tine fork --json` prints it.
-type forkJSON struct {
-	ID       string      `json:"id"`
-	Name     string      `json:"name"`
-	Parent   string      `json:"parent"`
-	ForkAt   int         `json:"fork_at"`
-	Asked    string      `json:"asked"`
-	Snapped  string      `json:"snapped_reason"`
-	Status   string      `json:"status"`
-	Harness  string      `json:"harness"`
-	NativeID string      `json:"native_id"`
-	Messages int         `json:"messages"`
-	Usage    model.Usage `json:"usage"`
-	CostUSD  usd         `json:"cost_usd"`
-	Error    string      `json:"error"`
-	Worktree string      `json:"worktree"`
-	Branch   string      `json:"branch"`
-	Base     string      `json:"base_commit,omitempty"`
-	Handoff  bool        `json:"handoff"`
-	Check    *checkJSON  `json:"check"`
-	Best     bool        `json:"best"`
-	Why      string      `json:"best_reason,omitempty"`
-	Note     string      `json:"note,omitempty"`
-	Budget   *budgetJSON `json:"budget"`
-	// Place is where its turns run: "local" or "docker[:CONTEXT]";
-	// Container its container there.
-	Place     string `json:"place"`
-	Container string `json:"container,omitempty"`
-}
-
-// budgetJSON is a fork's budget; null when it was given none.
-type budgetJSON struct {
-	MaxTokens  int64 `json:"max_tokens,omitempty"`
-	MaxCostUSD usd   `json:"max_cost_usd,omitempty"`
-}
-
-func toBudgetJSON(b model.Budget) *budgetJSON {
-	if b.IsZero() {
-		return nil
-	}
-	return &budgetJSON{MaxTokens: b.Tokens, MaxCostUSD: usd(b.USD)}
-}
-
-// checkJSON is a fork's best-of-N check; null when it was given none.
-type checkJSON struct {
-	Cmd     string   `json:"cmd"`
-	Ran     bool     `json:"ran"`
-	Exit    int      `json:"exit"`
-	Score   *float64 `json:"score"`
-	Output  string   `json:"output"`
-	Seconds float64  `json:"seconds"`
-	Error   string   `json:"error,omitempty"`
-}
-
-func toCheckJSON(c *model.Check) *checkJSON {
-	if c == nil {
-		return nil
-	}
-	return &checkJSON{Cmd: c.Cmd, Ran: c.Ran, Exit: c.Exit, Score: c.Score, Output: c.Output,
-		Seconds: c.Duration.Round(10 * time.Millisecond).Seconds(), Error: c.Error}
-}
-
-func toForkJSON(r model.Run) forkJSON {
-	return forkJSON{ID: r.ID, Name: r.Name, Parent: r.ParentID, ForkAt: r.ForkAt, Asked: r.Asked, Snapped: r.SnapReason,
-		Status: string(r.Status), Harness: r.Harness, NativeID: r.NativeID, Messages: r.Len(), Usage: r.Usage,
-		CostUSD: usd(r.CostUSD), Error: r.Error, Worktree: r.Worktree, Branch: r.Branch, Base: r.BaseCommit,
-		Handoff: r.Handoff, Check: toCheckJSON(r.Check), Best: r.Best, Why: r.BestReason, Note: r.Note,
-		Budget: toBudgetJSON(r.Budget), Place: placeName(r), Container: r.Container}
-}
-
-// placeName is where r's turns run, as tine says it.
-func placeName(r model.Run) string {
-	if r.Place == "" {
-		return "local"
-	}
-	return r.Place
-}
-
-// failedForks is the error of a command whose forks failed, naming the first.
-func failedForks(forks []model.Run) error {
-	for _, fk := range forks {
-		if fk.Status == model.Failed {
-			return fmt.Errorf("fork %s failed: %s", fk.Label(), fk.Error)
-		}
-	}
-	return nil
-}
+type (
+	forkJSON   = service.Fork
+	budgetJSON = service.Budget
+	checkJSON  = service.Check
+)
 
 func printForks(w io.Writer, forks []model.Run) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -430,25 +275,37 @@ func checkText(r model.Run) string {
 }
 
 // forkProgress reports each fork's status changes and notes (a retry) on
-// stderr when it is a terminal, one line each.
-func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
+// stderr when it is a terminal, one line each, naming the fork as st has
+// it.
+func forkProgress(e *env, st *store.Store) func(fork.RunEvent) {
 	f, ok := e.stderr.(*os.File)
 	if !ok || !term.IsTerminal(f.Fd()) {
 		return nil
 	}
+	var mu sync.Mutex
 	names := map[string]string{}
-	for _, fk := range forks {
-		names[fk.ID] = fk.Label()
+	name := func(id string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if n, ok := names[id]; ok {
+			return n
+		}
+		n := model.ShortID(id)
+		if r, err := st.Run(context.Background(), id); err == nil {
+			n = r.Label()
+		}
+		names[id] = n
+		return n
 	}
 	start := time.Now()
 	return func(ev fork.RunEvent) {
 		if ev.Note != "" { // a retry, while it goes on
-			fmt.Fprintf(e.stderr, "%6.1fs  %s: %s\n", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), model.OneLine(ev.Note, 200))
+			fmt.Fprintf(e.stderr, "%6.1fs  %s: %s\n", time.Since(start).Seconds(), model.SafeText(name(ev.RunID)), model.OneLine(ev.Note, 200))
 		}
 		if ev.Status == "" {
 			return
 		}
-		line := fmt.Sprintf("%6.1fs  %s: %s", time.Since(start).Seconds(), model.SafeText(names[ev.RunID]), ev.Status)
+		line := fmt.Sprintf("%6.1fs  %s: %s", time.Since(start).Seconds(), model.SafeText(name(ev.RunID)), ev.Status)
 		if ev.Err != nil && ev.Status != model.Completed {
 			line += ": " + model.OneLine(ev.Err.Error(), 100)
 		}
@@ -456,20 +313,8 @@ func forkProgress(e *env, forks []model.Run) func(fork.RunEvent) {
 	}
 }
 
-// startBackgroundTurns runs the turns in a detached tine process, so the
-// command returns while the forks go on. The child reads its work from
-// stdin and claims it in the store before this returns (handOver).
-func startBackgroundTurns(db string, parallel int, api apiFlags, ag agentFlags, work []fork.Turn) error {
-	args, env := runTurnsArgs(db, parallel, api, ag)
-	data, err := json.Marshal(work)
-	if err != nil {
-		return err
-	}
-	return turns.HandOver(args, env, data)
-}
-
 // runTurnsArgs are the command line and the environment of a background
-// `tine run-turns` (startBackgroundTurns, and the TUI's: tuiBackground).
+// `tine run-turns` (handover, and the TUI's: tuiBackground).
 func runTurnsArgs(db string, parallel int, api apiFlags, ag agentFlags) (args, env []string) {
 	args = append([]string{"--db", db, "run-turns", "--parallel", fmt.Sprint(parallel), "--base-url", api.baseURL}, ag.args()...)
 	// The key goes through the environment, never the argument list.
@@ -478,52 +323,4 @@ func runTurnsArgs(db string, parallel int, api apiFlags, ag agentFlags) (args, e
 		env = append(env, "OPENAI_API_KEY="+api.apiKey, "ANTHROPIC_API_KEY="+api.apiKey)
 	}
 	return args, env
-}
-
-// cliMissing says why harness name cannot run a turn here because its
-// agent's CLI is not installed, naming the npm package that provides it;
-// nil when it is found, or when the harness runs no CLI of its own (a
-// model API, the script harness, an ACP agent, a name the registry lacks,
-// which the driver refuses itself). Asked before anything is made, so a
-// fork that could not run leaves no failed run, branch or worktree behind
-// (ARCHITECTURE.md, rule 4: creating forks costs nothing until used).
-func cliMissing(reg *harness.Registry, name string, getenv func(string) string) error {
-	ag, ok := reg.Agent(name)
-	if !ok || ag.CLI == nil {
-		return nil
-	}
-	cli := ag.CLI
-	bin := cli.Bin
-	named := ""
-	if cli.BinVar != "" && getenv(cli.BinVar) != "" {
-		bin, named = getenv(cli.BinVar), cli.BinVar
-	}
-	if _, err := exec.LookPath(bin); err == nil {
-		return nil
-	}
-	msg := fmt.Sprintf("%s is not installed (no %q in PATH)", name, bin)
-	if named != "" {
-		msg = fmt.Sprintf("%s is not installed: %s names %q, which is not a program here", name, named, model.SafeText(bin))
-	}
-	if cli.Package != "" {
-		msg += "; install it with: npm install -g " + cli.Package
-	}
-	if cli.BinVar != "" && named == "" {
-		msg += " (or set " + cli.BinVar + " to its path)"
-	}
-	return errors.New(msg + "; nothing was made")
-}
-
-// nothingToAnswer refuses a turn without a message on a run whose
-// transcript ends with the model's reply (the driver would fail it after
-// making its fork): a usage error, before anything is made.
-func nothingToAnswer(ctx context.Context, st *store.Store, run model.Run) error {
-	b, err := st.Boundaries(ctx, run.ID)
-	if err != nil {
-		return err
-	}
-	if n := b.Len(); n > 0 && b.IsAssistant(n-1) && !b.MadeCalls(n-1) {
-		return usagef("run: -m MSG is the turn's message; without one the model would answer again, and %s ends with its reply", model.SafeText(run.Label()))
-	}
-	return nil
 }

@@ -322,16 +322,7 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 		cmds = append(cmds, a.setStatus(note+"; created only: they cost nothing until used", levelInfo))
 		return tea.Batch(cmds...)
 	}
-	var turns []fork.Turn
-	for i, r := range msg.runs {
-		input := ""
-		if len(spec.Messages) == 1 {
-			input = spec.Messages[0]
-		} else if len(spec.Messages) > 1 {
-			input = spec.Messages[i]
-		}
-		turns = append(turns, fork.Turn{RunID: r.ID, Input: input})
-	}
+	turns := fork.FirstTurns(msg.runs, spec.Messages)
 	cmds = append(cmds, a.startTurns(msg.batch, req.driver, req.api, turns, msg.runs...), a.setStatus(note+"; running", levelInfo))
 	return tea.Batch(cmds...)
 }

@@ -72,6 +72,9 @@ type Coster interface {
 	Cost(model string, u model.Usage) (usd float64, known bool)
 }
 
+// DefaultParallel is how many turns run at once unless asked.
+const DefaultParallel = 4
+
 // MaxForks bounds how many forks one request makes.
 const MaxForks = 10
 
@@ -342,9 +345,13 @@ func CheckNames(names []string) error {
 // cannot be forked: its transcript and its agent's session are still being
 // written, so the cut could fall inside the turn.
 func midTurnError(r model.Run) error {
-	return fmt.Errorf("run %s is in the middle of a turn: a run mid-turn cannot be forked; wait for the turn to finish (or stop it: tine cancel %s)",
-		r.Label(), model.ShortID(r.ID))
+	return fmt.Errorf("run %s is in the middle of a turn: %w; wait for the turn to finish (or stop it: tine cancel %s)",
+		r.Label(), ErrMidTurn, model.ShortID(r.ID))
 }
+
+// ErrMidTurn: a fork was asked of a run in the middle of a turn tine is
+// driving.
+var ErrMidTurn = errors.New("a run mid-turn cannot be forked")
 
 // harnessFor picks the harness a run continues with.
 func (d *Driver) harnessFor(r model.Run, asked string) (string, harness.Harness, error) {
@@ -366,6 +373,33 @@ func (d *Driver) harnessFor(r model.Run, asked string) (string, harness.Harness,
 	return name, h, nil
 }
 
+// Stale refuses the first turn of pending fork run when its branch point
+// went stale: its harness can only branch where its parent ends, and the
+// parent has moved on since the fork was made (rule 5 in
+// ARCHITECTURE.md). It wraps harness.ErrParentMovedOn; nil for any other
+// run, and for a harness that can branch at any boundary.
+func (d *Driver) Stale(ctx context.Context, run model.Run) error {
+	_, h, err := d.harnessFor(run, run.Harness)
+	if err != nil {
+		return nil // the turn says why it cannot run
+	}
+	return d.stale(ctx, run, h.Capabilities())
+}
+
+func (d *Driver) stale(ctx context.Context, run model.Run, caps harness.Capabilities) error {
+	if run.Status != model.Pending || run.ParentID == "" || caps.ForkAtK || caps.OwnSessions {
+		return nil
+	}
+	parent, err := d.Store.Run(ctx, run.ParentID)
+	if err != nil {
+		return err
+	}
+	if parent.Len() != run.ParentLen {
+		return fmt.Errorf("%w (it had %d messages at the fork, %d now)", harness.ErrParentMovedOn, run.ParentLen, parent.Len())
+	}
+	return nil
+}
+
 // Turn is one turn to run: a run and the message it gets ("" asks the
 // model to answer again).
 type Turn struct {
@@ -376,6 +410,22 @@ type Turn struct {
 	// it never goes to another process: a background replay prepares its
 	// own (tine replay --wait runs in the process that made it).
 	Rebuild *Rebuild `json:"-"`
+}
+
+// FirstTurns are the first turns of forks made together, given
+// messages: one for all, or one per fork (ForkSpec.Messages); none asks
+// the model to answer again (regenerate).
+func FirstTurns(forks []model.Run, messages []string) []Turn {
+	turns := make([]Turn, len(forks))
+	for i, r := range forks {
+		turns[i].RunID = r.ID
+		if len(messages) == 1 {
+			turns[i].Input = messages[0]
+		} else if len(messages) > i {
+			turns[i].Input = messages[i]
+		}
+	}
+	return turns
 }
 
 // Rebuild is how a replay's turn runs: the agent is started the way the
@@ -417,7 +467,7 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	}
 	parallel := d.Parallel
 	if parallel <= 0 {
-		parallel = 4
+		parallel = DefaultParallel
 	}
 	// The turns are this process's from now, also those that wait for a
 	// slot: should it die first, they are reaped, not left pending
@@ -608,16 +658,9 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, err)
 		return
 	}
-	if run.Status == model.Pending && run.ParentID != "" && !caps.ForkAtK && !caps.OwnSessions {
-		parent, err := d.Store.Run(bg, run.ParentID)
-		if err != nil {
-			finish(model.Failed, err)
-			return
-		}
-		if parent.Len() != run.ParentLen {
-			finish(model.Failed, fmt.Errorf("%w (it had %d messages at the fork, %d now)", harness.ErrParentMovedOn, run.ParentLen, parent.Len()))
-			return
-		}
+	if err := d.stale(bg, run, caps); err != nil {
+		finish(model.Failed, err)
+		return
 	}
 	if t.Input == "" && len(prefix) > 0 && prefix[len(prefix)-1].Role == model.Assistant && len(prefix[len(prefix)-1].ToolCalls()) == 0 {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
@@ -925,7 +968,7 @@ func (d *Driver) NextTurnRun(ctx context.Context, id, harnessName string, where 
 	if where.On == "" {
 		where = Where{On: run.Place, Opts: run.PlaceOpts}
 	}
-	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.needsHandoff(run, harnessName),
+	forks, _, err := d.Fork(ctx, ForkSpec{Parent: run.ID, At: "end", N: 1, Harness: harnessName, Handoff: d.NeedsHandoff(run, harnessName),
 		On: where.On, PlaceOpts: where.Opts})
 	if err != nil {
 		return model.Run{}, err
@@ -964,10 +1007,10 @@ func NextTurnTarget(run model.Run, name string, caps harness.Capabilities) TurnT
 	return TurnNewFork
 }
 
-// needsHandoff reports whether continuing run with harnessName must be a
+// NeedsHandoff reports whether continuing run with harnessName must be a
 // handoff: an agent other than the one that made it. Asking for another
 // agent by name is the explicit choice rule 8 wants.
-func (d *Driver) needsHandoff(run model.Run, harnessName string) bool {
+func (d *Driver) NeedsHandoff(run model.Run, harnessName string) bool {
 	if harnessName == "" || harnessName == run.Harness {
 		return false
 	}

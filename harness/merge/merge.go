@@ -64,7 +64,7 @@ func Prepare(ctx context.Context, st Store, forks []model.Run, into string) (Pla
 		case f.ParentID == "":
 			return p, fmt.Errorf("%s is no fork: it has no parent to bring what it found to", label)
 		case midTurn(f):
-			return p, fmt.Errorf("%s is in the middle of a turn: merge it when its turn has ended", label)
+			return p, fmt.Errorf("%s is %w: merge it when its turn has ended", label, ErrMidTurn)
 		case f.Status == model.Pending:
 			return p, fmt.Errorf("%s has not run yet: it has found nothing to merge", label)
 		}
@@ -88,8 +88,8 @@ func Prepare(ctx context.Context, st Store, forks []model.Run, into string) (Pla
 	case seen[target.ID]:
 		return p, fmt.Errorf("%s is one of the forks merged: a fork is not merged into itself", label)
 	case midTurn(target):
-		return p, fmt.Errorf("%s is in the middle of a turn: a merge is a turn of its own, given once this one has ended; wait for it (or stop it: tine cancel %s)",
-			label, model.ShortID(target.ID))
+		return p, fmt.Errorf("%s is %w: a merge is a turn of its own, given once this one has ended; wait for it (or stop it: tine cancel %s)",
+			label, ErrMidTurn, model.ShortID(target.ID))
 	}
 	for _, f := range forks {
 		if f.TreeID != target.TreeID {
@@ -110,6 +110,10 @@ func Prepare(ctx context.Context, st Store, forks []model.Run, into string) (Pla
 
 // midTurn reports whether tine is driving a turn of r, or has handed it
 // one that waits for room.
+// ErrMidTurn: a fork to merge, or the run to merge into, is in the middle
+// of a turn.
+var ErrMidTurn = errors.New("in the middle of a turn")
+
 func midTurn(r model.Run) bool { return r.Status == model.Running || r.Status == model.Queued }
 
 // Order puts a best-of-N winner (a fork marked best) first and says why
@@ -209,7 +213,7 @@ func Start(ctx context.Context, d *fork.Driver, st Store, p Plan) (model.Run, mo
 		return model.Run{}, model.Merge{}, err
 	}
 	if midTurn(into) {
-		return model.Run{}, model.Merge{}, fmt.Errorf("%s is in the middle of a turn: merge when its turn has ended", model.SafeText(into.Label()))
+		return model.Run{}, model.Merge{}, fmt.Errorf("%s is %w: merge when its turn has ended", model.SafeText(into.Label()), ErrMidTurn)
 	}
 	target, err := d.NextTurnRun(ctx, into.ID, "", fork.Where{})
 	if err != nil {
