@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"tine/internal/rpcframe"
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -32,15 +31,31 @@ func cmdMCP(ctx context.Context, e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	s := newMCPServer(e.db)
-	return s.Run(ctx, &mcp.IOTransport{Reader: readCloser{e.stdin}, Writer: writeCloser{e.stdout}})
+	st, err := e.open()
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc, err := faceService(st)
+	if err != nil {
+		return err
+	}
+	// The guard answers what the server cannot take, and ends its input
+	// only once every call it was given is answered.
+	g := rpcframe.New(e.stdout)
+	go g.Serve(ctx, e.stdin)
+	err = newMCPServer(svc).Run(ctx, &mcp.IOTransport{Reader: g.Reader(), Writer: g.Writer(), MaxLineLength: rpcframe.MaxLine + 1})
+	if errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
-// mcpTool is one tool: its name, what it says of itself, and the command
-// line it runs for its arguments.
+// mcpTool is one tool: its name, what it says of itself, and the call of
+// the service it makes with its arguments.
 type mcpTool[In any] struct {
 	name, desc string
-	argv       func(In) ([]string, error)
+	call       func(ctx context.Context, in In) (any, error)
 }
 
 // Arguments of the tools, as the JSON Schema the SDK derives shows them.
@@ -56,18 +71,23 @@ type (
 		Run string `json:"run" jsonschema:"a run id, a unique prefix of one, or a fork's name"`
 	}
 	mcpForkArgs struct {
-		Session   string   `json:"session" jsonschema:"the run to fork: a run id, a unique prefix of one, or a fork's name"`
-		N         int      `json:"n,omitempty" jsonschema:"how many forks (1-10; default 1, or one per message)"`
-		Message   string   `json:"message,omitempty" jsonschema:"the message every fork gets"`
-		Messages  []string `json:"messages,omitempty" jsonschema:"one message per fork"`
-		Names     []string `json:"names,omitempty" jsonschema:"a name per fork"`
-		At        string   `json:"at,omitempty" jsonschema:"where to cut: end, last_user, a boundary K, or step:N (default end)"`
-		Harness   string   `json:"harness,omitempty" jsonschema:"the harness to continue with (default the run's own)"`
-		Check     string   `json:"check,omitempty" jsonschema:"a shell command run in each finished fork's worktree; the best is marked"`
-		Handoff   bool     `json:"handoff,omitempty" jsonschema:"continue with another agent as a handoff (a new session given the transcript)"`
-		Wait      bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
-		MaxTokens string   `json:"max_tokens,omitempty" jsonschema:"a budget: stop each fork when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
-		MaxCost   string   `json:"max_cost,omitempty" jsonschema:"a budget: stop each fork when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
+		Session         string   `json:"session" jsonschema:"the run to fork: a run id, a unique prefix of one, or a fork's name"`
+		N               int      `json:"n,omitempty" jsonschema:"how many forks (1-10; default 1, or one per message)"`
+		Message         string   `json:"message,omitempty" jsonschema:"the message every fork gets"`
+		Messages        []string `json:"messages,omitempty" jsonschema:"one message per fork"`
+		Names           []string `json:"names,omitempty" jsonschema:"a name per fork"`
+		At              string   `json:"at,omitempty" jsonschema:"where to cut: end, last_user, a boundary K, or step:N (default end)"`
+		Harness         string   `json:"harness,omitempty" jsonschema:"the harness to continue with (default the run's own)"`
+		Model           string   `json:"model,omitempty" jsonschema:"the model the harness asks for (default the run's own, or the harness's)"`
+		Check           string   `json:"check,omitempty" jsonschema:"a shell command run in each finished fork's worktree; the best is marked"`
+		Score           string   `json:"score,omitempty" jsonschema:"how check scores: exit (exit status 0 passes; the default) or number (the number on its output's last line; highest wins)"`
+		InPlace         bool     `json:"in_place,omitempty" jsonschema:"run agent forks in the run's own directory instead of a git worktree each (for a directory that is not a git repository)"`
+		Regenerate      bool     `json:"regenerate,omitempty" jsonschema:"fork at last_user and let the model answer again (no message)"`
+		ReplaceOriginal bool     `json:"replace_original,omitempty" jsonschema:"with regenerate: hide the session in views (it stays stored)"`
+		Handoff         bool     `json:"handoff,omitempty" jsonschema:"continue with another agent as a handoff (a new session given the transcript)"`
+		Wait            bool     `json:"wait,omitempty" jsonschema:"wait for the forks' turns to end (default: they run in the background; read them with show or compare)"`
+		MaxTokens       string   `json:"max_tokens,omitempty" jsonschema:"a budget: stop each fork when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
+		MaxCost         string   `json:"max_cost,omitempty" jsonschema:"a budget: stop each fork when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
 		mcpPlaceArgs
 	}
 	// mcpPlaceArgs are where forks run, as --on and its flags.
@@ -86,6 +106,11 @@ type (
 		Wait      bool   `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
 		MaxTokens string `json:"max_tokens,omitempty" jsonschema:"a budget: stop the run when its own tokens pass this (a whole number, e.g. 200000 or 200,000), as --max-tokens"`
 		MaxCost   string `json:"max_cost,omitempty" jsonschema:"a budget: stop the run when its own cost passes this many US dollars (e.g. 0.50 or $0.50), as --max-cost"`
+		// The continue forms: a fork of the run gets the turn.
+		ContinueFrom    string `json:"continue_from,omitempty" jsonschema:"fork the run here and give the fork the turn: end, last_user, a boundary K, or step:N (default: the run's next turn)"`
+		Fork            bool   `json:"fork,omitempty" jsonschema:"give the turn to a new fork of the run (at continue_from), never the run itself"`
+		Regenerate      bool   `json:"regenerate,omitempty" jsonschema:"fork at last_user and let the model answer again (message empty)"`
+		ReplaceOriginal bool   `json:"replace_original,omitempty" jsonschema:"with regenerate: hide the run in views (it stays stored)"`
 		mcpPlaceArgs
 	}
 	mcpApplyArgs struct {
@@ -102,6 +127,9 @@ type (
 		DryRun    bool     `json:"dry_run,omitempty" jsonschema:"only answer with the message the merge would send; change nothing"`
 		Wait      bool     `json:"wait,omitempty" jsonschema:"wait for the turn to end"`
 	}
+	mcpCancelArgs struct {
+		Runs []string `json:"runs" jsonschema:"the runs to stop: run ids, unique prefixes of them, or fork names"`
+	}
 	mcpCompareArgs struct {
 		Runs []string `json:"runs" jsonschema:"two or more runs"`
 		Diff bool     `json:"diff,omitempty" jsonschema:"include each fork's worktree diff"`
@@ -117,127 +145,128 @@ type (
 	}
 )
 
-// newMCPServer makes the server over the database at db ("" for the
-// default).
-func newMCPServer(db string) *mcp.Server {
+// newMCPServer makes the server whose tools call svc, each with the
+// arguments it was given: a run's name is data, never a flag (STYLE.md
+// 21).
+func newMCPServer(svc *service.Service) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "tine", Version: version}, nil)
-	addMCPTool(s, db, mcpTool[mcpListArgs]{"list_sessions", "List the conversation trees tine holds, and their runs (tine ls --json).",
-		func(a mcpListArgs) ([]string, error) {
-			argv := []string{"ls", "--json"}
-			if a.All {
-				argv = append(argv, "--all")
-			}
-			return argv, nil
+	addMCPTool(s, mcpTool[mcpListArgs]{"list_sessions", "List the conversation trees tine holds, and their runs (tine ls --json).",
+		func(ctx context.Context, a mcpListArgs) (any, error) {
+			l, err := svc.List(ctx, a.All)
+			return answer(l.JSON(), err)
 		}})
-	addMCPTool(s, db, mcpTool[mcpSearchArgs]{"search", "Find the messages whose text holds every word of the query, newest first, each with its run and the text around the match (tine search --json).",
-		func(a mcpSearchArgs) ([]string, error) {
-			argv := []string{"search", "--json"}
-			if a.Limit != 0 {
-				argv = append(argv, "--limit", strconv.Itoa(a.Limit))
-			}
-			return append(argv, "--", a.Query), nil // the words are never a flag
+	addMCPTool(s, mcpTool[mcpSearchArgs]{"search", "Find the messages whose text holds every word of the query, newest first, each with its run and the text around the match (tine search --json).",
+		func(ctx context.Context, a mcpSearchArgs) (any, error) {
+			return answer(svc.Search(ctx, service.SearchRequest{Query: a.Query, Limit: a.Limit}))
 		}})
-	addMCPTool(s, db, mcpTool[mcpRunArgs]{"show", "A run's messages, numbered by boundary K (tine show --json).",
-		func(a mcpRunArgs) ([]string, error) { return []string{"show", a.Run, "--json"}, nil }})
-	addMCPTool(s, db, mcpTool[mcpRunArgs]{"checkpoints", "A run's pair-safe boundaries: where it can be forked (tine checkpoints --json).",
-		func(a mcpRunArgs) ([]string, error) { return []string{"checkpoints", a.Run, "--json"}, nil }})
-	addMCPTool(s, db, mcpTool[mcpForkArgs]{"fork_session", "Fork a session at a safe boundary into N branches, each continued by the agent's own CLI in a git worktree of its own, or (on docker) a container of its own (tine fork --json).",
-		func(a mcpForkArgs) ([]string, error) {
+	addMCPTool(s, mcpTool[mcpRunArgs]{"show", "A run's messages, numbered by boundary K (tine show --json).",
+		func(ctx context.Context, a mcpRunArgs) (any, error) {
+			shown, err := svc.Show(ctx, a.Run)
+			return answer(shown.JSON(), err)
+		}})
+	addMCPTool(s, mcpTool[mcpRunArgs]{"checkpoints", "A run's pair-safe boundaries: where it can be forked (tine checkpoints --json).",
+		func(ctx context.Context, a mcpRunArgs) (any, error) { return answer(svc.Checkpoints(ctx, a.Run)) }})
+	addMCPTool(s, mcpTool[mcpForkArgs]{"fork_session", "Fork a session at a safe boundary into N branches, each continued by the agent's own CLI in a git worktree of its own, or (on docker) a container of its own (tine fork --json).",
+		func(ctx context.Context, a mcpForkArgs) (any, error) {
 			if a.Message != "" && len(a.Messages) > 0 {
 				return nil, errors.New("give message or messages, not both")
 			}
-			argv := []string{"fork", a.Session, "--json"}
-			if a.N != 0 {
-				argv = append(argv, "-n", strconv.Itoa(a.N))
+			if a.Score != "" && a.Score != "exit" && a.Score != "number" {
+				return nil, fmt.Errorf("score is exit or number, not %q", a.Score)
 			}
-			for _, m := range append(nonEmpty(a.Message), a.Messages...) {
-				argv = append(argv, "-m", m)
+			budget, on, place, err := a.where("fork", a.MaxTokens, a.MaxCost)
+			if err != nil {
+				return nil, err
 			}
-			for _, n := range a.Names {
-				argv = append(argv, "--name", n)
+			out, err := svc.Fork(ctx, service.ForkRequest{Run: a.Session, N: a.N, Messages: append(nonEmpty(a.Message), a.Messages...),
+				Names: a.Names, At: a.At, Harness: a.Harness, Model: a.Model, Check: a.Check, CheckNumber: a.Score == "number",
+				Handoff: a.Handoff, InPlace: a.InPlace, Regenerate: a.Regenerate, ReplaceOriginal: a.ReplaceOriginal, Budget: budget,
+				On: on, Place: place, How: service.How{Wait: a.Wait}})
+			if err != nil {
+				return nil, err
 			}
-			argv = appendFlag(argv, "--at", a.At)
-			argv = appendFlag(argv, "--harness", a.Harness)
-			argv = appendFlag(argv, "--check", a.Check)
-			if a.Handoff {
-				argv = append(argv, "--handoff")
-			}
-			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
-			argv = a.mcpPlaceArgs.append(argv)
-			if a.Wait {
-				argv = append(argv, "--wait")
-			}
-			return argv, nil
+			return out.JSON(), service.FailedForks(out.Runs)
 		}})
-	addMCPTool(s, db, mcpTool[mcpTurnArgs]{"run", "Give a run its next turn: a fork tine made continues its own session; anything else is forked at its end (tine run --json).",
-		func(a mcpTurnArgs) ([]string, error) {
-			argv := appendFlag([]string{"run", a.Run, "-m", a.Message, "--json"}, "--harness", a.Harness)
-			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
-			argv = a.mcpPlaceArgs.append(argv)
-			if a.Wait {
-				argv = append(argv, "--wait")
+	addMCPTool(s, mcpTool[mcpTurnArgs]{"run", "Give a run its next turn: a fork tine made continues its own session; anything else is forked at its end (tine run --json). With continue_from, fork or regenerate, a new fork of the run at that boundary gets it.",
+		func(ctx context.Context, a mcpTurnArgs) (any, error) {
+			budget, on, place, err := a.where("run", a.MaxTokens, a.MaxCost)
+			if err != nil {
+				return nil, err
 			}
-			return argv, nil
+			out, err := svc.Continue(ctx, service.ContinueRequest{Run: a.Run, Message: a.Message, Harness: a.Harness,
+				Budget: budget, On: on, Place: place, ContinueFrom: a.ContinueFrom, Fork: a.Fork, Regenerate: a.Regenerate,
+				ReplaceOriginal: a.ReplaceOriginal, How: service.How{Wait: a.Wait}})
+			if err != nil {
+				return nil, err
+			}
+			return out.JSON(), service.FailedForks(out.Runs)
 		}})
-	addMCPTool(s, db, mcpTool[mcpCompareArgs]{"compare", "Compare runs side by side from where they part: status, usage, files changed, checks, the best (tine compare --json).",
-		func(a mcpCompareArgs) ([]string, error) {
-			argv := append([]string{"compare"}, a.Runs...)
-			argv = append(argv, "--json")
-			if a.Diff {
-				argv = append(argv, "--diff")
-			}
-			return argv, nil
+	addMCPTool(s, mcpTool[mcpCompareArgs]{"compare", "Compare runs side by side from where they part: status, usage, files changed, checks, the best (tine compare --json).",
+		func(ctx context.Context, a mcpCompareArgs) (any, error) {
+			return answer(svc.Compare(ctx, a.Runs, a.Diff))
 		}})
-	addMCPTool(s, db, mcpTool[mcpReplayArgs]{"replay", "Rebuild a recorded run's world at step N in a fresh worktree and fork it there (tine replay --json).",
-		func(a mcpReplayArgs) ([]string, error) {
-			argv := []string{"replay", a.Run, "--at-step", strconv.Itoa(a.AtStep), "--continuations", strconv.Itoa(a.Continuations), "--json"}
-			argv = appendFlag(argv, "--base", a.Base)
-			argv = appendBudget(argv, a.MaxTokens, a.MaxCost)
-			if a.Wait {
-				argv = append(argv, "--wait")
+	addMCPTool(s, mcpTool[mcpReplayArgs]{"replay", "Rebuild a recorded run's world at step N in a fresh worktree and fork it there (tine replay --json).",
+		func(ctx context.Context, a mcpReplayArgs) (any, error) {
+			budget, err := mcpBudget("replay", a.MaxTokens, a.MaxCost)
+			if err != nil {
+				return nil, err
 			}
-			return argv, nil
+			out, err := svc.Replay(ctx, service.ReplayRequest{Run: a.Run, AtStep: a.AtStep, Continuations: a.Continuations,
+				Base: a.Base, Budget: budget, How: service.How{Wait: a.Wait}})
+			if err == nil && out.Plan == nil {
+				err = fmt.Errorf("unreplayed: %s", out.Reason)
+			}
+			return answer(out.Replay, err)
 		}})
-	addMCPTool(s, db, mcpTool[mcpApplyArgs]{"apply", "Bring a fork's work (its commits since the fork and its uncommitted changes) into the checkout it was made from; refused, changing nothing, when the checkout has its own changes to those files or they do not apply cleanly (tine apply --json).",
-		func(a mcpApplyArgs) ([]string, error) {
-			argv := []string{"apply", a.Fork, "--json"}
-			if a.Commit {
-				argv = append(argv, "--commit")
-			}
-			return argv, nil
+	addMCPTool(s, mcpTool[mcpApplyArgs]{"apply", "Bring a fork's work (its commits since the fork and its uncommitted changes) into the checkout it was made from; refused, changing nothing, when the checkout has its own changes to those files or they do not apply cleanly (tine apply --json).",
+		func(ctx context.Context, a mcpApplyArgs) (any, error) {
+			return answer(svc.Apply(ctx, a.Fork, a.Commit))
 		}})
-	addMCPTool(s, db, mcpTool[mcpMergeArgs]{"merge_fork", "Bring what forks found home: their parent (or into) gets one new turn, through its own agent, whose message carries a digest of each fork (what it was asked, where it branched, files changed, commands and how they ended, its check, spending, final answer); an imported session gets it in a new fork at its end (tine merge --json).",
-		func(a mcpMergeArgs) ([]string, error) {
-			if len(a.Forks) == 0 {
-				return nil, errors.New("forks: name at least one fork")
+	addMCPTool(s, mcpTool[mcpMergeArgs]{"merge_fork", "Bring what forks found home: their parent (or into) gets one new turn, through its own agent, whose message carries a digest of each fork (what it was asked, where it branched, files changed, commands and how they ended, its check, spending, final answer); an imported session gets it in a new fork at its end (tine merge --json).",
+		func(ctx context.Context, a mcpMergeArgs) (any, error) {
+			out, err := svc.Merge(ctx, service.MergeRequest{Forks: a.Forks, Into: a.Into, Note: a.Summary, Summarize: a.Summarize,
+				Apply: a.Apply, Commit: a.Commit, DryRun: a.DryRun, How: service.How{Wait: a.Wait}})
+			switch {
+			case err != nil:
+				return nil, err
+			case a.DryRun:
+				return out.DryRunJSON(), nil
 			}
-			argv := appendFlag(appendFlag([]string{"merge", "--json"}, "--into", a.Into), "--summary", a.Summary)
-			for _, b := range []struct {
-				on   bool
-				flag string
-			}{{a.Summarize, "--summarize"}, {a.Apply, "--apply"}, {a.Commit, "--commit"}, {a.DryRun, "--dry-run"}, {a.Wait, "--wait"}} {
-				if b.on {
-					argv = append(argv, b.flag)
-				}
-			}
-			// The forks after --: a name is never read as a flag.
-			return append(append(argv, "--"), a.Forks...), nil
+			return out.JSON(), service.FailedForks(out.Runs)
 		}})
+	addMCPTool(s, mcpTool[mcpCancelArgs]{"cancel", "Stop running forks, whichever tine process runs them; what they streamed is kept, and a pending one is cancelled before it starts (tine cancel).",
+		func(ctx context.Context, a mcpCancelArgs) (any, error) {
+			out, err := svc.Cancel(ctx, a.Runs, service.CancelWait)
+			return answer(map[string]any{"cancelled": out}, err)
+		}})
+	addMCPTool(s, mcpTool[mcpRunArgs]{"fork_status", "A fork and those made with it: for a replay, its status (replaying, forked, verified, diverged, unreplayed), divergence and trials; for forks, each fork as fork_session answers it.",
+		func(ctx context.Context, a mcpRunArgs) (any, error) { return answer(svc.ForkStatus(ctx, a.Run)) }})
 	return s
 }
 
-// append adds where the forks run, as the command's flags.
-func (p mcpPlaceArgs) append(argv []string) []string {
-	for _, f := range [][2]string{{"--on", p.On}, {"--image", p.Image}, {"--memory", p.Memory}, {"--network", p.Network}} {
-		argv = appendFlag(argv, f[0], f[1])
+// where reads a tool's budget and where its forks run, as the command's
+// flags would be read; a value that is none is the command's refusal.
+func (p mcpPlaceArgs) where(op, tokens, cost string) (model.Budget, string, model.PlaceOpts, error) {
+	budget, err := mcpBudget(op, tokens, cost)
+	if err != nil {
+		return budget, "", model.PlaceOpts{}, err
 	}
-	if p.CPUs != 0 {
-		argv = append(argv, "--cpus", strconv.FormatFloat(p.CPUs, 'f', -1, 64))
+	o := model.PlaceOpts{Image: p.Image, CPUs: p.CPUs, Network: p.Network, Jobs: p.Jobs}
+	if p.Memory != "" {
+		if o.MemoryBytes, err = service.ParseSize(p.Memory); err != nil {
+			return budget, "", o, fmt.Errorf("%s: --memory: %w", op, err)
+		}
 	}
-	if p.Jobs != 0 {
-		argv = append(argv, "--jobs", strconv.Itoa(p.Jobs))
+	return budget, p.On, o, nil
+}
+
+// mcpBudget reads a tool's budget as --max-tokens and --max-cost are read.
+func mcpBudget(op, tokens, cost string) (model.Budget, error) {
+	b, err := model.ParseBudget(tokens, cost)
+	if err != nil {
+		return b, fmt.Errorf("%s: %w", op, err)
 	}
-	return argv
+	return b, nil
 }
 
 func nonEmpty(s string) []string {
@@ -247,33 +276,28 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// appendBudget adds a tool call's budget, as the command's flags.
-func appendBudget(argv []string, tokens, cost string) []string {
-	return appendFlag(appendFlag(argv, "--max-tokens", tokens), "--max-cost", cost)
-}
-
-func appendFlag(argv []string, name, v string) []string {
-	if v == "" {
-		return argv
-	}
-	return append(argv, name, v)
-}
-
-// addMCPTool registers t: a call runs its command line in this process
-// and answers with what the command printed, or with its error.
-func addMCPTool[In any](s *mcp.Server, db string, t mcpTool[In]) {
+// addMCPTool registers t: a call makes its service call and answers
+// with its JSON, as the command's --json prints it, or with its error
+// (and the JSON, when there is some: a failed fork's).
+func addMCPTool[In any](s *mcp.Server, t mcpTool[In]) {
 	mcp.AddTool(s, &mcp.Tool{Name: t.name, Description: t.desc}, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
-		argv, err := t.argv(in)
-		if err != nil {
-			return toolError(err.Error()), nil, nil
+		v, err := t.call(ctx, in)
+		var out bytes.Buffer
+		if v != nil {
+			if jerr := writeJSON(&out, v); jerr != nil {
+				return toolError(jerr.Error()), nil, nil
+			}
 		}
-		out, err := runCommand(ctx, db, argv)
 		if err != nil {
-			return toolError(err.Error()), nil, nil
+			msg := model.OneLine(err.Error(), 0)
+			if out.Len() > 0 {
+				msg += "\n" + out.String()
+			}
+			return toolError(msg), nil, nil
 		}
-		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}
+		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out.String()}}}
 		var structured any
-		if json.Unmarshal([]byte(out), &structured) == nil {
+		if json.Unmarshal(out.Bytes(), &structured) == nil {
 			if m, ok := structured.(map[string]any); ok {
 				res.StructuredContent = m
 			}
@@ -282,36 +306,15 @@ func addMCPTool[In any](s *mcp.Server, db string, t mcpTool[In]) {
 	})
 }
 
+// answer is a service call's answer as a tool's: its value, or only its
+// error.
+func answer[T any](v T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 func toolError(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
 }
-
-// runCommand runs one tine command line on the database db, as the
-// command line would, and returns what it printed; its error is the one
-// line the command line prints on stderr (a failed fork's JSON, printed
-// before its exit status 1, is returned with it).
-func runCommand(ctx context.Context, db string, argv []string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	e := &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), db: db}
-	err := dispatch(ctx, argv, e)
-	var ue usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return stdout.String(), nil
-	case errors.As(err, &ue):
-		return "", errors.New(model.OneLine(ue.msg, 0))
-	case stdout.Len() > 0:
-		return "", fmt.Errorf("%s\n%s", model.OneLine(err.Error(), 0), stdout.String())
-	}
-	return "", errors.New(model.OneLine(err.Error(), 0))
-}
-
-// readCloser and writeCloser give the server the command's own stdin and
-// stdout; closing them leaves the process's open.
-type readCloser struct{ io.Reader }
-
-func (readCloser) Close() error { return nil }
-
-type writeCloser struct{ io.Writer }
-
-func (writeCloser) Close() error { return nil }

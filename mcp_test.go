@@ -29,11 +29,11 @@ type rpcClient struct {
 	id  int
 }
 
-func startMCP(t *testing.T, db string) *rpcClient {
+func startMCP(t *testing.T, db string, env ...string) *rpcClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	cmd := exec.CommandContext(ctx, os.Args[0], "--db", db, "mcp")
-	cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+	cmd.Env = append(append(os.Environ(), "TINE_TEST_AS_TINE=1"), env...)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
@@ -117,7 +117,7 @@ func TestMCPServesTheCommands(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"list_sessions", "search", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply", "merge_fork"}, names)
+	assert.ElementsMatch(t, []string{"list_sessions", "search", "show", "checkpoints", "fork_session", "run", "compare", "replay", "apply", "merge_fork", "cancel", "fork_status"}, names)
 
 	text, isErr := c.tool("search", map[string]any{"query": "paris", "limit": 2})
 	require.False(t, isErr, text)
@@ -281,4 +281,129 @@ func TestClaudeCodeForksThroughTineMCP(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, id, r.ParentID)
 	}
+}
+
+// TestMCPRunNamesAreData: what a tool is given as a run is a run's name,
+// never a flag of tine's: compare of "--db=PATH" names no run, and no
+// database, nor its folder, is made there (tine mcp ran the command line
+// with the runs as its arguments, so this opened a database of the
+// caller's choosing).
+func TestMCPRunNamesAreData(t *testing.T) {
+	t.Parallel()
+	db, id := importSeed(t)
+	c := startMCP(t, db)
+	elsewhere := filepath.Join(t.TempDir(), "sub", "x.db")
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"compare", map[string]any{"runs": []string{"--db=" + elsewhere, id, id}}},
+		{"compare", map[string]any{"runs": []string{"--db", elsewhere, id}}},
+		{"show", map[string]any{"run": "--db=" + elsewhere}},
+		{"checkpoints", map[string]any{"run": "--help"}},
+		{"fork_session", map[string]any{"session": "--db=" + elsewhere, "harness": "script"}},
+		{"merge_fork", map[string]any{"forks": []string{"--db=" + elsewhere}}},
+	} {
+		text, isErr := c.tool(call.tool, call.args)
+		assert.True(t, isErr, "%s %v: %s", call.tool, call.args, text)
+		assert.Contains(t, text, "not found", "%s %v", call.tool, call.args)
+	}
+	_, err := os.Stat(filepath.Dir(elsewhere))
+	assert.True(t, os.IsNotExist(err), "nothing was made where the flag pointed")
+}
+
+// raw sends line as it is and returns the next message tine mcp writes.
+func (c *rpcClient) raw(line string) map[string]any {
+	c.t.Helper()
+	_, err := io.WriteString(c.in, line+"\n")
+	require.NoError(c.t, err)
+	require.True(c.t, c.out.Scan(), "tine mcp ended: %v", c.out.Err())
+	var m map[string]any
+	require.NoError(c.t, json.Unmarshal(c.out.Bytes(), &m), c.out.Text())
+	return m
+}
+
+// TestMCPAnswersBadFramesAndGoesOn: a line that is no message tine mcp
+// takes gets a JSON-RPC error (-32700 when it is no JSON, -32600 when it
+// is no request it takes), with its id when it has one, and the server
+// answers the next call: one bad line no longer ends every later call.
+func TestMCPAnswersBadFramesAndGoesOn(t *testing.T) {
+	t.Parallel()
+	db, _ := importSeed(t)
+	c := startMCP(t, db)
+	huge := `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"search","arguments":{"query":"` +
+		strings.Repeat("a", 50<<20) + `"}}}`
+	deep := `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"search","arguments":{"query":"x","limit":` +
+		strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}}`
+	for _, tc := range []struct {
+		name, line string
+		code       float64
+		id         any
+	}{
+		{"truncated JSON", `{"jsonrpc":"2.0","id":7,"method":"tools/list"`, -32700, nil},
+		{"text", `hello, tine`, -32700, nil},
+		{"an empty batch", `[]`, -32600, nil},
+		{"a batch", `[{"jsonrpc":"2.0","id":8,"method":"tools/list"}]`, -32600, nil},
+		{"JSON-RPC 1.0", `{"jsonrpc":"1.0","id":9,"method":"tools/list"}`, -32600, float64(9)},
+		{"no version", `{"id":"nine","method":"tools/list"}`, -32600, "nine"},
+		{"a 50 MB line", huge, -32600, nil},
+		{"100,000 levels deep", deep, -32600, nil},
+		{"an id and no method", `{"jsonrpc":"2.0","id":12}`, -32600, float64(12)},
+		{"a number", `42`, -32600, nil},
+		{"an object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`, -32600, nil},
+	} {
+		m := c.raw(tc.line)
+		e, ok := m["error"].(map[string]any)
+		require.True(t, ok, "%s: %v", tc.name, m)
+		assert.Equal(t, tc.code, e["code"], "%s: %v", tc.name, e["message"])
+		assert.Equal(t, tc.id, m["id"], tc.name)
+		assert.Equal(t, "2.0", m["jsonrpc"], tc.name)
+		tools := c.call("tools/list", map[string]any{})["tools"].([]any)
+		assert.NotEmpty(t, tools, "the server answers after %s", tc.name)
+	}
+}
+
+// TestMCPAnswersCallsInFlightWhenStdinCloses: a client that sends its
+// calls and closes stdin gets every answer, a fork's that takes a while
+// included, before tine mcp exits.
+func TestMCPAnswersCallsInFlightWhenStdinCloses(t *testing.T) {
+	t.Parallel()
+	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	defer srv.Close()
+	srv.Push(modelserver.Reply{Text: "one two three four five six seven eight", ChunkDelay: 150 * time.Millisecond})
+	db, id := importSeed(t)
+	c := startMCP(t, db, "OPENAI_BASE_URL="+srv.URL()+"/v1", "OPENAI_API_KEY=sk-test")
+	for i, call := range []map[string]any{
+		{"name": "fork_session", "arguments": map[string]any{"session": id, "message": "slowly", "names": []string{"slow"},
+			"harness": "openai", "model": "test-model", "wait": true}},
+		{"name": "search", "arguments": map[string]any{"query": "paris"}},
+	} {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": call})
+		require.NoError(t, err)
+		_, err = c.in.Write(append(b, '\n'))
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.in.Close())
+	answered := map[float64]string{}
+	for c.out.Scan() {
+		var m struct {
+			ID     *float64 `json:"id"`
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				IsError bool `json:"isError"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(c.out.Bytes(), &m), c.out.Text())
+		if m.ID != nil && len(m.Result.Content) > 0 {
+			assert.False(t, m.Result.IsError, m.Result.Content[0].Text)
+			answered[*m.ID] = m.Result.Content[0].Text
+		}
+	}
+	require.Contains(t, answered, float64(100), "the fork was answered")
+	require.Contains(t, answered, float64(101), "the search was answered")
+	assert.Contains(t, answered[100], `"status": "completed"`)
+	assert.Contains(t, answered[100], `"messages": 8`, "the message and the slow reply")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"tine/harness/fork"
 	"tine/harness/turns"
@@ -25,6 +26,22 @@ func readService(st *store.Store) *service.Service {
 // with api and ag as the command's flags say.
 func turnService(st *store.Store, d *fork.Driver, api apiFlags, ag agentFlags) *service.Service {
 	return &service.Service{Store: st, Driver: d, Formats: formats(), Turns: handover{db: st.Path(), api: api, ag: ag}}
+}
+
+// faceService is the service tine mcp and tine serve offer on st: turns
+// run as the environment says (TINE_PERMISSIONS, TINE_RECORD, the model
+// APIs' variables), those nobody waits for in a background tine
+// (handover) unless the face says otherwise, and replays through this
+// process's gateway.
+func faceService(st *store.Store) (*service.Service, error) {
+	ag := agentFlags{permissions: os.Getenv("TINE_PERMISSIONS"), checkTimeout: 10 * time.Minute, record: os.Getenv("TINE_RECORD") == "1"}
+	d, err := newDriver(st, false, apiFlags{}, ag)
+	if err != nil {
+		return nil, err
+	}
+	s := turnService(st, d, apiFlags{}, ag)
+	s.Replayer = newReplayer(st, d, ag)
+	return s, nil
 }
 
 // cliError is err as the command line says it: an argument the service
