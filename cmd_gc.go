@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"tine/harness"
 	"tine/harness/fork"
@@ -28,7 +26,7 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 	if _, err := f.parse(args, 0, 0); err != nil {
 		return err
 	}
-	age, err := parseAge(*older)
+	age, err := service.ParseAge(*older)
 	if err != nil {
 		return usagef("gc: --tapes-older-than: %v", err)
 	}
@@ -84,22 +82,6 @@ func cmdGC(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintln(e.stdout, out.Note)
 	}
 	return nil
-}
-
-// parseAge reads an age: a Go duration, or a number of days ("30d").
-func parseAge(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.ParseFloat(d, 64)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is no number of days", s)
-		}
-		return time.Duration(n * 24 * float64(time.Hour)), nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%q is no age (30d, 12h, 90m)", s)
-	}
-	return d, nil
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }

@@ -151,6 +151,7 @@ func commands() []command {
 		{"image", "build [AGENT...] [--offline]", "make the images agents' forks run in with --on docker", cmdImage},
 		{"gc", "[--tapes-older-than 30d] [--dry-run]", "remove old tapes, worktrees of runs that are gone, free space", cmdGC},
 		{"mcp", "", "serve tine's commands as MCP tools over stdio (for agents)", cmdMCP},
+		{"serve", "[--listen ADDR] [--public]", "serve tine as JSON over HTTP, with a bearer token (for pages, scripts, CI)", cmdServe},
 		{"completion", "bash|zsh|fish", "print a shell completion script (source <(tine completion bash))", cmdCompletion},
 	}
 }

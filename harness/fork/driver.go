@@ -134,6 +134,10 @@ type Driver struct {
 	Harnesses *harness.Registry
 	// Parallel bounds how many turns run at once (default 4).
 	Parallel int
+	// Slots, when set, bounds the turns of every RunTurns call together:
+	// at most cap(Slots) run at once in this process (tine serve, where
+	// many requests run turns), and Parallel is not used.
+	Slots chan struct{}
 	// DefaultHarness, when set, is used for runs whose own harness cannot
 	// run turns here (the demo forks everything through "script").
 	DefaultHarness string
@@ -387,17 +391,38 @@ func (d *Driver) Stale(ctx context.Context, run model.Run) error {
 }
 
 func (d *Driver) stale(ctx context.Context, run model.Run, caps harness.Capabilities) error {
-	if run.Status != model.Pending || run.ParentID == "" || caps.ForkAtK || caps.OwnSessions {
+	if run.Status != model.Pending || run.ParentID == "" || caps.ForkAtK {
 		return nil
 	}
 	parent, err := d.Store.Run(ctx, run.ParentID)
 	if err != nil {
 		return err
 	}
-	if parent.Len() != run.ParentLen {
-		return fmt.Errorf("%w (it had %d messages at the fork, %d now)", harness.ErrParentMovedOn, run.ParentLen, parent.Len())
+	if !caps.OwnSessions {
+		if parent.Len() != run.ParentLen {
+			return fmt.Errorf("%w (it had %d messages at the fork, %d now)", harness.ErrParentMovedOn, run.ParentLen, parent.Len())
+		}
+		return nil
 	}
-	return nil
+	// An agent that branches its session only at its end: the session
+	// that holds the prefix must end there still.
+	if run.NativeID != "" || run.Handoff {
+		return nil
+	}
+	origin, err := d.originFor(ctx, parent, run.ForkAt, run.Harness)
+	if err != nil || origin == nil {
+		return nil // the turn says why it cannot run
+	}
+	return movedOn(run.Harness, *origin)
+}
+
+// movedOn refuses a first turn of an agent that branches a session only
+// at its end when origin's session has gone on past the fork's K.
+func movedOn(agent string, origin harness.Origin) error {
+	if origin.AtEnd() {
+		return nil
+	}
+	return fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, agent, origin.K, origin.Len)
 }
 
 // Turn is one turn to run: a run and the message it gets ("" asks the
@@ -504,6 +529,9 @@ func (d *Driver) RunTurns(ctx context.Context, turns []Turn, onEvent func(RunEve
 	cancels := &turnCancels{m: map[string]context.CancelFunc{}}
 	stopPoll := d.pollCancels(ctx, cancels)
 	sem := make(chan struct{}, parallel)
+	if d.Slots != nil {
+		sem = d.Slots
+	}
 	var wg sync.WaitGroup
 	for _, t := range turns {
 		wg.Add(1)
@@ -873,8 +901,10 @@ func (d *Driver) prepareAgentTurn(ctx context.Context, pl place.Place, run *mode
 	if origin == nil {
 		return false, ws, fmt.Errorf("no %s session holds this fork's first %d messages; fork again with --handoff", run.Harness, run.ForkAt)
 	}
-	if !caps.ForkAtK && !origin.AtEnd() {
-		return false, ws, fmt.Errorf("%w (%s forks only at a session's end: K=%d, the session has %d)", harness.ErrParentMovedOn, run.Harness, origin.K, origin.Len)
+	if !caps.ForkAtK {
+		if err := movedOn(run.Harness, *origin); err != nil {
+			return false, ws, err
+		}
 	}
 	if pl.Name() == "" {
 		// The session ran elsewhere (a container): its file came back

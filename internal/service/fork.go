@@ -32,6 +32,9 @@ type How struct {
 	Parallel int
 	// Progress hears each event of turns run with Wait.
 	Progress func(fork.RunEvent)
+	// release gives back the room Admit reserved, once the turns are
+	// started (they hold their own).
+	release func()
 }
 
 // ForkRequest asks for forks of a run: every option of tine fork.
@@ -125,6 +128,7 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (Forked, error) {
 		return out, err
 	}
 	defer release()
+	req.How.release = release
 	runs, cut, err := d.Fork(ctx, fork.ForkSpec{Parent: parent.ID, At: model.ContinueFrom(at), N: req.N,
 		Names: req.Names, Messages: req.Messages, Harness: req.Harness, Model: req.Model, ReplaceOriginal: req.ReplaceOriginal,
 		Handoff: req.Handoff, InPlace: req.InPlace, Check: req.Check, CheckNumber: req.CheckNumber, Budget: req.Budget,
@@ -292,21 +296,24 @@ func (s *Service) runTurns(ctx context.Context, how How, work []fork.Turn, runs 
 	if parallel <= 0 {
 		parallel = fork.DefaultParallel
 	}
-	if err := s.Turns.StartTurns(ctx, work, parallel); err != nil {
+	started := time.Now()
+	err = s.Turns.StartTurns(ctx, work, parallel)
+	if how.release != nil {
+		how.release()
+	}
+	if err != nil {
 		if failed := turns.FailHandOver(ctx, s.Store, ids, err); len(failed) > 0 {
 			return fmt.Errorf("created, but the turns could not start (%s marked failed): %w", strings.Join(failed, ", "), err)
 		}
 		return fmt.Errorf("created, but the turns could not start: %w", err)
 	}
-	for _, id := range ids {
-		for i := range runs {
-			if runs[i].ID == id && runs[i].Status == model.Pending {
-				runs[i].Status = model.Running
-			}
+	for i := range runs {
+		if slices.Contains(ids, runs[i].ID) {
+			runs[i].Status = model.Running
 		}
 	}
 	if how.WaitFor > 0 {
-		return s.settle(ctx, how.WaitFor, runs, ids)
+		return s.settle(ctx, how.WaitFor, started, runs, ids)
 	}
 	return nil
 }
@@ -315,10 +322,12 @@ func (s *Service) runTurns(ctx context.Context, how How, work []fork.Turn, runs 
 // their runs.
 const settlePoll = 100 * time.Millisecond
 
-// settle waits until the runs ids (of runs) have ended, or for d, and
-// reads runs again as they are then. A turn handed over is still
-// pending until its owner starts it: that is not settled.
-func (s *Service) settle(ctx context.Context, d time.Duration, runs []model.Run, ids []string) error {
+// settle waits until the turns of runs ids (of runs), started at
+// started, have ended, or for d, and reads runs again as they are then. A
+// turn has ended when its run's status says so and it finished after
+// the turn started: a fork that ran before is completed until its next
+// turn starts.
+func (s *Service) settle(ctx context.Context, d time.Duration, started time.Time, runs []model.Run, ids []string) error {
 	deadline := time.Now().Add(d)
 	for {
 		settled := true
@@ -330,8 +339,14 @@ func (s *Service) settle(ctx context.Context, d time.Duration, runs []model.Run,
 			if err != nil {
 				return err
 			}
-			runs[i] = r
-			settled = settled && Settled(r.Status)
+			if Settled(r.Status) && !r.FinishedAt.Before(started) {
+				runs[i] = r
+				continue
+			}
+			settled = false
+			if !Settled(r.Status) {
+				runs[i] = r
+			}
 		}
 		if settled || time.Now().After(deadline) || ctx.Err() != nil {
 			return nil

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,4 +230,20 @@ func dbSize(path string) int64 {
 		}
 	}
 	return n
+}
+
+// ParseAge reads an age: a Go duration, or a number of days ("30d").
+func ParseAge(s string) (time.Duration, error) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(d, 64)
+		if err != nil || n < 0 || math.IsInf(n, 0) {
+			return 0, fmt.Errorf("%q is no number of days", s)
+		}
+		return time.Duration(n * 24 * float64(time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is no age (30d, 12h, 90m)", s)
+	}
+	return d, nil
 }

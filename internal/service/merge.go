@@ -149,6 +149,7 @@ func (s *Service) Merge(ctx context.Context, req MergeRequest) (Merged, error) {
 		return out, err
 	}
 	defer release()
+	req.How.release = release
 	if req.Apply {
 		a, err := plan.Apply(ctx, req.Commit)
 		if err != nil {

@@ -96,7 +96,9 @@ func (s *Service) Replay(ctx context.Context, req ReplayRequest) (Replayed, erro
 			return Replayed{Plan: plan}, err
 		}
 	} else {
-		if err := s.Turns.StartReplay(ctx, plan); err != nil {
+		err := s.Turns.StartReplay(ctx, plan)
+		release()
+		if err != nil {
 			for _, id := range turns.FailHandOver(ctx, s.Store, plan.Trials, err) {
 				_ = s.Store.UpdateReplay(context.WithoutCancel(ctx), id, model.ReplayUnreplayed, 0, "", nil, "its background process never started it")
 			}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -108,4 +111,97 @@ func TestForkStatusIsTheBatch(t *testing.T) {
 	assert.Equal(t, seed.ID, got.Forks[0].ForkedFromRunID)
 	_, err = s.ForkStatus(ctx, seed.ID)
 	assert.Equal(t, NotFound, CodeOf(err), "the seed is no fork")
+}
+
+// fake is a harness whose turns the test holds: each waits on release.
+type fake struct {
+	name           string
+	caps           harness.Capabilities
+	release        chan struct{}
+	calls, running atomic.Int32
+	mu             sync.Mutex
+	peak           int32
+}
+
+func (f *fake) Name() string                       { return f.name }
+func (f *fake) Capabilities() harness.Capabilities { return f.caps }
+func (f *fake) Turn(ctx context.Context, req harness.TurnRequest, emit func(harness.Event)) error {
+	f.calls.Add(1)
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	f.mu.Lock()
+	f.peak = max(f.peak, n)
+	f.mu.Unlock()
+	if f.release != nil {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	emit(harness.Event{Kind: harness.EventMessage, Message: model.Message{Role: model.Assistant,
+		Parts: []model.Part{{Kind: model.Text, Text: "done"}}}})
+	return nil
+}
+
+// TestStaleBranchPointIsAConflict: the first turn of a fork made with a
+// harness that branches only at a run's end is refused, before it runs,
+// once the parent has moved on (rule 5 in ARCHITECTURE.md).
+func TestStaleBranchPointIsAConflict(t *testing.T) {
+	t.Parallel()
+	s, seed := seeded(t)
+	ctx := context.Background()
+	endOnly := &fake{name: "endonly", caps: harness.Capabilities{Fork: true, Resume: true}}
+	s.Driver.Harnesses.Register(endOnly)
+	f, err := s.Fork(ctx, ForkRequest{Run: seed.ID, Harness: "endonly"})
+	require.NoError(t, err)
+	require.NoError(t, s.Store.AppendMessages(ctx, seed.ID, []model.Message{{Role: model.User, Parts: []model.Part{{Kind: model.Text, Text: "more"}}}}))
+	_, err = s.Continue(ctx, ContinueRequest{Run: f.Runs[0].ID, Message: "go", How: How{Wait: true}})
+	assert.Equal(t, Conflict, CodeOf(err), "%v", err)
+	assert.ErrorIs(t, err, harness.ErrParentMovedOn)
+	assert.Zero(t, endOnly.calls.Load(), "refused rather than branched from elsewhere")
+}
+
+// TestTheQueueBoundsTurnsAcrossRequests: turns nobody waits for run in
+// the queue, at most its parallel at once whichever request made them,
+// and a request for more than its room is refused (Busy) with nothing
+// made; once they end there is room again.
+func TestTheQueueBoundsTurnsAcrossRequests(t *testing.T) {
+	t.Parallel()
+	s, seed := seeded(t)
+	ctx := context.Background()
+	held := &fake{name: "held", caps: harness.Capabilities{Fork: true, ForkAtK: true, Resume: true}, release: make(chan struct{})}
+	s.Driver.Harnesses.Register(held)
+	q := NewQueue(s.Driver, nil, 1, 3)
+	s.Turns = q
+	for range 2 {
+		_, err := s.Fork(ctx, ForkRequest{Run: seed.ID, Harness: "held", Messages: []string{"go"}})
+		require.NoError(t, err)
+	}
+	runs, err := s.Store.Runs(ctx)
+	require.NoError(t, err)
+	_, err = s.Fork(ctx, ForkRequest{Run: seed.ID, Harness: "held", N: 2, Messages: []string{"go"}})
+	assert.Equal(t, Busy, CodeOf(err), "%v", err)
+	after, err := s.Store.Runs(ctx)
+	require.NoError(t, err)
+	assert.Len(t, after, len(runs), "nothing made")
+	_, err = s.Fork(ctx, ForkRequest{Run: seed.ID, Harness: "held"})
+	require.NoError(t, err, "a fork without a turn needs no room")
+	// The second turn must wait for the first's slot: it has not started
+	// after a while (a turn without the bound starts at once).
+	for wait := time.Now().Add(2 * time.Second); held.calls.Load() < 2 && time.Now().Before(wait); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, int32(1), held.calls.Load(), "one turn at a time across requests")
+	close(held.release)
+	deadline := time.Now().Add(30 * time.Second)
+	for q.Used() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Zero(t, q.Used())
+	assert.Equal(t, int32(2), held.calls.Load())
+	assert.Equal(t, int32(1), held.peak, "one at a time across requests")
+	_, err = s.Fork(ctx, ForkRequest{Run: seed.ID, Harness: "held", N: 3, Messages: []string{"go"}})
+	require.NoError(t, err, "room again")
+	q.Close(10 * time.Second)
 }

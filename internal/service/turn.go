@@ -138,6 +138,7 @@ func (s *Service) nextTurn(ctx context.Context, req ContinueRequest) (Continued,
 		return Continued{}, err
 	}
 	defer release()
+	req.How.release = release
 	target, err := d.NextTurnRun(ctx, run.ID, req.Harness, fork.Where{On: on, Opts: req.Place})
 	if err != nil {
 		return Continued{}, refused(err)
@@ -208,6 +209,7 @@ func (s *Service) Retry(ctx context.Context, req RetryRequest) (Forked, error) {
 		return Forked{}, err
 	}
 	defer release()
+	req.How.release = release
 	fresh, input, err := d.PrepareRetry(ctx, run.ID)
 	if err != nil {
 		return Forked{}, refused(err)
