@@ -26,11 +26,15 @@ type Hub struct {
 	st    *store.Store
 	every time.Duration
 
+	// reading is held while the runs are read and compared.
+	reading sync.Mutex
+	// runs are the runs as last read: nil while no one follows (the hub
+	// then reads nothing), read again when the first subscriber comes.
+	runs map[string]runState
+
 	mu   sync.Mutex
 	subs map[*subscriber]bool
 	seq  int64
-	// runs are the runs as last read.
-	runs map[string]runState
 }
 
 // runState is what a run event reports, to tell a change.
@@ -109,7 +113,6 @@ func (h *Hub) Run(ctx context.Context) error {
 		return err
 	}
 	defer ch.Close()
-	h.read(ctx) // the runs as they are now: what changes is said
 	tick := time.NewTicker(h.every)
 	defer tick.Stop()
 	for {
@@ -133,8 +136,18 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 }
 
-// read reads the runs and publishes what changed.
+// read reads the runs and publishes what changed since they were last
+// read; with no subscriber it reads nothing, and forgets them.
 func (h *Hub) read(ctx context.Context) {
+	h.reading.Lock()
+	defer h.reading.Unlock()
+	h.mu.Lock()
+	none := len(h.subs) == 0
+	h.mu.Unlock()
+	if none {
+		h.runs = nil
+		return
+	}
 	runs, err := h.st.Runs(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -142,16 +155,13 @@ func (h *Hub) read(ctx context.Context) {
 		}
 		return
 	}
-	h.mu.Lock()
-	first := h.runs == nil
 	prev := h.runs
 	h.runs = make(map[string]runState, len(runs))
 	for _, r := range runs {
 		h.runs[r.ID] = runState{status: r.Status, len: r.Len(), cost: r.CostUSD, tokens: r.Usage.Total(), err: r.Error, name: r.Name}
 	}
-	h.mu.Unlock()
-	if first {
-		return
+	if prev == nil {
+		return // the runs as they were when the first subscriber came
 	}
 	for _, r := range runs {
 		now := h.runs[r.ID]
@@ -236,11 +246,19 @@ func (h *Hub) publish(kind, run, tree string, v any) {
 	}
 }
 
-func (h *Hub) subscribe(runs, trees map[string]bool) *subscriber {
+// subscribe adds a subscriber; the first reads the runs as they are now,
+// before it returns, so that what changes after is said.
+func (h *Hub) subscribe(ctx context.Context, runs, trees map[string]bool) *subscriber {
 	s := &subscriber{ch: make(chan event, 1024), runs: runs, trees: trees}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.subs[s] = true
+	h.mu.Unlock()
+	h.reading.Lock()
+	first := h.runs == nil
+	h.reading.Unlock()
+	if first {
+		h.read(ctx)
+	}
 	return s
 }
 
@@ -289,7 +307,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream: no deadline
-	sub := s.hub.subscribe(runs, trees)
+	sub := s.hub.subscribe(r.Context(), runs, trees)
 	defer s.hub.unsubscribe(sub)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
