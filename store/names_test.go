@@ -164,3 +164,24 @@ func TestNamesThatReadAsRunIDsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, root.ID, r.ID, "no id starts so: the name")
 }
+
+// LastForkNumber reads the highest N of a run's forks named PREFIX+N,
+// digits only, in one row: not another run's forks, nor a name whose
+// tail is not a number.
+func TestLastForkNumber(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	root, _ := createRoot(t, s, 4, "rööt")
+	other, _ := createRoot(t, s, 4, "other")
+	n, err := s.LastForkNumber(ctx, root.ID, "rööt-fork-")
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	for _, f := range []struct{ parent, name string }{{root.ID, "rööt-fork-2"}, {root.ID, "rööt-fork-12"}, {root.ID, "rööt-fork-99x"},
+		{root.ID, "rööt-fork-"}, {root.ID, "nice"}, {other.ID, "rööt-fork-50"}} {
+		require.NoError(t, s.CreateForks(ctx, []*model.Run{{ParentID: f.parent, ForkAt: 2, Name: f.name}}))
+	}
+	n, err = s.LastForkNumber(ctx, root.ID, "rööt-fork-")
+	require.NoError(t, err)
+	assert.Equal(t, 12, n)
+}

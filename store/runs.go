@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"tine/model"
 )
@@ -331,8 +332,19 @@ func (s *Store) SetStatus(ctx context.Context, id string, st model.Status, errTe
 		handed_over = 0, `+endTurn("?3")+` WHERE id = ?4`, string(st), errText, fin, id)
 }
 
-// ForkNames returns the names of run id's forks, so that new ones are
-// numbered on from them.
+// LastForkNumber is the highest N among run id's forks named prefix+N
+// (digits only), 0 when none is: new forks are numbered on from it. One
+// row, however many forks the run has.
+func (s *Store) LastForkNumber(ctx context.Context, id, prefix string) (int, error) {
+	n := utf8.RuneCountInString(prefix)
+	var last int
+	err := s.r.QueryRowContext(ctx, `SELECT coalesce(max(CAST(substr(name, ?3 + 1) AS INTEGER)), 0) FROM runs
+		WHERE parent_id = ?1 AND substr(name, 1, ?3) = ?2 AND length(name) > ?3 AND substr(name, ?3 + 1) NOT GLOB '*[^0-9]*'`,
+		id, prefix, n).Scan(&last)
+	return last, s.damage(err)
+}
+
+// ForkNames returns the names of run id's forks.
 func (s *Store) ForkNames(ctx context.Context, id string) ([]string, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT name FROM runs WHERE parent_id = ?`, id)
 	if err != nil {

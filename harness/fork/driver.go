@@ -37,8 +37,10 @@ type Store interface {
 	// short one (rule 1 in ARCHITECTURE.md).
 	Boundaries(ctx context.Context, runID string) (model.Boundaries, error)
 	CreateForks(ctx context.Context, forks []*model.Run) error
-	// ForkNames are the names of a run's forks.
-	ForkNames(ctx context.Context, id string) ([]string, error)
+	// LastForkNumber is the highest N of run id's forks named prefix+N
+	// (0 for none): a new one is numbered on from it, without reading
+	// every fork's name.
+	LastForkNumber(ctx context.Context, id, prefix string) (int, error)
 	AppendMessages(ctx context.Context, runID string, msgs []model.Message) error
 	SetStatus(ctx context.Context, id string, st model.Status, errText string) error
 	SetNativeID(ctx context.Context, id, nativeID string) error
@@ -305,11 +307,12 @@ func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*mod
 	for attempt := 1; ; attempt++ {
 		given := names
 		if len(given) == 0 {
-			taken, err := d.Store.ForkNames(ctx, parent.ID)
+			prefix := forkPrefix(parent)
+			last, err := d.Store.LastForkNumber(ctx, parent.ID, prefix)
 			if err != nil {
 				return err
 			}
-			given = ForkNames(parent, append(taken, others...), len(forks))
+			given = ForkNames(parent, append(others, prefix+strconv.Itoa(last)), len(forks))
 		}
 		for i, f := range forks {
 			f.Name = given[i]
@@ -1125,11 +1128,14 @@ func retryName(name string) string {
 	return fmt.Sprintf("%s-retry-%d", base, n)
 }
 
+// forkPrefix is what a default fork name of parent starts with.
+func forkPrefix(parent model.Run) string { return parent.Label() + "-fork-" }
+
 // ForkNames are the names n new forks of parent get: "<parent>-fork-<i>",
 // numbered on from the highest number among taken (the names of its
 // forks so far), so that no two forks of a run share a name.
 func ForkNames(parent model.Run, taken []string, n int) []string {
-	prefix := parent.Label() + "-fork-"
+	prefix := forkPrefix(parent)
 	last := 0
 	for _, name := range taken {
 		if k, err := strconv.Atoi(strings.TrimPrefix(name, prefix)); err == nil && strings.HasPrefix(name, prefix) && k > last {

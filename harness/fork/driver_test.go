@@ -379,18 +379,18 @@ func TestConcurrentForksGetNamesOfTheirOwn(t *testing.T) {
 	assert.Equal(t, "root-fork-14", next[0].Name)
 }
 
-// readTogether is a store whose first ForkNames returns only once every
-// other process sharing read has read the names too.
+// readTogether is a store whose first LastForkNumber returns only once
+// every other process sharing read has read the names too.
 type readTogether struct {
 	fork.Store
 	read *sync.WaitGroup
 	once sync.Once
 }
 
-func (s *readTogether) ForkNames(ctx context.Context, id string) ([]string, error) {
-	names, err := s.Store.ForkNames(ctx, id)
+func (s *readTogether) LastForkNumber(ctx context.Context, id, prefix string) (int, error) {
+	n, err := s.Store.LastForkNumber(ctx, id, prefix)
 	s.once.Do(func() { s.read.Done(); s.read.Wait() })
-	return names, err
+	return n, err
 }
 
 // TestACheckWithNoDirectoryRunsNowhere: a model API's fork of a run with
