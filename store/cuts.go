@@ -35,7 +35,7 @@ type cutLevel struct {
 func (l cutLevel) known() bool { return l.cuts || l.own == 0 }
 
 // cutChain is ancestry with what the cut facts need.
-func cutChain(ctx context.Context, tx *sql.Tx, runID string) ([]cutLevel, error) {
+func cutChain(ctx context.Context, tx querier, runID string) ([]cutLevel, error) {
 	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE chain (id, parent_id, fork_at, bound, depth, cuts, own) AS (
 		SELECT id, parent_id, fork_at, fork_at + own_messages, 0, cuts, own_messages FROM runs WHERE id = ?
 		UNION ALL
@@ -66,7 +66,7 @@ func cutChain(ctx context.Context, tx *sql.Tx, runID string) ([]cutLevel, error)
 
 // readFacts reads the facts of l's own messages below l.bound, from its
 // own chunk first on.
-func readFacts(ctx context.Context, tx *sql.Tx, l cutLevel, first int) ([]model.Facts, error) {
+func readFacts(ctx context.Context, tx querier, l cutLevel, first int) ([]model.Facts, error) {
 	need := l.bound - l.forkAt
 	if need <= 0 {
 		return nil, nil
@@ -105,7 +105,7 @@ func readFacts(ctx context.Context, tx *sql.Tx, l cutLevel, first int) ([]model.
 // openAt is which batches are open since the last prompt at the end of
 // chain (its last level's bound): it reads back from the end only as far
 // as the last prompt, which closes whatever came before.
-func openAt(ctx context.Context, tx *sql.Tx, chain []cutLevel) ([]int, error) {
+func openAt(ctx context.Context, tx querier, chain []cutLevel) ([]int, error) {
 	type seg struct {
 		start int
 		facts model.Facts
@@ -147,7 +147,7 @@ read:
 // eachShape calls fn with each message of l's own from seq first below
 // l.bound, with only what cutting needs: its role, its parts' kinds and
 // tool call ids.
-func eachShape(ctx context.Context, tx *sql.Tx, l level, first int, fn func(model.Message)) error {
+func eachShape(ctx context.Context, tx querier, l level, first int, fn func(model.Message)) error {
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.role, coalesce(p.kind, ''), coalesce(p.tool_call_id, '')
 		FROM messages m LEFT JOIN parts p ON p.message_id = m.id
 		WHERE m.run_id = ? AND m.seq >= ? AND m.seq < ? ORDER BY m.seq, p.idx`, l.id, max(first, l.forkAt), l.bound)
@@ -184,7 +184,7 @@ func eachShape(ctx context.Context, tx *sql.Tx, l level, first int, fn func(mode
 // cutStateAt is where following chain's transcript stands at its end:
 // the batches open since the last prompt, fed again from the first, and
 // the calls a prompt left unanswered that nothing answered since.
-func cutStateAt(ctx context.Context, tx *sql.Tx, chain []cutLevel) (*model.CutState, error) {
+func cutStateAt(ctx context.Context, tx querier, chain []cutLevel) (*model.CutState, error) {
 	end := chain[len(chain)-1].bound
 	open, err := openAt(ctx, tx, chain)
 	if err != nil {
@@ -430,7 +430,7 @@ func (s *Store) Boundaries(ctx context.Context, runID string) (model.Boundaries,
 	for attempt := 0; ; attempt++ {
 		var b model.Boundaries
 		redo := map[string]bool{}
-		err := s.read(ctx, func(tx *sql.Tx) error {
+		err := s.readCached(ctx, func(tx querier) error {
 			chain, err := cutChain(ctx, tx, runID)
 			if err != nil {
 				return err
@@ -494,7 +494,7 @@ func (s *Store) OwnBoundaries(ctx context.Context, runIDs []string) (map[string]
 	todo := runIDs
 	for attempt := 0; len(todo) > 0; attempt++ {
 		stale := map[string]map[string]bool{}
-		err := s.read(ctx, func(tx *sql.Tx) error {
+		err := s.readCached(ctx, func(tx querier) error {
 			for _, id := range todo {
 				chain, err := cutChain(ctx, tx, id)
 				if err != nil {
@@ -543,7 +543,7 @@ func (s *Store) OwnBoundaries(ctx context.Context, runIDs []string) (map[string]
 }
 
 // ownBoundaries is the boundaries of chain's last run from its fork point on.
-func ownBoundaries(ctx context.Context, tx *sql.Tx, chain []cutLevel) (model.Boundaries, error) {
+func ownBoundaries(ctx context.Context, tx querier, chain []cutLevel) (model.Boundaries, error) {
 	leaf := chain[len(chain)-1]
 	var open []int
 	if len(chain) > 1 {

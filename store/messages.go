@@ -183,7 +183,7 @@ type level struct {
 // prefix inherited from its ancestors, then its own messages. inherited is
 // how many came from ancestors (the run's ForkAt).
 func (s *Store) Messages(ctx context.Context, runID string) (msgs []model.Message, inherited int, err error) {
-	err = s.read(ctx, func(tx *sql.Tx) error {
+	err = s.readCached(ctx, func(tx querier) error {
 		chain, err := ancestry(ctx, tx, runID)
 		if err != nil {
 			return err
@@ -212,7 +212,7 @@ func (s *Store) Messages(ctx context.Context, runID string) (msgs []model.Messag
 
 // ancestry returns the runs from runID's root down to runID itself, each
 // bounded to the messages the next one inherits.
-func ancestry(ctx context.Context, tx *sql.Tx, runID string) ([]level, error) {
+func ancestry(ctx context.Context, tx querier, runID string) ([]level, error) {
 	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE chain (id, parent_id, fork_at, bound, depth) AS (
 		SELECT id, parent_id, fork_at, fork_at + own_messages, 0 FROM runs WHERE id = ?
 		UNION ALL
@@ -242,7 +242,7 @@ func ancestry(ctx context.Context, tx *sql.Tx, runID string) ([]level, error) {
 }
 
 // readOwn appends l's own messages below l.bound to msgs, in one query.
-func readOwn(ctx context.Context, tx *sql.Tx, l level, msgs []model.Message) ([]model.Message, error) {
+func readOwn(ctx context.Context, tx querier, l level, msgs []model.Message) ([]model.Message, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT m.id, m.seq, m.role, m.native_id, m.model,
 		m.input_tokens, m.output_tokens, m.cache_read_tokens, m.cache_write_tokens, m.created_at,
 		coalesce(p.idx, -1), coalesce(p.kind, ''), coalesce(p.text, ''), coalesce(p.tool_call_id, ''),

@@ -13,7 +13,7 @@ import (
 // to, parts included: a page of a long run, read as it comes on screen.
 func (s *Store) OwnMessagesRange(ctx context.Context, runID string, from, to int) ([]model.Message, error) {
 	var msgs []model.Message
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.readCached(ctx, func(tx querier) error {
 		var err error
 		msgs, err = readOwn(ctx, tx, level{id: runID, forkAt: from, bound: to}, make([]model.Message, 0, max(to-from, 0)))
 		return err

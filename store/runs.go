@@ -569,7 +569,7 @@ func (s *Store) SetBudget(ctx context.Context, id string, b model.Budget) error 
 
 // Run returns run id.
 func (s *Store) Run(ctx context.Context, id string) (model.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?`, id))
+	r, err := scanRun(s.queryRowCached(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return model.Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
 	}
@@ -679,7 +679,7 @@ func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]mod
 }
 
 func (s *Store) scanRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	rows, err := s.queryCached(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,8 @@ type Store struct {
 	drivenErr  error
 	// search is Search's statement.
 	search readStmt
+	// rstmts are the readers' statements, prepared once (readTx).
+	rstmts readStmts
 }
 
 const (
@@ -174,7 +176,7 @@ func (s *Store) Close() error {
 	if s.drivenStmt != nil {
 		driven = s.drivenStmt.Close()
 	}
-	return errors.Join(s.stmts.close(), driven, s.search.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
+	return errors.Join(s.stmts.close(), driven, s.search.close(), s.rstmts.close(), s.ckpt.close(), s.r.Close(), s.w.Close())
 }
 
 // retryBusy runs fn again while it fails with "database is locked", for up

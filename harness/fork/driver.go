@@ -136,6 +136,12 @@ type Driver struct {
 	Harnesses *harness.Registry
 	// Parallel bounds how many turns run at once (default 4).
 	Parallel int
+	// Numbers, when set, remembers the default fork number this process
+	// gave last under each run, so that a long-lived one (tine serve)
+	// numbers a run's next fork without asking the store; a name taken
+	// meanwhile by another process is refused by the store and the next
+	// number tried.
+	Numbers *Numbers
 	// Slots, when set, bounds the turns of every RunTurns call together:
 	// at most cap(Slots) run at once in this process (tine serve, where
 	// many requests run turns), and Parallel is not used.
@@ -306,11 +312,14 @@ func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*mod
 	var others []string
 	for attempt := 1; ; attempt++ {
 		given := names
+		prefix := forkPrefix(parent)
 		if len(given) == 0 {
-			prefix := forkPrefix(parent)
-			last, err := d.Store.LastForkNumber(ctx, parent.ID, prefix)
-			if err != nil {
-				return err
+			last, known := d.Numbers.last(parent.ID)
+			if !known {
+				var err error
+				if last, err = d.Store.LastForkNumber(ctx, parent.ID, prefix); err != nil {
+					return err
+				}
 			}
 			given = ForkNames(parent, append(others, prefix+strconv.Itoa(last)), len(forks))
 		}
@@ -318,6 +327,10 @@ func (d *Driver) createNamed(ctx context.Context, parent model.Run, forks []*mod
 			f.Name = given[i]
 		}
 		err := d.Store.CreateForks(ctx, forks)
+		if err == nil && len(names) == 0 {
+			n, _ := strconv.Atoi(strings.TrimPrefix(given[len(given)-1], prefix))
+			d.Numbers.gave(parent.ID, n)
+		}
 		var nt *model.NameTakenError
 		if errors.As(err, &nt) && len(names) == 0 && attempt < maxNameAttempts {
 			others = append(others, nt.Name)
@@ -1126,6 +1139,35 @@ func retryName(name string) string {
 		return base + "-retry"
 	}
 	return fmt.Sprintf("%s-retry-%d", base, n)
+}
+
+// Numbers are the default fork numbers a process gave last, by parent
+// (Driver.Numbers); a nil one knows none.
+type Numbers struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (n *Numbers) last(parent string) (int, bool) {
+	if n == nil {
+		return 0, false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.m[parent]
+	return v, ok
+}
+
+func (n *Numbers) gave(parent string, k int) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = map[string]int{}
+	}
+	n.m[parent] = max(n.m[parent], k)
 }
 
 // forkPrefix is what a default fork name of parent starts with.

@@ -413,3 +413,39 @@ func TestACheckWithNoDirectoryRunsNowhere(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "the check ran in tine's own directory")
 	os.Remove(filepath.Join(here, marker))
 }
+
+// countedNames counts LastForkNumber's reads.
+type countedNames struct {
+	fork.Store
+	reads atomic.Int32
+}
+
+func (s *countedNames) LastForkNumber(ctx context.Context, id, prefix string) (int, error) {
+	s.reads.Add(1)
+	return s.Store.LastForkNumber(ctx, id, prefix)
+}
+
+// TestNumbersSpareTheStore: a driver that remembers the numbers it gave
+// (tine serve's) names a run's next forks on from them without reading
+// the store again, and a name another process took meanwhile is skipped.
+func TestNumbersSpareTheStore(t *testing.T) {
+	f := &fake{name: "fake", caps: harness.Capabilities{Fork: true, ForkAtK: true}}
+	st, d, root := setup(t, f)
+	ctx := context.Background()
+	counted := &countedNames{Store: st}
+	d.Store, d.Numbers = counted, &fork.Numbers{}
+	var names []string
+	for range 3 {
+		forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
+		require.NoError(t, err)
+		names = append(names, forks[0].Name)
+	}
+	// Another process's fork takes the next number.
+	other := model.Run{ParentID: root.ID, ForkAt: 2, Name: "root-fork-4"}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{&other}))
+	forks, _, err := d.Fork(ctx, fork.ForkSpec{Parent: root.ID})
+	require.NoError(t, err)
+	names = append(names, forks[0].Name)
+	assert.Equal(t, []string{"root-fork-1", "root-fork-2", "root-fork-3", "root-fork-5"}, names)
+	assert.Equal(t, int32(1), counted.reads.Load(), "the store was read for the first fork only")
+}

@@ -37,6 +37,8 @@ func NewQueue(d *fork.Driver, rp *replay.Replayer, parallel, capacity int) *Queu
 		parallel = fork.DefaultParallel
 	}
 	d.Slots = make(chan struct{}, parallel)
+	// A long-lived process numbers a run's forks on from the last it gave.
+	d.Numbers = &fork.Numbers{}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Queue{driver: d, replayer: rp, capacity: max(capacity, 1), ctx: ctx, cancel: cancel}
 }

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+)
+
+// querier runs a transaction's queries: a transaction itself, or a read
+// transaction whose statements come prepared from the store's cache
+// (readTx).
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// readStmts are the readers' most frequent statements, prepared once on
+// the readers' pool and reused: preparing one anew (SQLite parsing it)
+// on every read was a fifth of tine serve's CPU under load. Only
+// statements whose text is fixed are cached; up to maxReadStmts.
+type readStmts struct {
+	mu     sync.Mutex
+	m      map[string]*sql.Stmt
+	closed bool
+}
+
+const maxReadStmts = 64
+
+// get is query's statement prepared on db, nil when it cannot be (it is
+// then run as it is).
+func (c *readStmts) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt {
+	c.mu.Lock()
+	st, ok := c.m[query]
+	full := len(c.m) >= maxReadStmts || c.closed
+	c.mu.Unlock()
+	if ok || full {
+		return st
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[query]; ok || c.closed {
+		st.Close()
+		return old
+	}
+	if c.m == nil {
+		c.m = map[string]*sql.Stmt{}
+	}
+	c.m[query] = st
+	return st
+}
+
+func (c *readStmts) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, st := range c.m {
+		st.Close()
+	}
+	c.m = nil
+	return nil
+}
+
+// readTx is a read transaction on the readers' pool whose statements
+// come from the cache.
+type readTx struct {
+	*sql.Tx
+	s *Store
+}
+
+func (t readTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.s.rstmts.get(ctx, t.s.r, query); st != nil {
+		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, query, args...)
+}
+
+func (t readTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.s.rstmts.get(ctx, t.s.r, query); st != nil {
+		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// queryCached runs query on the readers' pool with its cached statement.
+func (s *Store) queryCached(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.rstmts.get(ctx, s.r, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.r.QueryContext(ctx, query, args...)
+}
+
+// readCached runs fn in a read transaction whose fixed statements come
+// from the cache (readTx).
+func (s *Store) readCached(ctx context.Context, fn func(tx querier) error) error {
+	return s.read(ctx, func(tx *sql.Tx) error { return fn(readTx{tx, s}) })
+}
+
+// queryRowCached is queryCached for one row.
+func (s *Store) queryRowCached(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.rstmts.get(ctx, s.r, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.r.QueryRowContext(ctx, query, args...)
+}
