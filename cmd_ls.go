@@ -14,9 +14,8 @@ import (
 // The JSON shapes are the service's: every face gives the same
 // (internal/service).
 type (
-	runJSON      = service.Run
-	aaJSON       = service.AA
-	lsReplayJSON = service.ReplayOf
+	runJSON = service.Run
+	aaJSON  = service.AA
 )
 
 // replayStatus is a replay's status as ls's STATUS column adds it.

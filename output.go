@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/charmbracelet/x/term"
@@ -29,19 +28,6 @@ func encodeJSON(w io.Writer, v any, indent string) error {
 	}
 	_, err := w.Write(escapeC1(buf.Bytes()))
 	return err
-}
-
-// usd is money in the JSON tine prints (ls, show, export, fork, run,
-// compare): rounded to a billionth of a dollar. A run's cost is a sum of
-// prices in binary floating point (0.1 + 0.2 is 0.30000000000000004);
-// a billionth is below what one token costs at any price tine knows and
-// far above that sum's error for any cost under millions of dollars, so
-// that prints 0.3.
-type usd float64
-
-// MarshalJSON writes u rounded to a billionth of a dollar.
-func (u usd) MarshalJSON() ([]byte, error) {
-	return json.Marshal(math.Round(float64(u)*1e9) / 1e9)
 }
 
 func escapeC1(b []byte) []byte {

@@ -204,7 +204,6 @@ func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 type (
 	forkJSON   = service.Fork
 	budgetJSON = service.Budget
-	checkJSON  = service.Check
 )
 
 func printForks(w io.Writer, forks []model.Run) {
