@@ -307,6 +307,10 @@ func TestMain(m *testing.M) {
 			os.Exit(runMain())
 		}
 	}
+	// The agents' shell tools run what the tests script in bash (the
+	// sandbox test's /dev/tcp): Claude Code picks zsh when SHELL does not
+	// name bash and zsh is installed, as it is where the completion tests run.
+	os.Setenv("SHELL", "/bin/bash")
 	os.Exit(m.Run())
 }
 

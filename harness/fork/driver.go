@@ -702,9 +702,13 @@ func (d *Driver) runTurn(ctx context.Context, t Turn, onEvent func(RunEvent)) {
 		finish(model.Failed, err)
 		return
 	}
-	if err := d.stale(bg, run, caps); err != nil {
-		finish(model.Failed, err)
-		return
+	// A replay's turn brings the session it starts from (Rebuild): the
+	// parent's session going on past the fork point is no reason to stop it.
+	if t.Rebuild == nil {
+		if err := d.stale(bg, run, caps); err != nil {
+			finish(model.Failed, err)
+			return
+		}
 	}
 	if t.Input == "" && len(prefix) > 0 && prefix[len(prefix)-1].Role == model.Assistant && len(prefix[len(prefix)-1].ToolCalls()) == 0 {
 		finish(model.Failed, errors.New("nothing to answer: the run ends with the model's reply; give a message"))
