@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -870,4 +871,80 @@ func TestDockerForkOfAContainerFork(t *testing.T) {
 		assert.Contains(t, files, "parent.txt", "%s starts from its parent's work", c.name)
 		assert.Contains(t, files, c.name+".txt")
 	}
+}
+
+// TestDockerOpenInItsContainer: tine open (the TUI's o) on a fork that
+// ran in a container opens its agent there, on this terminal (tmux):
+// the person sees its session, talks to it, and when the agent exits the
+// work it did comes back as the fork's branch.
+// Claude Code's first start in the container (its connection check, the
+// key and the folder's trust) is answered for it (Carry.Opening).
+func TestDockerOpenInItsContainer(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	for _, name := range []string{"claude", "pi"} {
+		t.Run(name, func(t *testing.T) { dockerOpen(t, name) })
+	}
+}
+
+func dockerOpen(t *testing.T, name string) {
+	p := dockerOrSkip(t)
+	agentImage(t, p, name)
+	s := newDockerSetup(t, name, nil)
+	s.on("write-first", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("first.txt")}},
+		modelserver.Reply{Text: "Wrote the first file."})
+	f, errOut := s.fork(t, "boxed", "write-first")
+	require.Equal(t, "completed", f.Status, f.Error+errOut)
+
+	sock := fmt.Sprintf("tine-open-%d-%d", os.Getpid(), rand.IntN(1e6))
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		require.NoError(t, err, "tmux %v: %s", args, out)
+		return string(out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	line := "env TINE_TEST_AS_TINE=1 TERM=xterm-256color " + os.Args[0] + " --db " + s.db + " open boxed; echo OPEN-EXITED $?; sleep 120"
+	tmux("new-session", "-d", "-s", "o", "-x", "120", "-y", "35", line)
+	waitFor := func(text string, within time.Duration) string {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			sc := tmux("capture-pane", "-p", "-J", "-t", "o")
+			if strings.Contains(sc, text) {
+				return sc
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%q never showed; the screen:\n%s", text, sc)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	// The agent in the container shows the fork's session.
+	waitFor("Wrote the first file.", 90*time.Second)
+	// Its container is in use: a turn through tine is refused, saying
+	// so, and never reaches the open agent's terminal.
+	_, errOut, code := tine(t, s.db, "run", "boxed", "-m", "not now", "--wait")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "is in use")
+	s.on("open-turn", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("opened.txt")}},
+		modelserver.Reply{Text: "Opened and wrote it."})
+	tmux("send-keys", "-t", "o", "-l", "open-turn: write another")
+	time.Sleep(300 * time.Millisecond)
+	tmux("send-keys", "-t", "o", "Enter")
+	waitFor("Opened and wrote it.", 90*time.Second)
+	for _, k := range []string{"C-c", "C-c", "C-d"} {
+		if strings.Contains(tmux("capture-pane", "-p", "-J", "-t", "o"), "OPEN-EXITED") {
+			break
+		}
+		tmux("send-keys", "-t", "o", k)
+		time.Sleep(500 * time.Millisecond)
+	}
+	sc := waitFor("OPEN-EXITED", 60*time.Second)
+	t.Logf("the terminal after:\n%s", sc)
+	assert.Contains(t, sc, "OPEN-EXITED 0")
+	// What the agent did there is the fork's branch now.
+	files := gitOut(t, s.project, "ls-tree", "-r", "--name-only", f.Branch)
+	assert.Contains(t, files, "first.txt")
+	assert.Contains(t, files, "opened.txt", "the work done in the opened agent came back")
 }

@@ -141,6 +141,7 @@ func commands() []command {
 		{"fork", "RUN [-n N] [--name NAME]... [-m MSG]... [--at K] [--wait]", "fork a run at a safe boundary into N branches", cmdFork},
 		{"run", "RUN -m MSG [--harness NAME] [--wait]", "give a run its next turn (a pending fork its first)", cmdRun},
 		{"retry", "RUN [--wait]", "run a failed fork again, as a new sibling", cmdRetry},
+		{"open", "RUN", "open a run's session in its agent, here or in its container", cmdOpen},
 		{"cancel", "RUN...", "stop a running fork, whoever started it", cmdCancel},
 		{"replay", "RUN --at-step N [--continuations K] [--base REV] [--wait]", "rebuild a recorded run's world at step N and fork it there", cmdReplay},
 		{"compare", "RUN RUN... [--diff]", "compare runs side by side from where they part", cmdCompare},

@@ -39,6 +39,11 @@ type Carry struct {
 	// is its own source, wherever it is put (the harness copies it where
 	// the agent looks, as it does an imported session's).
 	Adopt func(ctx context.Context, environ []string, dir, file string) (source string, err error)
+	// Opening, when set, readies the agent's state on the other machine
+	// (HOME is its environ's) for a person to open a session working in
+	// dir: the first-start questions they answered on this machine, which
+	// a headless turn never asks.
+	Opening func(environ []string, dir string) error
 }
 
 // CarriedFile is a file of this machine (Host) and where it goes under

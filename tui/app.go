@@ -181,7 +181,7 @@ func New(st *store.Store, opts Options) *App {
 		keys:     DefaultKeyMap(),
 		styles:   NewStyles(backgroundIsDark(os.Getenv("COLORFGBG"))),
 		lib:      newLibraryScreen(),
-		openEnv:  osOpenEnv(),
+		openEnv:  osOpenEnv(storePath(st)),
 		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
 		watch:    watchState{on: opts.Watch && st != nil, opts: importer.DefaultWatch, formats: importer.FormatsOf(agents.Agents())},
 	}
@@ -1050,6 +1050,14 @@ func (a *App) statusLines(w, most int) []string {
 		lines[i] = style.Render(l)
 	}
 	return lines
+}
+
+// storePath is st's file, "" for none.
+func storePath(st *store.Store) string {
+	if st == nil {
+		return ""
+	}
+	return st.Path()
 }
 
 func dbPath(st *store.Store) string {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,10 +39,14 @@ type openEnv struct {
 	getenv   func(string) string
 	lookPath func(string) (string, error)
 	isDir    func(string) bool
+	// tine is the command line that runs tine on this database
+	// (tine open for a fork in a container); nil: not offered.
+	tine []string
 }
 
-func osOpenEnv() openEnv {
-	return openEnv{
+// osOpenEnv is this process's, for the database at db ("": none).
+func osOpenEnv(db string) openEnv {
+	e := openEnv{
 		getenv:   os.Getenv,
 		lookPath: exec.LookPath,
 		isDir: func(p string) bool {
@@ -49,6 +54,10 @@ func osOpenEnv() openEnv {
 			return err == nil && st.IsDir()
 		},
 	}
+	if exe, err := os.Executable(); err == nil && db != "" {
+		e.tine = []string{exe, "--db", db}
+	}
+	return e
 }
 
 // viewerCommand is the pager (editor false) or editor command line for
@@ -110,8 +119,13 @@ func agentCommand(r model.Run, parentSession string, agents *harness.Registry, e
 	case r.NativeID == "":
 		return execSpec{}, fmt.Sprintf("tine knows no %s session id for this run: it was not read from %s's own files", r.Harness, r.Harness)
 	case !r.OnThisMachine():
-		return execSpec{}, fmt.Sprintf("this fork ran in a container (%s): its session is not here to open; its work is on branch %s (A, or tine apply, brings it into the checkout)",
-			model.SafeText(r.Place), model.SafeText(r.Branch))
+		// Its session and files are in its container: tine open relays
+		// this terminal to the agent there, and brings the work back.
+		if len(env.tine) == 0 {
+			return execSpec{}, fmt.Sprintf("this fork ran in a container (%s): tine open %s opens it there", model.SafeText(r.Place), model.SafeText(r.Label()))
+		}
+		return execSpec{argv: append(slices.Clone(env.tine), "open", r.ID), name: ag.Display + " in its container",
+			after: " (its work is back on branch " + model.SafeText(r.Branch) + ")"}, ""
 	}
 	cli := harness.CLI{Bin: r.Harness}
 	if ag.CLI != nil {

@@ -53,6 +53,7 @@ func TestAgentCommand(t *testing.T) {
 	require.NoError(t, os.WriteFile(piFile, []byte("{}\n"), 0o600))
 	env := fakeEnv(map[string]string{}, []string{"claude", "codex", "pi", "/opt/claude-dev"},
 		[]string{"/work/app", "/data/worktrees/app-fork-1"})
+	env.tine = []string{"/usr/bin/tine", "--db", "/d/t.db"}
 	agents := registry.New(harness.Setup{})
 	done := model.Completed
 	cases := []struct {
@@ -92,6 +93,10 @@ func TestAgentCommand(t *testing.T) {
 		{name: "no session id", run: model.Run{Harness: "claude", Cwd: "/work/app", Status: done}, why: "tine knows no claude session id for this run"},
 		{name: "directory gone", run: model.Run{Harness: "codex", NativeID: "t", Cwd: "/gone/app", Status: done}, why: "/gone/app is gone"},
 		{name: "no directory", run: model.Run{Harness: "codex", NativeID: "t", Status: done}, why: "no directory is recorded"},
+		// In a container: tine open relays this terminal to the agent
+		// there (the agent need not be installed here).
+		{name: "fork in a container", run: model.Run{ID: "r9", Harness: "claude", NativeID: "x", Cwd: "/work/app", Place: "docker", Branch: "main-fork-2", Status: done},
+			vars: map[string]string{"TINE_CLAUDE_BIN": "claude-nightly"}, argv: []string{"/usr/bin/tine", "--db", "/d/t.db", "open", "r9"}, after: "branch main-fork-2"},
 	}
 	for _, c := range cases {
 		e := env
@@ -113,6 +118,10 @@ func TestAgentCommand(t *testing.T) {
 			assert.Empty(t, spec.after, c.name)
 		}
 	}
+	// Where tine cannot run itself, it says what to type.
+	env.tine = nil
+	_, why := agentCommand(model.Run{ID: "r9", Name: "boxed", Harness: "claude", NativeID: "x", Place: "docker", Status: done}, "", agents, env)
+	assert.Contains(t, why, "tine open boxed")
 }
 
 func TestViewerCommand(t *testing.T) {
@@ -225,7 +234,7 @@ func TestExecLeavesAndReturnsTheAltScreen(t *testing.T) {
 	require.NoError(t, os.WriteFile(agent, []byte("#!/bin/sh\necho \"agent argv: $*\"\necho \"agent dir: $(pwd)\"\n"), 0o755))
 	s := seedAgentRun(t, dir)
 	a := New(s.st, Options{Agents: testAgents})
-	env := osOpenEnv()
+	env := osOpenEnv("")
 	env.getenv = func(k string) string {
 		return map[string]string{"PAGER": "cat", "TINE_CLAUDE_BIN": agent, "PATH": os.Getenv("PATH")}[k]
 	}

@@ -1,7 +1,9 @@
 package claude
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -36,6 +38,45 @@ var carry = &harness.Carry{
 		}
 		return "", fmt.Errorf("claude: no transcript %s.jsonl under %s", id, strings.Join(roots, ", "))
 	},
+	Opening: opening,
+}
+
+// opening readies Claude Code in a fork's container for a person: its
+// first start (a new HOME) would check that api.anthropic.com answers,
+// ask whether to use the key in its environment and whether to trust
+// the fork's folder, which its user answered on their own machine. They
+// are answered in ~/.claude.json (kept as it is otherwise).
+func opening(environ []string, dir string) error {
+	getenv := harness.EnvFunc(environ)
+	file := filepath.Join(configDir(getenv), ".claude.json")
+	if getenv("CLAUDE_CONFIG_DIR") == "" {
+		file = filepath.Join(getenv("HOME"), ".claude.json")
+	}
+	state := map[string]any{}
+	if b, err := os.ReadFile(file); err == nil {
+		_ = json.Unmarshal(b, &state)
+	}
+	state["hasCompletedOnboarding"] = true
+	projects, _ := state["projects"].(map[string]any)
+	if projects == nil {
+		projects = map[string]any{}
+	}
+	project, _ := projects[dir].(map[string]any)
+	if project == nil {
+		project = map[string]any{}
+	}
+	project["hasTrustDialogAccepted"] = true
+	projects[dir] = project
+	state["projects"] = projects
+	if key := getenv("ANTHROPIC_API_KEY"); key != "" {
+		// Claude Code remembers a key by its last 20 characters.
+		state["customApiKeyResponses"] = map[string]any{"approved": []string{key[max(0, len(key)-20):]}, "rejected": []string{}}
+	}
+	b, err := json.Marshal(state)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o600)
 }
 
 // configDir is Claude Code's folder for getenv: $CLAUDE_CONFIG_DIR, else

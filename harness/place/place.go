@@ -11,6 +11,7 @@ package place
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -149,4 +150,22 @@ func FromElsewhere(ctx context.Context, st Store, run model.Run) (branch string,
 // it that runs here (Origin.Source).
 type SessionKeeper interface {
 	SessionSource(ctx context.Context, run model.Run) (string, error)
+}
+
+// Opener is a place where a fork's agent can be opened for a person, its
+// session there (a container): Open runs the agent's own interactive
+// command (its descriptor's Open) there on t, and brings the fork's work
+// back after, as after a turn.
+type Opener interface {
+	Open(ctx context.Context, run model.Run, t Terminal) error
+}
+
+// Terminal is a person's terminal, relayed to where a fork is opened:
+// what they type (In), where its output goes (Out), its size, and word
+// of each change of size (Resized).
+type Terminal struct {
+	In      io.Reader
+	Out     io.Writer
+	Size    func() (cols, rows int)
+	Resized <-chan struct{}
 }

@@ -37,17 +37,20 @@ func Inside(ctx context.Context, agents func() *harness.Registry, stdin io.Reade
 		fmt.Fprintln(stderr, "tine in the container: its job is not one:", err)
 		return 2
 	}
+	for _, kv := range job.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
+			os.Setenv(k, v)
+		}
+	}
+	if job.Kind == JobOpen {
+		return openInside(ctx, agents, job, in, stdout, stderr)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { // stdin's end is the owner's word to stop
 		_, _ = io.Copy(io.Discard, in)
 		cancel()
 	}()
-	for _, kv := range job.Env {
-		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
-			os.Setenv(k, v)
-		}
-	}
 	var mu sync.Mutex
 	enc := json.NewEncoder(stdout)
 	say := func(l Line) {

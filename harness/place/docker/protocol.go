@@ -21,6 +21,11 @@ const (
 	// JobSave only saves the fork's work for copying out (after a turn
 	// that ended without saving it: its container was stopped).
 	JobSave = "save"
+	// JobOpen opens the fork's session in its agent for a person, on a
+	// terminal of its own (a pseudo-terminal in the container): after
+	// the job line, stdin carries frames (Frame) and stdout the
+	// terminal's bytes as they are, until the agent exits.
+	JobOpen = "open"
 )
 
 // Job is what a container's tine is asked to do.
@@ -46,7 +51,24 @@ type Job struct {
 	TimeoutNS int64        `json:"timeout_ns,omitempty"`
 	// Label names the fork in the commit of its uncommitted work.
 	Label string `json:"label,omitempty"`
+	// Run is the fork to open (JobOpen), as the container sees it: its
+	// directory there, no path of this machine; Cols and Rows are the
+	// person's terminal's size when it starts.
+	Run  *model.Run `json:"run,omitempty"`
+	Cols int        `json:"cols,omitempty"`
+	Rows int        `json:"rows,omitempty"`
 }
+
+// A frame is what follows an open job's line on stdin: a kind byte, the
+// payload's length (4 bytes, big-endian) and the payload: FrameInput is
+// what the person typed, FrameSize the terminal's new size (columns and
+// rows, 2 bytes each, big-endian).
+const (
+	FrameInput = 'i'
+	FrameSize  = 's'
+	// frameMax bounds a frame's payload.
+	frameMax = 1 << 20
+)
 
 // Start is how a fork's checkout starts in its container: the files are
 // in its image already (the batch's), HEAD and the index are set here.

@@ -166,25 +166,17 @@ func (p *Place) sessionFile(ctx context.Context, ag harness.Agent, o harness.Ori
 func (p *Place) job(ctx context.Context, cli *client.Client, run model.Run, job Job, emit func(harness.Event)) (*End, error) {
 	bg := context.WithoutCancel(ctx)
 	id := run.Container
-	att, err := cli.ContainerAttach(bg, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return nil, fmt.Errorf("fork %s's container: %w", run.Label(), err)
-	}
-	defer att.Close()
-	wait := cli.ContainerWait(bg, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	started := time.Now()
-	if _, err := cli.ContainerStart(bg, id, client.ContainerStartOptions{}); err != nil {
-		return nil, fmt.Errorf("starting fork %s's container: %w", run.Label(), err)
-	}
-	if job.Kind == JobTurn {
-		p.timing(run, "start", started)
-	}
-	line, err := json.Marshal(job)
+	att, wait, err := p.startAttached(bg, cli, run)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("fork %s's container: %w", run.Label(), err)
+	defer att.Close()
+	if job.Kind == JobTurn {
+		p.timing(run, "start", started)
+	}
+	if err := sendJob(att, run, job); err != nil {
+		return nil, err
 	}
 	// Cancelled: the job's stdin ends, and after the grace the container.
 	stopped := make(chan struct{})
@@ -247,6 +239,40 @@ func (p *Place) job(ctx context.Context, cli *client.Client, run model.Run, job 
 		return &End{Cancelled: true}, nil
 	}
 	return nil, p.died(bg, cli, run, status, waitErr, stderr.String())
+}
+
+// startAttached starts fork run's stopped container attached to its
+// stdin, stdout and stderr, with a wait for its exit. A container runs
+// one job at a time: starting a running one would hand a job's line to
+// the one attached (an open agent's terminal), so that is refused.
+func (p *Place) startAttached(ctx context.Context, cli *client.Client, run model.Run) (client.ContainerAttachResult, client.ContainerWaitResult, error) {
+	id := run.Container
+	var none client.ContainerWaitResult
+	if c, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && c.Container.State != nil && c.Container.State.Running {
+		return client.ContainerAttachResult{}, none, fmt.Errorf("fork %s's container %s is in use (its agent is open, or another tine runs its turn): try again when it stops", run.Label(), shortID(id))
+	}
+	att, err := cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return att, none, fmt.Errorf("fork %s's container: %w", run.Label(), err)
+	}
+	wait := cli.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		att.Close()
+		return att, none, fmt.Errorf("starting fork %s's container: %w", run.Label(), err)
+	}
+	return att, wait, nil
+}
+
+// sendJob gives a started container's tine its job: one JSON line.
+func sendJob(att client.ContainerAttachResult, run model.Run, job Job) error {
+	line, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	if _, err := att.Conn.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("fork %s's container: %w", run.Label(), err)
+	}
+	return nil
 }
 
 // died says why fork run's container stopped before its job ended.
