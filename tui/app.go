@@ -19,6 +19,7 @@ import (
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/importer"
+	"tine/internal/service"
 	"tine/model"
 	"tine/replay"
 	"tine/store"
@@ -89,9 +90,12 @@ type App struct {
 	// dataPath is the database's path as help shows it.
 	dataPath string
 	opts     Options
-	keys     KeyMap
-	tables   keyTables // each screen's keys, what they do and why they are off
-	styles   Styles
+	// svc is the service the program's actions call (act.go), over its
+	// store, driver and replayer.
+	svc    *service.Service
+	keys   KeyMap
+	tables keyTables // each screen's keys, what they do and why they are off
+	styles Styles
 	// openEnv is where e, E and o look for programs (open.go).
 	openEnv openEnv
 	// agents are the backends' descriptors (Options.Agents), and formats
@@ -182,13 +186,14 @@ func New(st *store.Store, opts Options) *App {
 		styles:   NewStyles(backgroundIsDark(os.Getenv("COLORFGBG"))),
 		lib:      newLibraryScreen(),
 		openEnv:  osOpenEnv(storePath(st)),
-		forks:    forkState{batches: map[int]*forkBatch{}, pending: map[int]launchReq{}, descs: &descCache{}},
+		forks:    forkState{batches: map[int]*forkBatch{}, descs: &descCache{}},
 		watch:    watchState{on: opts.Watch && st != nil, opts: importer.DefaultWatch, formats: importer.FormatsOf(agents.Agents())},
 	}
 	a.lib.empty.agents = agents.Agents()
 	if opts.NewDatabase != "" {
 		a.lib.empty.made = homeShort(opts.NewDatabase)
 	}
+	a.svc = &service.Service{Store: st, Driver: opts.Driver, Replayer: opts.Replayer, Formats: a.formats}
 	a.tables = newKeyTables(a.keys)
 	a.spawn = a.background
 	return a
@@ -620,7 +625,7 @@ func (a *App) updateLibrary(msg tea.Msg) tea.Cmd {
 		}
 		a.lib.setTrees(msg.trees)
 		if len(msg.trees) == 0 && !a.imp.looked {
-			return discover(a.formats, a.agents.Agents())
+			return discover(a.svc, a.agents.Agents())
 		}
 	case searchDoneMsg:
 		return a.searched(msg)

@@ -1164,14 +1164,15 @@ func (a *App) compareOpen() tea.Cmd {
 // compareBest marks the focused column's run best, or unmarks it.
 func (a *App) compareBest() tea.Cmd {
 	r := a.compare.cols[a.compare.focus].run
-	ctx, st, id, best := a.ctx, a.st, r.ID, !r.Best
+	svc, _ := a.act(nil)
+	ctx, id, best := a.ctx, r.ID, !r.Best
 	// The best of the runs compared: they lose their mark.
 	among := make([]string, len(a.compare.cols))
 	for i, col := range a.compare.cols {
 		among[i] = col.run.ID
 	}
 	return func() tea.Msg {
-		return bestSetMsg{id: id, best: best, err: st.SetBest(ctx, id, best, among...)}
+		return bestSetMsg{id: id, best: best, err: svc.Pick(ctx, id, best, among)}
 	}
 }
 
@@ -1217,9 +1218,10 @@ func (a *App) applyConfirmed() tea.Cmd {
 	if r == nil {
 		return nil
 	}
+	svc, _ := a.act(nil)
 	ctx, run := a.ctx, *r
 	return tea.Batch(a.setStatus("applying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
-		ap, err := fork.Apply(ctx, run, false)
+		ap, err := svc.Apply(ctx, run.ID, false)
 		return applyDoneMsg{applied: ap, err: err}
 	})
 }

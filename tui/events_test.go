@@ -44,7 +44,7 @@ func TestQuitWhileForksStream(t *testing.T) {
 	runs, _, err := drv.Fork(context.Background(), fork.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "chatty"})
 	require.NoError(t, err)
 	// The turn starts; its listener is never run: the screen reads nothing.
-	d.a.startTurns(1, drv, apiSettings{}, []fork.Turn{{RunID: runs[0].ID, Input: "go"}})
+	d.a.startTurns(1, drv, apiSettings{}, startWork{turns: []fork.Turn{{RunID: runs[0].ID, Input: "go"}}})
 	select {
 	case <-h.sent:
 	case <-time.After(10 * time.Second):

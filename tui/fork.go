@@ -887,11 +887,17 @@ func ownFirst(names []string, own string) []string {
 
 // Messages for forks launched from the TUI.
 type (
+	// forksCreatedMsg: the service made a launch's forks (or refused
+	// them) and started the turns of work, to run on driver (with the
+	// API settings typed, api).
 	forksCreatedMsg struct {
-		runs  []model.Run
-		cut   model.Cut
-		batch int
-		err   error
+		runs   []model.Run
+		cut    model.Cut
+		batch  int
+		err    error
+		driver *fork.Driver
+		api    apiSettings
+		work   startWork
 	}
 	runEventMsg struct {
 		news  []runNews
@@ -918,14 +924,6 @@ type forkBatch struct {
 func newForkBatch(cancel context.CancelFunc, background bool, ids ...string) *forkBatch {
 	return &forkBatch{cancel: cancel, events: newRunMailbox(), background: background,
 		order: ids, status: map[string]model.Status{}, labels: map[string]string{}}
-}
-
-// createForks makes the forks off the UI goroutine.
-func createForks(ctx context.Context, d *fork.Driver, spec fork.ForkSpec, batch int) tea.Cmd {
-	return func() tea.Msg {
-		runs, cut, err := d.Fork(ctx, spec)
-		return forksCreatedMsg{runs: runs, cut: cut, batch: batch, err: err}
-	}
 }
 
 // listen waits for what happened in a batch since the last look.

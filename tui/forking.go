@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"tine/harness/fork"
+	"tine/internal/service"
 	"tine/model"
 	"tine/store"
 )
@@ -24,7 +25,6 @@ var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧"
 // the spinner, and the numbers that tell the dialogs' answers apart.
 type forkState struct {
 	batches   map[int]*forkBatch
-	pending   map[int]launchReq // launched, forks not created yet
 	nextBatch int
 	// follow is a run that R or m started: the cursor goes to it once the
 	// tree has been read again.
@@ -269,31 +269,40 @@ func (a *App) ownHarness(run model.Run) string {
 	return a.opts.Driver.DefaultHarness
 }
 
-// launchReq is a launch waiting for its forks to be created: what was
-// asked for, and the driver that runs it.
-type launchReq struct {
-	spec   fork.ForkSpec
-	driver *fork.Driver
-	api    apiSettings // what was typed for its harness, for a background tine
-}
-
-// launch creates the dialog's forks; their turns start once they exist.
-// The dialog stays open meanwhile, so a refusal shows where it can be fixed.
+// launch asks the service for the dialog's forks (service.ForkRequest):
+// it makes them and starts their turns, which Update then runs as a
+// batch. The dialog stays open meanwhile, so a refusal shows where it
+// can be fixed.
 func (a *App) launch() tea.Cmd {
 	d := a.dialog
 	spec := d.spec()
-	drv := d.driver(a.opts.Driver)
+	name := d.harnessName()
+	svc, start := a.act(d.driver(a.opts.Driver))
+	api := d.settings(name)
 	a.forks.nextBatch++
 	d.launching, d.batch = true, a.forks.nextBatch
-	a.forks.pending[a.forks.nextBatch] = launchReq{spec: spec, driver: drv, api: d.settings(d.harnessName())}
-	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo),
-		createForks(a.ctx, drv, spec, a.forks.nextBatch))
+	ctx, batch, req := a.ctx, a.forks.nextBatch, forkRequest(spec)
+	return tea.Batch(a.setStatus(fmt.Sprintf("creating %s…", plural(spec.N, "fork")), levelInfo), func() tea.Msg {
+		f, err := svc.Fork(ctx, req)
+		return forksCreatedMsg{runs: f.Runs, cut: f.Cut, batch: batch, err: err, driver: svc.Driver, api: api, work: start.work()}
+	})
 }
 
-// forksCreated shows the new forks at once and starts their turns.
+// forkRequest is what the Fork screen asks for, as the service takes it:
+// forks at the last prompt with no message regenerate (the model answers
+// again), as the screen's "regenerate" means.
+func forkRequest(spec fork.ForkSpec) service.ForkRequest {
+	req := service.ForkRequest{Run: spec.Parent, N: spec.N, Messages: spec.Messages, Names: spec.Names, At: string(spec.At),
+		Harness: spec.Harness, Model: spec.Model, ReplaceOriginal: spec.ReplaceOriginal, Handoff: spec.Handoff, InPlace: spec.InPlace,
+		Check: spec.Check, CheckNumber: spec.CheckNumber, Budget: spec.Budget, On: spec.On, Place: spec.PlaceOpts}
+	if spec.At == "last_user" && len(spec.Messages) == 0 {
+		req.Regenerate, req.At = true, ""
+	}
+	return req
+}
+
+// forksCreated shows the new forks at once and runs their turns.
 func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
-	req := a.forks.pending[msg.batch]
-	delete(a.forks.pending, msg.batch)
 	inDialog := a.dialog != nil && a.dialog.launching && a.dialog.batch == msg.batch
 	if msg.err != nil {
 		if inDialog {
@@ -311,30 +320,28 @@ func (a *App) forksCreated(msg forksCreatedMsg) tea.Cmd {
 	if len(msg.runs) > 0 {
 		a.forks.follow = msg.runs[0].ID
 	}
-	spec := req.spec
 	note := fmt.Sprintf("%s at K=%d", plural(len(msg.runs), "fork"), msg.cut.K)
 	if msg.cut.Reason != "" {
 		note = fmt.Sprintf("%s (%s)", note, msg.cut.Describe())
 	}
 	cmds := []tea.Cmd{a.reloadTree()}
-	regenerate := spec.At == "last_user"
-	if len(spec.Messages) == 0 && !regenerate {
+	if len(msg.work.turns) == 0 {
 		cmds = append(cmds, a.setStatus(note+"; created only: they cost nothing until used", levelInfo))
 		return tea.Batch(cmds...)
 	}
-	turns := fork.FirstTurns(msg.runs, spec.Messages)
-	cmds = append(cmds, a.startTurns(msg.batch, req.driver, req.api, turns, msg.runs...), a.setStatus(note+"; running", levelInfo))
+	cmds = append(cmds, a.startTurns(msg.batch, msg.driver, msg.api, msg.work, msg.runs...), a.setStatus(note+"; running", levelInfo))
 	return tea.Batch(cmds...)
 }
 
-// startTurns runs turns as batch id, streaming their events to the
-// screen: handed to a tine of their own (Options.Background), which goes
-// on if this one quits, or else on drv in this process. api is the model
-// API's address and key typed in the Fork screen, for the background tine
-// (drv already has them). runs are the runs the turns are for, to name
-// them.
-func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, turns []fork.Turn, runs ...model.Run) tea.Cmd {
+// startTurns runs the turns an action started (w) as batch id, streaming
+// their events to the screen: handed to a tine of their own
+// (Options.Background), which goes on if this one quits, or else on drv
+// in this process. api is the model API's address and key typed in the
+// Fork screen, for the background tine (drv already has them). runs are
+// the runs the turns are for, to name them.
+func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, w startWork, runs ...model.Run) tea.Cmd {
 	ctx, cancel := context.WithCancel(a.ctx)
+	turns := w.turns
 	ids := make([]string, len(turns))
 	for i, t := range turns {
 		ids[i] = t.RunID
@@ -345,6 +352,15 @@ func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, turns []fork
 		b.labels[r.ID] = r.Label()
 	}
 	a.forks.batches[id] = b
+	parallel := w.parallel
+	if parallel <= 0 {
+		parallel = drv.Parallel
+	}
+	if bg == nil && parallel > 0 && parallel != drv.Parallel {
+		dd := *drv
+		dd.Parallel = parallel
+		drv = &dd
+	}
 	a.background("fork turns", func() {
 		defer b.events.close()
 		// Events are merged per run, so a screen that is behind (or has
@@ -353,7 +369,7 @@ func (a *App) startTurns(id int, drv *fork.Driver, api apiSettings, turns []fork
 			drv.RunTurns(ctx, turns, b.events.put)
 			return
 		}
-		job := TurnsJob{Turns: turns, Parallel: drv.Parallel, BaseURL: api.baseURL, APIKey: api.key}
+		job := TurnsJob{Turns: turns, Parallel: parallel, BaseURL: api.baseURL, APIKey: api.key}
 		var started startedRuns
 		if err := bg.Turns(ctx, job, started.watch(b.events.put)); err != nil && ctx.Err() == nil {
 			failUnstarted(st, ids, &started, err, b.events.put)
@@ -412,26 +428,31 @@ func failUnstarted(st *store.Store, ids []string, started *startedRuns, err erro
 	}
 }
 
-// turnReadyMsg says which run gets a turn that R (retry) or m (next turn)
-// asked for, once the driver made or found it.
+// turnReadyMsg says which run got a turn that R (retry), m (next turn)
+// or a merge asked the service for, and the turn it started.
 type turnReadyMsg struct {
 	batch int
 	run   model.Run
-	input string
+	work  startWork
 	err   error
 	retry bool
 }
 
-// retrySelected retries the failed or cancelled fork under the cursor: a
-// new sibling made the same way gets the same message (the failed one
-// stays, as history does). retryOff says when it cannot.
+// retrySelected retries the failed or cancelled fork under the cursor
+// (service.Retry): a new sibling made the same way gets the same message
+// (the failed one stays, as history does). retryOff says when it cannot.
 func (a *App) retrySelected() tea.Cmd {
 	run := a.tree.currentRun().run()
 	a.forks.nextBatch++
-	ctx, batch, drv, id := a.ctx, a.forks.nextBatch, a.opts.Driver, run.ID
+	svc, start := a.act(nil)
+	ctx, batch, id := a.ctx, a.forks.nextBatch, run.ID
 	return tea.Batch(a.setStatus("retrying "+model.SafeText(run.Label())+"…", levelInfo), func() tea.Msg {
-		r, input, err := drv.PrepareRetry(ctx, id)
-		return turnReadyMsg{batch: batch, run: r, input: input, err: err, retry: true}
+		f, err := svc.Retry(ctx, service.RetryRequest{Run: id})
+		msg := turnReadyMsg{batch: batch, work: start.work(), err: err, retry: true}
+		if err == nil {
+			msg.run = f.Runs[0]
+		}
+		return msg
 	})
 }
 
@@ -472,19 +493,26 @@ func (a *App) openTurnDialog() tea.Cmd {
 	return tea.Batch(a.turn.input.Focus(), describeHarnesses(a.ctx, a.forks.dialogGen, a.forks.descs, a.opts.Driver.Harnesses, ""))
 }
 
-// sendTurn asks the driver which run gets the dialog's turn.
+// sendTurn asks the service for the dialog's turn (service.Continue),
+// which picks the run that gets it and starts it.
 func (a *App) sendTurn() tea.Cmd {
 	d := a.turn
 	a.forks.nextBatch++
 	d.launching, d.batch = true, a.forks.nextBatch
-	ctx, batch, drv, id, name, input := a.ctx, a.forks.nextBatch, a.opts.Driver, d.run.ID, d.harnessArg(), d.message()
+	svc, start := a.act(nil)
+	ctx, batch := a.ctx, a.forks.nextBatch
+	req := service.ContinueRequest{Run: d.run.ID, Message: d.message(), Harness: d.harnessArg()}
 	return func() tea.Msg {
-		r, err := drv.NextTurnRun(ctx, id, name, fork.Where{})
-		return turnReadyMsg{batch: batch, run: r, input: input, err: err}
+		c, err := svc.Continue(ctx, req)
+		msg := turnReadyMsg{batch: batch, work: start.work(), err: err}
+		if err == nil {
+			msg.run = c.Runs[0]
+		}
+		return msg
 	}
 }
 
-// turnReady runs the turn R or m asked for, and follows its run.
+// turnReady runs the turn R, m or a merge started, and follows its run.
 func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 	inDialog := a.turn != nil && a.turn.launching && a.turn.batch == msg.batch
 	if msg.err != nil {
@@ -508,7 +536,7 @@ func (a *App) turnReady(msg turnReadyMsg) tea.Cmd {
 		status = "retrying as " + label
 	}
 	return tea.Batch(a.reloadTree(), a.setStatus(status, levelInfo),
-		a.startTurns(msg.batch, a.opts.Driver, apiSettings{}, []fork.Turn{{RunID: msg.run.ID, Input: msg.input}}, msg.run))
+		a.startTurns(msg.batch, a.opts.Driver, apiSettings{}, msg.work, msg.run))
 }
 
 // spin starts the spinner unless it turns.
@@ -538,10 +566,11 @@ type cancelRequestedMsg struct {
 	err   error
 }
 
-// cancelSelected stops the fork under the cursor, whoever runs it: the
-// request goes through the store, and the process that runs the fork (this
-// one, or another tine) stops that fork alone within half a second; a
-// pending fork is cancelled at once.
+// cancelSelected stops the fork under the cursor, whoever runs it
+// (service.Cancel, without waiting): the request goes through the store,
+// and the process that runs the fork (this one, or another tine) stops
+// that fork alone within half a second; a pending fork is cancelled at
+// once.
 func (a *App) cancelSelected() tea.Cmd {
 	rd := a.tree.currentRun()
 	if rd == nil {
@@ -549,10 +578,15 @@ func (a *App) cancelSelected() tea.Cmd {
 	}
 	run := rd.run()
 	label := model.SafeText(run.Label())
-	ctx, st, id := a.ctx, a.st, run.ID
+	svc, _ := a.act(nil)
+	ctx, id := a.ctx, run.ID
 	return func() tea.Msg {
-		was, err := st.RequestCancel(ctx, id)
-		return cancelRequestedMsg{label: label, was: was, err: err}
+		out, err := svc.Cancel(ctx, []string{id}, 0)
+		msg := cancelRequestedMsg{label: label, err: err}
+		if len(out) > 0 {
+			msg.was = model.Status(out[0].Was)
+		}
+		return msg
 	}
 }
 
@@ -564,7 +598,7 @@ func (a *App) cancelRequested(msg cancelRequestedMsg) tea.Cmd {
 	case msg.was == model.Running:
 		return tea.Batch(a.reloadTree(), a.spin(),
 			a.setStatus("asked the process running "+msg.label+" to stop it", levelWarn))
-	case msg.was == model.Pending:
+	case msg.was == model.Pending || msg.was == model.Queued:
 		return tea.Batch(a.reloadTree(), a.setStatus("cancelled "+msg.label+" before it started", levelWarn))
 	}
 	return tea.Batch(a.reloadTree(), a.setStatus(fmt.Sprintf("%s is not running (%s)", msg.label, msg.was), levelWarn))

@@ -360,6 +360,7 @@ var forTUI = strings.NewReplacer(
 	"--max-cost is", "max cost is",
 	"--max-cost $", "max cost $",
 	"with --max-tokens instead", "with max tokens instead",
+	"fork: --replace-original goes with --regenerate", "hiding the original goes with letting the model answer again: clear the message, or keep the original visible",
 )
 
 func tuiError(err error) string { return forTUI.Replace(errorText(err)) }

@@ -9,6 +9,7 @@ import (
 
 	"tine/harness"
 	"tine/harness/importer"
+	"tine/internal/service"
 )
 
 // importState is the library's view of importing this machine's sessions.
@@ -43,11 +44,12 @@ type lookedIn struct {
 	dirs  []string
 }
 
-// discover looks for agent sessions off the UI goroutine, saying where
-// it looked (each format's folders, as this environment has them).
-func discover(formats importer.Formats, agents []harness.Agent) tea.Cmd {
+// discover looks for agent sessions off the UI goroutine, as an import
+// would (service.Discover), saying where it looked (each format's
+// folders, as this environment has them).
+func discover(svc *service.Service, agents []harness.Agent) tea.Cmd {
 	return func() tea.Msg {
-		files, err := importer.Discover(formats)
+		files, err := svc.Discover(nil)
 		var looked []lookedIn
 		for _, a := range agents {
 			if a.Sessions != nil && a.Sessions.Dirs != nil {
@@ -75,15 +77,11 @@ func (a *App) startImport() tea.Cmd {
 	}
 	im.running = true
 	im.events = make(chan tea.Msg, 16)
-	ctx, st, events, formats := a.ctx, a.st, im.events, a.formats
+	svc, _ := a.act(nil)
+	ctx, events := a.ctx, im.events
 	a.goSafe("import", func() {
 		defer close(events)
-		files, err := importer.Discover(formats)
-		if err != nil {
-			events <- importDoneMsg{err: err}
-			return
-		}
-		sum, err := importer.Import(ctx, st, files, importer.Options{Formats: formats, Progress: func(p importer.Progress) {
+		sum, err := svc.Import(ctx, service.ImportRequest{Progress: func(p importer.Progress) {
 			select {
 			case events <- importProgressMsg{p: p}:
 			default: // the screen is behind: drop a progress step, never block the import

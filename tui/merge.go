@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"tine/harness"
 	"tine/harness/fork"
 	"tine/harness/merge"
+	"tine/internal/service"
 	"tine/model"
 )
 
@@ -43,12 +45,12 @@ type mergePreparedMsg struct {
 	err  error
 }
 
-// mergeStartedMsg says which run got a merge's turn (its merge recorded),
-// or why none did.
+// mergeStartedMsg says which run got a merge's turn (its merge recorded)
+// and the turn started, or why none did.
 type mergeStartedMsg struct {
 	batch int
 	run   model.Run
-	input string
+	work  startWork
 	err   error
 }
 
@@ -108,21 +110,18 @@ func comparedForks(c *compareScreen) []model.Run {
 // their parent: a best-of-N, the best first.
 func (a *App) compareMerge() tea.Cmd { return a.prepareMerge(comparedForks(a.compare)) }
 
-// prepareMerge reads the forks' digests off the UI goroutine.
+// prepareMerge asks the service what merging the forks would send (a
+// dry run: service.Merge), off the UI goroutine; it reads them as stored
+// now (the screen's may be a moment old).
 func (a *App) prepareMerge(forks []model.Run) tea.Cmd {
-	ctx, st, view := a.ctx, a.st, a.view
+	svc, _ := a.act(nil)
+	ctx, view, req := a.ctx, a.view, service.MergeRequest{DryRun: true}
+	for _, f := range forks {
+		req.Forks = append(req.Forks, f.ID)
+	}
 	return tea.Batch(a.setStatus(fmt.Sprintf("reading what %s found…", plural(len(forks), "fork")), levelInfo), func() tea.Msg {
-		// The runs as stored now: the screen's may be a moment old.
-		fresh := make([]model.Run, len(forks))
-		for i, f := range forks {
-			r, err := st.Run(ctx, f.ID)
-			if err != nil {
-				return mergePreparedMsg{view: view, err: err}
-			}
-			fresh[i] = r
-		}
-		p, err := merge.Prepare(ctx, st, fresh, "")
-		return mergePreparedMsg{view: view, plan: p, err: err}
+		m, err := svc.Merge(ctx, req)
+		return mergePreparedMsg{view: view, plan: m.Plan, err: err}
 	})
 }
 
@@ -263,10 +262,22 @@ func (a *App) sendMerge() tea.Cmd {
 	}
 	a.forks.nextBatch++
 	d.launching, d.batch = true, a.forks.nextBatch
-	ctx, batch, drv, st, plan := a.ctx, a.forks.nextBatch, a.opts.Driver, a.st, d.plan
+	svc, start := a.act(nil)
+	ctx, batch := a.ctx, a.forks.nextBatch
+	// The service reads the forks again and checks the merge whole (the
+	// run's agent, its budget, a run mid-turn) before it records it; the
+	// message is the one edited here.
+	req := service.MergeRequest{Edit: func(context.Context, string) (string, error) { return text, nil }}
+	for _, f := range d.plan.Forks {
+		req.Forks = append(req.Forks, f.Run.ID)
+	}
 	return func() tea.Msg {
-		run, _, err := merge.Start(ctx, drv, st, plan)
-		return mergeStartedMsg{batch: batch, run: run, input: text, err: err}
+		m, err := svc.Merge(ctx, req)
+		msg := mergeStartedMsg{batch: batch, work: start.work(), err: err}
+		if err == nil {
+			msg.run = m.Runs[0]
+		}
+		return msg
 	}
 }
 
@@ -283,5 +294,5 @@ func (a *App) mergeStarted(msg mergeStartedMsg) tea.Cmd {
 	if inDialog {
 		a.merge = nil
 	}
-	return a.turnReady(turnReadyMsg{batch: msg.batch, run: msg.run, input: msg.input})
+	return a.turnReady(turnReadyMsg{batch: msg.batch, run: msg.run, work: msg.work})
 }

@@ -109,10 +109,9 @@ func newMonkey(t *testing.T, st *store.Store, w, h int, wait time.Duration) *mon
 func (m *monkey) start(w, h int) {
 	sh := &script.Harness{Delay: 20 * time.Millisecond}
 	drv := &fork.Driver{Store: m.st, Harnesses: harness.NewRegistry(sh), DefaultHarness: "script"}
-	a := New(m.st, Options{Title: "monkey", Driver: drv, Agents: testAgents})
-	a.opts.Replayer = &replay.Replayer{Store: m.st, Driver: drv}
+	a := New(m.st, Options{Title: "monkey", Driver: drv, Agents: testAgents, Replayer: &replay.Replayer{Store: m.st, Driver: drv}})
 	// i imports nothing: this machine's sessions are not the test's.
-	a.formats, a.watch.formats = nil, nil
+	a.formats, a.watch.formats, a.svc.Formats = nil, nil, nil
 	a.now = func() time.Time { return t0.Add(48 * time.Hour) }
 	a.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	// e, E and o find no program: nothing is started outside the test.

@@ -12,9 +12,9 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"tine/harness/fork"
+	"tine/internal/service"
 	"tine/model"
 	"tine/replay"
-	"tine/store"
 )
 
 // Background runs what this program starts (its forks' turns, its
@@ -239,9 +239,9 @@ func (a *App) quitStopThem() tea.Cmd {
 			b.cancel() // this process runs them: at once
 		}
 	}
-	ctx, st, ids := a.ctx, a.st, slices.Clone(q.runs)
+	ctx, svc, ids := a.ctx, a.svc, slices.Clone(q.runs)
 	return func() tea.Msg {
-		stopped, still := stopRuns(ctx, st, ids, quitStopWait)
+		stopped, still := stopRuns(ctx, svc, ids, quitStopWait)
 		return quitStoppedMsg{stopped: stopped, still: still}
 	}
 }
@@ -266,15 +266,15 @@ func (a *App) quitStopped(msg quitStoppedMsg) tea.Cmd {
 	return tea.Quit
 }
 
-// stopRuns asks whoever runs each of ids to stop it (the request goes
-// through the store, as x does), and waits until each is recorded as
-// ended, or for wait; it returns the runs that ended and those that had
-// not. A run that ended on its own meanwhile counts as stopped: it runs
-// no more.
-func stopRuns(ctx context.Context, st *store.Store, ids []string, wait time.Duration) (stopped, still []string) {
+// stopRuns asks whoever runs each of ids to stop it (service.Cancel, as x
+// does), and waits until each is recorded as ended, or for wait; it
+// returns the runs that ended and those that had not. A run that ended on
+// its own meanwhile counts as stopped: it runs no more.
+func stopRuns(ctx context.Context, svc *service.Service, ids []string, wait time.Duration) (stopped, still []string) {
 	for _, id := range ids {
-		_, _ = st.RequestCancel(ctx, id)
+		_, _ = svc.Cancel(ctx, []string{id}, 0)
 	}
+	st := svc.Store
 	deadline := time.Now().Add(wait)
 	for {
 		stopped, still = stopped[:0], still[:0]
@@ -325,7 +325,7 @@ func (a *App) stopOnExit(crashed bool) {
 		}
 		return
 	}
-	stopped, still := stopRuns(context.Background(), a.st, runs, 5*time.Second)
+	stopped, still := stopRuns(context.Background(), a.svc, runs, 5*time.Second)
 	for _, id := range stopped {
 		a.exit.Stopped = append(a.exit.Stopped, labels[id])
 	}

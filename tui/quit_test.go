@@ -89,7 +89,7 @@ func quitFixture(t *testing.T, h *held, bg func(*fork.Driver) Background) (*driv
 	runs, _, err := drv.Fork(context.Background(), fork.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1,
 		Names: []string{"long-one"}, Harness: "held"})
 	require.NoError(t, err)
-	d.a.startTurns(1, drv, apiSettings{}, []fork.Turn{{RunID: runs[0].ID, Input: "go"}}, runs[0])
+	d.a.startTurns(1, drv, apiSettings{}, startWork{turns: []fork.Turn{{RunID: runs[0].ID, Input: "go"}}}, runs[0])
 	select {
 	case <-h.started:
 	case <-time.After(10 * time.Second):
@@ -312,7 +312,7 @@ func TestABackgroundThatDoesNotStartFailsItsForks(t *testing.T) {
 	d.keys("enter")
 	runs, _, err := drv.Fork(context.Background(), fork.ForkSpec{Parent: firstTree(t, st), At: model.ContinueFrom("end"), N: 1, Harness: "held"})
 	require.NoError(t, err)
-	d.run(d.a.startTurns(1, drv, apiSettings{}, []fork.Turn{{RunID: runs[0].ID, Input: "go"}}, runs[0]))
+	d.run(d.a.startTurns(1, drv, apiSettings{}, startWork{turns: []fork.Turn{{RunID: runs[0].ID, Input: "go"}}}, runs[0]))
 	r, err := st.Run(context.Background(), runs[0].ID)
 	require.NoError(t, err)
 	assert.Equal(t, model.Failed, r.Status)

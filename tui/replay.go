@@ -10,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"tine/internal/service"
 	"tine/model"
 	"tine/replay"
 )
@@ -347,27 +348,40 @@ type (
 	}
 )
 
-func (p *replayPanel) spec() replay.Spec {
+// request is the replay the form describes, as the service takes it.
+func (p *replayPanel) request() service.ReplayRequest {
 	od := replay.Stop
 	if p.live {
 		od = replay.Live
 	}
-	return replay.Spec{Run: p.run.ID, AtStep: p.step, Continuations: p.k, OnDivergence: od, Base: strings.TrimSpace(p.base.Value())}
+	return service.ReplayRequest{Run: p.run.ID, AtStep: p.step, Continuations: p.k, OnDivergence: string(od), Base: strings.TrimSpace(p.base.Value())}
 }
 
-// startReplay prepares the replay the form describes, once: until it is
-// prepared the form takes no change (replayBusy).
+// startReplay asks the service for the replay the form describes
+// (service.Replay: it prepares the trials and starts them, which Update
+// then runs), once: until it is prepared the form takes no change
+// (replayBusy).
 func (a *App) startReplay() tea.Cmd {
 	p := a.replay
 	if p.k == 0 && p.live {
 		p.err = "with 0 continuations the replay only verifies: on divergence it stops"
 		return nil
 	}
-	rp, spec, ctx, gen, label := a.opts.Replayer, p.spec(), a.ctx, p.gen, model.SafeText(p.run.Label())
+	svc, start := a.act(nil)
+	rp, req, ctx, gen, label := a.opts.Replayer, p.request(), a.ctx, p.gen, model.SafeText(p.run.Label())
 	p.err, p.preparing = "", true
 	return func() tea.Msg {
-		plan, err := rp.Prepare(ctx, spec)
-		msg := replayStartedMsg{gen: gen, label: label, plan: plan, err: err}
+		out, err := svc.Replay(ctx, req)
+		switch {
+		case start.plan != nil:
+			// Its trials exist and are to run, whatever reading them back
+			// for the service's answer said: the panel reads them itself.
+			err = nil
+		case err == nil:
+			// A run that cannot be replayed: nothing was made.
+			err = &replay.Unreplayable{Why: out.Reason}
+		}
+		msg := replayStartedMsg{gen: gen, label: label, plan: start.plan, err: err}
 		// Asked here, off the UI goroutine: the first ask runs bwrap.
 		if why := rp.Isolation(); why != nil {
 			msg.unsandboxed = replay.Unsandboxed(why)

@@ -43,8 +43,7 @@ func runStore(t *testing.T, hname string) *store.Store {
 func atStep2(t *testing.T, st *store.Store, reg *harness.Registry) *driver {
 	t.Helper()
 	drv := &fork.Driver{Store: st, Harnesses: reg}
-	d := newDriverWith(t, st, 120, 30, drv)
-	d.a.opts.Replayer = &replay.Replayer{Store: st, Driver: drv}
+	d := newDriverOpts(t, st, Options{Title: "test", Driver: drv, Replayer: &replay.Replayer{Store: st, Driver: drv}}, 120, 30)
 	d.keys("enter")
 	require.NotNil(t, d.a.tree)
 	d.a.tree.cursor = 4

@@ -16,8 +16,9 @@ const CancelWait = 15 * time.Second
 
 // Cancel stops the runs refs name, whichever tine process runs them: a
 // pending or queued one is cancelled before it starts, a running one is
-// asked to stop and waited for (up to wait) to say how it ended. What
-// they streamed is kept.
+// asked to stop and waited for (up to wait) to say how it ended; with no
+// wait it is left stopping (its owner polls for the request: the TUI
+// follows it on its screen). What they streamed is kept.
 func (s *Service) Cancel(ctx context.Context, refs []string, wait time.Duration) ([]Cancelled, error) {
 	if len(refs) == 0 {
 		return nil, invalidf("cancel: name a run to stop")
@@ -44,6 +45,9 @@ func (s *Service) Cancel(ctx context.Context, refs []string, wait time.Duration)
 			c.Status = string(model.Cancelled)
 		}
 		out = append(out, c)
+	}
+	if wait <= 0 {
+		return out, nil
 	}
 	deadline := time.Now().Add(wait)
 	for _, i := range running {
@@ -83,4 +87,27 @@ func (s *Service) Apply(ctx context.Context, ref string, commit bool) (fork.Appl
 		err = &Error{Code: Conflict, Err: err}
 	}
 	return a, err
+}
+
+// Pick records a person's pick of the best (rule 11 in ARCHITECTURE.md):
+// the run ref names is the best of the runs among name (they lose their
+// mark), or, with none, of its batch; best false unmarks it alone. The
+// TUI's Compare screen offers it.
+func (s *Service) Pick(ctx context.Context, ref string, best bool, among []string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	run, err := s.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	ids := make([]string, 0, len(among))
+	for _, a := range among {
+		r, err := s.resolve(ctx, a)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, r.ID)
+	}
+	return s.Store.SetBest(ctx, run.ID, best, ids...)
 }

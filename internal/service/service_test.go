@@ -205,3 +205,33 @@ func TestTheQueueBoundsTurnsAcrossRequests(t *testing.T) {
 	require.NoError(t, err, "room again")
 	q.Close(10 * time.Second)
 }
+
+// TestPickAndCancelWithoutWaiting: Pick marks the run a person picked the
+// best of those named (the TUI's Compare), which lose their mark, and
+// refuses a reference that names no run; Cancel with no wait leaves a
+// run it asked to stop running, without an error (the TUI follows it),
+// and cancels a pending one at once.
+func TestPickAndCancelWithoutWaiting(t *testing.T) {
+	t.Parallel()
+	s, seed := seeded(t)
+	ctx := context.Background()
+	f, err := s.Fork(ctx, ForkRequest{Run: seed.ID, N: 2, Harness: "script"})
+	require.NoError(t, err)
+	a, b := f.Runs[0].ID, f.Runs[1].ID
+	require.NoError(t, s.Pick(ctx, a, true, []string{a, b}))
+	require.NoError(t, s.Pick(ctx, b, true, []string{a, b}))
+	ra, err := s.Store.Run(ctx, a)
+	require.NoError(t, err)
+	rb, err := s.Store.Run(ctx, b)
+	require.NoError(t, err)
+	assert.False(t, ra.Best, "the other lost its mark")
+	assert.True(t, rb.Best)
+	assert.Equal(t, NotFound, CodeOf(s.Pick(ctx, "no-such-run", true, nil)))
+
+	require.NoError(t, s.Store.SetStatus(ctx, a, model.Running, ""))
+	out, err := s.Cancel(ctx, []string{a, b}, 0)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	assert.Equal(t, Cancelled{Run: a, Name: out[0].Name, Was: "running", Status: "running"}, out[0], "asked, not waited for")
+	assert.Equal(t, "cancelled", out[1].Status, "a pending fork at once")
+}
