@@ -2,8 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
+	"go/build"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,4 +240,38 @@ func TestPickAndCancelWithoutWaiting(t *testing.T) {
 	require.Len(t, out, 2)
 	assert.Equal(t, Cancelled{Run: a, Name: out[0].Name, Was: "running", Status: "running"}, out[0], "asked, not waited for")
 	assert.Equal(t, "cancelled", out[1].Status, "a pending fork at once")
+}
+
+// TestOnlyTheFacesCallTheService: the service is imported by the faces
+// (main: the command line and tine mcp; tui; internal/httpapi) and by no
+// package under them, which it calls (ARCHITECTURE.md: Faces). And the
+// TUI imports it: its actions are calls of it.
+func TestOnlyTheFacesCallTheService(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	faces := map[string]bool{"tine": true, "tine/tui": true, "tine/internal/httpapi": true}
+	importers := map[string]bool{}
+	err := filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if n := d.Name(); n == "testdata" || strings.HasPrefix(n, ".") && dir != root {
+			return filepath.SkipDir
+		}
+		pkg, err := build.ImportDir(dir, 0)
+		var none *build.NoGoError
+		if errors.As(err, &none) {
+			return nil
+		}
+		require.NoError(t, err)
+		rel, _ := filepath.Rel(root, dir)
+		name := path.Join("tine", filepath.ToSlash(rel))
+		if slices.Contains(pkg.Imports, "tine/internal/service") {
+			importers[name] = true
+			assert.True(t, faces[name], "%s imports internal/service: only the faces do", name)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, faces, importers, "every face calls it")
 }
