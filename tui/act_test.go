@@ -66,3 +66,25 @@ func TestRegenerateFromTheForkScreen(t *testing.T) {
 	assert.Equal(t, model.Completed, fk.Status, "its turn ran")
 	assert.Greater(t, fk.Len(), fk.ForkAt, "the model answered again")
 }
+
+// TestForkRequestIsTheForkScreens: what the Fork screen asks for is the
+// service's request: at the last prompt with no message, a regenerate;
+// with a message, forks there that get it; and hiding the original with
+// a message is refused as every face refuses it, in the screen's words.
+func TestForkRequestIsTheForkScreens(t *testing.T) {
+	t.Parallel()
+	regen := forkRequest(fork.ForkSpec{Parent: "p", At: "last_user", N: 2, ReplaceOriginal: true})
+	assert.True(t, regen.Regenerate)
+	assert.Empty(t, regen.At, "Regenerate is last_user")
+	require.NoError(t, regen.Valid())
+
+	asked := forkRequest(fork.ForkSpec{Parent: "p", At: "last_user", Messages: []string{"again, shorter"}})
+	assert.False(t, asked.Regenerate)
+	assert.Equal(t, "last_user", asked.At)
+	require.NoError(t, asked.Valid())
+
+	hide := forkRequest(fork.ForkSpec{Parent: "p", At: "last_user", Messages: []string{"again"}, ReplaceOriginal: true})
+	err := hide.Valid()
+	require.Error(t, err)
+	assert.Equal(t, "hiding the original goes with letting the model answer again: clear the message, or keep the original visible", tuiError(err))
+}
