@@ -897,6 +897,24 @@ func dockerOpen(t *testing.T, name string) {
 	f, errOut := s.fork(t, "boxed", "write-first")
 	require.Equal(t, "completed", f.Status, f.Error+errOut)
 
+	openAndTalk(t, s, "boxed", func() {
+		// Its container is in use: a turn through tine is refused,
+		// saying so, and never reaches the open agent's terminal.
+		_, errOut, code := tine(t, s.db, "run", "boxed", "-m", "not now", "--wait")
+		assert.NotEqual(t, 0, code)
+		assert.Contains(t, errOut, "is in use")
+	})
+	// What the agent did there is the fork's branch now.
+	files := gitOut(t, s.project, "ls-tree", "-r", "--name-only", f.Branch)
+	assert.Contains(t, files, "first.txt")
+	assert.Contains(t, files, "opened.txt", "the work done in the opened agent came back")
+}
+
+// openAndTalk opens fork with tine open in tmux, as a person would: the
+// agent shows the fork's session (its first answer), takes a message
+// whose scripted answer writes opened.txt with its tool, and exits.
+// meanwhile runs while it is open.
+func openAndTalk(t *testing.T, s *dockerSetup, fork string, meanwhile func()) {
 	sock := fmt.Sprintf("tine-open-%d-%d", os.Getpid(), rand.IntN(1e6))
 	tmux := func(args ...string) string {
 		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
@@ -904,7 +922,7 @@ func dockerOpen(t *testing.T, name string) {
 		return string(out)
 	}
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", sock, "kill-server").Run() })
-	line := "env TINE_TEST_AS_TINE=1 TERM=xterm-256color " + os.Args[0] + " --db " + s.db + " open boxed; echo OPEN-EXITED $?; sleep 120"
+	line := "env TINE_TEST_AS_TINE=1 TERM=xterm-256color " + os.Args[0] + " --db " + s.db + " open " + fork + "; echo OPEN-EXITED $?; sleep 120"
 	tmux("new-session", "-d", "-s", "o", "-x", "120", "-y", "35", line)
 	waitFor := func(text string, within time.Duration) string {
 		t.Helper()
@@ -922,11 +940,9 @@ func dockerOpen(t *testing.T, name string) {
 	}
 	// The agent in the container shows the fork's session.
 	waitFor("Wrote the first file.", 90*time.Second)
-	// Its container is in use: a turn through tine is refused, saying
-	// so, and never reaches the open agent's terminal.
-	_, errOut, code := tine(t, s.db, "run", "boxed", "-m", "not now", "--wait")
-	assert.NotEqual(t, 0, code)
-	assert.Contains(t, errOut, "is in use")
+	if meanwhile != nil {
+		meanwhile()
+	}
 	s.on("open-turn", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("opened.txt")}},
 		modelserver.Reply{Text: "Opened and wrote it."})
 	tmux("send-keys", "-t", "o", "-l", "open-turn: write another")
@@ -943,8 +959,27 @@ func dockerOpen(t *testing.T, name string) {
 	sc := waitFor("OPEN-EXITED", 60*time.Second)
 	t.Logf("the terminal after:\n%s", sc)
 	assert.Contains(t, sc, "OPEN-EXITED 0")
-	// What the agent did there is the fork's branch now.
-	files := gitOut(t, s.project, "ls-tree", "-r", "--name-only", f.Branch)
-	assert.Contains(t, files, "first.txt")
-	assert.Contains(t, files, "opened.txt", "the work done in the opened agent came back")
+}
+
+// TestOpenHereInItsWorktree: tine open on a fork that ran here opens its
+// agent in the fork's worktree, on this terminal.
+func TestOpenHereInItsWorktree(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("needs tmux")
+	}
+	s := newDockerSetup(t, "pi", nil)
+	s.on("write-first", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("first.txt")}},
+		modelserver.Reply{Text: "Wrote the first file."})
+	out, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", "here", "-m", "write-first", "--wait", "--json")
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	var res struct {
+		Forks []forkJSON `json:"forks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.NotEmpty(t, res.Forks[0].Worktree)
+	openAndTalk(t, s, "here", nil)
+	_, err := os.Stat(filepath.Join(res.Forks[0].Worktree, "opened.txt"))
+	assert.NoError(t, err, "the agent worked in the fork's worktree")
+	_, err = os.Stat(filepath.Join(s.project, "opened.txt"))
+	assert.True(t, os.IsNotExist(err), "and not in the checkout")
 }
