@@ -88,6 +88,10 @@ type Sessions struct {
 	Detect func(head []byte) bool
 	// Parse reads one file into runs.
 	Parse func(r io.Reader, name string) (ParsedFile, error)
+	// ParseStream, when set, is Parse for a caller that stores the runs
+	// and then closes the file parsed (ParsedFile.Close): a long file's
+	// runs may come as Streams, their messages kept out of memory.
+	ParseStream func(r io.Reader, name string) (ParsedFile, error)
 	// Appends: the format is JSON lines an agent appends to, so a grown
 	// file can be read from where the last import stopped.
 	Appends bool

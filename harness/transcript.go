@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"io"
 
 	"tine/model"
 )
@@ -38,6 +39,18 @@ type ParsedFile struct {
 	// Offset is how many bytes of the file were consumed: a partial last
 	// line (the agent is still writing) is left for the next import.
 	Offset int64
+	// Held, when set, is what the runs' Streams read from (a long
+	// session's messages kept out of memory, Sessions.ParseStream): close
+	// it once they are stored.
+	Held io.Closer
+}
+
+// Close lets go of what the runs' Streams read from, if anything.
+func (f ParsedFile) Close() error {
+	if f.Held == nil {
+		return nil
+	}
+	return f.Held.Close()
 }
 
 // ParsedRun is one run of a parsed file, with what links it to others.
@@ -54,6 +67,17 @@ type ParsedRun struct {
 	// Subagent, when set, says this run is a subagent's transcript (a Claude
 	// sidechain) started by a tool call of another session.
 	Subagent *SubagentHint
+	// Stream, when set, holds the run's messages instead of Messages
+	// (Sessions.ParseStream, for a long file).
+	Stream model.MessageStream
+}
+
+// Len is how many messages the run holds.
+func (r ParsedRun) Len() int {
+	if r.Stream != nil {
+		return r.Stream.Len()
+	}
+	return len(r.Messages)
 }
 
 // SubagentHint names the tool call that started a subagent's run.

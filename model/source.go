@@ -47,8 +47,29 @@ type Link struct {
 type FileRun struct {
 	Run      Run
 	Messages []Message
+	// Stream, when set, holds the run's messages instead of Messages: a
+	// long session's, read a chunk at a time as they are stored rather
+	// than held in memory whole.
+	Stream MessageStream
 	// Parent is the index in the file's runs of the run this one branches
 	// from (an in-file branch, at Run.ForkAt), or -1.
 	Parent int
 	Link   *Link
+}
+
+// Len is how many messages r holds.
+func (r FileRun) Len() int {
+	if r.Stream != nil {
+		return r.Stream.Len()
+	}
+	return len(r.Messages)
+}
+
+// MessageStream gives a run's messages a range at a time.
+type MessageStream interface {
+	// Len is how many messages there are.
+	Len() int
+	// Messages returns messages from to to-1, any range in any order;
+	// the slice is the caller's until the next call.
+	Messages(from, to int) ([]Message, error)
 }

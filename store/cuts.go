@@ -256,7 +256,7 @@ func noteCuts(w *writer, runID string, root bool, own int, msgs []model.Message)
 	}
 	if own == 0 && root {
 		// A new run of its own (most of an import): nothing comes before.
-		return newCuts(w, runID, model.NewCutState(0), msgs)
+		return newCuts(w, runID, model.NewCutState(0), feedAll(msgs))
 	}
 	chain, err := cutChain(w.ctx, w.Tx, runID)
 	if err != nil {
@@ -281,25 +281,25 @@ func noteCuts(w *writer, runID string, root bool, own int, msgs []model.Message)
 		return err
 	}
 	if own == 0 {
-		return newCuts(w, runID, s, msgs)
+		return newCuts(w, runID, s, feedAll(msgs))
 	}
-	return feedCuts(w, runID, own, s, func(feed func(model.Message)) error {
-		for _, m := range msgs {
-			feed(m)
-		}
-		return nil
-	})
+	return feedCuts(w, runID, own, s, feedAll(msgs))
 }
 
-// newCuts stores the facts of a new run's messages, from s, and says
-// they are stored.
-func newCuts(w *writer, runID string, s *model.CutState, msgs []model.Message) error {
-	if err := feedCuts(w, runID, 0, s, func(feed func(model.Message)) error {
+// feedAll gives feedCuts msgs.
+func feedAll(msgs []model.Message) func(feed func(model.Message)) error {
+	return func(feed func(model.Message)) error {
 		for _, m := range msgs {
 			feed(m)
 		}
 		return nil
-	}); err != nil {
+	}
+}
+
+// newCuts stores the facts of a new run's messages, which each gives,
+// from s, and says they are stored.
+func newCuts(w *writer, runID string, s *model.CutState, each func(feed func(model.Message)) error) error {
+	if err := feedCuts(w, runID, 0, s, each); err != nil {
 		return err
 	}
 	st, err := w.stmt(`UPDATE runs SET cuts = 1 WHERE id = ?`)

@@ -134,7 +134,11 @@ func importFile(w *writer, src model.Source, runs []model.FileRun) ([]model.Run,
 				}
 				r.ParentID = created[fr.Parent].ID
 			}
-			if _, err := createRun(w, &r, fr.Messages); err != nil {
+			if fr.Stream != nil {
+				if err := createStreamedRun(w, &r, fr.Stream); err != nil {
+					return err
+				}
+			} else if _, err := createRun(w, &r, fr.Messages); err != nil {
 				return err
 			}
 			created[i] = r
@@ -156,6 +160,74 @@ func importFile(w *writer, src model.Source, runs []model.FileRun) ([]model.Run,
 		return nil, err
 	}
 	return created, nil
+}
+
+// streamChunk is how many messages of a streamed run are read and stored
+// at a time.
+const streamChunk = 1024
+
+// createStreamedRun is createRun for a run whose messages come as a
+// stream (a long session's): they are read and stored a chunk at a time,
+// in the caller's transaction, so the session is never held whole and a
+// failure anywhere leaves none of it. What createRun works out from the
+// messages before the run's row (its last activity, its usage when the
+// parser gave none) is set once they are all read.
+func createStreamedRun(w *writer, run *model.Run, src model.MessageStream) error {
+	n := src.Len()
+	if err := prepareRun(w, run, n > 0); err != nil {
+		return err
+	}
+	run.OwnMessages = n
+	if err := insertRun(w, run, run.CreatedAt); err != nil {
+		return err
+	}
+	last, usage := run.CreatedAt, model.Usage{}
+	each := func(chunk func(off int, msgs []model.Message) error) error {
+		for off := 0; off < n; off += streamChunk {
+			msgs, err := src.Messages(off, min(off+streamChunk, n))
+			if err != nil {
+				return fmt.Errorf("messages %d to %d: %w", off, min(off+streamChunk, n)-1, err)
+			}
+			if _, err := insertMessages(w, run.ID, run.ForkAt+off, msgs); err != nil {
+				return err
+			}
+			last = lastActivity(last, msgs)
+			usage = usage.Add(model.OwnUsage(msgs, 0))
+			if err := chunk(off, msgs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	if run.ParentID == "" {
+		// As noteCuts for a new run of its own: fed as the chunks go.
+		err = newCuts(w, run.ID, model.NewCutState(0), func(feed func(model.Message)) error {
+			return each(func(_ int, msgs []model.Message) error {
+				for _, m := range msgs {
+					feed(m)
+				}
+				return nil
+			})
+		})
+	} else {
+		err = each(func(off int, msgs []model.Message) error { return noteCuts(w, run.ID, false, off, msgs) })
+	}
+	if err != nil {
+		return err
+	}
+	if run.Usage.IsZero() && !usage.IsZero() {
+		run.Usage = usage
+		if _, err := w.ExecContext(w.ctx, `UPDATE runs SET input_tokens = ?, output_tokens = ?, cache_read_tokens = ?,
+			cache_write_tokens = ? WHERE id = ?`, usage.InputTokens, usage.OutputTokens, usage.CacheReadTokens,
+			usage.CacheWriteTokens, run.ID); err != nil {
+			return err
+		}
+	}
+	if last.After(run.CreatedAt) {
+		_, err = w.ExecContext(w.ctx, `UPDATE runs SET last_at = max(last_at, ?) WHERE id = ?`, last.UnixNano(), run.ID)
+	}
+	return err
 }
 
 // AppendFile adds the messages read from a grown file's new bytes to the

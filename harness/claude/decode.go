@@ -273,10 +273,33 @@ func (p *parser) apply(d *record) {
 		p.skip(fmt.Sprintf("%s record %s: %v", d.typ, uuid, d.payErr))
 	case d.hasPay:
 		n.kind, n.pay = d.kind, int32(p.pays.len())
+		p.keep(&d.pay)
 		p.pays.add(d.pay)
 	}
 	p.byUUID[uuid] = i
 	p.nodes.add(n)
+}
+
+// keep spills pl's parts once the file is read past p.spillFrom; when
+// the spill file cannot be made or written, they stay in memory.
+func (p *parser) keep(pl *pay) {
+	if p.spillFrom < 0 || p.file.Offset < p.spillFrom {
+		return
+	}
+	if p.spill == nil {
+		sp, err := newSpill()
+		if err != nil {
+			p.spillFrom = -1
+			return
+		}
+		p.spill, p.merged = sp, map[int32][]int32{}
+	}
+	at, n, err := p.spill.put(pl.msg.Parts)
+	if err != nil {
+		p.spillFrom = -1
+		return
+	}
+	pl.at, pl.n, pl.msg.Parts = at, n, nil
 }
 
 // parallelFrom is how far into a file its lines are decoded one by one

@@ -20,7 +20,7 @@ var Agent = harness.Agent{
 		"ANTHROPIC_API_KEY, or a Claude login (claude auth login)",
 		"TINE_CLAUDE_BIN to use another claude binary",
 	},
-	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, Appends: true,
+	Sessions: &harness.Sessions{Dirs: Dirs, Detect: Detect, Parse: Parse, ParseStream: ParseStream, Appends: true,
 		IDField: "uuid", ParentField: "parentUuid"},
 	CLI: &harness.CLI{Bin: "claude", BinVar: binVar, Package: NPMPackage, Pin: "2.1.328"},
 	// claude --resume ID, as checked against the pinned CLI.

@@ -118,6 +118,10 @@ type pay struct {
 	msgID string
 	// carrier: a user record holding only tool results.
 	carrier bool
+	// at and n say where the message's parts are in the spill file when
+	// they were spilled (n > 0; msg.Parts is nil then).
+	at int64
+	n  int32
 }
 
 // group is one conversation tree in the file: the main chain, or one
@@ -161,8 +165,16 @@ type parser struct {
 	// lean: the caller wants only the runs, not the records after build
 	// (a long session holds hundreds of thousands).
 	lean bool
-	file harness.ParsedFile
-	line int
+	// spillFrom is the offset past which messages' parts go to the spill
+	// file (ParseStream), -1 for never; spill is that file once made.
+	spillFrom int64
+	spill     *spill
+	// merged are, once parts are spilled, the payloads whose parts join
+	// message m's, in order (an assistant's later blocks, a compaction's
+	// summary): they are put together as the message is read back.
+	merged map[int32][]int32
+	file   harness.ParsedFile
+	line   int
 
 	nodes  pages[node]
 	pays   pages[pay]
@@ -212,14 +224,15 @@ type titleRef struct{ text, leaf string }
 
 func newParser(name string, info fileInfo) *parser {
 	p := &parser{
-		name:    name,
-		info:    info,
-		split:   defaultSplit(),
-		byUUID:  map[string]int32{},
-		unknown: map[int32]string{},
-		byKey:   map[string]int32{},
-		byMsgID: map[string]int32{},
-		calls:   map[string]string{},
+		name:      name,
+		info:      info,
+		split:     defaultSplit(),
+		spillFrom: -1,
+		byUUID:    map[string]int32{},
+		unknown:   map[int32]string{},
+		byKey:     map[string]int32{},
+		byMsgID:   map[string]int32{},
+		calls:     map[string]string{},
 	}
 	base := strings.TrimSuffix(filepath.Base(name), ".jsonl")
 	if looksLikeUUID(base) {
@@ -404,6 +417,10 @@ func (p *parser) build() []harness.ParsedRun {
 	for _, g := range p.groupOrder() {
 		runs = append(runs, p.groupRuns(g, len(runs))...)
 	}
+	if p.merged != nil {
+		// The runs' streams read the payloads and the spill file only.
+		p.msgs, p.byMsgID, p.tasks = nil, nil, nil
+	}
 	return runs
 }
 
@@ -563,7 +580,7 @@ func (p *parser) place(i int32) {
 			if q := p.sameResponse(pm, pl.msgID); q >= 0 {
 				pmn, pmm := &p.msgs[q], p.msg(q)
 				pm = q
-				pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
+				p.join(q, n.pay)
 				pmm.Usage = maxUsage(pmm.Usage, pl.msg.Usage)
 				if pmm.Model == "" {
 					pmm.Model = pl.msg.Model
@@ -583,8 +600,7 @@ func (p *parser) place(i int32) {
 			// The summary belongs with its boundary: it is what the
 			// model reads instead of the history, not something typed.
 			pmn := &p.msgs[pm]
-			pmm := p.msg(pm)
-			pmm.Parts = append(pmm.Parts, pl.msg.Parts...)
+			p.join(pm, n.pay)
 			pmn.open = false
 			n.msg = pm
 			p.touch(pm, i)
@@ -595,6 +611,45 @@ func (p *parser) place(i int32) {
 	if n.msg >= 0 {
 		p.touch(n.msg, i)
 	}
+}
+
+// join adds payload k's parts to message m's.
+func (p *parser) join(m, k int32) {
+	if p.merged != nil {
+		p.merged[m] = append(p.merged[m], k)
+		return
+	}
+	pmm := p.msg(m)
+	pmm.Parts = append(pmm.Parts, p.pays.at(k).msg.Parts...)
+}
+
+// parts are message m's parts: read back from the spill file and put
+// together, once parts were spilled, and then with the tool results named
+// after their calls (fillToolNames does that for messages held whole).
+func (p *parser) parts(m int32) ([]model.Part, error) {
+	if p.merged == nil {
+		return p.msg(m).Parts, nil
+	}
+	parts, err := p.payParts(m, nil)
+	for _, k := range p.merged[m] {
+		if err == nil {
+			parts, err = p.payParts(k, parts)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.nameResults(parts)
+	return parts, nil
+}
+
+// payParts appends payload k's own parts to dst.
+func (p *parser) payParts(k int32, dst []model.Part) ([]model.Part, error) {
+	pl := p.pays.at(k)
+	if pl.n == 0 {
+		return append(dst, pl.msg.Parts...), nil
+	}
+	return p.spill.get(pl.at, pl.n, dst)
 }
 
 // sameResponse is the assistant message with message.id id that a block
@@ -697,18 +752,24 @@ func maxUsage(a, b model.Usage) model.Usage {
 // msg is message m itself.
 func (p *parser) msg(m int32) *model.Message { return &p.pays.at(m).msg }
 
-// fillToolNames names each tool result after its call.
+// fillToolNames names each tool result after its call; once parts were
+// spilled, parts does as it reads them back.
 func (p *parser) fillToolNames() {
+	if p.merged != nil {
+		return
+	}
 	for i := range p.msgs {
-		if !p.msgs[i].live {
-			continue
+		if p.msgs[i].live {
+			p.nameResults(p.msg(int32(i)).Parts)
 		}
-		msg := p.msg(int32(i))
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			if pt.Kind == model.ToolResult && pt.ToolName == "" {
-				pt.ToolName = p.calls[pt.ToolCallID]
-			}
+	}
+}
+
+func (p *parser) nameResults(parts []model.Part) {
+	for j := range parts {
+		pt := &parts[j]
+		if pt.Kind == model.ToolResult && pt.ToolName == "" {
+			pt.ToolName = p.calls[pt.ToolCallID]
 		}
 	}
 }
@@ -837,8 +898,12 @@ func (p *parser) groupRuns(g int32, base int) []harness.ParsedRun {
 				pr.ForkAt = int(p.msgs[j].depth)
 			}
 		}
-		pr.Messages = p.messages(path)
 		p.fillRun(&pr, g, idx == 0, path)
+		if p.merged != nil {
+			pr.Stream = &spilledRun{p: p, path: path}
+		} else {
+			pr.Messages = p.messages(path)
+		}
 		if pr.Run.Title == "" && idx > 0 {
 			pr.Run.Title = runs[0].Run.Title // a branch without a prompt of its own
 		}
@@ -884,13 +949,13 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 					toolID = findAgentCall(p.info.path, gr.agentID, gr.session)
 				}
 			default:
-				toolID = p.spawningCall(g, pr.Messages)
+				toolID = p.spawningCall(g, path)
 			}
 			pr.Subagent = &harness.SubagentHint{ParentSession: gr.session, ToolCallID: toolID}
-			if p.forkRef[gr.agentID] && len(pr.Messages) > 0 && pr.Messages[0].Role == model.Assistant {
+			if p.forkRef[gr.agentID] && len(path) > 0 && p.msg(path[0]).Role == model.Assistant {
 				// A "fork" subagent's file starts with a copy of the
 				// parent's calling message; its usage is the parent's.
-				pr.Messages[0].Usage = model.Usage{}
+				p.msg(path[0]).Usage = model.Usage{}
 			}
 		}
 	default:
@@ -902,11 +967,13 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 			}
 		}
 	}
-	r.Model = lastModel(pr.Messages)
+	r.Model = p.lastModel(path)
 	if r.Model == "" && pr.Parent >= 0 {
 		r.Model = p.modelAbove(path)
 	}
-	r.Usage = model.OwnUsage(pr.Messages, inherited)
+	for _, m := range path[min(inherited, len(path)):] {
+		r.Usage = r.Usage.Add(p.msg(m).Usage)
+	}
 	switch {
 	case mainLine && !gr.sidechain:
 		r.CreatedAt, r.FinishedAt = p.firstTime, p.lastTime
@@ -920,21 +987,21 @@ func (p *parser) fillRun(pr *harness.ParsedRun, g int32, mainLine bool, path []i
 		r.CreatedAt, r.FinishedAt = gr.first, gr.last
 		r.Title = p.info.description
 		if r.Title == "" || !p.subagentFile() {
-			r.Title = model.TitleOf(pr.Messages)
+			r.Title = p.titleOf(path)
 		}
 		if p.compaction(gr) {
 			// Its prompt is the instructions to summarize, not a task.
 			r.Title = CompactionTitle
 		}
 	default:
-		if len(pr.Messages) > 0 {
-			r.CreatedAt = pr.Messages[0].Time
-			r.FinishedAt = pr.Messages[len(pr.Messages)-1].Time
+		if len(path) > 0 {
+			r.CreatedAt = p.msg(path[0]).Time
+			r.FinishedAt = p.msg(path[len(path)-1]).Time
 		}
-		r.Title = model.TitleOf(pr.Messages)
+		r.Title = p.titleOf(path)
 	}
 	if r.Title == "" && mainLine {
-		r.Title = model.TitleOf(pr.Messages)
+		r.Title = p.titleOf(path)
 	}
 }
 
@@ -953,11 +1020,11 @@ func (p *parser) compaction(gr *group) bool {
 // (Claude Code 1.x wrote them into the session's file, naming no call):
 // the unused call whose prompt is the sidechain's first message, else the
 // last unused one written before it.
-func (p *parser) spawningCall(g int32, msgs []model.Message) string {
+func (p *parser) spawningCall(g int32, path []int32) string {
 	first := p.groups[g].firstNode
 	prompt := ""
-	if len(msgs) > 0 && msgs[0].Role == model.User {
-		prompt = msgs[0].PlainText()
+	if len(path) > 0 && p.msg(path[0]).Role == model.User {
+		prompt = p.whole(path[0]).PlainText()
 	}
 	pick := -1
 	for i := range p.tasks {
@@ -1030,14 +1097,33 @@ func (p *parser) forkHint(path []int32) *harness.ForkHint {
 	return &harness.ForkHint{ParentSession: p.copiedFrom[mn.copied-1], Inherited: last + 1, AfterMessage: p.msg(path[last]).NativeID}
 }
 
-// lastModel is the model of the last assistant message that names a real one.
-func lastModel(msgs []model.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
+// lastModel is the model of the last assistant message of path that
+// names a real one.
+func (p *parser) lastModel(path []int32) string {
+	for i := len(path) - 1; i >= 0; i-- {
+		if m := p.msg(path[i]); m.Role == model.Assistant && m.Model != "" && m.Model != syntheticModel {
 			return m.Model
 		}
 	}
 	return ""
+}
+
+// titleOf is model.TitleOf the messages of path: the first prompt's text.
+func (p *parser) titleOf(path []int32) string {
+	for _, m := range path {
+		if msg := p.whole(m); msg.IsPrompt() {
+			return model.OneLine(msg.PlainText(), 120)
+		}
+	}
+	return ""
+}
+
+// whole is message m with its parts (read back when they were spilled;
+// none when that fails: storing the run then fails the same way).
+func (p *parser) whole(m int32) model.Message {
+	msg := *p.msg(m)
+	msg.Parts, _ = p.parts(m)
+	return msg
 }
 
 // modelAbove is the model in effect where a branch leaves its parent.

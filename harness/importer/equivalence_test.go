@@ -27,6 +27,61 @@ import (
 // session with garbage, blank, duplicated and unfinished lines.
 func TestParallelDecodeStoresTheSame(t *testing.T) {
 	// Not parallel: DecodeInParallelFrom is the process's.
+	dir := equivalenceCorpus(t)
+
+	want := importRows(t, dir, func() func() { return claude.DecodeInParallelFrom(1 << 62) })
+	got := importRows(t, dir, func() func() { return claude.DecodeInParallelFrom(0) })
+	require.Greater(t, len(want["messages"]), 500)
+	sameRows(t, "sequential", want, "parallel", got)
+}
+
+// TestSpilledStoresTheSame imports the corpus of
+// TestParallelDecodeStoresTheSame with every message held in memory, with
+// every message's parts spilled to disk and stored from the runs'
+// streams, and with them spilled half-way through the long session (some
+// held, some spilled), and checks that the three databases hold the same
+// rows in every table. The spill files are gone once the import returns:
+// none is left in TMPDIR, and none is still open.
+func TestSpilledStoresTheSame(t *testing.T) {
+	// Not parallel: SpillFrom is the process's, TMPDIR is set.
+	dir := equivalenceCorpus(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+
+	want := importRows(t, dir, func() func() { return claude.SpillFrom(1 << 62) })
+	require.Greater(t, len(want["messages"]), 500)
+	for _, from := range []int64{0, 3 << 20} {
+		got := importRows(t, dir, func() func() { return claude.SpillFrom(from) })
+		sameRows(t, "held", want, fmt.Sprintf("spilled from %d", from), got)
+		left, err := os.ReadDir(tmp)
+		require.NoError(t, err)
+		require.Empty(t, left, "spill files left in TMPDIR")
+	}
+}
+
+// openSpills lists the spill files this process has open (Linux: its
+// /proc/self/fd links).
+func openSpills(t *testing.T) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd here")
+	}
+	var open []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err == nil && strings.Contains(target, "tine-import-") {
+			open = append(open, target)
+		}
+	}
+	return open
+}
+
+// equivalenceCorpus is a folder of Claude sessions with rewinds, forks,
+// compactions, subagents, inline sidechains, cycles, malformed lines, and a
+// 6 MB session with garbage, blank, duplicated and unfinished lines.
+func equivalenceCorpus(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	for _, from := range []string{"claude/projects", "claude/edge", "claude/extra/projects"} {
 		copyTree(t, filepath.Join("../../testdata", from), filepath.Join(dir, strings.ReplaceAll(from, "/", "-")))
@@ -34,29 +89,39 @@ func TestParallelDecodeStoresTheSame(t *testing.T) {
 	long := filepath.Join(dir, "long")
 	writeClaudeCorpus(t, long, 1, 6<<20)
 	damage(t, long)
+	return dir
+}
 
-	dump := func(from int64) map[string][]string {
-		restore := claude.DecodeInParallelFrom(from)
-		defer restore()
-		path := filepath.Join(t.TempDir(), "t.db")
-		st, err := store.Open(path)
-		require.NoError(t, err)
-		files, err := Expand([]string{dir})
-		require.NoError(t, err)
-		sum, err := Import(context.Background(), st, files, Options{Formats: formats})
-		require.NoError(t, err)
-		require.Positive(t, sum.Runs)
-		require.NoError(t, st.Close())
-		return tableRows(t, path)
-	}
-	want := dump(1 << 62)
-	got := dump(0)
-	require.Greater(t, len(want["messages"]), 500)
+// importRows imports every file under dir into a new database, with what
+// setup sets (undone by what it returns), checks that it left no spill
+// file open, and reads its rows (tableRows).
+func importRows(t *testing.T, dir string, setup func() (restore func())) map[string][]string {
+	t.Helper()
+	restore := setup()
+	defer restore()
+	path := filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(path)
+	require.NoError(t, err)
+	files, err := Expand([]string{dir})
+	require.NoError(t, err)
+	sum, err := Import(context.Background(), st, files, Options{Formats: formats})
+	require.NoError(t, err)
+	require.Positive(t, sum.Runs)
+	// Before anything else: an open file left behind would be closed by
+	// the garbage collector sooner or later.
+	require.Empty(t, openSpills(t), "spill files still open")
+	require.NoError(t, st.Close())
+	return tableRows(t, path)
+}
+
+// sameRows fails unless want and got hold the same rows in every table.
+func sameRows(t *testing.T, wantName string, want map[string][]string, gotName string, got map[string][]string) {
+	t.Helper()
 	for table, rows := range want {
 		other := got[table]
 		for i := range min(len(rows), len(other)) {
 			if rows[i] != other[i] {
-				t.Fatalf("table %s, row %d of %d:\nsequential %.600s\nparallel   %.600s", table, i, len(rows), rows[i], other[i])
+				t.Fatalf("table %s, row %d of %d:\n%s %.600s\n%s %.600s", table, i, len(rows), wantName, rows[i], gotName, other[i])
 			}
 		}
 		require.Len(t, other, len(rows), "rows of table %s", table)

@@ -427,7 +427,7 @@ func UsageText(u model.Usage) string {
 func unshown(pf harness.ParsedFile) model.Usage {
 	var u model.Usage
 	for _, pr := range pf.Runs {
-		if len(pr.Messages) == 0 {
+		if pr.Len() == 0 {
 			u = u.Add(pr.Run.Usage)
 		}
 	}
@@ -603,6 +603,9 @@ type parsedFile struct {
 	runs    []model.FileRun
 	skipped []harness.Skip
 	unshown model.Usage // what its runs without messages counted, when none has one
+	// held, when set, is what the runs' streams read: closed once they
+	// are stored (close).
+	held    io.Closer
 	bytes   int64
 	records int64
 	err     error
@@ -611,6 +614,24 @@ type parsedFile struct {
 	driven    model.Run
 	isDriven  bool
 	drivenErr error
+}
+
+// close lets go of what the file's runs' streams read, once stored.
+func (p *parsedFile) close() {
+	if p.held != nil {
+		p.held.Close()
+		p.held = nil
+	}
+}
+
+// parseWhole parses a whole file for the importer, which stores the runs
+// and then closes what they read (ParsedFile.Close): a format's
+// ParseStream when it has one.
+func (f Format) parseWhole(r io.Reader, name string) (harness.ParsedFile, error) {
+	if f.ParseStream != nil {
+		return f.ParseStream(r, name)
+	}
+	return f.Parse(r, name)
 }
 
 // readNew reads and parses a file never imported before; it writes nothing.
@@ -647,7 +668,8 @@ func (fmts Formats) readNew(f Found) parsedFile {
 		return p
 	}
 	counter := &lineCounter{r: file}
-	parsed, err := format.Parse(counter, f.Path)
+	parsed, err := format.parseWhole(counter, f.Path)
+	p.held = parsed.Held
 	p.bytes, p.records, p.skipped = counter.n, counter.lines, parsed.Skipped
 	if counter.n >= collectAfter {
 		// A long session's parser leaves its records behind, hundreds of
@@ -843,6 +865,12 @@ const minBatchBytes = 8 << 20
 
 // add takes a parsed file; it is stored now or with the batch.
 func (b *batch) add(ctx context.Context, p parsedFile) error {
+	batched := false
+	defer func() {
+		if !batched {
+			p.close()
+		}
+	}()
 	sum := b.sum
 	sum.Bytes += p.bytes
 	sum.Records += p.records
@@ -880,6 +908,7 @@ func (b *batch) add(ctx context.Context, p parsedFile) error {
 		return nil
 	}
 	b.files = append(b.files, p)
+	batched = true
 	b.bytes += p.bytes // what was read: a database session's src.Size is its fingerprint
 	if b.bytes >= batchBytes {
 		return b.flush(ctx)
@@ -890,7 +919,7 @@ func (b *batch) add(ctx context.Context, p parsedFile) error {
 func (b *batch) count(p parsedFile, created []model.Run) {
 	for i, r := range created {
 		b.sum.Runs++
-		b.sum.Messages += len(p.runs[i].Messages)
+		b.sum.Messages += p.runs[i].Len()
 		b.sum.RunIDs = append(b.sum.RunIDs, r.ID)
 	}
 }
@@ -904,6 +933,11 @@ func (b *batch) flush(ctx context.Context) error {
 	}
 	files := b.files
 	b.files, b.bytes = nil, 0
+	defer func() {
+		for i := range files {
+			files[i].close()
+		}
+	}()
 	var stop *StoreError
 	at := 0 // the file the transaction failed at
 	err := b.bs.ImportFiles(ctx, len(files),
@@ -1005,7 +1039,8 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 		return err
 	}
 	counter := &lineCounter{r: file}
-	parsed, err := format.Parse(counter, f.Path)
+	parsed, err := format.parseWhole(counter, f.Path)
+	defer parsed.Close()
 	sum.Bytes += counter.n
 	sum.Records += counter.lines
 	sum.Skipped = append(sum.Skipped, parsed.Skipped...)
@@ -1039,7 +1074,7 @@ func storeParsed(ctx context.Context, st Store, src model.Source, runs []model.F
 	}
 	for i, r := range created {
 		sum.Runs++
-		sum.Messages += len(runs[i].Messages)
+		sum.Messages += runs[i].Len()
 		sum.RunIDs = append(sum.RunIDs, r.ID)
 	}
 	return nil
@@ -1250,10 +1285,10 @@ var chunks = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 func fileRuns(pf harness.ParsedFile, format string) []model.FileRun {
 	var runs []model.FileRun
 	for _, pr := range pf.Runs {
-		if len(pr.Messages) == 0 && pr.Parent < 0 {
+		if pr.Len() == 0 && pr.Parent < 0 {
 			continue
 		}
-		fr := model.FileRun{Run: pr.Run, Messages: pr.Messages, Parent: pr.Parent}
+		fr := model.FileRun{Run: pr.Run, Messages: pr.Messages, Stream: pr.Stream, Parent: pr.Parent}
 		if fr.Run.Harness == "" {
 			fr.Run.Harness = format
 		}
