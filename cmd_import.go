@@ -161,6 +161,12 @@ func watchImports(ctx context.Context, e *env, discover func() ([]importer.Found
 // storeImports counts the imports that opened the store, for tests.
 var storeImports atomic.Int64
 
+// importMemoryLimit is the Go heap an import collects garbage to stay
+// under (a soft limit: a live heap above it only makes collections more
+// frequent). With it, importing one session of 200,000 messages (509 MB)
+// peaked at 167 MB resident instead of 286 MB.
+const importMemoryLimit = 150 << 20
+
 // importStore runs the import into the store, and leaves the copy of its
 // sources table that lets the next import of unchanged files skip opening
 // it (store.SaveScan).
@@ -175,6 +181,13 @@ func importStore(ctx context.Context, e *env, dbPath string, files []importer.Fo
 	// first import of the benchmark corpus ~5% faster for ~6 MB more;
 	// turning collection off was slower (fresh pages cost more than GC).
 	debug.SetGCPercent(200)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// ...but not past importMemoryLimit while the live heap is well
+		// under it: a long session's import (read as a stream, its live
+		// heap under 80 MB) otherwise let garbage pile up to three times
+		// that between collections.
+		debug.SetMemoryLimit(importMemoryLimit)
+	}
 	var progress func(importer.Progress)
 	bar := newProgressBar(e.stderr)
 	if bar != nil && !asJSON {
