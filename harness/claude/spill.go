@@ -69,7 +69,9 @@ type spill struct {
 	w   *bufio.Writer // nil once reading began
 	off int64         // where the next record goes
 	buf []byte
-	err error // the first write that failed
+	// win holds the bytes of the file from winAt on, last read.
+	win   []byte
+	winAt int64
 }
 
 func newSpill() (*spill, error) {
@@ -113,7 +115,6 @@ func (s *spill) put(parts []model.Part) (at int64, n int32, err error) {
 		return 0, 0, errors.New("spill: a message over 2 GB")
 	}
 	if _, err := s.w.Write(b); err != nil {
-		s.err = err
 		return 0, 0, err
 	}
 	at = s.off
@@ -129,11 +130,8 @@ func (s *spill) get(at int64, n int32, dst []model.Part) ([]model.Part, error) {
 		}
 		s.w = nil
 	}
-	if cap(s.buf) < int(n) {
-		s.buf = make([]byte, n)
-	}
-	b := s.buf[:n]
-	if _, err := s.f.ReadAt(b, at); err != nil {
+	b, err := s.window(at, int(n))
+	if err != nil {
 		return dst, fmt.Errorf("spill: %w", err)
 	}
 	// One string holds the record; the parts' strings are pieces of it.
@@ -178,6 +176,34 @@ func (s *spill) get(at int64, n int32, dst []model.Part) ([]model.Part, error) {
 	}
 	return dst, nil
 }
+
+// window returns the n bytes at at, read with those after them: the
+// messages of a run are read back in about the order they were written, so
+// a read of spillWindow bytes serves many (a read each was a tenth of the
+// import's writer).
+func (s *spill) window(at int64, n int) ([]byte, error) {
+	if at >= s.winAt && at+int64(n) <= s.winAt+int64(len(s.win)) {
+		return s.win[at-s.winAt:][:n], nil
+	}
+	size := max(n, spillWindow)
+	if cap(s.win) < size {
+		s.win = make([]byte, size)
+	}
+	s.win = s.win[:size]
+	k, err := s.f.ReadAt(s.win, at)
+	if k < n {
+		s.win = s.win[:0]
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	s.win, s.winAt = s.win[:k], at
+	return s.win[:n], nil
+}
+
+// spillWindow is how much of the spill file one read takes.
+const spillWindow = 1 << 20
 
 // Close closes and so removes the file.
 func (s *spill) Close() error {
