@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -91,4 +92,20 @@ func createRoot(t testing.TB, s *Store, n int, tag string) (model.Run, []model.M
 	msgs := conversation(n, tag)
 	require.NoError(t, s.CreateRun(context.Background(), &r, msgs))
 	return r, msgs
+}
+
+// column reads the one column query selects from db.
+func column[T any](t testing.TB, db *sql.DB, query string, args ...any) []T {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		require.NoError(t, rows.Scan(&v))
+		out = append(out, v)
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

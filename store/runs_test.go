@@ -263,15 +263,7 @@ func TestAppendMessages(t *testing.T) {
 	assert.Equal(t, 2, inherited)
 	requireSameMessages(t, concat(rootMsgs[:2], turn1, turn2), msgs)
 
-	var seqs []int
-	rows, err := s.r.Query(`SELECT seq FROM messages WHERE run_id = ? ORDER BY seq`, fork.ID)
-	require.NoError(t, err)
-	for rows.Next() {
-		var n int
-		require.NoError(t, rows.Scan(&n))
-		seqs = append(seqs, n)
-	}
-	require.NoError(t, rows.Err())
+	seqs := column[int](t, s.r, `SELECT seq FROM messages WHERE run_id = ? ORDER BY seq`, fork.ID)
 	assert.Equal(t, []int{2, 3, 4, 5}, seqs, "seq is the position in the full transcript")
 
 	require.ErrorIs(t, s.AppendMessages(ctx, "missing", turn1), ErrNotFound)

@@ -282,7 +282,9 @@ func TestSearchOrderMigration(t *testing.T) {
 	_, err := raw.Exec(`ATTACH DATABASE ? AS now`, now.Path())
 	require.NoError(t, err)
 	for _, table := range []string{"runs", "messages", "parts"} {
-		_, err := raw.Exec(`INSERT INTO main.` + table + ` SELECT * FROM now.` + table)
+		// The columns the older schema has: later migrations add some.
+		list := strings.Join(column[string](t, raw, `SELECT name FROM pragma_table_info(?, 'main')`, table), ", ")
+		_, err = raw.Exec(`INSERT INTO main.` + table + ` (` + list + `) SELECT ` + list + ` FROM now.` + table)
 		require.NoError(t, err, table)
 	}
 	_, err = raw.Exec(`DETACH DATABASE now`)

@@ -20,8 +20,9 @@ import (
 // made, a turn started, ended or failed), and each new message of a run
 // they follow, whichever process wrote it (a turn of this server's, a
 // background tine's, an import). It asks the store cheaply whether
-// anything was committed (store.Changes) every Every, and reads the runs
-// only then.
+// anything was committed (store.Changes) every Every, and only then reads
+// the runs changed since it last read (Store.RunsChangedSince), not every
+// run.
 type Hub struct {
 	st    *store.Store
 	every time.Duration
@@ -31,6 +32,8 @@ type Hub struct {
 	// runs are the runs as last read: nil while no one follows (the hub
 	// then reads nothing), read again when the first subscriber comes.
 	runs map[string]runState
+	// mark is the store's change number of the runs as last read.
+	mark int64
 
 	mu   sync.Mutex
 	subs map[*subscriber]bool
@@ -136,8 +139,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 }
 
-// read reads the runs and publishes what changed since they were last
-// read; with no subscriber it reads nothing, and forgets them.
+// read reads the runs changed since they were last read and publishes
+// what changed; with no subscriber it reads nothing, and forgets them.
 func (h *Hub) read(ctx context.Context) {
 	h.reading.Lock()
 	defer h.reading.Unlock()
@@ -145,29 +148,30 @@ func (h *Hub) read(ctx context.Context) {
 	none := len(h.subs) == 0
 	h.mu.Unlock()
 	if none {
-		h.runs = nil
+		h.runs, h.mark = nil, 0
 		return
 	}
-	runs, err := h.st.Runs(ctx)
+	first := h.runs == nil
+	if first {
+		h.mark = 0 // every run
+	}
+	runs, mark, err := h.st.RunsChangedSince(ctx, h.mark)
 	if err != nil {
 		if ctx.Err() == nil {
 			slog.Warn("events: reading runs", "err", err)
 		}
 		return
 	}
-	prev := h.runs
-	h.runs = make(map[string]runState, len(runs))
-	for _, r := range runs {
-		h.runs[r.ID] = runState{status: r.Status, len: r.Len(), cost: r.CostUSD, tokens: r.Usage.Total(), err: r.Error, name: r.Name}
-	}
-	if prev == nil {
-		return // the runs as they were when the first subscriber came
+	h.mark = mark
+	if first {
+		h.runs = make(map[string]runState, len(runs))
 	}
 	for _, r := range runs {
-		now := h.runs[r.ID]
-		was, seen := prev[r.ID]
-		if seen && was == now {
-			continue
+		now := runState{status: r.Status, len: r.Len(), cost: r.CostUSD, tokens: r.Usage.Total(), err: r.Error, name: r.Name}
+		was, seen := h.runs[r.ID]
+		h.runs[r.ID] = now
+		if first || (seen && was == now) {
+			continue // the runs as they were when the first subscriber came, or no change it reports
 		}
 		from := r.ForkAt
 		if seen {
