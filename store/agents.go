@@ -100,28 +100,16 @@ func (s *Store) RequestCancel(ctx context.Context, id string) (model.Status, err
 
 // CancelRequested returns which of ids someone asked to cancel.
 func (s *Store) CancelRequested(ctx context.Context, ids []string) ([]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs WHERE cancel_requested = 1 AND id IN (?`+
-		strings.Repeat(", ?", len(ids)-1)+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
+	err := s.eachIn(ctx, ids, `SELECT id FROM runs WHERE cancel_requested = 1 AND id IN `, func(rows *sql.Rows) error {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, id)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // Interrupted is the error of a run whose owner process died mid-turn.

@@ -184,30 +184,68 @@ type level struct {
 // how many came from ancestors (the run's ForkAt).
 func (s *Store) Messages(ctx context.Context, runID string) (msgs []model.Message, inherited int, err error) {
 	err = s.readCached(ctx, func(tx querier) error {
-		chain, err := ancestry(ctx, tx, runID)
-		if err != nil {
-			return err
-		}
-		leaf := chain[len(chain)-1]
-		inherited = leaf.forkAt
-		msgs = make([]model.Message, 0, leaf.bound)
-		for _, l := range chain {
-			if l.bound <= l.forkAt {
-				continue // a descendant forked before this run's own messages
-			}
-			if msgs, err = readOwn(ctx, tx, l, msgs); err != nil {
-				return err
-			}
-		}
-		if len(msgs) != leaf.bound {
-			return fmt.Errorf("run %s: read %d messages, expected %d", runID, len(msgs), leaf.bound)
-		}
-		return nil
+		msgs, inherited, err = messagesIn(ctx, tx, runID)
+		return err
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("messages: %w", err)
 	}
 	return msgs, inherited, nil
+}
+
+// messagesIn is Messages in the read transaction tx.
+func messagesIn(ctx context.Context, tx querier, runID string) ([]model.Message, int, error) {
+	chain, err := ancestry(ctx, tx, runID)
+	if err != nil {
+		return nil, 0, err
+	}
+	leaf := chain[len(chain)-1]
+	msgs := make([]model.Message, 0, leaf.bound)
+	for _, l := range chain {
+		if l.bound <= l.forkAt {
+			continue // a descendant forked before this run's own messages
+		}
+		if msgs, err = readOwn(ctx, tx, l, msgs); err != nil {
+			return nil, 0, err
+		}
+	}
+	if len(msgs) != leaf.bound {
+		return nil, 0, fmt.Errorf("run %s: read %d messages, expected %d", runID, len(msgs), leaf.bound)
+	}
+	return msgs, leaf.forkAt, nil
+}
+
+// Shown is a run with its whole transcript, as Show reads it.
+type Shown struct {
+	Run      model.Run
+	Messages []model.Message
+	// Inherited: the first Inherited messages are its prefix.
+	Inherited int
+	// AA is what the run's replays measured of their A/A.
+	AA model.AARate
+}
+
+// Show reads the run ref names (Resolve), its whole transcript (Messages)
+// and its replays' A/A (AARates) in one read transaction: one snapshot
+// and one connection of the readers', where reading them apart began
+// three read transactions, each of which finds the pages it needs anew
+// once anything was committed (tine serve's most frequent request).
+func (s *Store) Show(ctx context.Context, ref string) (Shown, error) {
+	var out Shown
+	err := s.readCached(ctx, func(tx querier) error {
+		r, err := s.resolveIn(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		out.Run = r
+		if out.Messages, out.Inherited, err = messagesIn(ctx, tx, r.ID); err != nil {
+			return fmt.Errorf("messages: %w", err)
+		}
+		err = tx.QueryRowContext(ctx, `SELECT count(aa), coalesce(sum(aa), 0) FROM replays WHERE aa IS NOT NULL AND of_run = ?`,
+			r.ID).Scan(&out.AA.Measured, &out.AA.Reproduced)
+		return err
+	})
+	return out, err
 }
 
 // ancestry returns the runs from runID's root down to runID itself, each

@@ -85,6 +85,18 @@ func (t readTx) QueryRowContext(ctx context.Context, query string, args ...any) 
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
+// pool runs each query on the readers' pool, with its cached statement:
+// each one its own snapshot.
+type pool struct{ s *Store }
+
+func (p pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return p.s.queryCached(ctx, query, args...)
+}
+
+func (p pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return p.s.queryRowCached(ctx, query, args...)
+}
+
 // queryCached runs query on the readers' pool with its cached statement.
 func (s *Store) queryCached(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := s.rstmts.get(ctx, s.r, query); st != nil {

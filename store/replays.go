@@ -81,7 +81,8 @@ func (s *Store) LastTapeSteps(ctx context.Context, ids []string) (map[string]int
 }
 
 // eachIn runs query + "(?, ?, ...)" + tail over ids, 500 at a time, and
-// calls row for each row.
+// calls row for each row. A few ids (one run shown, a turn's batch) take a
+// statement prepared once (readStmts): one a count of them.
 func (s *Store) eachIn(ctx context.Context, ids []string, query string, row func(*sql.Rows) error, tail ...string) error {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 500)]
@@ -90,7 +91,12 @@ func (s *Store) eachIn(ctx context.Context, ids []string, query string, row func
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := s.r.QueryContext(ctx, query+"(?"+strings.Repeat(", ?", len(chunk)-1)+")"+strings.Join(tail, ""), args...)
+		q := query + "(?" + strings.Repeat(", ?", len(chunk)-1) + ")" + strings.Join(tail, "")
+		run := s.r.QueryContext
+		if len(chunk) <= cachedInIDs {
+			run = s.queryCached
+		}
+		rows, err := run(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -106,6 +112,9 @@ func (s *Store) eachIn(ctx context.Context, ids []string, query string, row func
 	}
 	return nil
 }
+
+// cachedInIDs is the most ids eachIn runs a cached statement for.
+const cachedInIDs = 4
 
 // Rebase moves fork id, which must have no messages of its own yet, to
 // boundary k of its parent (k not past where it was): a replay that

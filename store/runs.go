@@ -569,7 +569,12 @@ func (s *Store) SetBudget(ctx context.Context, id string, b model.Budget) error 
 
 // Run returns run id.
 func (s *Store) Run(ctx context.Context, id string) (model.Run, error) {
-	r, err := scanRun(s.queryRowCached(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?`, id))
+	return runIn(ctx, pool{s}, id)
+}
+
+// runIn is Run's query on q.
+func runIn(ctx context.Context, q querier, id string) (model.Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return model.Run{}, fmt.Errorf("run %s: %w", id, ErrNotFound)
 	}
@@ -584,11 +589,16 @@ func (s *Store) Run(ctx context.Context, id string) (model.Run, error) {
 // fits several runs at the first level it matches is ErrAmbiguous, and the
 // error lists them.
 func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
+	return s.resolveIn(ctx, pool{s}, ref)
+}
+
+// resolveIn is Resolve's queries on q.
+func (s *Store) resolveIn(ctx context.Context, q querier, ref string) (model.Run, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return model.Run{}, fmt.Errorf("empty run reference: %w", ErrNotFound)
 	}
-	if r, err := s.Run(ctx, ref); !errors.Is(err, ErrNotFound) {
+	if r, err := runIn(ctx, q, ref); !errors.Is(err, ErrNotFound) {
 		return r, err
 	}
 	// Names come before prefixes: a fork named "a" must not lose to every id
@@ -596,7 +606,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
 	// (model.LooksLikeID), which no name may be now, and which a name
 	// given before that rule may be, is ambiguous when it is both.
 	if model.LooksLikeID(ref) {
-		if err := s.nameOrID(ctx, ref); err != nil {
+		if err := s.nameOrID(ctx, q, ref); err != nil {
 			return model.Run{}, err
 		}
 	}
@@ -609,7 +619,7 @@ func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
 		levels = append(levels, lookup{"id prefix", `r.id GLOB ?`, ref + "*"})
 	}
 	for _, l := range levels {
-		runs, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE `+l.where+
+		runs, err := s.queryRunsIn(ctx, q, `SELECT `+runCols+` FROM runs r WHERE `+l.where+
 			` ORDER BY r.created_at, r.id LIMIT 11`, l.arg)
 		if err != nil {
 			return model.Run{}, fmt.Errorf("resolve %q: %w", ref, err)
@@ -641,12 +651,12 @@ func (s *Store) Resolve(ctx context.Context, ref string) (model.Run, error) {
 
 // nameOrID refuses ref when it is one run's name and the start of another
 // run's id, saying both.
-func (s *Store) nameOrID(ctx context.Context, ref string) error {
-	named, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.name = ? LIMIT 1`, ref)
+func (s *Store) nameOrID(ctx context.Context, q querier, ref string) error {
+	named, err := s.queryRunsIn(ctx, q, `SELECT `+runCols+` FROM runs r WHERE r.name = ? LIMIT 1`, ref)
 	if err != nil || len(named) == 0 {
 		return err
 	}
-	byID, err := s.queryRuns(ctx, `SELECT `+runCols+` FROM runs r WHERE r.id GLOB ? AND r.id != ? ORDER BY r.created_at, r.id LIMIT 1`, ref+"*", named[0].ID)
+	byID, err := s.queryRunsIn(ctx, q, `SELECT `+runCols+` FROM runs r WHERE r.id GLOB ? AND r.id != ? ORDER BY r.created_at, r.id LIMIT 1`, ref+"*", named[0].ID)
 	if err != nil || len(byID) == 0 {
 		return err
 	}
@@ -674,12 +684,17 @@ func (s *Store) TreeRuns(ctx context.Context, treeID string) ([]model.Run, error
 }
 
 func (s *Store) queryRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
-	runs, err := s.scanRuns(ctx, query, args...)
+	return s.queryRunsIn(ctx, pool{s}, query, args...)
+}
+
+// queryRunsIn is queryRuns on q.
+func (s *Store) queryRunsIn(ctx context.Context, q querier, query string, args ...any) ([]model.Run, error) {
+	runs, err := scanRuns(ctx, q, query, args...)
 	return runs, s.damage(err)
 }
 
-func (s *Store) scanRuns(ctx context.Context, query string, args ...any) ([]model.Run, error) {
-	rows, err := s.queryCached(ctx, query, args...)
+func scanRuns(ctx context.Context, q querier, query string, args ...any) ([]model.Run, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

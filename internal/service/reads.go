@@ -118,19 +118,11 @@ func (s Shown) JSON() Show {
 
 // Show reads the run ref names, with its whole transcript.
 func (s *Service) Show(ctx context.Context, ref string) (Shown, error) {
-	r, err := s.resolve(ctx, ref)
+	r, err := s.Store.Show(ctx, ref)
 	if err != nil {
 		return Shown{}, err
 	}
-	msgs, inherited, err := s.Store.Messages(ctx, r.ID)
-	if err != nil {
-		return Shown{}, err
-	}
-	rates, err := s.Store.AARates(ctx, []string{r.ID})
-	if err != nil {
-		return Shown{}, err
-	}
-	return Shown{Run: r, Messages: msgs, Inherited: inherited, AA: rates[r.ID]}, nil
+	return Shown(r), nil
 }
 
 // Checkpoints are where the run ref names can be cut: every K is

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"tine/model"
+)
+
+// TestShowReadsWhatItsPartsRead: Show, in one read transaction, finds the
+// run as Resolve does (by id, name, prefix; not found and ambiguous
+// alike) and reads the transcript Messages reads and the A/A AARates
+// does.
+func TestShowReadsWhatItsPartsRead(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	ctx := context.Background()
+	root, _ := createRoot(t, st, 6, "show")
+	f := &model.Run{ParentID: root.ID, ForkAt: 4, Name: "shown"}
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{f}))
+	require.NoError(t, st.AppendMessages(ctx, f.ID, conversation(3, "own")))
+	for i, aa := range []bool{true, false, true} {
+		r := &model.Run{ParentID: f.ID, ForkAt: 2}
+		require.NoError(t, st.CreateForks(ctx, []*model.Run{r}))
+		require.NoError(t, st.AddReplay(ctx, model.Replay{RunID: r.ID, Of: f.ID, Step: 1, Trial: i + 1, Status: model.ReplayReplaying, CreatedAt: base}))
+		require.NoError(t, st.UpdateReplay(ctx, r.ID, model.ReplayDiverged, 1, "", &aa, ""))
+	}
+
+	for _, ref := range []string{f.ID, "shown", f.ID[:10], root.ID} {
+		got, err := st.Show(ctx, ref)
+		require.NoError(t, err, ref)
+		run, err := st.Resolve(ctx, ref)
+		require.NoError(t, err)
+		msgs, inherited, err := st.Messages(ctx, run.ID)
+		require.NoError(t, err)
+		rates, err := st.AARates(ctx, []string{run.ID})
+		require.NoError(t, err)
+		assert.Equal(t, run, got.Run, ref)
+		requireSameMessages(t, msgs, got.Messages)
+		assert.Equal(t, inherited, got.Inherited, ref)
+		assert.Equal(t, rates[run.ID], got.AA, ref)
+	}
+	got, err := st.Show(ctx, "shown")
+	require.NoError(t, err)
+	assert.Equal(t, 7, len(got.Messages))
+	assert.Equal(t, 4, got.Inherited)
+	assert.Equal(t, model.AARate{Measured: 3, Reproduced: 2}, got.AA)
+
+	_, err = st.Show(ctx, "no-such-run")
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = st.Show(ctx, "")
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NoError(t, st.CreateForks(ctx, []*model.Run{{ID: f.ID[:4] + "000000000000", ParentID: root.ID}}))
+	_, err = st.Show(ctx, f.ID[:4])
+	require.ErrorIs(t, err, ErrAmbiguous)
+}
+
+// TestFewIDsTakeCachedStatements: a question about a few runs (a run
+// shown, a fork's batch, the turns polled for cancels) runs a statement
+// prepared once; one about many is prepared as it comes, not kept.
+func TestFewIDsTakeCachedStatements(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	ctx := context.Background()
+	root, _ := createRoot(t, st, 2, "few")
+	cached := func() int {
+		st.rstmts.mu.Lock()
+		defer st.rstmts.mu.Unlock()
+		return len(st.rstmts.m)
+	}
+	before := cached()
+	_, err := st.AARates(ctx, []string{root.ID})
+	require.NoError(t, err)
+	_, err = st.CancelRequested(ctx, []string{root.ID, "b"})
+	require.NoError(t, err)
+	assert.Equal(t, before+2, cached())
+	_, err = st.AARates(ctx, []string{"x"})
+	require.NoError(t, err)
+	assert.Equal(t, before+2, cached(), "the same statement again")
+	_, err = st.AARates(ctx, []string{"a", "b", "c", "d", "e"})
+	require.NoError(t, err)
+	assert.Equal(t, before+2, cached(), "many ids: not kept")
+}
