@@ -70,14 +70,20 @@ func (s *Store) ClaimTurns(ctx context.Context, ids []string) error {
 		return nil
 	}
 	pid := os.Getpid()
-	args := []any{pid, processStart(pid)}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE runs SET handed_over = 1, owner_pid = ?, owner_start = ?
-			WHERE status != 'running' AND id IN (?`+strings.Repeat(", ?", len(ids)-1)+`)`, args...)
-		return err
+	start := processStart(pid)
+	// One run a statement: the same statement, prepared once, whatever
+	// the count.
+	return s.writeMessages(ctx, func(w *writer) error {
+		st, err := w.stmt(`UPDATE runs SET handed_over = 1, owner_pid = ?, owner_start = ? WHERE status != 'running' AND id = ?`)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if _, err := st.ExecContext(w.ctx, pid, start, id); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

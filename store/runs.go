@@ -231,7 +231,7 @@ func prepareRun(w *writer, r *model.Run, hasMessages bool) error {
 }
 
 func insertRun(w *writer, r *model.Run, last time.Time) error {
-	if err := nameFree(w.ctx, w.Tx, r.Name, r.ID); err != nil {
+	if err := nameFree(w, r.Name, r.ID); err != nil {
 		return err
 	}
 	var parent sql.NullString
@@ -278,10 +278,14 @@ func lastActivity(since time.Time, msgs []model.Message) time.Time {
 }
 
 // update runs one UPDATE of a single run, reporting ErrNotFound when id
-// names no run.
+// names no run; the statement is prepared once (writer.stmt).
 func (s *Store) update(ctx context.Context, what, id, query string, args ...any) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, query, args...)
+	err := s.writeMessages(ctx, func(w *writer) error {
+		st, err := w.stmt(query)
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(w.ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -457,11 +461,15 @@ func (s *Store) BatchRuns(ctx context.Context, id string) ([]model.Run, error) {
 // SetName names run id ("" removes the name). A name another run has is
 // refused (model.NameTakenError).
 func (s *Store) SetName(ctx context.Context, id, name string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := nameFree(ctx, tx, name, id); err != nil {
+	err := s.writeMessages(ctx, func(w *writer) error {
+		if err := nameFree(w, name, id); err != nil {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE runs SET name = ? WHERE id = ?`, name, id)
+		st, err := w.stmt(`UPDATE runs SET name = ? WHERE id = ?`)
+		if err != nil {
+			return err
+		}
+		res, err := st.ExecContext(w.ctx, name, id)
 		if err != nil {
 			return err
 		}
@@ -487,7 +495,7 @@ const minIDPrefix = 4
 // it is the start of another run's id: names say which run a command
 // means. Write transactions run one at a time, so what it sees holds until
 // the commit; the unique index on names backs it.
-func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
+func nameFree(w *writer, name, id string) error {
 	if name == "" {
 		return nil
 	}
@@ -495,8 +503,12 @@ func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
 		return &model.NameLikeIDError{Name: name}
 	}
 	if len(name) >= minIDPrefix && model.IsHex(name) {
+		q, err := w.stmt(`SELECT id FROM runs WHERE id GLOB ? AND id != ? LIMIT 1`)
+		if err != nil {
+			return err
+		}
 		var other string
-		err := tx.QueryRowContext(ctx, `SELECT id FROM runs WHERE id GLOB ? AND id != ? LIMIT 1`, name+"*", id).Scan(&other)
+		err = q.QueryRowContext(w.ctx, name+"*", id).Scan(&other)
 		if err == nil {
 			return &model.NameLikeIDError{Name: name, ID: other}
 		}
@@ -504,9 +516,12 @@ func nameFree(ctx context.Context, tx *sql.Tx, name, id string) error {
 			return err
 		}
 	}
-	var taken bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM runs WHERE name = ? AND id != ?)`, name, id).Scan(&taken)
+	q, err := w.stmt(`SELECT EXISTS (SELECT 1 FROM runs WHERE name = ? AND id != ?)`)
 	if err != nil {
+		return err
+	}
+	var taken bool
+	if err := q.QueryRowContext(w.ctx, name, id).Scan(&taken); err != nil {
 		return err
 	}
 	if taken {

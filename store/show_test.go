@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,51 @@ func TestFewIDsTakeCachedStatements(t *testing.T) {
 	_, err = st.AARates(ctx, []string{"a", "b", "c", "d", "e"})
 	require.NoError(t, err)
 	assert.Equal(t, before+2, cached(), "many ids: not kept")
+}
+
+// TestTurnWritesTakeCachedStatements: the writes every turn makes (a
+// status, the claim of its turns, a name) run statements prepared once
+// on the writer, not parsed anew each time (with the triggers of
+// migration 0015, parsing one that writes a run compiles them too).
+func TestTurnWritesTakeCachedStatements(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	ctx := context.Background()
+	root, _ := createRoot(t, st, 2, "writes")
+	cached := func() int {
+		st.stmts.mu.Lock()
+		defer st.stmts.mu.Unlock()
+		return len(st.stmts.stmts)
+	}
+	turn := func(name string) {
+		f := &model.Run{ParentID: root.ID, ForkAt: 2}
+		require.NoError(t, st.CreateForks(ctx, []*model.Run{f}))
+		require.NoError(t, st.ClaimTurns(ctx, []string{f.ID, root.ID}))
+		require.NoError(t, st.SetRunning(ctx, f.ID))
+		require.NoError(t, st.SetStatus(ctx, f.ID, model.Completed, ""))
+		require.NoError(t, st.SetName(ctx, f.ID, name))
+	}
+	turn("first")
+	after := cached()
+	turn("second")
+	assert.Equal(t, after, cached(), "the second turn's statements are the first's")
+	f, err := st.Resolve(ctx, "second")
+	require.NoError(t, err)
+	assert.Equal(t, model.Completed, f.Status)
+	require.ErrorIs(t, st.SetName(ctx, root.ID, "second"), model.ErrNameTaken)
+	require.ErrorIs(t, st.SetStatus(ctx, "missing", model.Failed, ""), ErrNotFound)
+
+	has := func(part string) bool {
+		st.stmts.mu.Lock()
+		defer st.stmts.mu.Unlock()
+		for q := range st.stmts.stmts {
+			if strings.Contains(q, part) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, part := range []string{"SET handed_over = 1", "SET status = 'running'", "SET status = ?", "SET name = ?", "WHERE name = ? AND id != ?"} {
+		assert.True(t, has(part), "a statement with %q is kept", part)
+	}
 }
