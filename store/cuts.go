@@ -258,7 +258,7 @@ func noteCuts(w *writer, runID string, root bool, own int, msgs []model.Message)
 		// A new run of its own (most of an import): nothing comes before.
 		return newCuts(w, runID, model.NewCutState(0), feedAll(msgs))
 	}
-	chain, err := cutChain(w.ctx, w.Tx, runID)
+	chain, err := cutChain(w.ctx, w, runID)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func noteCuts(w *writer, runID string, root bool, own int, msgs []model.Message)
 	}
 	before := append([]cutLevel(nil), chain...)
 	before[len(before)-1].bound = leaf.forkAt + own
-	s, err := cutStateAt(w.ctx, w.Tx, before)
+	s, err := cutStateAt(w.ctx, w, before)
 	if errors.Is(err, errStaleCuts) {
 		return staleCuts(w.ctx, w.Tx, runID)
 	}
@@ -387,7 +387,7 @@ func (s *Store) fillCuts(ctx context.Context, runID string, redo map[string]bool
 				return err
 			}
 		}
-		chain, err := cutChain(w.ctx, w.Tx, runID)
+		chain, err := cutChain(w.ctx, w, runID)
 		if err != nil {
 			return err
 		}
@@ -397,14 +397,14 @@ func (s *Store) fillCuts(ctx context.Context, runID string, redo map[string]bool
 			}
 			before := append([]cutLevel(nil), chain[:i+1]...)
 			before[i].bound = l.forkAt
-			st, err := cutStateAt(w.ctx, w.Tx, before)
+			st, err := cutStateAt(w.ctx, w, before)
 			if err != nil {
 				return err
 			}
 			all := l.level
 			all.bound = l.forkAt + l.own
 			if err := feedCuts(w, l.id, 0, st, func(feed func(model.Message)) error {
-				return eachShape(w.ctx, w.Tx, all, l.forkAt, feed)
+				return eachShape(w.ctx, w, all, l.forkAt, feed)
 			}); err != nil {
 				return err
 			}

@@ -87,7 +87,7 @@ func TestFewIDsTakeCachedStatements(t *testing.T) {
 }
 
 // TestTurnWritesTakeCachedStatements: the writes every turn makes (a
-// status, the claim of its turns, a name) run statements prepared once
+// status, the claim of its turns, its messages, a name) run statements prepared once
 // on the writer, not parsed anew each time (with the triggers of
 // migration 0015, parsing one that writes a run compiles them too).
 func TestTurnWritesTakeCachedStatements(t *testing.T) {
@@ -105,6 +105,7 @@ func TestTurnWritesTakeCachedStatements(t *testing.T) {
 		require.NoError(t, st.CreateForks(ctx, []*model.Run{f}))
 		require.NoError(t, st.ClaimTurns(ctx, []string{f.ID, root.ID}))
 		require.NoError(t, st.SetRunning(ctx, f.ID))
+		require.NoError(t, st.AppendMessages(ctx, f.ID, conversation(4, name)))
 		require.NoError(t, st.SetStatus(ctx, f.ID, model.Completed, ""))
 		require.NoError(t, st.SetName(ctx, f.ID, name))
 	}
@@ -128,7 +129,8 @@ func TestTurnWritesTakeCachedStatements(t *testing.T) {
 		}
 		return false
 	}
-	for _, part := range []string{"SET handed_over = 1", "SET status = 'running'", "SET status = ?", "SET name = ?", "WHERE name = ? AND id != ?"} {
+	for _, part := range []string{"SET handed_over = 1", "SET status = 'running'", "SET status = ?", "SET name = ?", "WHERE name = ? AND id != ?",
+		"SELECT fork_at, own_messages FROM runs", "own_messages = own_messages + ?", "coalesce(max(id), 0) + 1 FROM messages"} {
 		assert.True(t, has(part), "a statement with %q is kept", part)
 	}
 }

@@ -83,6 +83,9 @@ func (c *stmtCache) get(query string) *sql.Stmt {
 	return st
 }
 
+// maxWriteStmts bounds the statements a stmtCache keeps.
+const maxWriteStmts = 256
+
 // prepareWanted prepares the statements noted as wanted; one that fails to
 // prepare is simply prepared again by the next transaction that runs it.
 // It holds no lock while it prepares: preparing waits for the connection,
@@ -95,8 +98,9 @@ func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
 	for _, q := range wanted {
 		c.mu.Lock()
 		_, ok := c.stmts[q]
+		full := len(c.stmts) >= maxWriteStmts
 		c.mu.Unlock()
-		if ok {
+		if ok || full {
 			continue
 		}
 		st, err := db.PrepareContext(ctx, q)
@@ -144,6 +148,37 @@ func (w *writer) stmt(query string) (*sql.Stmt, error) {
 	}
 	w.stmts[query] = st
 	return st, nil
+}
+
+// ExecContext runs query in the transaction with its statement prepared
+// once (stmt), as QueryContext and QueryRowContext do: a writer's queries
+// are fixed texts, parsed once a process instead of once a write (with
+// migration 0015's triggers, parsing one that writes a run compiles them
+// too).
+func (w *writer) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// QueryContext: see ExecContext.
+func (w *writer) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// QueryRowContext: see ExecContext.
+func (w *writer) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := w.stmt(query)
+	if err != nil {
+		return w.Tx.QueryRowContext(ctx, query, args...) // says why
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // ids reserves n message ids. SQLite would pick max(id)+1 for each row;
