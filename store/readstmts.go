@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"sync"
 )
 
@@ -22,6 +23,9 @@ type readStmts struct {
 	mu     sync.Mutex
 	m      map[string]*sql.Stmt
 	closed bool
+	// wanted are the statements a read transaction ran unprepared, to
+	// prepare once it ended (prepareWanted).
+	wanted []string
 }
 
 const maxReadStmts = 64
@@ -53,6 +57,38 @@ func (c *readStmts) get(ctx context.Context, db *sql.DB, query string) *sql.Stmt
 	return st
 }
 
+// cached is query's statement when it is prepared already; else nil,
+// and the statement is wanted. A read transaction asks this, never get:
+// it holds one of the pool's connections, and preparing on the pool
+// needs one free, so that as many transactions as connections, each
+// preparing, would wait for each other for ever.
+func (c *readStmts) cached(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.m[query]
+	if !ok && !c.closed && len(c.m)+len(c.wanted) < maxReadStmts && !slices.Contains(c.wanted, query) {
+		c.wanted = append(c.wanted, query)
+	}
+	return st
+}
+
+// prepareWanted prepares the statements read transactions wanted; it is
+// called with no connection of the pool held.
+func (c *readStmts) prepareWanted(ctx context.Context, db *sql.DB) {
+	for _, q := range take(&c.mu, &c.wanted) {
+		c.get(ctx, db, q)
+	}
+}
+
+// take empties *list under mu and returns what it held.
+func take(mu *sync.Mutex, list *[]string) []string {
+	mu.Lock()
+	defer mu.Unlock()
+	l := *list
+	*list = nil
+	return l
+}
+
 func (c *readStmts) close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,14 +108,14 @@ type readTx struct {
 }
 
 func (t readTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := t.s.rstmts.get(ctx, t.s.r, query); st != nil {
+	if st := t.s.rstmts.cached(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
 func (t readTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := t.s.rstmts.get(ctx, t.s.r, query); st != nil {
+	if st := t.s.rstmts.cached(query); st != nil {
 		return t.Tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
@@ -108,7 +144,9 @@ func (s *Store) queryCached(ctx context.Context, query string, args ...any) (*sq
 // readCached runs fn in a read transaction whose fixed statements come
 // from the cache (readTx).
 func (s *Store) readCached(ctx context.Context, fn func(tx querier) error) error {
-	return s.read(ctx, func(tx *sql.Tx) error { return fn(readTx{tx, s}) })
+	err := s.read(ctx, func(tx *sql.Tx) error { return fn(readTx{tx, s}) })
+	s.rstmts.prepareWanted(ctx, s.r)
+	return err
 }
 
 // queryRowCached is queryCached for one row.

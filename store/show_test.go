@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,5 +135,40 @@ func TestTurnWritesTakeCachedStatements(t *testing.T) {
 	for _, part := range []string{"SET handed_over = 1", "SET status = 'running'", "SET status = ?", "SET name = ?", "WHERE name = ? AND id != ?",
 		"SELECT fork_at, own_messages FROM runs", "own_messages = own_messages + ?", "coalesce(max(id), 0) + 1 FROM messages"} {
 		assert.True(t, has(part), "a statement with %q is kept", part)
+	}
+}
+
+// TestReadTransactionsPrepareNothingOnThePool: as many read transactions
+// as the readers' pool has connections, all open at once, each running a
+// statement not prepared yet, end: none waits for a free connection to
+// prepare its statement on, which would never come (each transaction
+// holds one). tine serve hung so on its first requests when 50 clients
+// came at once.
+func TestReadTransactionsPrepareNothingOnThePool(t *testing.T) {
+	t.Parallel()
+	st, _ := openTemp(t)
+	root, _ := createRoot(t, st, 2, "pool")
+	// A bound on a hang, not on speed.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var inside sync.WaitGroup
+	inside.Add(readConns)
+	errs := make(chan error, readConns)
+	for i := range readConns {
+		go func() {
+			errs <- st.readCached(ctx, func(tx querier) error {
+				inside.Done()
+				inside.Wait() // every connection of the pool is held
+				var n int
+				return tx.QueryRowContext(ctx, fmt.Sprintf(`SELECT count(*) + %d FROM runs WHERE id = ?`, i), root.ID).Scan(&n)
+			})
+		}()
+	}
+	for range readConns {
+		require.NoError(t, <-errs)
+	}
+	// And the statements are prepared once the transactions ended.
+	for i := range readConns {
+		assert.NotNil(t, st.rstmts.cached(fmt.Sprintf(`SELECT count(*) + %d FROM runs WHERE id = ?`, i)))
 	}
 }

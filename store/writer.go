@@ -91,11 +91,7 @@ const maxWriteStmts = 256
 // It holds no lock while it prepares: preparing waits for the connection,
 // which a transaction that asks the cache may hold.
 func (c *stmtCache) prepareWanted(ctx context.Context, db *sql.DB) {
-	c.mu.Lock()
-	wanted := c.wanted
-	c.wanted = nil
-	c.mu.Unlock()
-	for _, q := range wanted {
+	for _, q := range take(&c.mu, &c.wanted) {
 		c.mu.Lock()
 		_, ok := c.stmts[q]
 		full := len(c.stmts) >= maxWriteStmts
