@@ -17,10 +17,7 @@ import (
 	"tine/store"
 )
 
-type (
-	replayJSON     = service.Replay
-	divergenceJSON = service.Divergence
-)
+type replayJSON = service.Replay
 
 func cmdReplay(ctx context.Context, e *env, args []string) (err error) {
 	f := newFlags(e, "replay", "RUN --at-step N [--continuations K] [--on-divergence stop|live] [--base REV] [--check CMD] [--max-tokens N] [--max-cost USD] [--wait] [--json]",

@@ -6,11 +6,8 @@ import (
 	"io"
 	"strings"
 
-	"tine/internal/service"
 	"tine/model"
 )
-
-type showJSON = service.Show
 
 func cmdShow(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "show", "RUN [--json]", "Print a run's messages, each numbered by the boundary K right after it.\nInherited messages (a fork's prefix) are marked with │. ● marks a checkpoint.")

@@ -1,3 +1,5 @@
+//go:build agents
+
 package main
 
 import (
@@ -31,6 +33,7 @@ import (
 	"tine/harness/place/docker"
 	"tine/harness/registry"
 	"tine/internal/modelserver"
+	"tine/internal/service"
 	"tine/model"
 	"tine/store"
 )
@@ -374,7 +377,7 @@ func newDockerSetup(t *testing.T, name string, prepare func(home, project string
 	require.Equal(t, 0, code, errOut)
 	out, errOut, code := tine(t, s.db, "show", s.session, "--json")
 	require.Equal(t, 0, code, errOut)
-	var shown showJSON
+	var shown service.Show
 	require.NoError(t, json.Unmarshal([]byte(out), &shown))
 	for _, m := range shown.Transcript {
 		if m.Role == "assistant" && strings.Contains(fmt.Sprint(m.Parts), "ready when you are") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -478,4 +479,24 @@ func TestTheTUITakesRecord(t *testing.T) {
 	_, stderr, code := tine(t, db, "--record", "ls")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "tine ls --record")
+}
+
+// gitInit makes dir a git repository on branch main with one commit.
+func gitInit(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("a project\n"), 0o644))
+	git(t, dir, "init", "-q", "-b", "main")
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "init")
+}
+
+// git runs git in dir as a test's author and returns what it printed.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
 }

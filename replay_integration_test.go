@@ -1,3 +1,5 @@
+//go:build agents
+
 package main
 
 import (
@@ -7,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/internal/modelserver"
+	"tine/internal/service"
 	"tine/model"
 	"tine/store"
 )
@@ -35,21 +37,12 @@ func TestReplayRealAgents(t *testing.T) {
 	}
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "git %v: %s", args, out)
-	return strings.TrimSpace(string(out))
-}
-
 // replayResult is `tine replay --json` as a script reads it.
 type replayResult struct {
-	Fork       *string         `json:"fork"`
-	Status     string          `json:"status"`
-	Divergence *divergenceJSON `json:"divergence"`
-	Reason     string          `json:"reason"`
+	Fork       *string             `json:"fork"`
+	Status     string              `json:"status"`
+	Divergence *service.Divergence `json:"divergence"`
+	Reason     string              `json:"reason"`
 	Trials     []struct {
 		ID        string `json:"id"`
 		Status    string `json:"status"`

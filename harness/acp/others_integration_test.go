@@ -1,3 +1,5 @@
+//go:build agents
+
 package acp
 
 import (

@@ -1,3 +1,5 @@
+//go:build agents
+
 package claude
 
 import (
@@ -104,37 +106,6 @@ func (r *rig) push(marker string, replies ...modelserver.Reply) {
 	r.srv.Push(replies...)
 }
 
-// got is what a turn emitted.
-type got struct {
-	events  []harness.Event
-	msgs    []model.Message
-	session string
-	deltas  string
-	cost    float64
-	notes   []string
-}
-
-func collect(g *got) func(harness.Event) {
-	var mu sync.Mutex
-	return func(e harness.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		g.events = append(g.events, e)
-		switch e.Kind {
-		case harness.EventMessage:
-			g.msgs = append(g.msgs, e.Message)
-		case harness.EventSession:
-			g.session = e.NativeID
-		case harness.EventDelta:
-			g.deltas += e.Delta
-		case harness.EventCost:
-			g.cost += e.CostUSD
-		case harness.EventNote:
-			g.notes = append(g.notes, e.Note)
-		}
-	}
-}
-
 func (r *rig) turn(ctx context.Context, req harness.TurnRequest) (got, error) {
 	var g got
 	if req.Permissions == "" {
@@ -208,15 +179,6 @@ func sessionPath(t testing.TB, home, id string) string {
 	found, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", id+".jsonl"))
 	require.Len(t, found, 1, "the transcript of %s", id)
 	return found[0]
-}
-
-// mainLine parses a transcript and returns its main run's messages.
-func mainLine(t testing.TB, path string) []model.Message {
-	t.Helper()
-	pf, err := ParseFile(path)
-	require.NoError(t, err)
-	require.NotEmpty(t, pf.Runs)
-	return pf.Runs[0].Messages
 }
 
 // sameMessages checks a turn's messages against the transcript's: the

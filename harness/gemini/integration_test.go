@@ -1,3 +1,5 @@
+//go:build agents
+
 package gemini
 
 // Turns through the real gemini CLI against the scripted model server: a
@@ -8,7 +10,6 @@ package gemini
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"tine/harness"
-	"tine/internal/agentproc"
 	"tine/internal/modelserver"
 	"tine/model"
 )
@@ -323,20 +323,6 @@ func TestKilledMidStream(t *testing.T) {
 	}
 	require.NotZero(t, pid)
 	assert.Error(t, processAlive(pid), "gemini is gone")
-}
-
-// TestNotInstalledNamesThePackage: a missing gemini says which npm
-// package provides it.
-func TestNotInstalledNamesThePackage(t *testing.T) {
-	t.Parallel()
-	h := New(Config{Bin: filepath.Join(t.TempDir(), "gemini")})
-	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
-	require.Error(t, err)
-	assert.True(t, errors.Is(err, agentproc.ErrNotInstalled))
-	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
-	d := h.Describe(context.Background())
-	assert.False(t, d.Installed)
-	assert.True(t, strings.Contains(d.Problem, NPMPackage))
 }
 
 // TestDescribeSaysTheVersion: tine harnesses shows the pinned version.

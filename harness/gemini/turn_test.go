@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -310,4 +311,18 @@ func TestDescribeReadsThePackagesVersion(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(other, "package.json"), []byte(`{"name":"not-gemini","version":"1.0.0","bin":{"gemini":"bundle/gemini.js"}}`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "bundle", "gemini.js"), []byte("#!/bin/sh\necho 2.0.0\n"), 0o755))
 	assert.Equal(t, "2.0.0", New(Config{Bin: filepath.Join(other, "bundle", "gemini.js")}).Describe(context.Background()).Version, "another package's file: asked")
+}
+
+// TestNotInstalledNamesThePackage: a missing gemini says which npm
+// package provides it.
+func TestNotInstalledNamesThePackage(t *testing.T) {
+	t.Parallel()
+	h := New(Config{Bin: filepath.Join(t.TempDir(), "gemini")})
+	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, agentproc.ErrNotInstalled))
+	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
+	d := h.Describe(context.Background())
+	assert.False(t, d.Installed)
+	assert.True(t, strings.Contains(d.Problem, NPMPackage))
 }

@@ -1,3 +1,5 @@
+//go:build agents
+
 package opencode
 
 // Turns through the real opencode CLI against the scripted model server:
@@ -303,17 +305,4 @@ func TestAskRefusesTools(t *testing.T) {
 	assert.True(t, os.IsNotExist(serr), "no tool ran without approval")
 	require.NotEmpty(t, msgs)
 	assert.Equal(t, "make a file", msgs[0].PlainText())
-}
-
-// TestNotInstalledNamesThePackage: a missing opencode says which npm
-// package provides it.
-func TestNotInstalledNamesThePackage(t *testing.T) {
-	t.Parallel()
-	h := New(Config{Bin: filepath.Join(t.TempDir(), "opencode")})
-	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
-	d := h.Describe(context.Background())
-	assert.False(t, d.Installed)
-	assert.True(t, strings.Contains(d.Problem, NPMPackage))
 }

@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"tine/harness"
 	"tine/harness/opencode/export"
 
 	"bytes"
@@ -242,4 +243,17 @@ func TestReadTheDatabase(t *testing.T) {
 			assert.Equal(t, changed, list[i].Fingerprint != again[i].Fingerprint, list[i].ID)
 		}
 	}
+}
+
+// TestNotInstalledNamesThePackage: a missing opencode says which npm
+// package provides it.
+func TestNotInstalledNamesThePackage(t *testing.T) {
+	t.Parallel()
+	h := New(Config{Bin: filepath.Join(t.TempDir(), "opencode")})
+	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
+	d := h.Describe(context.Background())
+	assert.False(t, d.Installed)
+	assert.True(t, strings.Contains(d.Problem, NPMPackage))
 }

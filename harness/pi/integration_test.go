@@ -1,3 +1,5 @@
+//go:build agents
+
 package pi
 
 // Turns through the real pi CLI against the scripted model server: a private
@@ -7,7 +9,6 @@ package pi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net"
 	"os"
@@ -27,25 +28,6 @@ import (
 	"tine/internal/modelserver"
 	"tine/model"
 )
-
-const piVersion = "0.73.1"
-
-// realPi is the installed pi CLI, or a skip.
-func realPi(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("the real pi takes seconds a turn; not with -short")
-	}
-	dir := os.Getenv("TINE_AGENTS_BIN")
-	if dir == "" {
-		dir = "/tmp/tine-agents/node_modules/.bin"
-	}
-	bin := filepath.Join(dir, "pi")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("pi is not installed in %s (npm install --prefix /tmp/tine-agents %s@%s, or set TINE_AGENTS_BIN)", dir, Package, piVersion)
-	}
-	return bin
-}
 
 // piWorld is a model server, a private HOME set up for pi, and a repo.
 type piWorld struct {
@@ -134,41 +116,9 @@ func (w *piWorld) request(t *testing.T, marker string) string {
 	return ""
 }
 
-func fileHash(t *testing.T, path string) [32]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return sha256.Sum256(data)
-}
-
 func reply(marker string, r modelserver.Reply) modelserver.Reply {
 	r.Match = &modelserver.Match{Contains: marker}
 	return r
-}
-
-// mainLine is the main run of a session file as the parser reads it.
-func mainLine(t *testing.T, path string) []model.Message {
-	t.Helper()
-	pf, err := ParseFile(path)
-	require.NoError(t, err)
-	require.Empty(t, pf.Skipped)
-	require.NotEmpty(t, pf.Runs)
-	return pf.Runs[0].Messages
-}
-
-// sameMessages compares what a turn emitted with what the parser reads.
-func sameMessages(t *testing.T, want, got []model.Message) {
-	t.Helper()
-	require.Len(t, got, len(want))
-	for i := range want {
-		w, g := want[i], got[i]
-		assert.Equal(t, w.Role, g.Role, "message %d", i+1)
-		assert.Equal(t, w.Parts, g.Parts, "message %d", i+1)
-		assert.Equal(t, w.NativeID, g.NativeID, "message %d", i+1)
-		assert.Equal(t, w.Model, g.Model, "message %d", i+1)
-		assert.Equal(t, w.Usage, g.Usage, "message %d", i+1)
-		assert.True(t, w.Time.Equal(g.Time), "message %d: time %s, parser %s", i+1, g.Time, w.Time)
-	}
 }
 
 func TestRealPiTurns(t *testing.T) {
@@ -453,9 +403,31 @@ func TestRealPiHandoffToADownDefault(t *testing.T) {
 	assert.Contains(t, err.Error(), "pass --model provider/id")
 }
 
-func evalDir(t *testing.T, dir string) string {
+// realPi is the installed pi CLI, or a skip.
+func realPi(t *testing.T) string {
 	t.Helper()
-	real, err := filepath.EvalSymlinks(dir)
-	require.NoError(t, err)
-	return real
+	if testing.Short() {
+		t.Skip("the real pi takes seconds a turn; not with -short")
+	}
+	dir := os.Getenv("TINE_AGENTS_BIN")
+	if dir == "" {
+		dir = "/tmp/tine-agents/node_modules/.bin"
+	}
+	bin := filepath.Join(dir, "pi")
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("pi is not installed in %s (npm install --prefix /tmp/tine-agents %s@%s, or set TINE_AGENTS_BIN)", dir, Package, piVersion)
+	}
+	return bin
 }
+
+// TestRealPiDescribe: the installed pi says it is installed, with the
+// version tine was checked against.
+func TestRealPiDescribe(t *testing.T) {
+	t.Parallel()
+	d := New(Config{Bin: realPi(t)}).Describe(context.Background())
+	assert.True(t, d.Installed)
+	assert.Equal(t, piVersion, d.Version)
+	assert.Empty(t, d.Problem)
+}
+
+const piVersion = "0.73.1"

@@ -862,22 +862,6 @@ func TestDescribe(t *testing.T) {
 	assert.Contains(t, Agent.Needs[0], "@mariozechner/pi-coding-agent")
 	assert.Equal(t, "pi", a.Name())
 	assert.Equal(t, harness.Capabilities{Fork: true, ForkAtK: true, Resume: true, Tools: true, Stream: true, OwnSessions: true, Record: true}, a.Capabilities())
-
-	bin, err := os.Stat(filepath.Join(agentsBin(), "pi"))
-	if err != nil || bin.IsDir() || testing.Short() {
-		return
-	}
-	d = New(Config{Bin: filepath.Join(agentsBin(), "pi")}).Describe(context.Background())
-	assert.True(t, d.Installed)
-	assert.Equal(t, piVersion, d.Version)
-	assert.Empty(t, d.Problem)
-}
-
-func agentsBin() string {
-	if d := os.Getenv("TINE_AGENTS_BIN"); d != "" {
-		return d
-	}
-	return "/tmp/tine-agents/node_modules/.bin"
 }
 
 func mustAbs(t *testing.T, p string) string {

@@ -1,3 +1,5 @@
+//go:build agents
+
 package qwen
 
 // Turns through the real qwen CLI against the scripted model server: a
@@ -11,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -238,17 +239,4 @@ func TestAskRefusesTools(t *testing.T) {
 	assert.True(t, os.IsNotExist(serr), "no tool ran without approval")
 	require.NotEmpty(t, msgs)
 	assert.Equal(t, "make a file", msgs[0].PlainText(), "the person's text as typed (qwen adds blank lines to a prompt read as text)")
-}
-
-// TestNotInstalledNamesThePackage: a missing qwen says which npm package
-// provides it.
-func TestNotInstalledNamesThePackage(t *testing.T) {
-	t.Parallel()
-	h := New(Config{Bin: filepath.Join(t.TempDir(), "qwen")})
-	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
-	d := h.Describe(context.Background())
-	assert.False(t, d.Installed)
-	assert.True(t, strings.Contains(d.Problem, NPMPackage))
 }

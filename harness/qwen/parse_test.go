@@ -366,3 +366,16 @@ func TestImportAGrownFileThatBranches(t *testing.T) {
 	}
 	assert.Equal(t, 8, own, "each message once: the first prompt, then two branches off it")
 }
+
+// TestNotInstalledNamesThePackage: a missing qwen says which npm package
+// provides it.
+func TestNotInstalledNamesThePackage(t *testing.T) {
+	t.Parallel()
+	h := New(Config{Bin: filepath.Join(t.TempDir(), "qwen")})
+	err := h.Turn(context.Background(), harness.TurnRequest{Input: "hi", Dir: t.TempDir()}, func(harness.Event) {})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "npm install -g "+NPMPackage)
+	d := h.Describe(context.Background())
+	assert.False(t, d.Installed)
+	assert.True(t, strings.Contains(d.Problem, NPMPackage))
+}
