@@ -1040,7 +1040,9 @@ func (fmts Formats) importOne(ctx context.Context, st Store, f Found, prev model
 	}
 	counter := &lineCounter{r: file}
 	parsed, err := format.parseWhole(counter, f.Path)
-	defer parsed.Close()
+	// Closed whatever err says: a stream that failed midway holds its
+	// spill file too.
+	defer func() { _ = parsed.Close() }()
 	sum.Bytes += counter.n
 	sum.Records += counter.lines
 	sum.Skipped = append(sum.Skipped, parsed.Skipped...)
