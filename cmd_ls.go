@@ -43,6 +43,9 @@ func cmdLs(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if list.Unread != nil {
+		fmt.Fprintf(e.stderr, "tine: replays' statuses and A/A rates are left out: %v\n", list.Unread)
+	}
 	if *asJSON {
 		return writeJSON(e.stdout, list.JSON())
 	}

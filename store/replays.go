@@ -84,6 +84,11 @@ func (s *Store) LastTapeSteps(ctx context.Context, ids []string) (map[string]int
 // calls row for each row. A few ids (one run shown, a turn's batch) take a
 // statement prepared once (readStmts): one a count of them.
 func (s *Store) eachIn(ctx context.Context, ids []string, query string, row func(*sql.Rows) error, tail ...string) error {
+	return s.damage(s.eachInChunk(ctx, ids, query, row, tail))
+}
+
+// eachInChunk is eachIn, its error as SQLite said it.
+func (s *Store) eachInChunk(ctx context.Context, ids []string, query string, row func(*sql.Rows) error, tail []string) error {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 500)]
 		ids = ids[len(chunk):]

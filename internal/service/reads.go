@@ -2,12 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"tine/harness/fork"
 	"tine/model"
+	"tine/store"
 )
 
 // Listing is every tree and its runs, roots first and forks under their
@@ -16,6 +18,9 @@ type Listing struct {
 	Lines []Line
 	// Trees counts the trees (subagents are not trees of their own).
 	Trees int
+	// Unread, when not nil, says why the replays' statuses and A/A rates
+	// are left out: a damaged database's runs are listed all the same.
+	Unread error
 }
 
 // Line is one run of a listing.
@@ -84,11 +89,16 @@ func (s *Service) List(ctx context.Context, all bool) (Listing, error) {
 		ids[i] = r.ID
 	}
 	replays, err := s.Store.Replays(ctx, ids)
-	if err != nil {
-		return out, err
+	var rates map[string]model.AARate
+	if err == nil {
+		rates, err = s.Store.AARates(ctx, ids)
 	}
-	rates, err := s.Store.AARates(ctx, ids)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrDamaged):
+		// The runs were read: they are listed, and what could not be
+		// read is said (a damaged index of replays).
+		out.Unread = err
+	case err != nil:
 		return out, err
 	}
 	for i := range out.Lines {
