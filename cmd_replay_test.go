@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,4 +68,34 @@ func TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything(t *testing.T) {
 	runs, err := st.Runs(context.Background())
 	require.NoError(t, err)
 	assert.Len(t, runs, 1, "no trial was made")
+}
+
+// TestReplayTrialsPassOverNamesTaken: a replay made while another of the
+// same run is being made (by another tine) names its trials after the
+// names that one took before its replays were stored, instead of failing
+// on them.
+func TestReplayTrialsPassOverNamesTaken(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "project")
+	gitInit(t, repo)
+	db := filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	say := func(role model.Role, text string) model.Message {
+		return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}}
+	}
+	run := model.Run{Harness: "claude", NativeID: "11111111-2222-4333-8444-555555555555", Cwd: repo, Name: "rec"}
+	require.NoError(t, st.CreateRun(context.Background(), &run, []model.Message{say(model.User, "hi"), say(model.Assistant, "Hello.")}))
+	// The other replay's trial, whose replay is not stored yet.
+	taken := model.Run{ParentID: run.ID, ForkAt: 2, Name: "rec-replay-1", Harness: "claude", Cwd: repo, Status: model.Pending}
+	require.NoError(t, st.CreateForks(context.Background(), []*model.Run{&taken}))
+	require.NoError(t, st.Close())
+
+	// No claude here: the trial fails once made, which is not what is
+	// tested.
+	t.Setenv("TINE_CLAUDE_BIN", filepath.Join(t.TempDir(), "no-claude"))
+	out, errOut, _ := tine(t, db, "replay", "rec", "--at-step", "1", "--continuations", "0", "--base", "HEAD", "--wait", "--json")
+	var r replayJSON
+	require.NoError(t, json.Unmarshal([]byte(out), &r), "%s\n%s", out, errOut)
+	require.Len(t, r.Trials, 1, errOut)
+	assert.Equal(t, "rec-replay-2", r.Trials[0].Name)
 }

@@ -416,13 +416,22 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	if src.forkAt != src.kN {
 		why = fmt.Sprintf("%s checks a session's entries when it resumes: the replay keeps its own copy of steps 1..%d", src.run.Harness, spec.AtStep)
 	}
-	for i := range forks {
-		forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.forkAt, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep), SnapReason: why,
-			Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+i+1), Harness: src.run.Harness, Model: src.run.Model,
-			Cwd: src.run.Cwd, Status: model.Pending, Budget: spec.Budget}
-	}
-	if err := p.Store.CreateForks(ctx, forks); err != nil {
-		return nil, err
+	// Another replay of the run, made at the same time (another tine),
+	// may have taken the next names before its replays are stored: the
+	// trials then take the names after them.
+	for taken := 0; ; taken++ {
+		for i := range forks {
+			forks[i] = &model.Run{ParentID: src.run.ID, ForkAt: src.forkAt, ForkStep: spec.AtStep, Asked: fmt.Sprintf("step:%d", spec.AtStep), SnapReason: why,
+				Name: fmt.Sprintf("%s-replay-%d", src.run.Label(), before+taken+i+1), Harness: src.run.Harness, Model: src.run.Model,
+				Cwd: src.run.Cwd, Status: model.Pending, Budget: spec.Budget}
+		}
+		err := p.Store.CreateForks(ctx, forks)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, model.ErrNameTaken) || taken == maxTakenNames {
+			return nil, err
+		}
 	}
 	plan := &Plan{Spec: spec, src: src}
 	now := time.Now()
@@ -447,6 +456,10 @@ func (p *Replayer) Prepare(ctx context.Context, spec Spec) (*Plan, error) {
 	}
 	return plan, nil
 }
+
+// maxTakenNames bounds how many names Prepare passes over that other
+// replays of the run, made at the same time, have taken.
+const maxTakenNames = 100
 
 // Execute runs a prepared replay's trials, at most the Driver's Parallel
 // at a time, and returns how they went. onEvent, when set, gets the
