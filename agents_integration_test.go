@@ -83,8 +83,10 @@ func field(lines []map[string]any, key, val, want string) string {
 // on that home: every session is there, the fork hangs off its parent at
 // the message it was forked at, and its usage is what the server charged.
 func TestRealAgentsForkAndImport(t *testing.T) {
+	t.Parallel()
 	for _, cli := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
 		t.Run(cli, func(t *testing.T) {
+			t.Parallel()
 			bin := agentBin(t, cli)
 			srv, err := modelserver.Start(modelserver.Options{Model: "tine-test-model"})
 			require.NoError(t, err)
@@ -169,17 +171,10 @@ func TestRealAgentsForkAndImport(t *testing.T) {
 			require.NotEqual(t, main, forkID)
 
 			// tine import, with no path, on that home.
-			t.Setenv("HOME", home)
-			t.Setenv("CLAUDE_CONFIG_DIR", "")
-			t.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
-			t.Setenv("PI_CODING_AGENT_DIR", "")
-			t.Setenv("PI_CODING_AGENT_SESSION_DIR", "")
-			t.Setenv("QWEN_HOME", "")
-			t.Setenv("QWEN_RUNTIME_DIR", "")
-			t.Setenv("GEMINI_CLI_HOME", "")
-			t.Setenv("XDG_DATA_HOME", "")
+			sh := asShell([]string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex")}, "CLAUDE_CONFIG_DIR",
+				"PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME")
 			db := filepath.Join(t.TempDir(), "t.db")
-			out, errOut, code := tine(t, db, "import", "--json")
+			out, errOut, code := sh.tine(t, db, "import", "--json")
 			require.Equal(t, 0, code, errOut)
 			var sum importer.Summary
 			require.NoError(t, json.Unmarshal([]byte(out), &sum))
@@ -217,19 +212,6 @@ func replies(srv *modelserver.Server) func(marker string, rs ...modelserver.Repl
 			rs[i].Match = &modelserver.Match{Tools: &tools, Contains: marker}
 		}
 		srv.Push(rs...)
-	}
-}
-
-// asShell gives the test the environment of the shell a person runs tine
-// in: env set, and unset unset (each restored after the test).
-func asShell(t *testing.T, env []string, unset ...string) {
-	for _, k := range unset {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
 	}
 }
 
@@ -446,8 +428,12 @@ func (a e2eAgent) file(t *testing.T, id string) string {
 // continues that fork's own session; importing again adds no copies, and
 // the session's own file is never written to.
 func TestAgentForksBestOfNEndToEnd(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
-		t.Run(name, func(t *testing.T) { agentForksEndToEnd(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			agentForksEndToEnd(t, name)
+		})
 	}
 }
 
@@ -467,12 +453,12 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	before := a.own(t, session)
 
 	// tine runs with the environment the person's shell has.
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME",
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME",
 		"XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import", "--json")
+	_, errOut, code := sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
-	out, errOut, code := tine(t, db, "show", session, "--json")
+	out, errOut, code := sh.tine(t, db, "show", session, "--json")
 	require.Equal(t, 0, code, errOut)
 	var shown service.Show
 	require.NoError(t, json.Unmarshal([]byte(out), &shown))
@@ -490,7 +476,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{a.write(f + ".txt")}},
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
-	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
+	out, errOut, code = sh.tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
 		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--wait", "--json", "--apply-best")
 	var res struct {
 		Forks []forkJSON `json:"forks"`
@@ -531,7 +517,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.Equal(t, string(before), string(a.own(t, session)), "the session's own file is never written to")
 
 	// Compare shows what each changed.
-	out, errOut, code = tine(t, db, "compare", "good", "bad1", "--json")
+	out, errOut, code = sh.tine(t, db, "compare", "good", "bad1", "--json")
 	require.Equal(t, 0, code, errOut)
 	var c comparison
 	require.NoError(t, json.Unmarshal([]byte(out), &c))
@@ -542,10 +528,10 @@ func agentForksEndToEnd(t *testing.T, name string) {
 
 	// Applying the winner again is refused, saying it is applied already,
 	// nothing changed; another fork's work applies beside it.
-	_, errOut, code = tine(t, db, "apply", "good")
+	_, errOut, code = sh.tine(t, db, "apply", "good")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "good: not applied: it is applied already")
-	out, errOut, code = tine(t, db, "apply", "bad1", "--json")
+	out, errOut, code = sh.tine(t, db, "apply", "bad1", "--json")
 	require.Equal(t, 0, code, errOut)
 	var ap fork.Applied
 	require.NoError(t, json.Unmarshal([]byte(out), &ap))
@@ -556,7 +542,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 
 	// A second turn on a fork continues the fork's own session.
 	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})
-	out, errOut, code = tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, "good", res.Forks[0].Name, "the fork got its next turn itself")
@@ -567,7 +553,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	assert.NotContains(t, last, "turn-two", "the fork was made before turn two")
 
 	// The agent's own files of the forks' sessions land on the forks.
-	out, errOut, code = tine(t, db, "import", "--json")
+	out, errOut, code = sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 	var sum importer.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum))
@@ -583,16 +569,16 @@ func agentForksEndToEnd(t *testing.T, name string) {
 		return string(b)
 	}
 	// What each agent wrote is uncommitted: rm keeps it unless --force.
-	_, errOut, code = tine(t, db, "worktree", "rm", "bad1")
+	_, errOut, code = sh.tine(t, db, "worktree", "rm", "bad1")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "is in no commit; commit it there, or --force deletes it")
-	out, errOut, code = tine(t, db, "worktree", "rm", "--force", "bad1")
+	out, errOut, code = sh.tine(t, db, "worktree", "rm", "--force", "bad1")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "removed")
 	_, err = os.Stat(res.Forks[0].Worktree)
 	require.NoError(t, err, "good's worktree stays")
 	assert.NotContains(t, branches(), "main-fork-2", "--force deletes the branch with the worktree")
-	out, errOut, code = tine(t, db, "worktree", "prune")
+	out, errOut, code = sh.tine(t, db, "worktree", "prune")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "bad2: committed its uncommitted work")
 	assert.NotContains(t, out, "good", "the best fork's worktree is kept")
@@ -603,7 +589,7 @@ func agentForksEndToEnd(t *testing.T, name string) {
 	b, err = show.Output()
 	require.NoError(t, err, "bad2's work is on its branch")
 	assert.Equal(t, "x\n", string(b))
-	out, errOut, code = tine(t, db, "ls", "--json")
+	out, errOut, code = sh.tine(t, db, "ls", "--json")
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, 1, strings.Count(out, `/worktrees/`), "only good still has a worktree")
 }
@@ -631,6 +617,7 @@ func claudeBehindACP(t *testing.T) (acpBin, claudeExe string) {
 }
 
 func TestACPForksEndToEnd(t *testing.T) {
+	t.Parallel()
 	acpBin, claudeExe := claudeBehindACP(t)
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
@@ -644,13 +631,13 @@ func TestACPForksEndToEnd(t *testing.T) {
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
 
-	asShell(t, append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
+	sh := asShell(append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import", "--json")
+	_, errOut, code := sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 
 	// Without --handoff, the refusal says what to do.
-	_, errOut, code = tine(t, db, "fork", session, "--harness", "acp", "-m", "x")
+	_, errOut, code = sh.tine(t, db, "fork", session, "--harness", "acp", "-m", "x")
 	require.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--handoff")
 
@@ -658,7 +645,7 @@ func TestACPForksEndToEnd(t *testing.T) {
 		on("write "+f, modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{a.write(f + ".txt")}},
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
-	out, errOut, code := tine(t, db, "fork", session, "--harness", "acp", "--handoff", "-n", "2", "--name", "good", "--name", "bad",
+	out, errOut, code := sh.tine(t, db, "fork", session, "--harness", "acp", "--handoff", "-n", "2", "--name", "good", "--name", "bad",
 		"-m", "write good", "-m", "write bad", "--check", "test -f good.txt", "--wait", "--json")
 	var res struct {
 		Forks []forkJSON `json:"forks"`
@@ -687,7 +674,7 @@ func TestACPForksEndToEnd(t *testing.T) {
 
 	// The handoff fork's ACP session is forked natively at its end.
 	on("native-fork", modelserver.Reply{Text: "Forked; you had me write good."})
-	out, errOut, code = tine(t, db, "fork", "good", "--name", "deeper", "-m", "what did I ask? native-fork", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "fork", "good", "--name", "deeper", "-m", "what did I ask? native-fork", "--wait", "--json")
 	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
 	require.Equal(t, 0, code, errOut)
 	deeper := res.Forks[0]
@@ -697,7 +684,7 @@ func TestACPForksEndToEnd(t *testing.T) {
 	assert.Contains(t, string(reqs[len(reqs)-1].Body), "Wrote good.txt.", "the fork holds its parent's session")
 
 	on("next-turn", modelserver.Reply{Text: "Still here."})
-	out, errOut, code = tine(t, db, "run", "deeper", "-m", "and now? next-turn", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "run", "deeper", "-m", "and now? next-turn", "--wait", "--json")
 	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
 	require.Equal(t, 0, code, errOut)
 	assert.Equal(t, deeper.ID, res.Forks[0].ID, "its next turn goes on it")
@@ -707,13 +694,13 @@ func TestACPForksEndToEnd(t *testing.T) {
 	// Claude Code keeps each ACP run's session under the ACP session's
 	// id: an import finds those files and stores none of them again (two
 	// runs never hold one conversation id, nor count its tokens twice).
-	out, errOut, code = tine(t, db, "import", "--json")
+	out, errOut, code = sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 	var sum importer.Summary
 	require.NoError(t, json.Unmarshal([]byte(out), &sum), out)
 	assert.Zero(t, sum.Runs, "no ACP run's session imported as a tree of its own")
 	assert.Equal(t, 3, sum.Driven, "good's, bad's and deeper's sessions")
-	out, _, code = tine(t, db, "ls", "--json")
+	out, _, code = sh.tine(t, db, "ls", "--json")
 	require.Equal(t, 0, code)
 	var all []runJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &all))
@@ -733,6 +720,7 @@ func TestACPForksEndToEnd(t *testing.T) {
 // stops it: the real agent is stopped, the fork is recorded cancelled
 // with what it had stored, and nothing is left running.
 func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -745,11 +733,11 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 		modelserver.Reply{Text: "slow", Match: &modelserver.Match{Tools: &tools, Contains: "take your time"},
 			Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 2 * time.Minute}})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
-	_, errOut, code = tine(t, db, "fork", session, "--name", "slow", "-m", "take your time")
+	_, errOut, code = sh.tine(t, db, "fork", session, "--name", "slow", "-m", "take your time")
 	require.Equal(t, 0, code, errOut)
 	// The background process runs it; wait until the model is asked.
 	require.Eventually(t, func() bool {
@@ -771,7 +759,7 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 	require.NotEqual(t, os.Getpid(), owner, "another process runs it")
 
 	start := time.Now()
-	out, errOut, code := tine(t, db, "cancel", "slow")
+	out, errOut, code := sh.tine(t, db, "cancel", "slow")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "slow: cancelled")
 	t.Logf("tine cancel took %s", time.Since(start).Round(time.Millisecond))
@@ -796,6 +784,7 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 // key, the real one goes to the model API only, and every model call is
 // stored as a step of the fork's tape, a later turn's after the first's.
 func TestRecordAClaudeForkAsItsTape(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -806,17 +795,17 @@ func TestRecordAClaudeForkAsItsTape(t *testing.T) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 	before := len(srv.ModelRequests())
 	on("write rec", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.write("rec.txt")}},
 		modelserver.Reply{Text: "Wrote rec.txt."})
-	out, errOut, code := tine(t, db, "fork", session, "--name", "rec", "-m", "write rec", "--record", "--wait", "--json")
+	out, errOut, code := sh.tine(t, db, "fork", session, "--name", "rec", "-m", "write rec", "--record", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	on("again", modelserver.Reply{Text: "Still here."})
-	_, errOut, code = tine(t, db, "run", "rec", "-m", "again", "--record", "--wait")
+	_, errOut, code = sh.tine(t, db, "run", "rec", "-m", "again", "--record", "--wait")
 	require.Equal(t, 0, code, errOut)
 
 	st, err := store.Open(db)

@@ -21,8 +21,12 @@ import (
 // prune committed the fork's work; then from the files it started with),
 // and nothing is written into the session's own checkout.
 func TestAForkWhoseWorktreeIsGoneRunsInItAgain(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"claude", "codex"} {
-		t.Run(name, func(t *testing.T) { worktreeGoneEndToEnd(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			worktreeGoneEndToEnd(t, name)
+		})
 	}
 }
 
@@ -38,9 +42,9 @@ func worktreeGoneEndToEnd(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	var res struct {
@@ -48,7 +52,7 @@ func worktreeGoneEndToEnd(t *testing.T, name string) {
 	}
 	turn := func(args ...string) forkJSON {
 		t.Helper()
-		out, errOut, code := tine(t, db, append(args, "--wait", "--json")...)
+		out, errOut, code := sh.tine(t, db, append(args, "--wait", "--json")...)
 		require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
 		require.Equal(t, 0, code, errOut)
 		require.Len(t, res.Forks, 1)
@@ -73,7 +77,7 @@ func worktreeGoneEndToEnd(t *testing.T, name string) {
 	first := f.Worktree
 
 	// prune keeps the fork's uncommitted work on its branch.
-	out, errOut, code := tine(t, db, "worktree", "prune")
+	out, errOut, code := sh.tine(t, db, "worktree", "prune")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "f: committed its uncommitted work")
 	require.NoDirExists(t, first)
@@ -88,10 +92,10 @@ func worktreeGoneEndToEnd(t *testing.T, name string) {
 
 	// rm --force deletes the work and the branch: the fork starts over
 	// from the files it began with, still in a worktree of its own.
-	_, errOut, code = tine(t, db, "worktree", "rm", "f")
+	_, errOut, code = sh.tine(t, db, "worktree", "rm", "f")
 	assert.Equal(t, 1, code, "its work is in no commit")
 	assert.Contains(t, errOut, "commit it there, or --force deletes it")
-	_, errOut, code = tine(t, db, "worktree", "rm", "--force", "f")
+	_, errOut, code = sh.tine(t, db, "worktree", "rm", "--force", "f")
 	require.Equal(t, 0, code, errOut)
 	shell("leak2-marker", "echo leak > leak2.txt")
 	f = turn("run", "f", "-m", "RUN: echo leak > leak2.txt leak2-marker")

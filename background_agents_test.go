@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,7 +45,7 @@ func TestTUIBackgroundReplay(t *testing.T) {
 	lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "tine", "--model", "tine-test-model", "bg-replay: do the task")
 	session := field(lines, "type", "session", "id")
 	require.NotEmpty(t, session)
-	asShell(t, a.env)
+	setShell(t, asShell(a.env))
 	db := filepath.Join(t.TempDir(), "t.db")
 	_, errOut, code := tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
@@ -74,4 +76,19 @@ func TestTUIBackgroundReplay(t *testing.T) {
 	require.Len(t, out.Trials, 1)
 	assert.Equal(t, "verified", out.Status, "%+v", out.Trials[0])
 	assert.Equal(t, 2, out.Trials[0].Replayed)
+}
+
+// setShell makes sh this test process's environment until the test ends,
+// for a test that runs tine in this process (it cannot be parallel).
+func setShell(t *testing.T, sh shellEnv) {
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.ContainsFunc(sh, func(s string) bool { return strings.HasPrefix(s, k+"=") }) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+	for _, kv := range sh {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 }

@@ -26,6 +26,7 @@ import (
 // waited for), the fork is recorded failed with what it spent, and what it
 // streamed is kept.
 func TestARealAgentStoppedByItsBudget(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -40,13 +41,13 @@ func TestARealAgentStoppedByItsBudget(t *testing.T) {
 			Usage: modelserver.Usage{InputTokens: 12_000, OutputTokens: 400}},
 		modelserver.Reply{Text: "slow", Fault: &modelserver.Fault{Kind: modelserver.FaultDelay, Delay: 2 * time.Minute}})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	start := time.Now()
-	out, errOut, code := tine(t, db, "fork", session, "--name", "spender", "-m", "spend it", "--max-tokens", "10000", "--wait", "--json")
+	out, errOut, code := sh.tine(t, db, "fork", session, "--name", "spender", "-m", "spend it", "--max-tokens", "10000", "--wait", "--json")
 	took := time.Since(start)
 	t.Logf("stopped after %s", took.Round(time.Millisecond))
 	assert.Equal(t, 1, code, errOut)

@@ -75,6 +75,7 @@ func TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything(t *testing.T) {
 // names that one took before its replays were stored, instead of failing
 // on them.
 func TestReplayTrialsPassOverNamesTaken(t *testing.T) {
+	t.Parallel()
 	repo := filepath.Join(t.TempDir(), "project")
 	gitInit(t, repo)
 	db := filepath.Join(t.TempDir(), "t.db")
@@ -92,8 +93,8 @@ func TestReplayTrialsPassOverNamesTaken(t *testing.T) {
 
 	// No claude here: the trial fails once made, which is not what is
 	// tested.
-	t.Setenv("TINE_CLAUDE_BIN", filepath.Join(t.TempDir(), "no-claude"))
-	out, errOut, _ := tine(t, db, "replay", "rec", "--at-step", "1", "--continuations", "0", "--base", "HEAD", "--wait", "--json")
+	sh := asShell([]string{"TINE_CLAUDE_BIN=" + filepath.Join(t.TempDir(), "no-claude")})
+	out, errOut, _ := sh.tine(t, db, "replay", "rec", "--at-step", "1", "--continuations", "0", "--base", "HEAD", "--wait", "--json")
 	var r replayJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &r), "%s\n%s", out, errOut)
 	require.Len(t, r.Trials, 1, errOut)

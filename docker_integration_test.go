@@ -86,9 +86,11 @@ func gitOut(t *testing.T, dir string, args ...string) string {
 // container; each fork's work comes back as its branch, and nothing of
 // the person's machine was in reach.
 func TestDockerForksEndToEnd(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	for _, name := range dockerAgents() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			agentImage(t, p, name)
 			dockerForksEndToEnd(t, name)
 		})
@@ -105,7 +107,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 		require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
 		require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE-KEY-OF-THE-HOST\n"), 0o600))
 	}, "GITHUB_TOKEN=ghp-host-secret-123")
-	db, session, project, k, srv, on, a := s.db, s.session, s.project, s.k, s.srv, s.on, s.a
+	db, session, project, k, srv, on, a, sh := s.db, s.session, s.project, s.k, s.srv, s.on, s.a, s.sh
 	var out, errOut string
 	var code int
 
@@ -115,7 +117,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 			modelserver.Reply{Text: "Wrote " + f + ".txt."})
 	}
 	start := time.Now()
-	out, errOut, code = tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
+	out, errOut, code = sh.tine(t, db, "fork", session, "--at", fmt.Sprint(k), "-n", "3", "--name", "good", "--name", "bad1", "--name", "bad2",
 		"-m", "write good", "-m", "write bad1", "-m", "write bad2", "--check", "test -f good.txt", "--on", "docker", "--network", "host",
 		"--wait", "--json", "--apply-best")
 	t.Logf("three forks in containers: %s", time.Since(start))
@@ -123,7 +125,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 		Forks []forkJSON `json:"forks"`
 	}
 	if code != 0 {
-		shown, _, _ := tine(t, db, "show", "good")
+		shown, _, _ := sh.tine(t, db, "show", "good")
 		t.Logf("good:\n%s", shown)
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &res), "%s\n%s", out, errOut)
@@ -159,7 +161,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 	assert.Equal(t, "x\n", string(b))
 
 	// Compare shows what each changed, from its branch.
-	out, errOut, code = tine(t, db, "compare", "good", "bad1", "--json")
+	out, errOut, code = sh.tine(t, db, "compare", "good", "bad1", "--json")
 	require.Equal(t, 0, code, errOut)
 	var c comparison
 	require.NoError(t, json.Unmarshal([]byte(out), &c))
@@ -180,7 +182,7 @@ func dockerForksEndToEnd(t *testing.T, name string) {
 
 	// A second turn runs in the same container, in the fork's session.
 	on("second-turn", modelserver.Reply{Text: "You asked me to write good."})
-	out, errOut, code = tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "run", "good", "-m", "what did I ask? second-turn", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	assert.Equal(t, "good", res.Forks[0].Name)
@@ -223,6 +225,7 @@ func claudeRunIn(t *testing.T, db string) (id, project string) {
 // or an image that is not there, is said in one sentence when the forks
 // are asked for, and nothing is made: no fork, no branch.
 func TestDockerFaultsBeforeAnythingIsMade(t *testing.T) {
+	t.Parallel()
 	db := filepath.Join(t.TempDir(), "t.db")
 	id, project := claudeRunIn(t, db)
 	sock := filepath.Join(t.TempDir(), "nothing.sock")
@@ -245,23 +248,23 @@ func TestDockerFaultsBeforeAnythingIsMade(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			sh := asShell(nil)
 			if c.host != "" {
-				t.Setenv("DOCKER_HOST", c.host)
+				sh = sh.with("DOCKER_HOST=" + c.host)
 			}
 			if c.name == "ssh host silent" {
 				home := t.TempDir()
 				require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
 				require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "known_hosts"), nil, 0o600))
 				writeSSHKey(t, filepath.Join(home, ".ssh", "id_ed25519"))
-				t.Setenv("HOME", home)
-				t.Setenv("SSH_AUTH_SOCK", "")
+				sh = sh.with("HOME="+home, "SSH_AUTH_SOCK=")
 			}
 			args := append([]string{"fork", id, "-m", "hi", "--on", "docker", "--wait"}, c.args...)
-			_, errOut, code := tine(t, db, args...)
+			_, errOut, code := sh.tine(t, db, args...)
 			assert.Equal(t, 1, code)
 			assert.Contains(t, errOut, c.want)
 			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "one line: %s", errOut)
-			out, _, _ := tine(t, db, "ls", "--json")
+			out, _, _ := sh.tine(t, db, "ls", "--json")
 			assert.Equal(t, 1, strings.Count(out, `"id"`), "no fork was made: %s", out)
 			assert.Empty(t, gitOut(t, project, "branch", "--list", "main-fork-*"))
 		})
@@ -298,6 +301,7 @@ func writeSSHKey(t *testing.T, file string) {
 // socket is told so in one sentence, and nothing is made. Run as nobody
 // (root may use any socket), on this machine's daemon's socket.
 func TestDockerPermissionDeniedSaysSo(t *testing.T) {
+	t.Parallel()
 	const sock = "/var/run/docker.sock"
 	if os.Geteuid() != 0 {
 		t.Skip("runs the command as nobody, which needs root")
@@ -353,6 +357,8 @@ type dockerSetup struct {
 	srv                  *modelserver.Server
 	on                   func(marker string, rs ...modelserver.Reply)
 	a                    e2eAgent
+	// sh is the shell tine runs in: the agent's environment.
+	sh shellEnv
 }
 
 func newDockerSetup(t *testing.T, name string, prepare func(home, project string), env ...string) *dockerSetup {
@@ -370,12 +376,12 @@ func newDockerSetup(t *testing.T, name string, prepare func(home, project string
 	s.on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	s.on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	s.session = s.a.session(t)
-	asShell(t, append(s.a.env, env...), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
+	s.sh = asShell(append(s.a.env, env...), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR",
 		"QWEN_HOME", "QWEN_RUNTIME_DIR", "GEMINI_CLI_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "OPENCODE_CONFIG")
 	s.db = filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, s.db, "import", "--json")
+	_, errOut, code := s.sh.tine(t, s.db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
-	out, errOut, code := tine(t, s.db, "show", s.session, "--json")
+	out, errOut, code := s.sh.tine(t, s.db, "show", s.session, "--json")
 	require.Equal(t, 0, code, errOut)
 	var shown service.Show
 	require.NoError(t, json.Unmarshal([]byte(out), &shown))
@@ -394,7 +400,7 @@ func (s *dockerSetup) fork(t *testing.T, name, msg string, flags ...string) (for
 	t.Helper()
 	args := append([]string{"fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", msg, "--on", "docker",
 		"--network", "host", "--wait", "--json"}, flags...)
-	out, errOut, _ := tine(t, s.db, args...)
+	out, errOut, _ := s.sh.tine(t, s.db, args...)
 	var res struct {
 		Forks []forkJSON `json:"forks"`
 	}
@@ -408,6 +414,7 @@ func (s *dockerSetup) fork(t *testing.T, name, msg string, flags ...string) (for
 // nothing is lost: what it streamed is kept, and its work comes back as
 // its branch whenever its container still exists.
 func TestDockerFaultsMidTurn(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	s := newDockerSetup(t, "claude", nil)
@@ -454,7 +461,7 @@ func TestDockerFaultsMidTurn(t *testing.T) {
 		gitOut(t, s.project, "worktree", "add", "-q", other, f.Branch)
 		s.on("write-two", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("two.txt")}},
 			modelserver.Reply{Text: "Wrote two."})
-		out, errOut, code := tine(t, s.db, "run", "held", "-m", "write-two", "--wait", "--json")
+		out, errOut, code := s.sh.tine(t, s.db, "run", "held", "-m", "write-two", "--wait", "--json")
 		assert.Equal(t, 1, code, out)
 		assert.Contains(t, errOut, "copying its work out of container "+f.Container[:12])
 		assert.Contains(t, errOut, "branch "+f.Branch+" is checked out in "+other+", so it was left as it is")
@@ -497,6 +504,7 @@ func fileIn(cli *client.Client, id, file string) bool {
 // worktree prune removes finished forks' containers once their work is
 // back, a later turn making the container again from the branch.
 func TestDockerLifecycle(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	s := newDockerSetup(t, "claude", nil)
@@ -528,7 +536,7 @@ func TestDockerLifecycle(t *testing.T) {
 		return r
 	}
 	background := func(name, marker string) {
-		_, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", marker,
+		_, errOut, code := s.sh.tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", marker,
 			"--on", "docker", "--network", "host")
 		require.Equal(t, 0, code, errOut)
 		asked(marker)
@@ -539,7 +547,7 @@ func TestDockerLifecycle(t *testing.T) {
 		background("c1", "cancel-me")
 		c := resolve("c1").Container
 		require.True(t, running(c))
-		out, errOut, code := tine(t, s.db, "cancel", "c1")
+		out, errOut, code := s.sh.tine(t, s.db, "cancel", "c1")
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "c1: cancelled")
 		assert.Equal(t, model.Cancelled, resolve("c1").Status)
@@ -556,7 +564,7 @@ func TestDockerLifecycle(t *testing.T) {
 		require.NoError(t, syscall.Kill(r.OwnerPID, syscall.SIGKILL))
 		assert.Eventually(t, func() bool { return !running(r.Container) }, time.Minute, 200*time.Millisecond,
 			"a container whose owner died stops (its job's stdin ended)")
-		out, _, _ := tine(t, s.db, "ls", "--json")
+		out, _, _ := s.sh.tine(t, s.db, "ls", "--json")
 		orphan = resolve("o1")
 		assert.Equal(t, model.Failed, orphan.Status, out)
 		assert.Contains(t, orphan.Error, "interrupted")
@@ -577,7 +585,7 @@ func TestDockerLifecycle(t *testing.T) {
 		}
 		stray := mk(orphan.ID)         // running, its fork not
 		gone := mk("0000000000000000") // its fork is no run of the store
-		out, errOut, code := tine(t, s.db, "gc", "--json")
+		out, errOut, code := s.sh.tine(t, s.db, "gc", "--json")
 		require.Equal(t, 0, code, errOut)
 		var g gcJSON
 		require.NoError(t, json.Unmarshal([]byte(out), &g), out)
@@ -594,7 +602,7 @@ func TestDockerLifecycle(t *testing.T) {
 			modelserver.Reply{Text: "Wrote kept.txt."})
 		f, errOut := s.fork(t, "keep", "keep-this")
 		require.Equal(t, "completed", f.Status, f.Error+errOut)
-		out, errOut, code := tine(t, s.db, "worktree", "prune")
+		out, errOut, code := s.sh.tine(t, s.db, "worktree", "prune")
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "keep: removed its container "+f.Container[:12])
 		_, err := cli.ContainerInspect(context.Background(), f.Container, client.ContainerInspectOptions{})
@@ -604,7 +612,7 @@ func TestDockerLifecycle(t *testing.T) {
 		// Its next turn makes the container again, from its branch and
 		// the agent's session as it came back.
 		s.on("next-turn", modelserver.Reply{Text: "I wrote kept.txt before."})
-		out, errOut, code = tine(t, s.db, "run", "keep", "-m", "what did you write? next-turn", "--wait", "--json")
+		out, errOut, code = s.sh.tine(t, s.db, "run", "keep", "-m", "what did you write? next-turn", "--wait", "--json")
 		require.Equal(t, 0, code, "%s\n%s", out, errOut)
 		r := resolve("keep")
 		assert.NotEmpty(t, r.Container)
@@ -622,6 +630,7 @@ func TestDockerLifecycle(t *testing.T) {
 // (--on docker:CONTEXT), and over ssh:// (this machine's sshd, on a port
 // of its own, with a key and a known host of the test's).
 func TestDockerRemoteDaemons(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	const sock = "/var/run/docker.sock"
@@ -631,12 +640,13 @@ func TestDockerRemoteDaemons(t *testing.T) {
 	s := newDockerSetup(t, "claude", nil)
 	tcp := proxyTo(t, sock)
 	run := func(t *testing.T, name string, env map[string]string, on string) {
+		sh := s.sh
 		for k, v := range env {
-			t.Setenv(k, v)
+			sh = sh.with(k + "=" + v)
 		}
 		s.on("remote-"+name, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write(name + ".txt")}},
 			modelserver.Reply{Text: "Wrote it."})
-		out, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", "remote-"+name,
+		out, errOut, code := sh.tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", name, "-m", "remote-"+name,
 			"--on", on, "--network", "host", "--check", "test -f "+name+".txt", "--wait", "--json")
 		require.Equal(t, 0, code, "%s\n%s", out, errOut)
 		var res struct {
@@ -772,6 +782,7 @@ func startSSHD(t *testing.T) sshHost {
 // its run's key: its tools see no real key, the model API gets the real
 // one, and the fork's calls are its tape.
 func TestDockerRecordKeepsTheKeyHere(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	// A secret of the kind the agent's environment holds, which nothing
@@ -800,6 +811,7 @@ func TestDockerRecordKeepsTheKeyHere(t *testing.T) {
 // TestDockerQueuesBeyondJobs: with --jobs 1 the second fork's container
 // waits for the first's, queued (its status says so), and both finish.
 func TestDockerQueuesBeyondJobs(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	s := newDockerSetup(t, "claude", nil)
@@ -808,7 +820,7 @@ func TestDockerQueuesBeyondJobs(t *testing.T) {
 	}
 	done := make(chan string, 1)
 	go func() {
-		out, errOut, _ := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "-n", "2", "--name", "q1", "--name", "q2",
+		out, errOut, _ := s.sh.tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "-n", "2", "--name", "q1", "--name", "q2",
 			"-m", "one-at-a-time", "--on", "docker", "--network", "host", "--jobs", "1", "--wait", "--json")
 		done <- out + errOut
 	}()
@@ -819,7 +831,7 @@ func TestDockerQueuesBeyondJobs(t *testing.T) {
 			t.Fatalf("both ended before one was seen queued: %s", out)
 		case <-time.After(100 * time.Millisecond):
 		}
-		out, _, _ := tine(t, s.db, "ls", "--json")
+		out, _, _ := s.sh.tine(t, s.db, "ls", "--json")
 		queued = strings.Contains(out, `"status": "queued"`)
 	}
 	out := <-done
@@ -829,6 +841,7 @@ func TestDockerQueuesBeyondJobs(t *testing.T) {
 // TestDockerImageWithoutTheAgent: an image that lacks the fork's agent
 // fails the fork saying so.
 func TestDockerImageWithoutTheAgent(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	agentImage(t, p, "pi")
@@ -842,6 +855,7 @@ func TestDockerImageWithoutTheAgent(t *testing.T) {
 // container starts from that fork's work (its branch), not from the
 // checkout, whether it runs in a container too or here in a worktree.
 func TestDockerForkOfAContainerFork(t *testing.T) {
+	t.Parallel()
 	p := dockerOrSkip(t)
 	agentImage(t, p, "claude")
 	s := newDockerSetup(t, "claude", nil)
@@ -856,7 +870,7 @@ func TestDockerForkOfAContainerFork(t *testing.T) {
 		if c.on == "docker" {
 			args = append(args, "--network", "host")
 		}
-		out, errOut, code := tine(t, s.db, args...)
+		out, errOut, code := s.sh.tine(t, s.db, args...)
 		require.Equal(t, 0, code, "%s\n%s", out, errOut)
 		var res struct {
 			Forks []forkJSON `json:"forks"`
@@ -886,8 +900,12 @@ func TestDockerOpenInItsContainer(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("needs tmux")
 	}
+	t.Parallel()
 	for _, name := range []string{"claude", "pi"} {
-		t.Run(name, func(t *testing.T) { dockerOpen(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dockerOpen(t, name)
+		})
 	}
 }
 
@@ -903,7 +921,7 @@ func dockerOpen(t *testing.T, name string) {
 	openAndTalk(t, s, "boxed", func() {
 		// Its container is in use: a turn through tine is refused,
 		// saying so, and never reaches the open agent's terminal.
-		_, errOut, code := tine(t, s.db, "run", "boxed", "-m", "not now", "--wait")
+		_, errOut, code := s.sh.tine(t, s.db, "run", "boxed", "-m", "not now", "--wait")
 		assert.NotEqual(t, 0, code)
 		assert.Contains(t, errOut, "is in use")
 	})
@@ -916,11 +934,14 @@ func dockerOpen(t *testing.T, name string) {
 // openAndTalk opens fork with tine open in tmux, as a person would: the
 // agent shows the fork's session (its first answer), takes a message
 // whose scripted answer writes opened.txt with its tool, and exits.
-// meanwhile runs while it is open.
+// meanwhile runs while it is open. The tmux server, this test's own,
+// starts in the setup's shell, and its session has that environment.
 func openAndTalk(t *testing.T, s *dockerSetup, fork string, meanwhile func()) {
 	sock := fmt.Sprintf("tine-open-%d-%d", os.Getpid(), rand.IntN(1e6))
 	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock}, args...)...).CombinedOutput()
+		cmd := exec.Command("tmux", append([]string{"-L", sock}, args...)...)
+		cmd.Env = s.sh
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "tmux %v: %s", args, out)
 		return string(out)
 	}
@@ -967,13 +988,14 @@ func openAndTalk(t *testing.T, s *dockerSetup, fork string, meanwhile func()) {
 // TestOpenHereInItsWorktree: tine open on a fork that ran here opens its
 // agent in the fork's worktree, on this terminal.
 func TestOpenHereInItsWorktree(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("needs tmux")
 	}
 	s := newDockerSetup(t, "pi", nil)
 	s.on("write-first", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{s.a.write("first.txt")}},
 		modelserver.Reply{Text: "Wrote the first file."})
-	out, errOut, code := tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", "here", "-m", "write-first", "--wait", "--json")
+	out, errOut, code := s.sh.tine(t, s.db, "fork", s.session, "--at", fmt.Sprint(s.k), "--name", "here", "-m", "write-first", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	var res struct {
 		Forks []forkJSON `json:"forks"`

@@ -17,14 +17,13 @@ import (
 // do; an agent whose CLI is missing says which npm package provides it,
 // and one that is installed gives its path and version.
 func TestHarnessesSaysWhatIsHere(t *testing.T) {
-	t.Setenv("TINE_CLAUDE_BIN", "/nonexistent/claude")
-	t.Setenv("TINE_ACP_AGENT", "")
+	t.Parallel()
+	codex := "/tmp/tine-agents/node_modules/.bin/codex"
 	if dir := os.Getenv("TINE_AGENTS_BIN"); dir != "" {
-		t.Setenv("TINE_CODEX_BIN", filepath.Join(dir, "codex"))
-	} else {
-		t.Setenv("TINE_CODEX_BIN", "/tmp/tine-agents/node_modules/.bin/codex")
+		codex = filepath.Join(dir, "codex")
 	}
-	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses", "--json")
+	sh := asShell([]string{"TINE_CLAUDE_BIN=/nonexistent/claude", "TINE_CODEX_BIN=" + codex}, "TINE_ACP_AGENT")
+	out, errOut, code := sh.tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses", "--json")
 	require.Equal(t, 0, code, errOut)
 	var hs []harnessJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &hs))
@@ -43,14 +42,13 @@ func TestHarnessesSaysWhatIsHere(t *testing.T) {
 	assert.False(t, byName["acp"].Installed)
 	assert.Contains(t, byName["acp"].Problem, "TINE_ACP_AGENT")
 	assert.True(t, byName["script"].Installed)
-	if _, err := os.Stat(os.Getenv("TINE_CODEX_BIN")); err == nil {
+	if _, err := os.Stat(codex); err == nil {
 		assert.True(t, byName["codex"].Installed)
 		assert.Contains(t, byName["codex"].Version, "0.169.0")
 	}
 	// The table says which harnesses a replay can rebuild: the agents
 	// (Claude Code also behind ACP), not the model APIs, which run no tools.
-	t.Setenv("TINE_ACP_AGENT", "claude-agent-acp")
-	out, _, code = tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
+	out, _, code = sh.with("TINE_ACP_AGENT=claude-agent-acp").tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
 	require.Equal(t, 0, code)
 	lines := strings.Split(out, "\n")
 	require.Equal(t, "REPLAY", strings.Fields(lines[0])[8]) // "AT CHECKPOINT" is two fields

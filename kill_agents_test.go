@@ -119,7 +119,7 @@ func (s killStats) String() string {
 // killTrial waits for run name to be running in its worktree, kills its
 // owner with SIGKILL at a random moment of the trial's slice of the
 // agent's turn, and measures what the agent did after.
-func killTrial(t *testing.T, db, name string, i int, s *killStats) {
+func killTrial(t *testing.T, sh shellEnv, db, name string, i int, s *killStats) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := store.Open(db)
@@ -194,7 +194,7 @@ func killTrial(t *testing.T, db, name string, i int, s *killStats) {
 		require.NoError(t, syscall.Kill(watchdog, syscall.SIGKILL))
 		require.NoError(t, syscall.Kill(owner, syscall.SIGKILL))
 		require.Eventually(t, ownerDead, 2*time.Second, time.Millisecond)
-		_, errOut, code := tine(t, db, "ls")
+		_, errOut, code := sh.tine(t, db, "ls")
 		require.Equal(t, 0, code, errOut)
 	} else {
 		require.NoError(t, syscall.Kill(owner, syscall.SIGKILL))
@@ -224,7 +224,7 @@ func killTrial(t *testing.T, db, name string, i int, s *killStats) {
 	// until then it owns its run.
 	require.Eventually(t, ownerDead, 2*time.Second, time.Millisecond, "trial %d: the owner dies", i)
 	s.ownerGone = max(s.ownerGone, ownerGone)
-	out, errOut, code := tine(t, db, "ls", "--json")
+	out, errOut, code := sh.tine(t, db, "ls", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NotContains(t, out, `"status": "running"`)
 	size := func() int64 {
@@ -272,7 +272,8 @@ func killAgent() string {
 // agent is left (its shell included, which runs in a session of its own),
 // and nothing writes into the worktree once the run shows interrupted.
 // TINE_AGENT_KILL_TRIALS sets how many trials (default 4, 1 with -short;
-// the closing figures used 100).
+// the closing figures used 100). Not side by side with other tests (no
+// t.Parallel): its bounds time the agent's processes after a kill.
 func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the trials read /proc")
@@ -288,9 +289,9 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 	s := killStats{watchdog: true}
 	for i := range n {
@@ -298,10 +299,10 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 		on(marker, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 			modelserver.Reply{Text: "Done."})
 		cmd := exec.Command(os.Args[0], "--db", db, "fork", session, "--name", marker, "-m", marker)
-		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		cmd.Env = sh.with("TINE_TEST_AS_TINE=1")
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		killTrial(t, db, marker, i, &s)
+		killTrial(t, sh, db, marker, i, &s)
 	}
 	t.Log(s)
 	assert.Positive(t, s.toolRan, "some kills landed while the tool wrote")
@@ -315,10 +316,10 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 			on(marker, modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 				modelserver.Reply{Text: "Done."})
 			cmd := exec.Command(os.Args[0], "--db", db, "fork", session, "--name", marker, "-m", marker)
-			cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+			cmd.Env = sh.with("TINE_TEST_AS_TINE=1")
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s", out)
-			killTrial(t, db, marker, i, &s)
+			killTrial(t, sh, db, marker, i, &s)
 		}
 		t.Log(s)
 	})
@@ -332,7 +333,8 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 // writes once the trial shows interrupted. A replay stopped with SIGTERM
 // stops its agent within the grace and records its trial cancelled.
 // TINE_REPLAY_KILL_TRIALS sets how many kill trials (default 3, 1 with
-// -short; the closing figures used 30).
+// -short; the closing figures used 30). Not side by side with other
+// tests, as TestKillNineDuringABackgroundAgentFork.
 func TestKillNineDuringAReplay(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the trials read /proc")
@@ -348,20 +350,20 @@ func TestKillNineDuringAReplay(t *testing.T) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "QWEN_HOME", "QWEN_RUNTIME_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 	on("record the loop", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{a.shell(writeLoop)}},
 		modelserver.Reply{Text: "Done."})
-	out, errOut, code := tine(t, db, "fork", session, "--name", "rec", "-m", "record the loop", "--record", "--wait")
+	out, errOut, code := sh.tine(t, db, "fork", session, "--name", "rec", "-m", "record the loop", "--record", "--wait")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 
 	// replay starts a background replay of rec's step 1 and returns its
 	// trial's name.
 	replay := func() string {
 		cmd := exec.Command(os.Args[0], "--db", db, "replay", "rec", "--at-step", "1", "--continuations", "0", "--json")
-		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		cmd.Env = sh.with("TINE_TEST_AS_TINE=1")
 		out, err := cmd.Output()
 		require.NoError(t, err, "%s", out)
 		var r replayResult
@@ -371,7 +373,7 @@ func TestKillNineDuringAReplay(t *testing.T) {
 	}
 	s := killStats{watchdog: true}
 	for i := range n {
-		killTrial(t, db, replay(), 3*i, &s) // never 2 modulo 3: every trial waits for the tool to write
+		killTrial(t, sh, db, replay(), 3*i, &s) // never 2 modulo 3: every trial waits for the tool to write
 	}
 	t.Log(s)
 	assert.Equal(t, n, s.toolRan, "every kill landed while the tool wrote again")
@@ -381,7 +383,7 @@ func TestKillNineDuringAReplay(t *testing.T) {
 	t.Run("a trial that waited", func(t *testing.T) {
 		on("record the loop", modelserver.Reply{Text: "Done."}, modelserver.Reply{Text: "Done."})
 		cmd := exec.Command(os.Args[0], "--db", db, "replay", "rec", "--at-step", "1", "--continuations", "2", "--wait", "--json")
-		cmd.Env = append(os.Environ(), "TINE_TEST_AS_TINE=1")
+		cmd.Env = sh.with("TINE_TEST_AS_TINE=1")
 		require.NoError(t, cmd.Start())
 		st, err := store.Open(db)
 		require.NoError(t, err)
@@ -402,7 +404,7 @@ func TestKillNineDuringAReplay(t *testing.T) {
 		require.NoError(t, cmd.Process.Kill())
 		_ = cmd.Wait()
 		require.Eventually(t, func() bool { return len(agentProcs(mark, first.Worktree)) == 0 }, 2*time.Second, 10*time.Millisecond)
-		out, errOut, code := tine(t, db, "ls", "--json")
+		out, errOut, code := sh.tine(t, db, "ls", "--json")
 		require.Equal(t, 0, code, errOut)
 		assert.NotContains(t, out, `"status": "pending"`)
 		assert.NotContains(t, out, `"status": "running"`)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,18 +18,60 @@ import (
 
 	"tine/harness/importer"
 	"tine/harness/place/docker"
+	"tine/internal/agentproc"
 	"tine/internal/modelserver"
 	"tine/internal/sandbox"
 	"tine/model"
 	"tine/store"
 )
 
-// tine runs one command line against db and returns stdout, stderr and the status.
+// tine runs one command line against db, in this process and its
+// environment, and returns stdout, stderr and the status.
 func tine(t *testing.T, db string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), append([]string{"--db", db}, args...), &env{stdout: &out, stderr: &errOut, stdin: strings.NewReader("")})
 	return out.String(), errOut.String(), code
+}
+
+// shellEnv is the environment of the shell a person runs tine in. A test
+// that sets up agents (HOME, TINE_*_BIN, a model server's URL) runs its
+// command lines in one of its own, each tine a process of its own (this
+// test binary, as tine), so such tests run side by side: t.Setenv would
+// change the whole test process, and forbids t.Parallel.
+type shellEnv []string
+
+// asShell is this process's environment with the KEY=VALUE pairs of env
+// set and the variables named in unset removed.
+func asShell(env []string, unset ...string) shellEnv {
+	base := []string{}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(unset, k) {
+			base = append(base, kv)
+		}
+	}
+	return shellEnv(agentproc.MergeEnv(base, env))
+}
+
+// with is sh with the KEY=VALUE pairs of env set too.
+func (sh shellEnv) with(env ...string) shellEnv {
+	return shellEnv(agentproc.MergeEnv(slices.Clip([]string(sh)), env))
+}
+
+// tine runs one command line against db as a tine process in sh and
+// returns stdout, stderr and the status.
+func (sh shellEnv) tine(t *testing.T, db string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), os.Args[0], append([]string{"--db", db}, args...)...)
+	cmd.Env = append(slices.Clip([]string(sh)), "TINE_TEST_AS_TINE=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err, "tine %v", args)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 func importSeed(t *testing.T) (db, runID string) {

@@ -22,6 +22,7 @@ import (
 // an MCP server, forks a session through fork_session and reads the forks
 // back with compare; the model gets tine's answers as the tools' results.
 func TestClaudeCodeForksThroughTineMCP(t *testing.T) {
+	t.Parallel()
 	bin := agentBin(t, "claude")
 	db, id := importSeed(t)
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})

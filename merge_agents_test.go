@@ -29,6 +29,7 @@ import (
 // merge into the imported session itself, which lands in a fork at its
 // end, the session's file untouched.
 func TestMergeRealAgents(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -41,14 +42,14 @@ func TestMergeRealAgents(t *testing.T) {
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := cl.session(t)
 	before := cl.own(t, session)
-	asShell(t, append(append([]string{}, cl.env...), cx.env...), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
+	sh := asShell(append(append([]string{}, cl.env...), cx.env...), "CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import", "--json")
+	_, errOut, code := sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 
 	// The parent: a fork tine made of the session, that ran a turn.
 	on("be-the-parent", modelserver.Reply{Text: "I am the parent."})
-	_, errOut, code = tine(t, db, "fork", session, "--name", "parent", "-m", "be-the-parent", "--wait")
+	_, errOut, code = sh.tine(t, db, "fork", session, "--name", "parent", "-m", "be-the-parent", "--wait")
 	require.Equal(t, 0, code, errOut)
 	// Two forks of it: a runs a command that fails and answers with
 	// escape sequences; b writes a file.
@@ -57,7 +58,7 @@ func TestMergeRealAgents(t *testing.T) {
 		modelserver.Reply{Text: evil})
 	on("try-clock", modelserver.Reply{Text: "Writing.", ToolCalls: []modelserver.ToolCall{cl.write("clock.txt")}},
 		modelserver.Reply{Text: "The fake clock passed every test."})
-	_, errOut, code = tine(t, db, "fork", "parent", "-n", "2", "--name", "a", "--name", "b", "-m", "try-retry", "-m", "try-clock", "--wait")
+	_, errOut, code = sh.tine(t, db, "fork", "parent", "-n", "2", "--name", "a", "--name", "b", "-m", "try-retry", "-m", "try-clock", "--wait")
 	require.Equal(t, 0, code, errOut)
 	st, err := store.Open(db)
 	require.NoError(t, err)
@@ -90,7 +91,7 @@ func TestMergeRealAgents(t *testing.T) {
 
 	// Both Claude forks into the parent.
 	on("What 2 forks of this conversation found", modelserver.Reply{Text: "Taken in: the clock works, the retry does not."})
-	out, errOut, code := tine(t, db, "merge", "a", "b", "--wait", "--json")
+	out, errOut, code := sh.tine(t, db, "merge", "a", "b", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	var res mergeJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
@@ -117,7 +118,7 @@ func TestMergeRealAgents(t *testing.T) {
 
 	// b again, with its file: it comes into the parent's worktree.
 	on("What 1 fork of this conversation found", modelserver.Reply{Text: "I see clock.txt now."})
-	out, errOut, code = tine(t, db, "merge", "b", "--apply", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "merge", "b", "--apply", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.NotNil(t, res.Applied)
@@ -128,7 +129,7 @@ func TestMergeRealAgents(t *testing.T) {
 	assert.Equal(t, "x\n", string(got))
 	assert.True(t, has(lastMerge("What 1 fork of this conversation found"), "were brought into your working directory"), "were brought into your working directory")
 	// Applying it again is refused as tine apply refuses it, and nothing is merged.
-	_, errOut, code = tine(t, db, "merge", "b", "--apply", "--wait")
+	_, errOut, code = sh.tine(t, db, "merge", "b", "--apply", "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "nothing was merged")
 	merges, err = st.TreeMerges(ctx, parent.TreeID)
@@ -137,10 +138,10 @@ func TestMergeRealAgents(t *testing.T) {
 
 	// A Codex fork (a handoff) into the Claude parent.
 	on("try-codex", modelserver.Reply{Text: "Codex says: keep the clock."})
-	_, errOut, code = tine(t, db, "fork", "parent", "--harness", "codex", "--handoff", "--name", "cx", "-m", "try-codex", "--wait")
+	_, errOut, code = sh.tine(t, db, "fork", "parent", "--harness", "codex", "--handoff", "--name", "cx", "-m", "try-codex", "--wait")
 	require.Equal(t, 0, code, errOut)
 	on("What 1 fork of this conversation found", modelserver.Reply{Text: "Codex agrees."})
-	out, errOut, code = tine(t, db, "merge", "cx", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "merge", "cx", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.Equal(t, parent.ID, res.Merge.Run)
@@ -154,7 +155,7 @@ func TestMergeRealAgents(t *testing.T) {
 	on("What 1 fork of this conversation found", modelserver.Reply{Text: "Noted the summary."})
 	aBefore, err := st.Run(ctx, a.ID)
 	require.NoError(t, err)
-	_, errOut, code = tine(t, db, "merge", "a", "--summarize", "--wait")
+	_, errOut, code = sh.tine(t, db, "merge", "a", "--summarize", "--wait")
 	require.Equal(t, 0, code, errOut)
 	aAfter, err := st.Run(ctx, a.ID)
 	require.NoError(t, err)
@@ -167,7 +168,7 @@ func TestMergeRealAgents(t *testing.T) {
 	// Mid-turn, the parent is refused a merge, and nothing is sent.
 	n := len(srv.ModelRequests())
 	require.NoError(t, st.SetRunning(ctx, parent.ID))
-	_, errOut, code = tine(t, db, "merge", "a", "--wait")
+	_, errOut, code = sh.tine(t, db, "merge", "a", "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "parent is in the middle of a turn")
 	assert.Len(t, srv.ModelRequests(), n, "nothing was sent")
@@ -177,7 +178,7 @@ func TestMergeRealAgents(t *testing.T) {
 	root, err := st.Run(ctx, parent.ParentID)
 	require.NoError(t, err)
 	on("What 1 fork of this conversation found", modelserver.Reply{Text: "The session heard it."})
-	out, errOut, code = tine(t, db, "merge", "parent", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "merge", "parent", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.NotEqual(t, root.ID, res.Merge.Run)

@@ -103,16 +103,17 @@ func TestMergeGivesTheParentATurnWithTheDigests(t *testing.T) {
 // at its end, through the session's own harness (a model API here); the
 // session is not written to.
 func TestMergeIntoAnImportedSessionMakesAForkAtItsEnd(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
 	srv.Push(modelserver.Reply{Text: "Noted: the parser."}, modelserver.Reply{Text: "Noted again."})
-	t.Setenv("OPENAI_MODEL", "test-model")
+	sh := asShell([]string{"OPENAI_MODEL=test-model"})
 	api := []string{"--base-url", srv.URL() + "/v1", "--api-key", "k"}
 	db := scriptTree(t)
 	seed, _ := messagesOf(t, db, "parent")
 	seed, before := messagesOf(t, db, seed.ParentID)
-	out, errOut, code := tine(t, db, append([]string{"merge", "parent", "--wait", "--json"}, api...)...)
+	out, errOut, code := sh.tine(t, db, append([]string{"merge", "parent", "--wait", "--json"}, api...)...)
 	require.Equal(t, 0, code, errOut)
 	var res mergeJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
@@ -125,7 +126,7 @@ func TestMergeIntoAnImportedSessionMakesAForkAtItsEnd(t *testing.T) {
 	_, msgs := messagesOf(t, db, res.Merge.Run)
 	assert.Contains(t, msgs[len(before)].PlainText(), `Fork "parent" (script`)
 
-	_, errOut, code = tine(t, db, append([]string{"merge", "parent", "--wait"}, api...)...)
+	_, errOut, code = sh.tine(t, db, append([]string{"merge", "parent", "--wait"}, api...)...)
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "is not written to; the merge goes to a new fork at its end")
 }
@@ -197,6 +198,7 @@ func TestMergeSummarizeAsksEachForkFirst(t *testing.T) {
 // --edit hands the message to $EDITOR: what is saved is sent, made safe;
 // an empty file sends nothing.
 func TestMergeEditSendsWhatWasSaved(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	edit := filepath.Join(dir, "edit")
 	require.NoError(t, os.WriteFile(edit, []byte("#!/bin/sh\nfor f; do :; done; printf 'Only this, edited.\\033[2J\\n' > \"$f\"\n"), 0o755))
@@ -205,15 +207,13 @@ func TestMergeEditSendsWhatWasSaved(t *testing.T) {
 	db := scriptTree(t)
 	_, before := messagesOf(t, db, "parent")
 
-	t.Setenv("EDITOR", empty)
-	_, errOut, code := tine(t, db, "merge", "a", "--edit", "--wait")
+	_, errOut, code := asShell([]string{"EDITOR=" + empty}).tine(t, db, "merge", "a", "--edit", "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "the message was left empty; nothing was merged")
 	_, msgs := messagesOf(t, db, "parent")
 	require.Len(t, msgs, len(before))
 
-	t.Setenv("EDITOR", edit+" --flag-it-ignores")
-	out, errOut, code := tine(t, db, "merge", "a", "--edit", "--wait", "--json")
+	out, errOut, code := asShell([]string{"EDITOR=" + edit + " --flag-it-ignores"}).tine(t, db, "merge", "a", "--edit", "--wait", "--json")
 	require.Equal(t, 0, code, errOut)
 	var res mergeJSON
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)

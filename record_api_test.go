@@ -110,13 +110,13 @@ func TestRecordAPIForksAsTheirTapes(t *testing.T) {
 // TestRecordAPIInTheBackground: TINE_RECORD=1 records too, and a fork
 // whose turn runs in a background tine is recorded there.
 func TestRecordAPIInTheBackground(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Model: "test-model", Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
 	srv.Push(modelserver.Reply{Text: "From the background."})
-	t.Setenv("TINE_RECORD", "1")
 	db, id := importSeed(t)
-	out, errOut, code := tine(t, db, "fork", id, "--name", "bg", "-m", "in the background", "--harness", "openai",
+	out, errOut, code := asShell([]string{"TINE_RECORD=1"}).tine(t, db, "fork", id, "--name", "bg", "-m", "in the background", "--harness", "openai",
 		"--model", "test-model", "--base-url", srv.URL()+"/v1", "--api-key", "sk-bg")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	st, err := store.Open(db)

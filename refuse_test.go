@@ -17,8 +17,8 @@ import (
 // retry through an agent whose CLI is not installed fails with exit 1,
 // naming the npm package, and leaves no fork, worktree or branch behind.
 func TestAMissingCLIIsRefusedBeforeAnythingIsMade(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	t.Setenv("TINE_CLAUDE_BIN", filepath.Join(t.TempDir(), "no-claude-here"))
+	t.Parallel()
+	sh := asShell([]string{"HOME=" + t.TempDir(), "TINE_CLAUDE_BIN=" + filepath.Join(t.TempDir(), "no-claude-here")})
 	repo := filepath.Join(t.TempDir(), "project")
 	gitInit(t, repo)
 	db := filepath.Join(t.TempDir(), "t.db")
@@ -40,10 +40,10 @@ func TestAMissingCLIIsRefusedBeforeAnythingIsMade(t *testing.T) {
 		{"run", "mine", "-m", "go on", "--wait"},
 		{"retry", "failed-one", "--wait"},
 	} {
-		_, errOut, code := tine(t, db, args...)
+		_, errOut, code := sh.tine(t, db, args...)
 		assert.Equal(t, 1, code, "%v: %s", args, errOut)
 		assert.Contains(t, errOut, "npm install -g @anthropic-ai/claude-code", args)
-		assert.Contains(t, errOut, "TINE_CLAUDE_BIN", args)
+		assert.Contains(t, errOut, "TINE_CLAUDE_BIN names", args) // the shell's, not this process's
 	}
 	st, err = store.Open(db)
 	require.NoError(t, err)
@@ -107,11 +107,9 @@ func TestOutputToAPipeIsNotCut(t *testing.T) {
 // TestHarnessesSaysAnAPIWithoutAKeyIsNotReady: a model API with no key
 // (and no server of one's own) is not "yes" here.
 func TestHarnessesSaysAnAPIWithoutAKeyIsNotReady(t *testing.T) {
-	for _, v := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY"} {
-		t.Setenv(v, "")
-	}
-	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1")
-	out, errOut, code := tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
+	t.Parallel()
+	sh := asShell([]string{"OPENAI_BASE_URL=http://127.0.0.1:11434/v1"}, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY")
+	out, errOut, code := sh.tine(t, filepath.Join(t.TempDir(), "t.db"), "harnesses")
 	require.Equal(t, 0, code, errOut)
 	assert.Regexp(t, `(?m)^anthropic +no `, out)
 	assert.Contains(t, out, "anthropic: ANTHROPIC_API_KEY is not set")

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -32,8 +33,12 @@ import (
 // (tool), a command that needs the network (network), another model
 // setting (model), an edit whose result differs (tree).
 func TestReplayRealAgents(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
-		t.Run(name, func(t *testing.T) { replayRealAgent(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			replayRealAgent(t, name)
+		})
 	}
 }
 
@@ -55,9 +60,9 @@ type replayResult struct {
 	} `json:"trials"`
 }
 
-func replayJSONOf(t *testing.T, db string, args ...string) (replayResult, string, int) {
+func replayJSONOf(t *testing.T, sh shellEnv, db string, args ...string) (replayResult, string, int) {
 	t.Helper()
-	out, errOut, code := tine(t, db, append(append([]string{"replay"}, args...), "--wait", "--json")...)
+	out, errOut, code := sh.tine(t, db, append(append([]string{"replay"}, args...), "--wait", "--json")...)
 	var r replayResult
 	require.NoError(t, json.Unmarshal([]byte(out), &r), "stdout %q stderr %q", out, errOut)
 	if testing.Verbose() {
@@ -69,7 +74,7 @@ func replayJSONOf(t *testing.T, db string, args ...string) (replayResult, string
 func replayRealAgent(t *testing.T, name string) {
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() }) // after the subtests that run side by side
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -100,18 +105,19 @@ func replayRealAgent(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
+	// The runs a replay starts from, recorded by one tine fork side by
+	// side, each told its own task (its marker).
+	args := []string{"fork", session, "--record", "--wait", "--json", "--check", "grep -q second notes.txt"}
+	forks := 0
 	record := func(fork, marker string, rs ...modelserver.Reply) {
-		t.Helper()
 		on(marker, rs...)
-		out, errOut, code := tine(t, db, "fork", session, "--name", fork, "-m", marker+": do the task", "--record", "--wait", "--json",
-			"--check", "grep -q second notes.txt")
-		require.Equal(t, 0, code, "%s\n%s", out, errOut)
-		require.Equal(t, 0, srv.Pending(), "every scripted reply used")
+		args = append(args, "--name", fork, "-m", marker+": do the task")
+		forks++
 	}
 	record("rec", "rec-main",
 		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && sed -i s/alpha/ALPHA/ data.txt && echo done")}},
@@ -132,6 +138,9 @@ func replayRealAgent(t *testing.T, name string) {
 			modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("curl -sS --max-time 5 " + lan + " 2>&1; echo fetched")}},
 			modelserver.Reply{Text: "Fetched."})
 	}
+	out, errOut, code := sh.tine(t, db, append(args, "-n", fmt.Sprint(forks))...)
+	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 
 	rec, tape := tapeOf(t, db, "rec")
 	require.Len(t, tape, 3)
@@ -142,7 +151,7 @@ func replayRealAgent(t *testing.T, name string) {
 
 	t.Run("verified", func(t *testing.T) {
 		before := calls()
-		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "0")
+		r, errOut, code := replayJSONOf(t, sh, db, "rec", "--at-step", "2", "--continuations", "0")
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 		require.Len(t, r.Trials, 1)
@@ -156,7 +165,7 @@ func replayRealAgent(t *testing.T, name string) {
 		b, _ = os.ReadFile(filepath.Join(tr.Worktree, "data.txt"))
 		assert.Equal(t, "ALPHA\n", string(b))
 		assert.Contains(t, tr.Branch, "-replay-")
-		out, _, code := tine(t, db, "ls", "--json")
+		out, _, code := sh.tine(t, db, "ls", "--json")
 		require.Equal(t, 0, code)
 		var runs []struct {
 			ID       string `json:"id"`
@@ -188,7 +197,7 @@ func replayRealAgent(t *testing.T, name string) {
 		// with tine's note, not an API error.
 		on("carry on", modelserver.Reply{Text: "Carrying on."})
 		n := len(srv.ModelRequests())
-		_, errOut, code = tine(t, db, "run", tr.ID, "-m", "carry on", "--wait")
+		_, errOut, code = sh.tine(t, db, "run", tr.ID, "-m", "carry on", "--wait")
 		require.Equal(t, 0, code, errOut)
 		reqs := srv.ModelRequests()
 		require.Greater(t, len(reqs), n)
@@ -201,7 +210,7 @@ func replayRealAgent(t *testing.T, name string) {
 	t.Run("forked", func(t *testing.T) {
 		before := calls()
 		on("rec-main", modelserver.Reply{Text: "Finished: input read."}, modelserver.Reply{Text: "Finished: input read."})
-		r, errOut, code := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "2", "--check", "grep -q second notes.txt")
+		r, errOut, code := replayJSONOf(t, sh, db, "rec", "--at-step", "2", "--continuations", "2", "--check", "grep -q second notes.txt")
 		require.Equal(t, 0, code, errOut)
 		require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
 		require.Len(t, r.Trials, 2)
@@ -215,23 +224,23 @@ func replayRealAgent(t *testing.T, name string) {
 		}
 		assert.NotEqual(t, r.Trials[0].Worktree, r.Trials[1].Worktree)
 		assert.Equal(t, before+2, calls(), "each continuation went live at step 3")
-		out, _, code := tine(t, db, "show", r.Trials[0].ID)
+		out, _, code := sh.tine(t, db, "show", r.Trials[0].ID)
 		require.Equal(t, 0, code)
 		assert.Contains(t, out, "Finished: input read.")
 		// A continuation is a fork like any other: its next turn, not
 		// recorded, resumes its own session.
 		on("one more", modelserver.Reply{Text: "Done again."})
-		_, errOut, code = tine(t, db, "run", r.Trials[0].ID, "-m", "one more", "--wait")
+		_, errOut, code = sh.tine(t, db, "run", r.Trials[0].ID, "-m", "one more", "--wait")
 		require.Equal(t, 0, code, errOut)
-		out, _, _ = tine(t, db, "show", r.Trials[0].ID)
+		out, _, _ = sh.tine(t, db, "show", r.Trials[0].ID)
 		assert.Contains(t, out, "Done again.")
-		_, errOut, code = tine(t, db, "replay", r.Trials[0].ID, "--at-step", "1", "--wait")
+		_, errOut, code = sh.tine(t, db, "replay", r.Trials[0].ID, "--at-step", "1", "--wait")
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "is itself a replay", "a replay's own tape starts where the replayed run did")
 	})
-	diverges := func(t *testing.T, run string, at, step int, kind, inDetail string, extra ...string) {
+	diverges := func(t *testing.T, sh shellEnv, run string, at, step int, kind, inDetail string, extra ...string) {
 		t.Helper()
-		r, errOut, code := replayJSONOf(t, db, append([]string{run, "--at-step", string(rune('0' + at)), "--continuations", "0"}, extra...)...)
+		r, errOut, code := replayJSONOf(t, sh, db, append([]string{run, "--at-step", string(rune('0' + at)), "--continuations", "0"}, extra...)...)
 		assert.Equal(t, 1, code, "a divergence exits 1")
 		require.Equal(t, "diverged", r.Status, errOut)
 		require.NotNil(t, r.Divergence)
@@ -242,25 +251,30 @@ func replayRealAgent(t *testing.T, name string) {
 		assert.Equal(t, "failed", r.Trials[0].RunStatus)
 	}
 	t.Run("a file in the base changed", func(t *testing.T) {
+		t.Parallel()
 		// The diff's line holds the file's text, as the agent's shell tool
 		// shows it ("+changed", or "+Output: changed").
-		diverges(t, "rec", 2, 3, "tool", "changed\n", "--base", inputBase)
-		r, _, _ := replayJSONOf(t, db, "rec", "--at-step", "2", "--continuations", "0", "--base", inputBase)
+		diverges(t, sh, "rec", 2, 3, "tool", "changed\n", "--base", inputBase)
+		r, _, _ := replayJSONOf(t, sh, db, "rec", "--at-step", "2", "--continuations", "0", "--base", inputBase)
 		require.NotNil(t, r.Divergence)
 		assert.Regexp(t, `(?m)^\+.*changed$`, r.Divergence.Diff)
 	})
 	t.Run("an edit whose result differs", func(t *testing.T) {
-		diverges(t, "rec", 2, 2, "tree", "gamma ALPHA", "--base", dataBase)
+		t.Parallel()
+		diverges(t, sh, "rec", 2, 2, "tree", "gamma ALPHA", "--base", dataBase)
 	})
 	t.Run("a command that reads the clock", func(t *testing.T) {
-		diverges(t, "clk", 1, 2, "tool", "")
+		t.Parallel()
+		diverges(t, sh, "clk", 1, 2, "tool", "")
 	})
 	t.Run("a command that needs the network", func(t *testing.T) {
+		t.Parallel()
 		git(t, project, "remote", "set-url", "origin", "https://nonexistent.invalid/tine.git")
 		defer git(t, project, "remote", "set-url", "origin", filepath.Join(home, "remote.git"))
-		diverges(t, "net", 1, 2, "network", "unable to access")
+		diverges(t, sh, "net", 1, 2, "network", "unable to access")
 	})
 	t.Run("a server beyond loopback", func(t *testing.T) {
+		t.Parallel()
 		if lan == "" {
 			t.Skip("this machine has no network address besides loopback")
 		}
@@ -278,14 +292,18 @@ func replayRealAgent(t *testing.T, name string) {
 			}
 		}
 		require.True(t, reached, "the recorded run reached the server")
-		diverges(t, "lan", 1, 2, "network", "127.0.0.1 port 9")
+		diverges(t, sh, "lan", 1, 2, "network", "127.0.0.1 port 9")
 	})
+	// Not side by side with the replays above: it changes the agent's own
+	// settings in home, which every replay of this agent reads. It runs
+	// first; they wait until replayRealAgent returns.
 	t.Run("another model setting", func(t *testing.T) {
+		sh := sh
 		switch name {
 		case "claude":
-			t.Setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", "1234")
+			sh = sh.with("CLAUDE_CODE_MAX_OUTPUT_TOKENS=1234")
 		case "qwen":
-			t.Setenv("QWEN_CODE_MAX_OUTPUT_TOKENS", "1234")
+			sh = sh.with("QWEN_CODE_MAX_OUTPUT_TOKENS=1234")
 		case "opencode":
 			// The person's global rules: more in the system prompt.
 			rules := filepath.Join(home, ".config", "opencode", "AGENTS.md")
@@ -310,7 +328,7 @@ func replayRealAgent(t *testing.T, name string) {
 			require.NoError(t, os.WriteFile(cfg, []byte(`model_reasoning_effort = "high"`+"\n"+string(b)), 0o644))
 			defer os.WriteFile(cfg, b, 0o644)
 		}
-		diverges(t, "rec", 2, 1, "model", "")
+		diverges(t, sh, "rec", 2, 1, "model", "")
 	})
 }
 
@@ -320,8 +338,12 @@ func replayRealAgent(t *testing.T, name string) {
 // checks the tool outputs at each step: clean from that commit, a tool
 // divergence from a commit where the file it reads differs.
 func TestReplayAnImportedSession(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode"} {
-		t.Run(name, func(t *testing.T) { replayImported(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			replayImported(t, name)
+		})
 	}
 }
 
@@ -361,17 +383,17 @@ func replayImported(t *testing.T, name string) {
 	}
 	require.NotEmpty(t, session)
 	require.Equal(t, 0, srv.Pending())
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 	before := len(srv.ModelRequests())
 
-	_, errOut, code = tine(t, db, "replay", session, "--at-step", "2", "--continuations", "0", "--wait")
+	_, errOut, code = sh.tine(t, db, "replay", session, "--at-step", "2", "--continuations", "0", "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--base", "an imported run has no recorded base: the error says what to give")
 
-	r, errOut, code := replayJSONOf(t, db, session, "--at-step", "2", "--continuations", "0", "--base", base)
+	r, errOut, code := replayJSONOf(t, sh, db, session, "--at-step", "2", "--continuations", "0", "--base", base)
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 	assert.Equal(t, 2, r.Trials[0].Replayed)
@@ -381,12 +403,12 @@ func replayImported(t *testing.T, name string) {
 	assert.Equal(t, before, len(srv.ModelRequests()))
 	// The world at step 2 is a fork a person can go on with.
 	on("imp-more", modelserver.Reply{Text: "Going on."})
-	_, errOut, code = tine(t, db, "run", r.Trials[0].ID, "-m", "imp-more: go on", "--wait")
+	_, errOut, code = sh.tine(t, db, "run", r.Trials[0].ID, "-m", "imp-more: go on", "--wait")
 	require.Equal(t, 0, code, errOut)
-	out, _, _ := tine(t, db, "show", r.Trials[0].ID)
+	out, _, _ := sh.tine(t, db, "show", r.Trials[0].ID)
 	assert.Contains(t, out, "Going on.")
 
-	r, _, code = replayJSONOf(t, db, session, "--at-step", "2", "--continuations", "0", "--base", changed)
+	r, _, code = replayJSONOf(t, sh, db, session, "--at-step", "2", "--continuations", "0", "--base", changed)
 	assert.Equal(t, 1, code)
 	require.Equal(t, "diverged", r.Status)
 	require.NotNil(t, r.Divergence)
@@ -479,6 +501,7 @@ func lanServer(t *testing.T) string {
 // step 2, verified without a model call, then forked with a live
 // continuation.
 func TestReplayACP(t *testing.T) {
+	t.Parallel()
 	acpBin, claudeExe := claudeBehindACP(t)
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
@@ -495,16 +518,16 @@ func TestReplayACP(t *testing.T) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
+	sh := asShell(append(a.env, "TINE_ACP_AGENT="+acpBin, "CLAUDE_CODE_EXECUTABLE="+claudeExe), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	on("acp-main",
 		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
 		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
 		modelserver.Reply{Text: "Input read."})
-	out, errOut, code := tine(t, db, "fork", session, "--harness", "acp", "--handoff", "--name", "acprec",
+	out, errOut, code := sh.tine(t, db, "fork", session, "--harness", "acp", "--handoff", "--name", "acprec",
 		"-m", "acp-main: do the task", "--record", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
@@ -513,7 +536,7 @@ func TestReplayACP(t *testing.T) {
 
 	calls := func() int { return len(srv.ModelRequests()) }
 	before := calls()
-	r, errOut, code := replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "0")
+	r, errOut, code := replayJSONOf(t, sh, db, "acprec", "--at-step", "2", "--continuations", "0")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 	require.Len(t, r.Trials, 1)
@@ -522,7 +545,7 @@ func TestReplayACP(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(r.Trials[0].Worktree, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "first\nsecond\n", string(b), "the replayed tool ran in the trial's worktree")
-	out, _, _ = tine(t, db, "ls", "--json")
+	out, _, _ = sh.tine(t, db, "ls", "--json")
 	var runs []struct {
 		ID       string `json:"id"`
 		ForkAt   int    `json:"fork_at"`
@@ -542,7 +565,7 @@ func TestReplayACP(t *testing.T) {
 	git(t, project, "commit", "-q", "-am", "other")
 	other := git(t, project, "rev-parse", "HEAD")
 	git(t, project, "checkout", "-q", "main")
-	r, _, code = replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "0", "--base", other)
+	r, _, code = replayJSONOf(t, sh, db, "acprec", "--at-step", "2", "--continuations", "0", "--base", other)
 	assert.Equal(t, 1, code)
 	require.Equal(t, "diverged", r.Status)
 	require.NotNil(t, r.Divergence)
@@ -551,7 +574,7 @@ func TestReplayACP(t *testing.T) {
 	assert.Contains(t, r.Divergence.Diff, "+changed")
 
 	on("acp-main", modelserver.Reply{Text: "Input read."})
-	r, errOut, code = replayJSONOf(t, db, "acprec", "--at-step", "2", "--continuations", "1")
+	r, errOut, code = replayJSONOf(t, sh, db, "acprec", "--at-step", "2", "--continuations", "1")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
 	require.NotNil(t, r.Trials[0].AA, r.Trials[0].AAReason)
@@ -563,10 +586,10 @@ func TestReplayACP(t *testing.T) {
 	on("acp-native",
 		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat notes.txt")}},
 		modelserver.Reply{Text: "Notes read."})
-	out, errOut, code = tine(t, db, "fork", "acprec", "--name", "acpnative", "-m", "acp-native: read the notes", "--record", "--wait", "--json")
+	out, errOut, code = sh.tine(t, db, "fork", "acprec", "--name", "acpnative", "-m", "acp-native: read the notes", "--record", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	before = calls()
-	r, errOut, code = replayJSONOf(t, db, "acpnative", "--at-step", "1", "--continuations", "0")
+	r, errOut, code = replayJSONOf(t, sh, db, "acpnative", "--at-step", "1", "--continuations", "0")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 	assert.Equal(t, before, calls())
@@ -577,6 +600,7 @@ func TestReplayACP(t *testing.T) {
 // name, as pi lets a person route it through a proxy) is recorded through
 // tine's gateway and replayed: the turn keeps its provider and model.
 func TestReplayPiBuiltinProvider(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -596,16 +620,16 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 	lines := agentRun(t, home, a.env, a.bin, "-p", "--mode", "json", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "say hello turn-one")
 	session := field(lines, "type", "session", "id")
 	require.NotEmpty(t, session)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	on("pib-main",
 		modelserver.Reply{Text: "Working.", ToolCalls: []modelserver.ToolCall{a.shell("echo second >> notes.txt && echo done")}},
 		modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell("cat notes.txt")}},
 		modelserver.Reply{Text: "Notes read."})
-	out, errOut, code := tine(t, db, "fork", session, "--name", "pib", "-m", "pib-main: do the task", "--record", "--wait", "--json")
+	out, errOut, code := sh.tine(t, db, "fork", session, "--name", "pib", "-m", "pib-main: do the task", "--record", "--wait", "--json")
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	reqs := srv.ModelRequests()
@@ -614,7 +638,7 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 	require.Len(t, tape, 3, "one model call a step, through the gateway")
 
 	before := len(srv.ModelRequests())
-	r, errOut, code := replayJSONOf(t, db, "pib", "--at-step", "2", "--continuations", "0")
+	r, errOut, code := replayJSONOf(t, sh, db, "pib", "--at-step", "2", "--continuations", "0")
 	require.Equal(t, 0, code, errOut)
 	require.Equal(t, "verified", r.Status, "%+v", r.Divergence)
 	assert.Equal(t, before, len(srv.ModelRequests()), "a replay that verifies never calls the model")
@@ -631,8 +655,10 @@ func TestReplayPiBuiltinProvider(t *testing.T) {
 // way). Replayed to its last step, nothing goes live, and no A/A is
 // claimed.
 func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"pi", "claude"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 			require.NoError(t, err)
 			defer srv.Close()
@@ -647,16 +673,16 @@ func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
 			on("turn-one", modelserver.Reply{Text: "Hello."})
 			on("turn-two", modelserver.Reply{Text: "Noted."})
 			session := a.session(t)
-			asShell(t, a.env, "CLAUDE_CONFIG_DIR")
+			sh := asShell(a.env, "CLAUDE_CONFIG_DIR")
 			db := filepath.Join(t.TempDir(), "t.db")
-			_, errOut, code := tine(t, db, "import")
+			_, errOut, code := sh.tine(t, db, "import")
 			require.Equal(t, 0, code, errOut)
 			on("aa-one", modelserver.Reply{Text: "Reading.", ToolCalls: []modelserver.ToolCall{a.shell("cat input.txt")}},
 				modelserver.Reply{Text: "Turn one done."})
-			out, errOut, code := tine(t, db, "fork", session, "--name", "two", "-m", "aa-one: read it", "--record", "--wait", "--json")
+			out, errOut, code := sh.tine(t, db, "fork", session, "--name", "two", "-m", "aa-one: read it", "--record", "--wait", "--json")
 			require.Equal(t, 0, code, "%s\n%s", out, errOut)
 			on("aa-two", modelserver.Reply{Text: "Turn two done."})
-			out, errOut, code = tine(t, db, "run", "two", "-m", "aa-two: and now", "--record", "--wait", "--json")
+			out, errOut, code = sh.tine(t, db, "run", "two", "-m", "aa-two: and now", "--record", "--wait", "--json")
 			require.Equal(t, 0, code, "%s\n%s", out, errOut)
 			_, tape := tapeOf(t, db, "two")
 			require.Len(t, tape, 3)
@@ -665,7 +691,7 @@ func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
 			// Step 2 ends turn one: the continuation answers turn two, as
 			// the original did.
 			on("aa-two", modelserver.Reply{Text: "Turn two done."})
-			r, errOut, code := replayJSONOf(t, db, "two", "--at-step", "2", "--continuations", "1")
+			r, errOut, code := replayJSONOf(t, sh, db, "two", "--at-step", "2", "--continuations", "1")
 			require.Equal(t, 0, code, errOut)
 			require.Equal(t, "forked", r.Status, "%+v", r.Divergence)
 			require.Equal(t, 0, srv.Pending(), "the continuation went live in turn two")
@@ -676,7 +702,7 @@ func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
 
 			// Step 3 is the run's last: nothing to continue, nothing claimed.
 			before := len(srv.ModelRequests())
-			r, errOut, code = replayJSONOf(t, db, "two", "--at-step", "3", "--continuations", "1")
+			r, errOut, code = replayJSONOf(t, sh, db, "two", "--at-step", "3", "--continuations", "1")
 			require.Equal(t, 0, code, errOut)
 			assert.Equal(t, before, len(srv.ModelRequests()))
 			tr = r.Trials[0]

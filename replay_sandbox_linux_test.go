@@ -28,11 +28,15 @@ import (
 // Without the sandbox (TINE_REPLAY_SANDBOX=off) each of them goes through,
 // and `tine replay` says so in one line. Both replays are timed.
 func TestReplaySandbox(t *testing.T) {
+	t.Parallel()
 	if err := sandbox.Available(); err != nil {
 		t.Skip(err)
 	}
 	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode", "acp"} {
-		t.Run(name, func(t *testing.T) { replaySandbox(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			replaySandbox(t, name)
+		})
 	}
 }
 
@@ -61,9 +65,9 @@ func replaySandbox(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, append(a.env, extra...), "CLAUDE_CONFIG_DIR", "IS_SANDBOX", "TINE_REPLAY_SANDBOX")
+	sh := asShell(append(a.env, extra...), "CLAUDE_CONFIG_DIR", "IS_SANDBOX", "TINE_REPLAY_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	outside := filepath.Join(t.TempDir(), "outside")
@@ -79,7 +83,7 @@ func replaySandbox(t *testing.T, name string) {
 	write, socket := "echo x > "+outside+" && echo wrote", "(exec 3<>/dev/tcp/"+u.Hostname()+"/"+u.Port()+" && echo connected) 2>&1; echo tried"
 	on("sbx-main", modelserver.Reply{ToolCalls: []modelserver.ToolCall{a.shell(write), a.shell(socket), a.shell("env")}},
 		modelserver.Reply{Text: "Done."})
-	out, errOut, code := tine(t, db, append([]string{"fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json"}, harness...)...)
+	out, errOut, code := sh.tine(t, db, append([]string{"fork", session, "--name", "sbx", "-m", "sbx-main: do it", "--record", "--wait", "--json"}, harness...)...)
 	require.Equal(t, 0, code, "%s\n%s", out, errOut)
 	require.Equal(t, 0, srv.Pending(), "every scripted reply used")
 	// Recorded without a sandbox: the write and the connection went
@@ -99,7 +103,7 @@ func replaySandbox(t *testing.T, name string) {
 	replay := func() ([]string, string, time.Duration) {
 		t.Helper()
 		start := time.Now()
-		r, errOut, _ := replayJSONOf(t, db, "sbx", "--at-step", "1", "--continuations", "0")
+		r, errOut, _ := replayJSONOf(t, sh, db, "sbx", "--at-step", "1", "--continuations", "0")
 		took := time.Since(start)
 		require.Equal(t, "diverged", r.Status, errOut)
 		require.Equal(t, 2, r.Divergence.Step, "%+v", r.Divergence)
@@ -120,7 +124,7 @@ func replaySandbox(t *testing.T, name string) {
 		}
 		assert.Contains(t, outs[2], "tine-gw-", "the run's gateway key is all it has")
 	})
-	t.Setenv("TINE_REPLAY_SANDBOX", "off")
+	sh = sh.with("TINE_REPLAY_SANDBOX=off") // replay runs in sh
 	outs, errOut, without := replay()
 	t.Run("without the sandbox", func(t *testing.T) {
 		var warning []string

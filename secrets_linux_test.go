@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -29,8 +30,12 @@ import (
 // on one opens nothing: a request through it without the run's key is
 // refused, never reaching the model nor the tape.
 func TestRecordedTurnsKeepSecretsOffCommandLines(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"claude", "codex", "pi", "qwen", "gemini", "opencode", "acp"} {
-		t.Run(name, func(t *testing.T) { secretsOffCommandLines(t, name) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			secretsOffCommandLines(t, name)
+		})
 	}
 }
 
@@ -55,21 +60,29 @@ func secretsOffCommandLines(t *testing.T, name string) {
 	on("turn-one", modelserver.Reply{Text: "Hello."})
 	on("turn-two", modelserver.Reply{Text: "Noted."})
 	session := a.session(t)
-	asShell(t, append(a.env, extra...), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
+	sh := asShell(append(a.env, extra...), "CLAUDE_CONFIG_DIR", "IS_SANDBOX")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import")
+	_, errOut, code := sh.tine(t, db, "import")
 	require.Equal(t, 0, code, errOut)
 
 	on("argv-probe", modelserver.Reply{Text: "Looking.", ToolCalls: []modelserver.ToolCall{a.shell("sleep 1; echo looked")}},
 		modelserver.Reply{Text: "Looked."})
-	spy := spyOnChildren(t, srv.URL())
-	args := []string{"fork", session, "--name", "probe", "-m", "argv-probe: look", "--record", "--wait", "--json"}
+	args := []string{"--db", db, "fork", session, "--name", "probe", "-m", "argv-probe: look", "--record", "--wait", "--json"}
 	if name == "acp" {
 		args = append(args, "--harness", "acp", "--handoff")
 	}
-	out, errOut, code := tine(t, db, args...)
+	// tine runs in a process of its own (the test binary as tine), whose
+	// descendants are this test's only: other tests run side by side in
+	// this one.
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = sh.with("TINE_TEST_AS_TINE=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	spy := spyOnChildren(t, cmd.Process.Pid, srv.URL())
+	err = cmd.Wait()
 	spy.stop()
-	require.Equal(t, 0, code, "%s\n%s", out, errOut)
+	require.NoError(t, err, "%s\n%s", stdout.String(), stderr.String())
 	_, tape := tapeOf(t, db, "probe")
 
 	cmdlines, secrets, probes := spy.result()
@@ -119,11 +132,12 @@ func secretsOffCommandLines(t *testing.T, name string) {
 var realKeyVar = map[string]string{"claude": "ANTHROPIC_API_KEY", "codex": "TINE_TEST_API_KEY", "pi": "TINE_TEST_API_KEY",
 	"qwen": "OPENAI_API_KEY", "gemini": "GEMINI_API_KEY", "opencode": "TINE_TEST_API_KEY"}
 
-// childSpy watches the processes this test starts (its descendants), as
-// any user of the machine can: their command lines. It also reads their
+// childSpy watches the processes a tine process starts (its
+// descendants), as any user of the machine can: their command lines. It also reads their
 // environments, as only their owner can, to learn the keys they were
 // given, and tries every loopback URL a command line shows.
 type childSpy struct {
+	root    int    // the tine process
 	skip    string // the model server's host:port, not the gateway
 	done    chan struct{}
 	stopped chan struct{}
@@ -135,9 +149,9 @@ type childSpy struct {
 	probes   map[string]int
 }
 
-func spyOnChildren(t *testing.T, modelURL string) *childSpy {
+func spyOnChildren(t *testing.T, root int, modelURL string) *childSpy {
 	u, _ := url.Parse(modelURL)
-	s := &childSpy{skip: u.Host, done: make(chan struct{}), stopped: make(chan struct{}), parents: map[int]int{},
+	s := &childSpy{root: root, skip: u.Host, done: make(chan struct{}), stopped: make(chan struct{}), parents: map[int]int{},
 		cmdlines: map[string]bool{}, secrets: map[string]bool{}, probes: map[string]int{}}
 	go func() {
 		defer close(s.stopped)
@@ -196,7 +210,7 @@ func ppid(pid int) int {
 var loopbackURL = regexp.MustCompile(`https?://(?:127\.0\.0\.1|localhost|\[::1\]):[0-9]+[^\s"',]*`)
 
 func (s *childSpy) scan() {
-	self := os.Getpid()
+	self := s.root
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())

@@ -25,6 +25,7 @@ import (
 // is stored (the prompt, the tool call, its result, the answer), and its
 // turn end.
 func TestServeForksClaudeCodeFollowedLive(t *testing.T) {
+	t.Parallel()
 	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
 	require.NoError(t, err)
 	defer srv.Close()
@@ -36,14 +37,14 @@ func TestServeForksClaudeCodeFollowedLive(t *testing.T) {
 	on("turn-one", modelserver.Reply{Text: "Hello; ready when you are."})
 	on("turn-two", modelserver.Reply{Text: "Noted, turn two."})
 	session := a.session(t)
-	asShell(t, a.env, "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
+	sh := asShell(a.env, "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME")
 	db := filepath.Join(t.TempDir(), "t.db")
-	_, errOut, code := tine(t, db, "import", "--json")
+	_, errOut, code := sh.tine(t, db, "import", "--json")
 	require.Equal(t, 0, code, errOut)
 	on("write live", modelserver.Reply{Text: "Writing it.", ToolCalls: []modelserver.ToolCall{a.write("live.txt")},
 		ChunkDelay: 50 * time.Millisecond}, modelserver.Reply{Text: "Wrote live.txt.", ChunkDelay: 50 * time.Millisecond})
 
-	s := startServe(t, db, nil)
+	s := sh.serve(t, db, nil)
 	events := s.follow("tree=" + session)
 	var forked service.ForkStatus
 	s.into("POST", "/api/sessions/"+session+"/fork", map[string]any{"message": "write live", "names": []string{"live"}}, &forked)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -61,8 +62,14 @@ var openAPIValidator = sync.OnceValues(func() (validator.Validator, error) {
 // test binary as tine) with env added, and reads where it listens.
 func startServe(t *testing.T, db string, args []string, env ...string) *served {
 	t.Helper()
+	return asShell(env).serve(t, db, args)
+}
+
+// serve is startServe in sh.
+func (sh shellEnv) serve(t *testing.T, db string, args []string) *served {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"--db", db, "serve", "--listen", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "TINE_TEST_AS_TINE=1"), env...)
+	cmd.Env = append(slices.Clip([]string(sh)), "TINE_TEST_AS_TINE=1")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer

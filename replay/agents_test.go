@@ -161,7 +161,10 @@ func TestCodexReplay(t *testing.T)      { testAgentReplay(t, realAgents[1]) }
 func TestPiReplay(t *testing.T)         { testAgentReplay(t, realAgents[2]) }
 func TestGeminiReplay(t *testing.T)     { testAgentReplay(t, realAgents[3]) }
 
+// testAgentReplay runs in parallel with the other agents': each has its
+// own model server, gateway, home and clones.
 func testAgentReplay(t *testing.T, a realAgent) {
+	t.Parallel()
 	bin := agentBin(t, a.name)
 	root := t.TempDir()
 	home := filepath.Join(root, "home")
