@@ -438,9 +438,7 @@ func TestAgentForksBestOfNEndToEnd(t *testing.T) {
 }
 
 func agentForksEndToEnd(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -619,9 +617,7 @@ func claudeBehindACP(t *testing.T) (acpBin, claudeExe string) {
 func TestACPForksEndToEnd(t *testing.T) {
 	t.Parallel()
 	acpBin, claudeExe := claudeBehindACP(t)
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -721,9 +717,7 @@ func TestACPForksEndToEnd(t *testing.T) {
 // with what it had stored, and nothing is left running.
 func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, "claude", home, srv.URL())
@@ -785,9 +779,7 @@ func TestCancelARealAgentFromAnotherProcess(t *testing.T) {
 // stored as a step of the fork's tape, a later turn's after the first's.
 func TestRecordAClaudeForkAsItsTape(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, "claude", home, srv.URL())

@@ -31,9 +31,7 @@ func TestAForkWhoseWorktreeIsGoneRunsInItAgain(t *testing.T) {
 }
 
 func worktreeGoneEndToEnd(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -102,6 +100,6 @@ func worktreeGoneEndToEnd(t *testing.T, name string) {
 	leaked()
 	assert.FileExists(t, filepath.Join(f.Worktree, "leak2.txt"))
 	assert.NoFileExists(t, filepath.Join(f.Worktree, "first.txt"))
-	_, err = os.Stat(filepath.Join(project, "README.md"))
+	_, err := os.Stat(filepath.Join(project, "README.md"))
 	require.NoError(t, err)
 }

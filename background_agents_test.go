@@ -26,9 +26,7 @@ import (
 // prepared are the ones replayed, as asked (here: to step 2, verify only,
 // from a base), their events come back, and the end says no error.
 func TestTUIBackgroundReplay(t *testing.T) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)

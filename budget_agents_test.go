@@ -27,9 +27,7 @@ import (
 // streamed is kept.
 func TestARealAgentStoppedByItsBudget(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, "claude", home, srv.URL())

@@ -39,23 +39,14 @@ func TestBackgroundReplayKeepsTheKeyOffItsCommandLine(t *testing.T) {
 // run is left behind), as tine fork checks its arguments first.
 func TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything(t *testing.T) {
 	t.Parallel()
-	repo := filepath.Join(t.TempDir(), "project")
-	gitInit(t, repo)
-	db := filepath.Join(t.TempDir(), "t.db")
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	say := func(role model.Role, text string) model.Message {
-		return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}}
-	}
-	run := model.Run{Harness: "claude", NativeID: "11111111-2222-4333-8444-555555555555", Cwd: repo, Name: "rec"}
-	require.NoError(t, st.CreateRun(context.Background(), &run, []model.Message{say(model.User, "hi"), say(model.Assistant, "Hello.")}))
+	db, repo, st, run := claudeRunRec(t)
 	require.NoError(t, st.Close())
 
 	_, errOut, code := tine(t, db, "replay", "rec", "--at-step", "1", "--base", "HEAD~99", "--wait")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "--base HEAD~99 is not a commit of "+repo)
 	// A recorded base the repository no longer has.
-	st, err = store.Open(db)
+	st, err := store.Open(db)
 	require.NoError(t, err)
 	require.NoError(t, st.SetWorktree(context.Background(), run.ID, "", "", "0123456789abcdef0123456789abcdef01234567", ""))
 	require.NoError(t, st.Close())
@@ -76,16 +67,7 @@ func TestReplayRefusesABaseThatIsNoCommitBeforeMakingAnything(t *testing.T) {
 // on them.
 func TestReplayTrialsPassOverNamesTaken(t *testing.T) {
 	t.Parallel()
-	repo := filepath.Join(t.TempDir(), "project")
-	gitInit(t, repo)
-	db := filepath.Join(t.TempDir(), "t.db")
-	st, err := store.Open(db)
-	require.NoError(t, err)
-	say := func(role model.Role, text string) model.Message {
-		return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}}
-	}
-	run := model.Run{Harness: "claude", NativeID: "11111111-2222-4333-8444-555555555555", Cwd: repo, Name: "rec"}
-	require.NoError(t, st.CreateRun(context.Background(), &run, []model.Message{say(model.User, "hi"), say(model.Assistant, "Hello.")}))
+	db, repo, st, run := claudeRunRec(t)
 	// The other replay's trial, whose replay is not stored yet.
 	taken := model.Run{ParentID: run.ID, ForkAt: 2, Name: "rec-replay-1", Harness: "claude", Cwd: repo, Status: model.Pending}
 	require.NoError(t, st.CreateForks(context.Background(), []*model.Run{&taken}))
@@ -99,4 +81,22 @@ func TestReplayTrialsPassOverNamesTaken(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &r), "%s\n%s", out, errOut)
 	require.Len(t, r.Trials, 1, errOut)
 	assert.Equal(t, "rec-replay-2", r.Trials[0].Name)
+}
+
+// claudeRunRec makes a database holding a Claude Code run named rec, one
+// prompt and its answer, in a git repository of its own; the store is
+// left open.
+func claudeRunRec(t *testing.T) (db, repo string, st *store.Store, run model.Run) {
+	t.Helper()
+	repo = filepath.Join(t.TempDir(), "project")
+	gitInit(t, repo)
+	db = filepath.Join(t.TempDir(), "t.db")
+	st, err := store.Open(db)
+	require.NoError(t, err)
+	say := func(role model.Role, text string) model.Message {
+		return model.Message{Role: role, Parts: []model.Part{{Kind: model.Text, Text: text}}}
+	}
+	run = model.Run{Harness: "claude", NativeID: "11111111-2222-4333-8444-555555555555", Cwd: repo, Name: "rec"}
+	require.NoError(t, st.CreateRun(context.Background(), &run, []model.Message{say(model.User, "hi"), say(model.Assistant, "Hello.")}))
+	return db, repo, st, run
 }

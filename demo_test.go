@@ -21,9 +21,7 @@ import (
 // api.openai.com.
 func TestDemoForksGoWhereTheForkScreenSays(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	srv.Push(modelserver.Reply{Text: "Madrid: 27C, sunny."})
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "demo.db"))

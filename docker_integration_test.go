@@ -363,9 +363,7 @@ type dockerSetup struct {
 
 func newDockerSetup(t *testing.T, name string, prepare func(home, project string), env ...string) *dockerSetup {
 	t.Helper()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
+	srv := quietServer(t)
 	home := t.TempDir()
 	s := &dockerSetup{srv: srv, project: filepath.Join(home, "project"), on: replies(srv)}
 	gitInit(t, s.project)

@@ -279,9 +279,7 @@ func TestKillNineDuringABackgroundAgentFork(t *testing.T) {
 		t.Skip("the trials read /proc")
 	}
 	n := killTrials("TINE_AGENT_KILL_TRIALS", 1, 4)
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, killAgent(), home, srv.URL())
@@ -340,9 +338,7 @@ func TestKillNineDuringAReplay(t *testing.T) {
 		t.Skip("the trials read /proc")
 	}
 	n := killTrials("TINE_REPLAY_KILL_TRIALS", 1, 3)
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	a := setupAgent(t, killAgent(), home, srv.URL())

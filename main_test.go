@@ -74,6 +74,17 @@ func (sh shellEnv) tine(t *testing.T, db string, args ...string) (string, string
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
+// quietServer starts a scripted model server that logs nothing, closed
+// when the test and its subtests end (a deferred Close would close it
+// before parallel subtests run).
+func quietServer(t *testing.T) *modelserver.Server {
+	t.Helper()
+	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
 func importSeed(t *testing.T) (db, runID string) {
 	t.Helper()
 	db = filepath.Join(t.TempDir(), "t.db")

@@ -25,9 +25,7 @@ func TestClaudeCodeForksThroughTineMCP(t *testing.T) {
 	t.Parallel()
 	bin := agentBin(t, "claude")
 	db, id := importSeed(t)
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(home, "project"), 0o755))
 	tools := true

@@ -30,9 +30,7 @@ import (
 // end, the session's file untouched.
 func TestMergeRealAgents(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	gitInit(t, filepath.Join(home, "project"))
 	cl := setupAgent(t, "claude", home, srv.URL())

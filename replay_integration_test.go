@@ -72,9 +72,7 @@ func replayJSONOf(t *testing.T, sh shellEnv, db string, args ...string) (replayR
 }
 
 func replayRealAgent(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() }) // after the subtests that run side by side
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -348,9 +346,7 @@ func TestReplayAnImportedSession(t *testing.T) {
 }
 
 func replayImported(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -503,9 +499,7 @@ func lanServer(t *testing.T) string {
 func TestReplayACP(t *testing.T) {
 	t.Parallel()
 	acpBin, claudeExe := claudeBehindACP(t)
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -601,9 +595,7 @@ func TestReplayACP(t *testing.T) {
 // tine's gateway and replayed: the turn keeps its provider and model.
 func TestReplayPiBuiltinProvider(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -659,9 +651,7 @@ func TestReplayAAComparesTheTurnThatWentLive(t *testing.T) {
 	for _, name := range []string{"pi", "claude"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-			require.NoError(t, err)
-			defer srv.Close()
+			srv := quietServer(t)
 			home := t.TempDir()
 			project := filepath.Join(home, "project")
 			gitInit(t, project)

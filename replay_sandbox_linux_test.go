@@ -41,9 +41,7 @@ func TestReplaySandbox(t *testing.T) {
 }
 
 func replaySandbox(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)

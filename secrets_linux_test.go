@@ -40,9 +40,7 @@ func TestRecordedTurnsKeepSecretsOffCommandLines(t *testing.T) {
 }
 
 func secretsOffCommandLines(t *testing.T, name string) {
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -80,7 +78,7 @@ func secretsOffCommandLines(t *testing.T, name string) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
 	spy := spyOnChildren(t, cmd.Process.Pid, srv.URL())
-	err = cmd.Wait()
+	err := cmd.Wait()
 	spy.stop()
 	require.NoError(t, err, "%s\n%s", stdout.String(), stderr.String())
 	_, tape := tapeOf(t, db, "probe")

@@ -26,9 +26,7 @@ import (
 // turn end.
 func TestServeForksClaudeCodeFollowedLive(t *testing.T) {
 	t.Parallel()
-	srv, err := modelserver.Start(modelserver.Options{Logf: func(string, ...any) {}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := quietServer(t)
 	home := t.TempDir()
 	project := filepath.Join(home, "project")
 	gitInit(t, project)
@@ -94,7 +92,7 @@ func TestServeForksClaudeCodeFollowedLive(t *testing.T) {
 	assert.Equal(t, "completed", f.Status, f.Error)
 	assert.NotEqual(t, session, f.NativeID, "a session of its own")
 	require.NotEmpty(t, f.Worktree)
-	_, err = os.Stat(filepath.Join(f.Worktree, "live.txt"))
+	_, err := os.Stat(filepath.Join(f.Worktree, "live.txt"))
 	assert.NoError(t, err, "Claude Code wrote the file in the fork's worktree")
 	_, err = os.Stat(filepath.Join(project, "live.txt"))
 	assert.True(t, os.IsNotExist(err), "and not in the checkout")
